@@ -1,0 +1,93 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// PackageManifestKind is the kind of a package's manifest.yaml.
+	PackageManifestKind = "PackageManifest"
+
+	// PhaseAnnotation names the phase an object of a package belongs to.
+	PhaseAnnotation = "pkgsync.dev/phase"
+
+	// ClassHostedCluster is the phase class whose objects go to the hosted cluster's API server.
+	// The empty class means the management cluster.
+	ClassHostedCluster = "hosted-cluster"
+)
+
+// PackageManifest is the manifest.yaml at the root of a package. It is not served by an API
+// server; it only shares the API group's vocabulary.
+type PackageManifest struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec describes the package.
+	Spec PackageManifestSpec `json:"spec"`
+}
+
+// PackageManifestSpec is the author-facing description of a package.
+type PackageManifestSpec struct {
+	// Scopes lists where the package may be installed: Namespaced (Package), Cluster (ClusterPackage).
+	// +optional
+	Scopes []PackageScope `json:"scopes,omitempty"`
+
+	// Phases in rollout order. Teardown runs them in reverse.
+	// +required
+	Phases []PhaseSpec `json:"phases"`
+
+	// AvailabilityProbes add availability checks for selected objects.
+	// +optional
+	AvailabilityProbes []AvailabilityProbe `json:"availabilityProbes,omitempty"`
+
+	// Config declares the package's configuration schema.
+	// +optional
+	Config PackageConfig `json:"config,omitempty"`
+
+	// Images names the container images templates may refer to as .images.NAME.
+	// +optional
+	Images []PackageImage `json:"images,omitempty"`
+}
+
+// PackageScope says where a package may be installed.
+// +kubebuilder:validation:Enum=Cluster;Namespaced
+type PackageScope string
+
+const (
+	// ScopeCluster allows installation by a ClusterPackage.
+	ScopeCluster PackageScope = "Cluster"
+	// ScopeNamespaced allows installation by a Package.
+	ScopeNamespaced PackageScope = "Namespaced"
+)
+
+// PhaseSpec is one phase of a package.
+type PhaseSpec struct {
+	// Name of the phase, referenced by the phase annotation of the objects.
+	// +required
+	Name string `json:"name"`
+
+	// Class routes the phase: empty for the management cluster, hosted-cluster for the hosted
+	// cluster's API server.
+	// +optional
+	Class string `json:"class,omitempty"`
+}
+
+// PackageConfig holds the configuration schema.
+type PackageConfig struct {
+	// OpenAPIV3Schema validates, prunes and defaults the configuration, with the structural
+	// schema semantics of CustomResourceDefinitions.
+	// +optional
+	OpenAPIV3Schema *apiextensionsv1.JSONSchemaProps `json:"openAPIV3Schema,omitempty"`
+}
+
+// PackageImage is a named container image.
+type PackageImage struct {
+	// Name is the key under .images in templates.
+	// +required
+	Name string `json:"name"`
+
+	// Image is the image reference.
+	// +required
+	Image string `json:"image"`
+}

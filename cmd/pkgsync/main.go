@@ -1,0 +1,56 @@
+// Command pkgsync is the one binary of pkgsync: the CLI that builds, pushes, renders and applies
+// packages, and the controller that reconciles Package resources.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the root command and maps the outcome to an exit code: 0 success, 1 failure,
+// 2 usage error.
+func run(args []string) int {
+	cmd := newRootCmd()
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	if err == nil {
+		return 0
+	}
+	var code exitCodeError
+	if errors.As(err, &code) {
+		if code.err != nil {
+			fmt.Fprintln(os.Stderr, "Error:", code.err)
+		}
+		return code.code
+	}
+	fmt.Fprintln(os.Stderr, "Error:", err)
+	return 1
+}
+
+// exitCodeError carries a specific exit code out of a command, for commands such as validate
+// whose failure is a normal, reported outcome.
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e exitCodeError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit code %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e exitCodeError) Unwrap() error { return e.err }
+
+// usageError marks errors in the command line itself, which exit with code 2.
+func usageError(format string, args ...any) error {
+	return exitCodeError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
