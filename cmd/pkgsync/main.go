@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-
 )
 
 func main() {
@@ -53,4 +52,3 @@ func (e exitCodeError) Unwrap() error { return e.err }
 func usageError(format string, args ...any) error {
 	return exitCodeError{code: 2, err: fmt.Errorf(format, args...)}
 }
-
