@@ -1,0 +1,198 @@
+package testenv
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// RegistryEnv names the environment variable that points tests at a registry the user already
+// runs (zot, for instance) instead of starting one: host:port, plain HTTP.
+const RegistryEnv = "PKGSYNC_TEST_REGISTRY"
+
+// RegistryOptions selects the registry's security.
+type RegistryOptions struct {
+	// TLS serves HTTPS with a certificate for 127.0.0.1 and localhost, signed by a fresh CA.
+	TLS bool
+	// Htpasswd requires basic authentication with a generated user and password.
+	Htpasswd bool
+}
+
+// Registry is a running OCI registry.
+type Registry struct {
+	// Host is host:port, for example 127.0.0.1:5000.
+	Host string
+	// CAFile is the PEM file of the CA that signed the serving certificate, when TLS.
+	CAFile string
+	// Username and Password are the credentials, when Htpasswd.
+	Username, Password string
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	logs *os.File
+}
+
+// StartRegistry starts a CNCF Distribution registry on a free loopback port, storing blobs and
+// its logs under dir.
+func StartRegistry(ctx context.Context, dir string, opts RegistryOptions) (*Registry, error) {
+	bin, err := binary("registry")
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan struct{})}
+
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n")
+	fmt.Fprintf(&cfg, "storage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\n", filepath.Join(dir, "storage"))
+	fmt.Fprintf(&cfg, "http:\n  addr: %s\n", r.Host)
+	if opts.TLS {
+		certs, err := writeServingCerts(dir)
+		if err != nil {
+			return nil, err
+		}
+		r.CAFile = certs.caFile
+		fmt.Fprintf(&cfg, "  tls:\n    certificate: %s\n    key: %s\n", certs.certFile, certs.keyFile)
+	}
+	if opts.Htpasswd {
+		r.Username, r.Password = "pkgsync", "s3cret-"+fmt.Sprint(port)
+		hash, err := bcrypt.GenerateFromPassword([]byte(r.Password), bcrypt.MinCost)
+		if err != nil {
+			return nil, fmt.Errorf("hash registry password: %w", err)
+		}
+		htpasswd := filepath.Join(dir, "htpasswd")
+		if err := os.WriteFile(htpasswd, []byte(r.Username+":"+string(hash)+"\n"), 0o600); err != nil {
+			return nil, fmt.Errorf("write htpasswd: %w", err)
+		}
+		fmt.Fprintf(&cfg, "auth:\n  htpasswd:\n    realm: pkgsync-test\n    path: %s\n", htpasswd)
+	}
+	configFile := filepath.Join(dir, "registry.yaml")
+	if err := os.WriteFile(configFile, []byte(cfg.String()), 0o600); err != nil {
+		return nil, fmt.Errorf("write registry config: %w", err)
+	}
+	r.logs, err = os.Create(filepath.Join(dir, "registry.log"))
+	if err != nil {
+		return nil, fmt.Errorf("create registry log: %w", err)
+	}
+
+	r.cmd = exec.Command(bin, "serve", configFile)
+	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
+	// Its own process group, and killed with its parent, so a crashed test leaks no registry.
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := r.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start registry: %w", err)
+	}
+	go func() {
+		_ = r.cmd.Wait()
+		close(r.done)
+	}()
+	if err := r.waitReady(ctx); err != nil {
+		_ = r.Stop()
+		return nil, err
+	}
+	return r, nil
+}
+
+// NewRegistry starts a registry for a test and stops it when the test ends. With zero options
+// and $PKGSYNC_TEST_REGISTRY set, it returns that registry instead.
+func NewRegistry(t testing.TB, opts RegistryOptions) *Registry {
+	t.Helper()
+	if host := os.Getenv(RegistryEnv); host != "" && opts == (RegistryOptions{}) {
+		return &Registry{Host: host}
+	}
+	r, err := StartRegistry(context.Background(), t.TempDir(), opts)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := r.Stop(); err != nil {
+			t.Errorf("testenv: %v", err)
+		}
+	})
+	return r
+}
+
+// URL is the registry's base URL.
+func (r *Registry) URL() string {
+	if r.CAFile != "" {
+		return "https://" + r.Host
+	}
+	return "http://" + r.Host
+}
+
+// waitReady polls the /v2/ endpoint until the registry answers (401 counts: it is up).
+func (r *Registry) waitReady(ctx context.Context) error {
+	client := &http.Client{Timeout: time.Second}
+	if r.CAFile != "" {
+		pem, err := os.ReadFile(r.CAFile)
+		if err != nil {
+			return err
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.URL()+"/v2/", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
+				return nil
+			}
+		}
+		select {
+		case <-r.done:
+			return fmt.Errorf("registry exited before it was ready; see %s", r.logs.Name())
+		case <-ctx.Done():
+			return fmt.Errorf("registry at %s not ready: %w (see %s)", r.Host, ctx.Err(), r.logs.Name())
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop kills the registry process and waits for it to exit.
+func (r *Registry) Stop() error {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return nil
+	}
+	if err := r.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("stop registry: %w", err)
+	}
+	<-r.done
+	r.cmd = nil
+	return r.logs.Close()
+}
+
+// freePort asks the kernel for a free loopback port. The port is released before the registry
+// binds it; on a test machine the window for a clash is negligible.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
