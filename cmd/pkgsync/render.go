@@ -1,18 +1,123 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"pkgsync.dev/pkgsync/render"
 )
 
-// newRenderCmd is a stub until its issue lands.
+// renderInputs are the flags render and validate share: where the package is and what to
+// render it with.
+type renderInputs struct {
+	configFile        string
+	name              string
+	namespace         string
+	kubernetesVersion string
+	hostedCluster     string
+}
+
+func (o *renderInputs) ApplyFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.configFile, "config", "", "file holding the package configuration (YAML or JSON object)")
+	fs.StringVar(&o.name, "name", "", "name of the Package, seen by templates as .package.metadata.name (default: the manifest's name)")
+	fs.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the Package, seen by templates as .package.metadata.namespace")
+	fs.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Kubernetes version templates see as .environment.kubernetes.version")
+	fs.StringVar(&o.hostedCluster, "hosted-cluster", "", "NAMESPACE/NAME of a HyperShift HostedCluster, to render as in its hosted-control-plane namespace")
+}
+
+// options turns the flags into render options.
+func (o *renderInputs) options() (render.Options, error) {
+	opts := render.Options{Name: o.name, Namespace: o.namespace}
+	opts.Environment.KubernetesVersion = o.kubernetesVersion
+	if o.configFile != "" {
+		data, err := os.ReadFile(o.configFile)
+		if err != nil {
+			return opts, fmt.Errorf("read configuration: %w", err)
+		}
+		opts.Config = data
+	}
+	if o.hostedCluster != "" {
+		ns, name, ok := strings.Cut(o.hostedCluster, "/")
+		if !ok || ns == "" || name == "" {
+			return opts, usageError("--hosted-cluster must be NAMESPACE/NAME, not %q", o.hostedCluster)
+		}
+		opts.Environment.HostedCluster = &render.HostedCluster{
+			Name:      name,
+			Namespace: ns,
+			// HyperShift's hosted-control-plane namespace: <namespace>-<name with dots as dashes>.
+			HostedClusterNamespace: ns + "-" + strings.ReplaceAll(name, ".", "-"),
+		}
+	}
+	return opts, nil
+}
+
+// openPackage opens a package argument. A directory is read from disk.
+func openPackage(_ context.Context, arg string) (fs.FS, error) {
+	info, err := os.Stat(arg)
+	if err == nil && info.IsDir() {
+		return os.DirFS(arg), nil
+	}
+	if err == nil {
+		return nil, usageError("%s is a file: pass the package directory", arg)
+	}
+	if errors.Is(err, fs.ErrNotExist) && strings.ContainsAny(arg, ":@") {
+		// TODO(lead): pull registry references through source once it lands.
+		return nil, fmt.Errorf("rendering a registry reference (%s) is not supported yet: pull it into a directory and pass the directory", arg)
+	}
+	return nil, fmt.Errorf("open package: %w", err)
+}
+
 func newRenderCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "render",
-		Short: "Render a package into ordered phases (not implemented yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("render is not implemented yet")
+	var in renderInputs
+	var output string
+	cmd := &cobra.Command{
+		Use:   "render DIR",
+		Short: "Render a package into ordered phases",
+		Long: `Render a package directory with a configuration and print its objects phase by phase.
+
+The yaml output is one multi-document stream with a comment "# Phase N: NAME (class: CLASS)"
+before each phase. The json output is {"phases":[{"name":..,"class":..,"objects":[..]}]},
+class being "" for the management cluster and "hosted-cluster" for the hosted cluster; scripts
+may rely on that shape.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "yaml" && output != "json" {
+				return usageError("--output must be yaml or json, not %q", output)
+			}
+			opts, err := in.options()
+			if err != nil {
+				return err
+			}
+			fsys, err := openPackage(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			res, err := renderPackage(cmd.Context(), fsys, opts)
+			if err != nil {
+				return fmt.Errorf("render %s: %w", args[0], err)
+			}
+			if output == "json" {
+				return res.WriteJSON(cmd.OutOrStdout())
+			}
+			return res.WriteYAML(cmd.OutOrStdout())
 		},
 	}
+	in.ApplyFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	return cmd
+}
+
+// renderPackage renders a package; a command may run without a context in tests.
+func renderPackage(ctx context.Context, fsys fs.FS, opts render.Options) (*render.Result, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return render.Render(ctx, fsys, opts)
 }

@@ -2,17 +2,44 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"pkgsync.dev/pkgsync/render"
 )
 
-// newValidateCmd is a stub until its issue lands.
 func newValidateCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "validate",
-		Short: "Validate a package and its configuration (not implemented yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("validate is not implemented yet")
+	var in renderInputs
+	cmd := &cobra.Command{
+		Use:   "validate DIR",
+		Short: "Validate a package and its configuration",
+		Long: `Render a package directory with a configuration and report every problem at once: each
+with its file, document, line and field. Exits 1 when the package or configuration is invalid.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := in.options()
+			if err != nil {
+				return err
+			}
+			fsys, err := openPackage(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if _, err := renderPackage(cmd.Context(), fsys, opts); err != nil {
+				var problems render.Errors
+				if errors.As(err, &problems) {
+					for _, p := range problems {
+						fmt.Fprintln(cmd.ErrOrStderr(), p)
+					}
+					return exitCodeError{code: 1, err: fmt.Errorf("%s: %d problem(s) found", args[0], len(problems))}
+				}
+				return exitCodeError{code: 1, err: fmt.Errorf("validate %s: %w", args[0], err)}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid\n", args[0])
+			return nil
 		},
 	}
+	in.ApplyFlags(cmd.Flags())
+	return cmd
 }

@@ -1,0 +1,111 @@
+package v1alpha1
+
+import (
+	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// AdoptionPolicy says what to do with an object that already exists and is not owned by this resource.
+// +kubebuilder:validation:Enum=Never;Always
+type AdoptionPolicy string
+
+const (
+	// AdoptNever refuses to touch such objects and reports a Collision (the default).
+	AdoptNever AdoptionPolicy = "Never"
+	// AdoptAlways takes such objects over.
+	AdoptAlways AdoptionPolicy = "Always"
+)
+
+// PhaseState is where a phase stands in a rollout.
+type PhaseState string
+
+const (
+	// PhasePending: an earlier phase is not complete yet.
+	PhasePending PhaseState = "Pending"
+	// PhaseProgressing: objects are applied and not all of them are available yet.
+	PhaseProgressing PhaseState = "Progressing"
+	// PhaseComplete: every object of the phase is available.
+	PhaseComplete PhaseState = "Complete"
+)
+
+// PhaseStatus reports one phase of the last rollout.
+type PhaseStatus struct {
+	// Name of the phase.
+	Name string `json:"name"`
+	// Class of the phase: empty for the management cluster, hosted-cluster for the hosted cluster.
+	// +optional
+	Class string `json:"class,omitempty"`
+	// State of the phase.
+	State PhaseState `json:"state"`
+	// NotAvailable lists objects that are not available yet, with the reason (at most 10).
+	// +optional
+	NotAvailable []ObjectStatus `json:"notAvailable,omitempty"`
+}
+
+// ObjectStatus names an object and why it is not available.
+type ObjectStatus struct {
+	// Object is group/version/kind/namespace/name.
+	Object string `json:"object"`
+	// Reason it is not available.
+	Reason string `json:"reason"`
+}
+
+// Inventory records what pkgsync applied, per phase, so that objects that leave a package are
+// pruned and teardown runs in reverse phase order even when the package can no longer be pulled.
+type Inventory struct {
+	// Phases in rollout order.
+	// +optional
+	Phases []InventoryPhase `json:"phases,omitempty"`
+}
+
+// InventoryPhase is the set of objects one phase applied.
+type InventoryPhase struct {
+	// Name of the phase.
+	Name string `json:"name"`
+	// Class of the phase.
+	// +optional
+	Class string `json:"class,omitempty"`
+	// Objects as group/version/kind/namespace/name.
+	// +optional
+	Objects []string `json:"objects,omitempty"`
+}
+
+// RevisionHistoryEntry records a revision that was applied completely.
+type RevisionHistoryEntry struct {
+	// Revision is the image digest (or, for ObjectDeployments, the generation).
+	Revision string `json:"revision"`
+	// ConfigDigest is the sha256 of the configuration it was rendered with.
+	// +optional
+	ConfigDigest string `json:"configDigest,omitempty"`
+	// AppliedAt is when the revision became complete.
+	AppliedAt metav1.Time `json:"appliedAt"`
+}
+
+// RolloutStatus is the status shared by every pkgsync resource.
+type RolloutStatus struct {
+	meta.ReconcileRequestStatus `json:",inline"`
+
+	// ObservedGeneration is the last generation reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled.
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Phase is the name of the phase the rollout waits on, or Complete.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+
+	// Phases reports each phase of the current rollout.
+	// +optional
+	Phases []PhaseStatus `json:"phases,omitempty"`
+
+	// Inventory of the objects applied.
+	// +optional
+	Inventory *Inventory `json:"inventory,omitempty"`
+
+	// History of completely applied revisions, newest first (at most 5).
+	// +optional
+	History []RevisionHistoryEntry `json:"history,omitempty"`
+}

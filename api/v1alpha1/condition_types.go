@@ -1,0 +1,43 @@
+package v1alpha1
+
+// Condition reasons. The condition types are Flux's and kstatus's: Ready, Reconciling, Stalled
+// (github.com/fluxcd/pkg/apis/meta).
+const (
+	// FinalizerName is the finalizer pkgsync puts on the resources it reconciles, to tear down
+	// their objects before they go.
+	FinalizerName = "pkgsync.dev/finalizer"
+
+	// ReconciliationSucceededReason: every phase is complete.
+	ReconciliationSucceededReason = "ReconciliationSucceeded"
+	// ProgressingReason: reconciliation is under way.
+	ProgressingReason = "Progressing"
+	// ProgressingWithRetryReason: the last attempt failed and will be retried.
+	ProgressingWithRetryReason = "ProgressingWithRetry"
+	// PhaseProgressingReason: objects of a phase are not yet available.
+	PhaseProgressingReason = "PhaseProgressing"
+	// PullFailedReason: the image reference could not be resolved or pulled.
+	PullFailedReason = "PullFailed"
+	// AuthenticationFailedReason: the registry refused the credentials or the pull secret is unusable.
+	AuthenticationFailedReason = "AuthenticationFailed"
+	// RenderFailedReason: the package is broken (manifest, templates, kustomize, phases).
+	RenderFailedReason = "RenderFailed"
+	// InvalidConfigReason: spec.config does not satisfy the package's configuration schema.
+	InvalidConfigReason = "InvalidConfig"
+	// CollisionReason: an object exists and is not owned by this resource.
+	CollisionReason = "Collision"
+	// ConflictReason: another field manager owns a field the package sets.
+	ConflictReason = "Conflict"
+	// ImmutableFieldReason: the package changes a field the API server does not allow to change.
+	ImmutableFieldReason = "ImmutableField"
+	// ScopeViolationReason: a namespaced resource would create cluster-scoped objects or objects in
+	// other namespaces, which the controller does not allow.
+	ScopeViolationReason = "ScopeViolation"
+	// ApplyFailedReason: the API server refused an object.
+	ApplyFailedReason = "ApplyFailed"
+	// HostedClusterUnavailableReason: hosted-cluster phases cannot reach the hosted API server.
+	HostedClusterUnavailableReason = "HostedClusterUnavailable"
+	// SuspendedReason: spec.suspend is true; nothing is written.
+	SuspendedReason = "Suspended"
+	// DeletingReason: the resource is being deleted and its objects torn down.
+	DeletingReason = "Deleting"
+)

@@ -1,0 +1,192 @@
+package v1alpha1
+
+import (
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// PackageKind is the kind of a namespaced package installation.
+	PackageKind = "Package"
+	// ClusterPackageKind is the kind of a cluster-scoped package installation.
+	ClusterPackageKind = "ClusterPackage"
+
+	// DefaultInterval is how often a package's tag is re-resolved and drift corrected.
+	DefaultInterval = 10 * time.Minute
+	// DefaultTimeout bounds one reconciliation: pulling, rendering and one apply pass.
+	DefaultTimeout = 5 * time.Minute
+)
+
+// PackageSpec says which package to install and how.
+type PackageSpec struct {
+	// Image is the package image: repository with a tag, a digest, or both
+	// (registry.example.com/addons/monitoring:v1.2.0@sha256:...). With both, the digest wins and
+	// the tag is informational.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Image string `json:"image"`
+
+	// Config is the package configuration, validated, pruned and defaulted against the package's
+	// configuration schema.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Config *apiextensionsv1.JSON `json:"config,omitempty"`
+
+	// Interval is how often the tag is re-resolved and drift is corrected. Jitter of up to 10 % is added.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Interval metav1.Duration `json:"interval,omitempty"`
+
+	// RetryInterval is how soon a failed reconciliation is retried; defaults to Interval's
+	// exponential backoff of the work queue when unset.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
+
+	// Timeout bounds one reconciliation: resolving, pulling, rendering and one apply pass.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Suspend stops every write for this package; status still reports the truth.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// PullSecretRef names a kubernetes.io/dockerconfigjson Secret with registry credentials, in
+	// the Package's namespace (for a ClusterPackage, in the controller's namespace).
+	// +optional
+	PullSecretRef *meta.LocalObjectReference `json:"pullSecretRef,omitempty"`
+
+	// Insecure allows plain HTTP to the registry. Loopback registries are plain HTTP regardless.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+
+	// ServiceAccountName is impersonated for every write to the management cluster, so a
+	// package can do no more than that ServiceAccount may.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// AdoptionPolicy says whether existing objects not owned by this package may be taken over.
+	// +optional
+	// +kubebuilder:default=Never
+	AdoptionPolicy AdoptionPolicy `json:"adoptionPolicy,omitempty"`
+
+	// Prune deletes objects that left the package once the new revision is complete.
+	// +optional
+	// +kubebuilder:default=true
+	Prune *bool `json:"prune,omitempty"`
+}
+
+// PackageStatus is the observed state of a package installation.
+type PackageStatus struct {
+	RolloutStatus `json:",inline"`
+
+	// LastAttemptedRevision is the image digest of the last reconciliation attempt.
+	// +optional
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+
+	// LastAppliedRevision is the image digest of the last revision applied completely.
+	// +optional
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+
+	// LastAppliedConfigDigest is the sha256 of the configuration of the last complete revision.
+	// +optional
+	LastAppliedConfigDigest string `json:"lastAppliedConfigDigest,omitempty"`
+}
+
+// Package installs a package image into the management cluster and, for hosted-cluster
+// phases, into the hosted cluster of its hosted-control-plane namespace.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pkg,categories=pkgsync
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Revision",type="string",JSONPath=".status.lastAppliedRevision",priority=1
+// +kubebuilder:printcolumn:name="Phase",type="string",JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+type Package struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec PackageSpec `json:"spec"`
+	// +kubebuilder:default={"observedGeneration":-1}
+	Status PackageStatus `json:"status,omitempty"`
+}
+
+// PackageList is a list of Packages.
+// +kubebuilder:object:root=true
+type PackageList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Package `json:"items"`
+}
+
+// ClusterPackage installs a package cluster-wide; it may create cluster-scoped objects and
+// objects in any namespace.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=cpkg,categories=pkgsync
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Revision",type="string",JSONPath=".status.lastAppliedRevision",priority=1
+// +kubebuilder:printcolumn:name="Phase",type="string",JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+type ClusterPackage struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec PackageSpec `json:"spec"`
+	// +kubebuilder:default={"observedGeneration":-1}
+	Status PackageStatus `json:"status,omitempty"`
+}
+
+// ClusterPackageList is a list of ClusterPackages.
+// +kubebuilder:object:root=true
+type ClusterPackageList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterPackage `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Package{}, &PackageList{}, &ClusterPackage{}, &ClusterPackageList{})
+}
+
+// GetInterval returns the reconciliation interval, defaulted.
+func (in *PackageSpec) GetInterval() time.Duration {
+	if in.Interval.Duration <= 0 {
+		return DefaultInterval
+	}
+	return in.Interval.Duration
+}
+
+// GetTimeout returns the reconciliation timeout, defaulted.
+func (in *PackageSpec) GetTimeout() time.Duration {
+	if in.Timeout == nil || in.Timeout.Duration <= 0 {
+		return DefaultTimeout
+	}
+	return in.Timeout.Duration
+}
+
+// PruneEnabled reports whether objects that left the package are deleted.
+func (in *PackageSpec) PruneEnabled() bool { return in.Prune == nil || *in.Prune }
+
+// GetConditions returns the status conditions, for github.com/fluxcd/pkg/runtime/conditions.
+func (in *Package) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions sets the status conditions.
+func (in *Package) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// GetConditions returns the status conditions, for github.com/fluxcd/pkg/runtime/conditions.
+func (in *ClusterPackage) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions sets the status conditions.
+func (in *ClusterPackage) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }

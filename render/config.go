@@ -1,0 +1,99 @@
+package render
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+// configSchema is a manifest's configuration schema, ready to prune, default and validate
+// with the semantics the API server applies to custom resources.
+type configSchema struct {
+	structural *structuralschema.Structural
+	validator  apiservervalidation.SchemaValidator
+}
+
+// newConfigSchema checks the manifest's schema. Its errors are the package author's, not the
+// user's, so they are plain *Error pointing at the manifest.
+func newConfigSchema(file string, in *apiextensionsv1.JSONSchemaProps) (*configSchema, Errors) {
+	if in == nil {
+		return nil, nil
+	}
+	const field0 = "spec.config.openAPIV3Schema"
+	bad := func(field string, err error) Errors {
+		return Errors{&Error{File: file, Field: field, Err: err}}
+	}
+	internal := &apiextensions.JSONSchemaProps{}
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(in, internal, nil); err != nil {
+		return nil, bad(field0, fmt.Errorf("convert schema: %w", err))
+	}
+	structural, err := structuralschema.NewStructural(internal)
+	if err != nil {
+		return nil, bad(field0, fmt.Errorf("not a structural schema: %w", err))
+	}
+	var errs Errors
+	for _, fe := range structuralschema.ValidateStructural(field.NewPath(field0), structural) {
+		errs = append(errs, &Error{File: file, Field: fe.Field, Err: fmt.Errorf("not a structural schema: %s", fe.ErrorBody())})
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	validator, _, err := apiservervalidation.NewSchemaValidator(internal)
+	if err != nil {
+		return nil, bad(field0, fmt.Errorf("build validator: %w", err))
+	}
+	return &configSchema{structural: structural, validator: validator}, nil
+}
+
+// apply decodes the configuration, prunes unknown fields, applies defaults and validates it:
+// the order in which the API server treats a custom resource. Every violation is a *ConfigError.
+func (s *configSchema) apply(raw []byte) (map[string]any, Errors) {
+	cfg := map[string]any{}
+	if len(raw) > 0 {
+		js, err := yaml.YAMLToJSON(raw)
+		if err != nil {
+			return nil, Errors{&ConfigError{Detail: fmt.Sprintf("decode: %v", err)}}
+		}
+		var v any
+		// apimachinery's json keeps integers as int64, which the schema validator needs.
+		if err := utiljson.Unmarshal(js, &v); err != nil {
+			return nil, Errors{&ConfigError{Detail: fmt.Sprintf("decode: %v", err)}}
+		}
+		switch v := v.(type) {
+		case nil:
+		case map[string]any:
+			cfg = v
+		default:
+			return nil, Errors{&ConfigError{Field: "config", Detail: "must be an object"}}
+		}
+	}
+	if s == nil {
+		// Without a schema there is nothing to check against; the configuration is passed on.
+		return cfg, nil
+	}
+	structuralpruning.Prune(cfg, s.structural, false)
+	structuraldefaulting.Default(cfg, s.structural)
+	fieldErrs := apiservervalidation.ValidateCustomResource(field.NewPath("config"), cfg, s.validator)
+	// The validator walks maps, so its order varies from run to run; sort for stable output.
+	slices.SortStableFunc(fieldErrs, func(a, b *field.Error) int {
+		return cmp.Or(cmp.Compare(a.Field, b.Field), cmp.Compare(a.ErrorBody(), b.ErrorBody()))
+	})
+	var errs Errors
+	for _, fe := range fieldErrs {
+		errs = append(errs, &ConfigError{Field: fe.Field, Detail: fe.ErrorBody()})
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return cfg, nil
+}

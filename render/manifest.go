@@ -1,0 +1,161 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/yaml"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+)
+
+const (
+	// pkoManifestAPIVersion is Package Operator's manifest API version, read for compatibility.
+	pkoManifestAPIVersion = "manifests.package-operator.run/v1alpha1"
+	// pkoPhaseAnnotation is Package Operator's phase annotation, read for compatibility.
+	pkoPhaseAnnotation = "package-operator.run/phase"
+)
+
+// manifestFiles are the names a manifest may have, and lock files that are not objects.
+var manifestFiles = []string{"manifest.yaml", "manifest.yml"}
+
+var ignoredRootFiles = sets.New("manifest.yaml", "manifest.yml", "manifest.lock.yaml", "manifest.lock.yml")
+
+// readManifest finds, decodes and checks the package manifest. pkgsync's own format is decoded
+// strictly; Package Operator's is decoded leniently, since it has fields pkgsync does not use.
+func readManifest(fsys fs.FS) (*v1alpha1.PackageManifest, string, Errors) {
+	var name string
+	var data []byte
+	for _, n := range manifestFiles {
+		b, err := fs.ReadFile(fsys, n)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, n, Errors{&Error{File: n, Err: fmt.Errorf("read manifest: %w", err)}}
+		}
+		name, data = n, b
+		break
+	}
+	if name == "" {
+		return nil, "", Errors{&Error{File: "manifest.yaml", Err: errors.New("missing: a package needs a manifest.yaml at its root")}}
+	}
+
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(data, &head); err != nil {
+		return nil, name, Errors{yamlError(name, document{index: 1, startLine: 1}, err)}
+	}
+	if head.Kind != v1alpha1.PackageManifestKind {
+		return nil, name, Errors{&Error{File: name, Field: "kind", Err: fmt.Errorf("must be %s, not %q", v1alpha1.PackageManifestKind, head.Kind)}}
+	}
+	m := &v1alpha1.PackageManifest{}
+	var err error
+	switch head.APIVersion {
+	case v1alpha1.GroupVersion.String():
+		err = yaml.UnmarshalStrict(data, m)
+	case pkoManifestAPIVersion:
+		err = yaml.Unmarshal(data, m)
+	default:
+		return nil, name, Errors{&Error{File: name, Field: "apiVersion", Err: fmt.Errorf("must be %s (or %s), not %q", v1alpha1.GroupVersion, pkoManifestAPIVersion, head.APIVersion)}}
+	}
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: ")
+		return nil, name, Errors{&Error{File: name, Err: fmt.Errorf("decode manifest: %s", msg)}}
+	}
+	m.APIVersion = v1alpha1.GroupVersion.String()
+	return m, name, checkManifest(name, m)
+}
+
+// checkManifest reports every inconsistency of a decoded manifest.
+func checkManifest(file string, m *v1alpha1.PackageManifest) Errors {
+	var errs Errors
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &Error{File: file, Field: field, Err: fmt.Errorf(format, args...)})
+	}
+	if m.Name == "" {
+		bad("metadata.name", "required")
+	}
+	if len(m.Spec.Phases) == 0 {
+		bad("spec.phases", "required: a package needs at least one phase")
+	}
+	phases := sets.New[string]()
+	for i, p := range m.Spec.Phases {
+		field := fmt.Sprintf("spec.phases[%d]", i)
+		switch {
+		case p.Name == "":
+			bad(field+".name", "required")
+		case phases.Has(p.Name):
+			bad(field+".name", "duplicate phase %q", p.Name)
+		}
+		phases.Insert(p.Name)
+		if p.Class != "" && p.Class != v1alpha1.ClassHostedCluster {
+			bad(field+".class", "unsupported class %q: use %q for the hosted cluster or leave it empty for the management cluster", p.Class, v1alpha1.ClassHostedCluster)
+		}
+	}
+	for i, s := range m.Spec.Scopes {
+		if s != v1alpha1.ScopeCluster && s != v1alpha1.ScopeNamespaced {
+			bad(fmt.Sprintf("spec.scopes[%d]", i), "must be %s or %s, not %q", v1alpha1.ScopeCluster, v1alpha1.ScopeNamespaced, s)
+		}
+	}
+	images := sets.New[string]()
+	for i, img := range m.Spec.Images {
+		field := fmt.Sprintf("spec.images[%d]", i)
+		switch {
+		case img.Name == "":
+			bad(field+".name", "required")
+		case images.Has(img.Name):
+			bad(field+".name", "duplicate image %q", img.Name)
+		}
+		images.Insert(img.Name)
+		if img.Image == "" {
+			bad(field+".image", "required")
+		}
+	}
+	for i, ap := range m.Spec.AvailabilityProbes {
+		field := fmt.Sprintf("spec.availabilityProbes[%d]", i)
+		if ap.Selector.Kind == nil && ap.Selector.Selector == nil {
+			bad(field+".selector", "required: select objects by kind, by labels or both")
+		}
+		if ap.Selector.Kind != nil && ap.Selector.Kind.Kind == "" {
+			bad(field+".selector.kind.kind", "required")
+		}
+		if len(ap.Probes) == 0 {
+			bad(field+".probes", "required: at least one probe")
+		}
+		for j, p := range ap.Probes {
+			pf := fmt.Sprintf("%s.probes[%d]", field, j)
+			n := 0
+			if p.Condition != nil {
+				n++
+				if p.Condition.Type == "" {
+					bad(pf+".condition.type", "required")
+				}
+				if s := p.Condition.Status; s != "True" && s != "False" && s != "Unknown" {
+					bad(pf+".condition.status", "must be True, False or Unknown, not %q", s)
+				}
+			}
+			if p.FieldsEqual != nil {
+				n++
+				if p.FieldsEqual.FieldA == "" || p.FieldsEqual.FieldB == "" {
+					bad(pf+".fieldsEqual", "fieldA and fieldB are required")
+				}
+			}
+			if p.CEL != nil {
+				n++
+				if p.CEL.Rule == "" {
+					bad(pf+".cel.rule", "required")
+				}
+			}
+			if n != 1 {
+				bad(pf, "exactly one of condition, fieldsEqual or cel must be set")
+			}
+		}
+	}
+	return errs
+}

@@ -1,0 +1,41 @@
+package render
+
+// Options are the inputs of a render besides the package tree: who installs the package, with
+// what configuration, into which environment.
+type Options struct {
+	// Name of the Package object installing the package; .package.metadata.name in templates.
+	// Empty means the manifest's metadata.name.
+	Name string
+	// Namespace of the Package object; empty for a ClusterPackage.
+	Namespace string
+	// Labels of the Package object.
+	Labels map[string]string
+	// Annotations of the Package object.
+	Annotations map[string]string
+	// Image is the package image reference; .package.image in templates.
+	Image string
+
+	// Config is the package configuration as a JSON (or YAML) object. Empty means {}.
+	Config []byte
+
+	// Environment describes the clusters the package is rendered for.
+	Environment Environment
+}
+
+// Environment is what templates see under .environment.
+type Environment struct {
+	// KubernetesVersion of the management cluster, for example v1.36.3.
+	KubernetesVersion string
+	// HostedCluster is set when the package is installed into a hosted-control-plane namespace.
+	HostedCluster *HostedCluster
+}
+
+// HostedCluster identifies the HyperShift HostedCluster behind a hosted-control-plane namespace.
+type HostedCluster struct {
+	// Name of the HostedCluster object.
+	Name string
+	// Namespace of the HostedCluster object (not the hosted-control-plane namespace).
+	Namespace string
+	// HostedClusterNamespace is the hosted-control-plane namespace on the management cluster.
+	HostedClusterNamespace string
+}

@@ -1,0 +1,175 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/yaml"
+)
+
+// document is one YAML document of a multi-document file.
+type document struct {
+	index     int    // 1-based position in the file
+	startLine int    // 1-based line of the document's first line in the file
+	body      string // the document without its separator
+}
+
+// splitDocuments splits a YAML stream on "---" lines. Written by hand because apimachinery's
+// YAML reader does not say on which line each document starts, and errors must name lines of
+// the file, not of the document.
+func splitDocuments(data string) []document {
+	var docs []document
+	lines := strings.SplitAfter(data, "\n")
+	var cur strings.Builder
+	start := 1
+	for i, line := range lines {
+		if isSeparator(line) {
+			docs = append(docs, document{index: len(docs) + 1, startLine: start, body: cur.String()})
+			cur.Reset()
+			start = i + 2
+			continue
+		}
+		cur.WriteString(line)
+	}
+	docs = append(docs, document{index: len(docs) + 1, startLine: start, body: cur.String()})
+	return docs
+}
+
+func isSeparator(line string) bool {
+	line = strings.TrimRight(line, "\r\n")
+	if !strings.HasPrefix(line, "---") {
+		return false
+	}
+	rest := line[3:]
+	return rest == "" || rest[0] == ' ' || rest[0] == '\t'
+}
+
+// isBlank reports whether a document holds only whitespace, comments or an explicit null.
+func isBlank(body string) bool {
+	for _, line := range strings.Split(body, "\n") {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "#") && line != "..." {
+			return false
+		}
+	}
+	return true
+}
+
+var yamlLineRE = regexp.MustCompile(`line (\d+)`)
+
+// yamlError rebases the line a YAML error mentions from the document onto the file.
+func yamlError(file string, doc document, err error) *Error {
+	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+	line := 0
+	if m := yamlLineRE.FindStringSubmatchIndex(msg); m != nil {
+		n, _ := strconv.Atoi(msg[m[2]:m[3]])
+		line = doc.startLine + n - 1
+		msg = msg[:m[0]] + "line " + strconv.Itoa(line) + msg[m[1]:]
+	}
+	if line == 0 {
+		line = doc.startLine
+	}
+	return &Error{File: file, Document: doc.index, Line: line, Err: fmt.Errorf("invalid YAML: %s", msg)}
+}
+
+// parsedObject is an object and where it was found.
+type parsedObject struct {
+	obj      *unstructured.Unstructured
+	document int
+	line     int
+}
+
+// parseObjects parses the Kubernetes objects of a multi-document YAML file. Blank documents are
+// skipped; every broken document is reported, with the file's line numbers.
+func parseObjects(file, data string) ([]parsedObject, []*Error) {
+	var objs []parsedObject
+	var errs []*Error
+	for _, doc := range splitDocuments(data) {
+		if isBlank(doc.body) {
+			continue
+		}
+		obj, err := parseObject(doc.body)
+		if err != nil {
+			var perr *Error
+			if errors.As(err, &perr) {
+				perr.File, perr.Document, perr.Line = file, doc.index, doc.startLine
+				errs = append(errs, perr)
+				continue
+			}
+			errs = append(errs, yamlError(file, doc, err))
+			continue
+		}
+		objs = append(objs, parsedObject{obj: obj, document: doc.index, line: doc.startLine})
+	}
+	return objs, errs
+}
+
+// parseObject decodes one YAML document into an object. Syntax errors come back as plain
+// errors, semantic ones as *Error with Field set.
+func parseObject(body string) (*unstructured.Unstructured, error) {
+	js, err := yaml.YAMLToJSONStrict([]byte(body))
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	// apimachinery's json keeps integers as int64, as the API machinery expects.
+	if err := utiljson.Unmarshal(js, &v); err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, &Error{Err: fmt.Errorf("a document must be a Kubernetes object (a mapping), not %s", describe(v))}
+	}
+	return newObject(m)
+}
+
+// newObject checks the fields every object needs.
+func newObject(m map[string]any) (*unstructured.Unstructured, error) {
+	obj := &unstructured.Unstructured{Object: m}
+	for _, f := range []struct{ name, value string }{{"apiVersion", obj.GetAPIVersion()}, {"kind", obj.GetKind()}} {
+		if s, ok := m[f.name].(string); !ok || s == "" {
+			return nil, &Error{Field: f.name, Err: errors.New("required: every object needs apiVersion and kind")}
+		}
+	}
+	meta, ok := m["metadata"].(map[string]any)
+	if !ok {
+		return nil, &Error{Field: "metadata", Err: errors.New("required: every object needs metadata.name")}
+	}
+	if name, ok := meta["name"].(string); !ok || name == "" {
+		return nil, &Error{Field: "metadata.name", Err: errors.New("required: every object needs a name (generateName is not supported: the object could never be updated)")}
+	}
+	if a, ok := meta["annotations"]; ok && a != nil {
+		am, ok := a.(map[string]any)
+		if !ok {
+			return nil, &Error{Field: "metadata.annotations", Err: errors.New("must be a map of strings")}
+		}
+		for k, v := range am {
+			if _, ok := v.(string); !ok {
+				return nil, &Error{Field: "metadata.annotations." + k, Err: fmt.Errorf("must be a string, not %s (quote it)", describe(v))}
+			}
+		}
+	}
+	return obj, nil
+}
+
+func describe(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case map[string]any:
+		return "a mapping"
+	default:
+		return "a number"
+	}
+}

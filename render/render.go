@@ -1,0 +1,408 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+)
+
+// pkoPackageDir is where Package Operator images keep the package; a tree whose root has no
+// manifest but this directory has one is rendered from there.
+const pkoPackageDir = "package"
+
+// Render turns the package tree fsys and opts into phases. When anything is wrong it returns
+// Errors holding every problem found: *Error for a broken package, *ConfigError for a
+// configuration that does not satisfy the package's schema.
+func Render(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
+	fsys, err := packageRoot(fsys)
+	if err != nil {
+		return nil, err
+	}
+	manifest, manifestFile, errs := readManifest(fsys)
+	if manifest == nil {
+		return nil, errs
+	}
+
+	if opts.Name == "" {
+		opts.Name = manifest.Name
+	}
+	schema, schemaErrs := newConfigSchema(manifestFile, manifest.Spec.Config.OpenAPIV3Schema)
+	errs = append(errs, schemaErrs...)
+	var cfg map[string]any
+	configOK := false
+	if len(schemaErrs) == 0 {
+		var cfgErrs Errors
+		cfg, cfgErrs = schema.apply(opts.Config)
+		errs = append(errs, cfgErrs...)
+		configOK = len(cfgErrs) == 0
+	}
+
+	tree, err := readTree(ctx, fsys)
+	if err != nil {
+		return nil, err
+	}
+	r := &renderer{
+		manifest: manifest,
+		tp:       &templater{helpers: tree.helpers, order: tree.helperOrder, data: templateData(opts, manifest, cfg)},
+		phases:   map[string]int{},
+		seen:     map[objectKey]string{},
+	}
+	for i, p := range manifest.Spec.Phases {
+		r.phases[p.Name] = i
+		r.result.Phases = append(r.result.Phases, Phase{Name: p.Name, Class: p.Class})
+	}
+	r.errs = errs
+	// Templates see a configuration only once it is valid; rendering them with a broken one
+	// would only add confusing errors.
+	r.load(ctx, tree, configOK)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(r.errs) > 0 {
+		return nil, r.errs
+	}
+	r.result.Manifest = manifest
+	r.result.Config = cfg
+	return &r.result, nil
+}
+
+// Validate renders the package and returns every problem at once, or nil.
+func Validate(ctx context.Context, fsys fs.FS, opts Options) error {
+	_, err := Render(ctx, fsys, opts)
+	return err
+}
+
+func packageRoot(fsys fs.FS) (fs.FS, error) {
+	for _, n := range manifestFiles {
+		if _, err := fs.Stat(fsys, n); err == nil {
+			return fsys, nil
+		}
+	}
+	for _, n := range manifestFiles {
+		if _, err := fs.Stat(fsys, path.Join(pkoPackageDir, n)); err == nil {
+			sub, err := fs.Sub(fsys, pkoPackageDir)
+			if err != nil {
+				return nil, fmt.Errorf("open %s/: %w", pkoPackageDir, err)
+			}
+			return sub, nil
+		}
+	}
+	return fsys, nil
+}
+
+// tree is a package's files, read once.
+type tree struct {
+	helpers     map[string]string
+	helperOrder []string
+	files       map[string]string // every other file, by path
+	order       []string          // files in walk (lexical) order
+}
+
+// readTree reads every file of the package except dot-files, dot-directories and the
+// manifest itself. Files whose name starts with "_" are template helpers.
+func readTree(ctx context.Context, fsys fs.FS) (*tree, error) {
+	t := &tree{helpers: map[string]string{}, files: map[string]string{}}
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p != "." && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || !d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0 {
+			return nil
+		}
+		if ignoredRootFiles.Has(p) {
+			return nil
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), "_") {
+			t.helpers[p] = string(data)
+			t.helperOrder = append(t.helperOrder, p)
+			return nil
+		}
+		t.files[p] = string(data)
+		t.order = append(t.order, p)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read package: %w", err)
+	}
+	return t, nil
+}
+
+// objectKey identifies an object in the cluster its phase goes to.
+type objectKey struct {
+	class, group, kind, namespace, name string
+}
+
+type renderer struct {
+	manifest *v1alpha1.PackageManifest
+	tp       *templater
+	phases   map[string]int
+	seen     map[objectKey]string
+	result   Result
+	errs     Errors
+}
+
+func (r *renderer) fail(err error) { r.errs = append(r.errs, err) }
+
+// load renders the templates, then loads plain object files and kustomizations in path order.
+func (r *renderer) load(ctx context.Context, t *tree, renderTemplates bool) {
+	helpersOK := true
+	for _, h := range t.helperOrder {
+		if err := checkHelper(h, t.helpers[h]); err != nil {
+			r.fail(err)
+			helpersOK = false
+		}
+	}
+
+	// rendered holds every file under its final name; source maps that name to the file the
+	// author wrote, for error messages.
+	rendered := map[string]string{}
+	source := map[string]string{}
+	incomplete := map[string]bool{} // final names of templates that could not be rendered
+	for _, p := range t.order {
+		if ctx.Err() != nil {
+			return
+		}
+		name, isTemplate := strings.CutSuffix(p, ".gotmpl")
+		if isTemplate {
+			if _, clash := t.files[name]; clash {
+				r.fail(&Error{File: p, Err: fmt.Errorf("both %s and %s exist: a template renders to the name without .gotmpl", p, name)})
+				continue
+			}
+		}
+		source[name] = p
+		if !isTemplate {
+			rendered[name] = t.files[p]
+			continue
+		}
+		if !renderTemplates || !helpersOK {
+			incomplete[name] = true
+			continue
+		}
+		out, err := r.tp.execute(p, t.files[p])
+		if err != nil {
+			r.fail(err)
+			incomplete[name] = true
+			continue
+		}
+		rendered[name] = out
+	}
+
+	names := make([]string, 0, len(source))
+	for n := range source {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+
+	roots, remoteOK := r.kustomizationRoots(names, rendered, source)
+	var kust *kustomizer
+	for _, name := range names {
+		if ctx.Err() != nil {
+			return
+		}
+		if underUnderscoreDir(name) {
+			continue
+		}
+		if root, ok := rootOf(name, roots); ok {
+			if !isKustomizationFile(name) || path.Dir(name) != root {
+				continue
+			}
+			if !remoteOK || anyIncomplete(root, incomplete) {
+				continue
+			}
+			if kust == nil {
+				var err error
+				if kust, err = newKustomizer(rendered); err != nil {
+					r.fail(err)
+					return
+				}
+			}
+			objs, err := kust.build(root)
+			if err != nil {
+				r.fail(&Error{File: source[name], Err: err})
+				continue
+			}
+			dirPhase := ""
+			if _, ok := r.phases[path.Base(root)]; ok && root != "." {
+				dirPhase = path.Base(root)
+			}
+			for _, obj := range objs {
+				r.place(obj, dirPhase, &Error{File: source[name], Err: fmt.Errorf("object %s", describeObject(obj))})
+			}
+			continue
+		}
+		if ext := path.Ext(name); ext != ".yaml" && ext != ".yml" {
+			continue
+		}
+		if incomplete[name] {
+			continue
+		}
+		objs, errs := parseObjects(source[name], rendered[name])
+		for _, err := range errs {
+			r.fail(err)
+		}
+		for _, o := range objs {
+			r.place(o.obj, "", &Error{File: source[name], Document: o.document, Line: o.line})
+		}
+	}
+}
+
+// kustomizationRoots finds the outermost directories holding a kustomization, outside
+// "_" directories, and checks every kustomization of the package for remote references.
+func (r *renderer) kustomizationRoots(names []string, rendered, source map[string]string) ([]string, bool) {
+	var roots []string
+	remoteOK := true
+	for _, name := range names {
+		if !isKustomizationFile(name) {
+			continue
+		}
+		if data, ok := rendered[name]; ok {
+			refs, err := remoteReferences(data)
+			if err != nil {
+				r.fail(&Error{File: source[name], Err: fmt.Errorf("kustomization: %w", err)})
+				remoteOK = false
+			}
+			for _, ref := range refs {
+				r.fail(&Error{File: source[name], Err: fmt.Errorf("remote reference %s: a package must be self-contained; copy the resources into the package", ref)})
+				remoteOK = false
+			}
+		}
+		if underUnderscoreDir(name) {
+			continue
+		}
+		dir := path.Dir(name)
+		if _, nested := rootOf(name, roots); !nested {
+			roots = append(roots, dir)
+		}
+	}
+	return roots, remoteOK
+}
+
+// place checks an object's phase annotations, strips them and adds the object to its phase.
+// at says where the object came from, for errors.
+func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at *Error) {
+	fail := func(field string, err error) {
+		e := *at
+		e.Field = field
+		if at.Err != nil {
+			err = fmt.Errorf("%w: %w", at.Err, err)
+		} else {
+			err = fmt.Errorf("%s: %w", describeObject(obj), err)
+		}
+		e.Err = err
+		r.fail(&e)
+	}
+	ann := obj.GetAnnotations()
+	own, pko := ann[v1alpha1.PhaseAnnotation], ann[pkoPhaseAnnotation]
+	if own != "" && pko != "" && own != pko {
+		fail("metadata.annotations", fmt.Errorf("%s %q and %s %q disagree; keep one", v1alpha1.PhaseAnnotation, own, pkoPhaseAnnotation, pko))
+		return
+	}
+	phase := own
+	if phase == "" {
+		phase = pko
+	}
+	if phase == "" {
+		phase = defaultPhase
+	}
+	if phase == "" {
+		fail("metadata.annotations", fmt.Errorf("missing phase: add the annotation %s with one of the manifest's phases (%s)", v1alpha1.PhaseAnnotation, r.phaseList()))
+		return
+	}
+	idx, ok := r.phases[phase]
+	if !ok {
+		fail("metadata.annotations", fmt.Errorf("unknown phase %q: the manifest declares %s", phase, r.phaseList()))
+		return
+	}
+	delete(ann, v1alpha1.PhaseAnnotation)
+	delete(ann, pkoPhaseAnnotation)
+	if len(ann) == 0 {
+		unstructured.RemoveNestedField(obj.Object, "metadata", "annotations")
+	} else {
+		obj.SetAnnotations(ann)
+	}
+
+	p := &r.result.Phases[idx]
+	gvk := obj.GroupVersionKind()
+	key := objectKey{class: p.Class, group: gvk.Group, kind: gvk.Kind, namespace: obj.GetNamespace(), name: obj.GetName()}
+	where := at.File
+	if at.Document > 0 {
+		where = fmt.Sprintf("%s (document %d)", at.File, at.Document)
+	}
+	if prev, dup := r.seen[key]; dup {
+		fail("metadata.name", fmt.Errorf("duplicate object, already defined in %s", prev))
+		return
+	}
+	r.seen[key] = where
+	p.Objects = append(p.Objects, obj)
+}
+
+func (r *renderer) phaseList() string {
+	names := make([]string, 0, len(r.manifest.Spec.Phases))
+	for _, p := range r.manifest.Spec.Phases {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func describeObject(obj *unstructured.Unstructured) string {
+	s := obj.GetKind() + " " + obj.GetName()
+	if ns := obj.GetNamespace(); ns != "" {
+		s = obj.GetKind() + " " + ns + "/" + obj.GetName()
+	}
+	return s
+}
+
+func isKustomizationFile(name string) bool {
+	return slices.Contains(kustomizationFiles, path.Base(name))
+}
+
+// underUnderscoreDir reports whether a file sits below a directory whose name starts with "_":
+// such directories hold kustomize bases and shared files, never loaded on their own.
+func underUnderscoreDir(name string) bool {
+	dirs := strings.Split(path.Dir(name), "/")
+	for _, d := range dirs {
+		if strings.HasPrefix(d, "_") {
+			return true
+		}
+	}
+	return false
+}
+
+// rootOf finds the kustomization root that contains name.
+func rootOf(name string, roots []string) (string, bool) {
+	for _, root := range roots {
+		if root == "." || strings.HasPrefix(name, root+"/") {
+			return root, true
+		}
+	}
+	return "", false
+}
+
+func anyIncomplete(root string, incomplete map[string]bool) bool {
+	for name := range incomplete {
+		if root == "." || strings.HasPrefix(name, root+"/") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,1 @@
+{{- define "name" }}{{ .package.metadata.name }}-app{{ end -}}
