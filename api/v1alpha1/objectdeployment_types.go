@@ -163,3 +163,15 @@ func (in *ClusterObjectDeployment) GetConditions() []metav1.Condition { return i
 
 // SetConditions sets the status conditions.
 func (in *ClusterObjectDeployment) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// GetSpec returns the spec, for code shared by both scopes.
+func (in *ObjectDeployment) GetSpec() *ObjectDeploymentSpec { return &in.Spec }
+
+// GetStatus returns the status, for code shared by both scopes.
+func (in *ObjectDeployment) GetStatus() *ObjectDeploymentStatus { return &in.Status }
+
+// GetSpec returns the spec, for code shared by both scopes.
+func (in *ClusterObjectDeployment) GetSpec() *ObjectDeploymentSpec { return &in.Spec }
+
+// GetStatus returns the status, for code shared by both scopes.
+func (in *ClusterObjectDeployment) GetStatus() *ObjectDeploymentStatus { return &in.Status }

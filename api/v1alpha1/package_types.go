@@ -65,10 +65,6 @@ type PackageSpec struct {
 	// +optional
 	PullSecretRef *meta.LocalObjectReference `json:"pullSecretRef,omitempty"`
 
-	// Insecure allows plain HTTP to the registry. Loopback registries are plain HTTP regardless.
-	// +optional
-	Insecure bool `json:"insecure,omitempty"`
-
 	// ServiceAccountName is impersonated for every write to the management cluster, so a
 	// package can do no more than that ServiceAccount may.
 	// +optional
@@ -190,3 +186,15 @@ func (in *ClusterPackage) GetConditions() []metav1.Condition { return in.Status.
 
 // SetConditions sets the status conditions.
 func (in *ClusterPackage) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// GetSpec returns the spec, for code shared by Package and ClusterPackage.
+func (in *Package) GetSpec() *PackageSpec { return &in.Spec }
+
+// GetStatus returns the status, for code shared by Package and ClusterPackage.
+func (in *Package) GetStatus() *PackageStatus { return &in.Status }
+
+// GetSpec returns the spec, for code shared by Package and ClusterPackage.
+func (in *ClusterPackage) GetSpec() *PackageSpec { return &in.Spec }
+
+// GetStatus returns the status, for code shared by Package and ClusterPackage.
+func (in *ClusterPackage) GetStatus() *PackageStatus { return &in.Status }

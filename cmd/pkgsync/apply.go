@@ -1,18 +1,212 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
 )
 
-// newApplyCmd is a stub until its issue lands.
+// applyFlags are the flags of apply besides the render inputs.
+type applyFlags struct {
+	kubeconfig       string
+	hostedKubeconfig string
+	dryRun           bool
+	wait             bool
+	adopt            bool
+	timeout          time.Duration
+	interval         time.Duration
+}
+
+func (o *applyFlags) ApplyFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (required)")
+	fs.StringVar(&o.hostedKubeconfig, "hosted-kubeconfig", "", "kubeconfig of the hosted cluster, for phases of class hosted-cluster")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "send every change as a server-side dry run and print what would change")
+	fs.BoolVar(&o.wait, "wait", false, "keep applying until every phase is available, or --timeout passes")
+	fs.BoolVar(&o.adopt, "adopt", false, "take over objects that exist without this package's ownership labels")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long --wait waits for the rollout")
+	fs.DurationVar(&o.interval, "interval", 2*time.Second, "pause between passes while waiting")
+}
+
 func newApplyCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "apply",
-		Short: "Apply a package to clusters once, phase by phase (not implemented yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("apply is not implemented yet")
+	var in renderInputs
+	var flags applyFlags
+	cmd := &cobra.Command{
+		Use:   "apply DIR|REF --kubeconfig FILE",
+		Short: "Apply a package to clusters once, phase by phase",
+		Long: `Render a package and apply it with server-side apply, phase by phase: a phase starts only
+when every object of the previous one is available. Phases of class hosted-cluster go to the
+cluster of --hosted-kubeconfig, the others to the cluster of --kubeconfig.
+
+Without --wait, apply makes one pass and reports where the rollout stands; with --wait it repeats
+passes until every phase is available. Objects are labelled as owned by the Package NAMESPACE/NAME
+(--name, --namespace), the same labels the controller uses, so a Package with that name can take
+over later. The CLI keeps no inventory: objects dropped from the package are not pruned; the
+controller does that.
+
+Progress goes to stderr; the objects changed (with --dry-run: that would change) go to stdout.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if flags.kubeconfig == "" {
+				return usageError("--kubeconfig is required")
+			}
+			if flags.wait && flags.dryRun {
+				return usageError("--wait and --dry-run exclude each other: a dry run changes nothing to wait for")
+			}
+			opts, err := in.options()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			fsys, err := openPackage(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			rendered, err := renderPackage(ctx, fsys, opts)
+			if err != nil {
+				return fmt.Errorf("render %s: %w", args[0], err)
+			}
+			targets, err := flags.targets()
+			if err != nil {
+				return err
+			}
+			name := opts.Name
+			if name == "" && rendered.Manifest != nil {
+				name = rendered.Manifest.Name
+			}
+			req := apply.Request{
+				Owner:   apply.Owner{Kind: "Package", Namespace: opts.Namespace, Name: name},
+				Phases:  rendered.Phases,
+				Targets: targets,
+				DryRun:  flags.dryRun,
+				// Namespaced objects without a namespace go to the Package's namespace.
+				DefaultNamespace: opts.Namespace,
+			}
+			if rendered.Manifest != nil {
+				req.Probes = rendered.Manifest.Spec.AvailabilityProbes
+			}
+			if flags.adopt {
+				req.Adopt = apply.AdoptAlways
+			}
+			return runApply(ctx, apply.NewEngine(apply.Options{}), req, flags, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+	in.ApplyFlags(cmd.Flags())
+	flags.ApplyFlags(cmd.Flags())
+	return cmd
+}
+
+// targets builds a client per kubeconfig. The CLI reads credentials from files only; the
+// controller finds them in the cluster.
+func (o *applyFlags) targets() (map[string]apply.Target, error) {
+	targets := map[string]apply.Target{}
+	for class, t := range map[string]struct{ path, name string }{
+		"":                          {o.kubeconfig, "management cluster"},
+		v1alpha1.ClassHostedCluster: {o.hostedKubeconfig, "hosted cluster"},
+	} {
+		if t.path == "" {
+			continue
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", t.path)
+		if err != nil {
+			return nil, fmt.Errorf("load kubeconfig %s of the %s: %w", t.path, t.name, err)
+		}
+		c, err := client.New(cfg, client.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("connect to the %s (%s): %w", t.name, cfg.Host, err)
+		}
+		targets[class] = apply.Target{Client: c, Name: t.name}
+	}
+	return targets, nil
+}
+
+// runApply makes passes until the rollout completes (or once, without --wait), printing progress.
+func runApply(ctx context.Context, engine *apply.Engine, req apply.Request, flags applyFlags, stdout, stderr io.Writer) error {
+	if flags.wait {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, flags.timeout)
+		defer cancel()
+	}
+	lastProgress := ""
+	for {
+		res, err := engine.Apply(ctx, req)
+		if res != nil {
+			req.Previous = res.Inventory
+			printChanges(stdout, res, flags.dryRun)
+			if p := progress(res); p != lastProgress {
+				fmt.Fprint(stderr, p)
+				lastProgress = p
+			}
+		}
+		var unavailable *apply.TargetUnavailableError
+		if errors.As(err, &unavailable) && errors.Is(err, apply.ErrNoTarget) && unavailable.Class == v1alpha1.ClassHostedCluster {
+			return fmt.Errorf("%w: pass --hosted-kubeconfig for phases of class %s", err, v1alpha1.ClassHostedCluster)
+		}
+		if err != nil && flags.wait && ctx.Err() != nil && res != nil {
+			return fmt.Errorf("rollout not complete after %s: %s", flags.timeout, res.Summary())
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case flags.dryRun:
+			fmt.Fprintln(stderr, "dry run: nothing was changed")
+			return nil
+		case res.Complete():
+			fmt.Fprintf(stderr, "rollout complete: %d created, %d configured, %d unchanged\n", res.Created, res.Updated, res.Unchanged)
+			return nil
+		case !flags.wait:
+			fmt.Fprintln(stderr, "rollout in progress; run again or pass --wait")
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("rollout not complete after %s: %s", flags.timeout, res.Summary())
+		case <-time.After(flags.interval):
+		}
+	}
+}
+
+// printChanges lists the objects a pass created or changed.
+func printChanges(w io.Writer, res *apply.Result, dryRun bool) {
+	suffix := ""
+	if dryRun {
+		suffix = " (dry run)"
+	}
+	for _, c := range res.Changes {
+		if c.Action != apply.ActionUnchanged || dryRun {
+			fmt.Fprintf(w, "%s %s%s\n", c.Ref, c.Action, suffix)
+		}
+	}
+}
+
+// progress describes every phase: its cluster, state and the objects not yet available.
+func progress(res *apply.Result) string {
+	out := ""
+	for i, p := range res.Phases {
+		target := p.Target
+		if target == "" {
+			target = "management cluster"
+			if p.Class == v1alpha1.ClassHostedCluster {
+				target = "hosted cluster"
+			}
+		}
+		out += fmt.Sprintf("phase %d/%d %s (%s): %s\n", i+1, len(res.Phases), p.Name, target, p.State)
+		for _, s := range p.NotAvailable {
+			out += "  waiting for " + s.String() + "\n"
+		}
+	}
+	return out
 }

@@ -1,18 +1,73 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
+
+	"pkgsync.dev/pkgsync/source"
 )
 
-// newPushCmd is a stub until its issue lands.
 func newPushCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "push",
-		Short: "Push a package directory or image archive to a registry (not implemented yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("push is not implemented yet")
+	var (
+		meta     buildFlags
+		registry registryOptions
+		out      outputOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "push DIR|FILE.tar REF",
+		Short: "Push a package directory or image archive to a registry",
+		Long: `Push uploads a package to REF (REGISTRY/REPOSITORY:TAG). A directory is built first, as
+"pkgsync build" does; a FILE.tar is an OCI image layout archive written by "pkgsync build --output".`,
+		Example: `  pkgsync push ./my-package registry.example.com/team/my-package:v1
+  pkgsync push my-package.tar registry.example.com/team/my-package:v1 --output-format digest`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageError("push takes a package directory or archive and a reference, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.validate(); err != nil {
+				return err
+			}
+			refs, err := parseReferences(args[1])
+			if err != nil {
+				return err
+			}
+			info, err := os.Stat(args[0])
+			if err != nil {
+				return fmt.Errorf("push: %w", err)
+			}
+			var img *source.Image
+			if info.IsDir() {
+				opts, err := meta.options()
+				if err != nil {
+					return err
+				}
+				img, err = source.Build(args[0], opts)
+				if err != nil {
+					return err
+				}
+			} else {
+				img, err = source.LoadLayout(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+			}
+			text := out.format == outputText
+			if err := pushImage(cmd, &registry, img, refs, text); err != nil {
+				return err
+			}
+			if !text {
+				fmt.Fprintln(cmd.OutOrStdout(), img.Digest)
+			}
+			return nil
 		},
 	}
+	meta.ApplyFlags(cmd.Flags())
+	registry.ApplyFlags(cmd.Flags())
+	out.ApplyFlags(cmd.Flags())
+	return cmd
 }

@@ -1,0 +1,305 @@
+package apply
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"pkgsync.dev/pkgsync/render"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// FieldManager is the server-side apply field manager; DefaultFieldManager when empty.
+	FieldManager string
+}
+
+// Engine applies phases and tears them down. It holds no per-owner state and is safe for
+// concurrent use; it caches compiled CEL probes.
+type Engine struct {
+	fieldManager string
+	cel          celCache
+}
+
+// NewEngine returns an Engine.
+func NewEngine(opts Options) *Engine {
+	if opts.FieldManager == "" {
+		opts.FieldManager = DefaultFieldManager
+	}
+	return &Engine{fieldManager: opts.FieldManager}
+}
+
+// pass carries the state of one Apply call.
+type pass struct {
+	req    Request
+	probes probeSet
+	res    *Result
+	inv    *inventoryBuilder
+	// desired holds the objects of the package by their rendered reference; applied by the
+	// reference the API server resolved (namespace defaulted, or cleared for cluster-scoped kinds).
+	desired, applied map[key]phaseKey
+}
+
+// phaseOf returns the phase that holds an object in the new revision.
+func (p *pass) phaseOf(ref ObjectRef) (phaseKey, bool) {
+	if pk, ok := p.applied[ref.key()]; ok {
+		return pk, true
+	}
+	if pk, ok := p.desired[ref.key()]; ok {
+		return pk, true
+	}
+	if ref.Namespace != "" && ref.Namespace == p.req.DefaultNamespace {
+		unset := ref
+		unset.Namespace = ""
+		pk, ok := p.desired[unset.key()]
+		return pk, ok
+	}
+	return phaseKey{}, false
+}
+
+type phaseKey struct{ name, class string }
+
+// Apply makes one non-blocking pass over the phases: it applies each phase and checks its
+// availability, and stops at the first phase that is not complete. When every phase is complete
+// it prunes the previous objects that left the package. The caller stores Result.Inventory and
+// calls again (requeues) until Result.Complete. The Result is returned even with an error.
+func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
+	p := &pass{req: req, res: &Result{}, inv: newInventoryBuilder(), desired: map[key]phaseKey{}, applied: map[key]phaseKey{}}
+	for _, ph := range req.Phases {
+		p.res.Phases = append(p.res.Phases, PhaseResult{Name: ph.Name, Class: ph.Class, State: PhasePending})
+		p.inv.addPhase(ph.Name, ph.Class)
+		for _, obj := range ph.Objects {
+			p.desired[RefOf(obj).key()] = phaseKey{ph.Name, ph.Class}
+		}
+	}
+	probes, err := compileProbes(req.Probes, &e.cel)
+	if err != nil {
+		p.res.Inventory = req.Previous
+		return p.res, fmt.Errorf("compile availability probes: %w", err)
+	}
+	p.probes = probes
+
+	var errs []error
+	for i, ph := range req.Phases {
+		pr := &p.res.Phases[i]
+		target, ok := req.Targets[ph.Class]
+		if !ok || target.Client == nil {
+			errs = append(errs, fmt.Errorf("phase %s: %w", ph.Name, &TargetUnavailableError{Class: ph.Class, Err: ErrNoTarget}))
+			break
+		}
+		pr.Target = target.Name
+		if err := e.applyPhase(ctx, p, ph, target, pr); err != nil {
+			errs = append(errs, fmt.Errorf("phase %s on %s: %w", ph.Name, target.Name, err))
+		}
+		if pr.State != PhaseComplete && !req.DryRun {
+			break
+		}
+	}
+
+	pruned := map[key]bool{}
+	if len(errs) == 0 && p.res.Complete() && !req.DryRun {
+		var err error
+		pruned, err = e.prune(ctx, p)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if req.DryRun {
+		p.res.Inventory = req.Previous
+		return p.res, errors.Join(errs...)
+	}
+	// Keep tracking what the previous revision applied: objects still desired stay in the phase
+	// that now holds them, the others in their old phase until they are pruned.
+	for _, ph := range req.Previous.Phases {
+		for _, ref := range ph.Objects {
+			if pk, ok := p.phaseOf(ref); ok {
+				p.inv.add(pk.name, pk.class, ref)
+			} else if !pruned[ref.key()] {
+				p.inv.add(ph.Name, ph.Class, ref)
+			}
+		}
+	}
+	p.res.Inventory = p.inv.build()
+	return p.res, errors.Join(errs...)
+}
+
+// applyPhase applies the objects of one phase and records which are not available.
+func (e *Engine) applyPhase(ctx context.Context, p *pass, ph render.Phase, target Target, pr *PhaseResult) error {
+	pr.State = PhaseProgressing
+	objs, err := prepare(ph.Objects, p.req.Owner)
+	if err != nil {
+		return err
+	}
+	// Custom resources wait for the CRDs of the same phase to be Established.
+	crdOf := map[schema.GroupKind]ObjectRef{}
+	for _, obj := range objs {
+		if gk, ok := crdKind(obj); ok {
+			crdOf[gk] = RefOf(obj)
+		}
+	}
+	established := map[schema.GroupKind]bool{}
+
+	var errs []error
+	for _, obj := range objs {
+		ref := RefOf(obj)
+		gk := obj.GroupVersionKind().GroupKind()
+		if crd, ok := crdOf[gk]; ok && !established[gk] {
+			if p.req.DryRun {
+				p.res.record(ref, ActionCreated) // cannot be validated before its CRD exists
+				continue
+			}
+			pr.NotAvailable = append(pr.NotAvailable, ObjectStatus{Ref: ref, Reason: "waiting for " + crd.String() + " to be Established"})
+			continue
+		}
+		out, err := e.applyObject(ctx, p.req, ph.Class, target, obj)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ref = RefOf(obj) // applyObject resolved the namespace
+		p.applied[ref.key()] = phaseKey{ph.Name, ph.Class}
+		if !p.req.DryRun {
+			p.inv.add(ph.Name, ph.Class, ref)
+		}
+		if out.action != "" {
+			p.res.record(ref, out.action)
+		}
+		if gk, ok := crdKind(obj); ok && out.live != nil {
+			established[gk] = crdEstablished(out.live)
+		}
+		if p.req.DryRun {
+			continue
+		}
+		if out.waiting != "" {
+			pr.NotAvailable = append(pr.NotAvailable, ObjectStatus{Ref: ref, Reason: out.waiting})
+			continue
+		}
+		reasons, err := availability(ctx, out.live, p.probes)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("check availability of %s: %w", ref, err))
+			continue
+		}
+		for _, r := range reasons {
+			pr.NotAvailable = append(pr.NotAvailable, ObjectStatus{Ref: ref, Reason: r})
+		}
+	}
+	if len(errs) == 0 && len(pr.NotAvailable) == 0 {
+		pr.State = PhaseComplete
+	}
+	return errors.Join(errs...)
+}
+
+// prepare copies the rendered objects, adds the ownership labels and the desired-state hash, drops
+// what apply must not send (status, server-set metadata), and orders CRDs first, then Namespaces, then the rest as rendered.
+func prepare(objs []*unstructured.Unstructured, owner Owner) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		c, err := canonicalCopy(o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", RefOf(o), err)
+		}
+		delete(c.Object, "status")
+		for _, f := range []string{"creationTimestamp", "resourceVersion", "uid", "generation", "managedFields"} {
+			unstructured.RemoveNestedField(c.Object, "metadata", f)
+		}
+		labels := c.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		for k, v := range owner.labels() {
+			labels[k] = v
+		}
+		c.SetLabels(labels)
+		setDesiredHash(c)
+		out = append(out, c)
+	}
+	rank := func(o *unstructured.Unstructured) int {
+		switch o.GroupVersionKind().GroupKind() {
+		case schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:
+			return 0
+		case schema.GroupKind{Kind: "Namespace"}:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
+	return out, nil
+}
+
+// canonicalCopy copies an object through JSON. Unlike DeepCopy it accepts any JSON-marshalable
+// values (templating and kustomize may produce int or typed maps), and it leaves numbers as
+// int64/float64, the types the comparison with live objects expects.
+func canonicalCopy(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encode object: %w", err)
+	}
+	c := &unstructured.Unstructured{}
+	if err := c.UnmarshalJSON(data); err != nil {
+		return nil, fmt.Errorf("decode object: %w", err)
+	}
+	return c, nil
+}
+
+// crdKind returns the group and kind a CustomResourceDefinition defines.
+func crdKind(obj *unstructured.Unstructured) (schema.GroupKind, bool) {
+	if obj.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}) {
+		return schema.GroupKind{}, false
+	}
+	group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "kind")
+	return schema.GroupKind{Group: group, Kind: kind}, kind != ""
+}
+
+func crdEstablished(live *unstructured.Unstructured) bool {
+	conditions, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// availability returns why a live object is not available: kstatus must say Current and every
+// probe selecting the object must pass.
+func availability(ctx context.Context, live *unstructured.Unstructured, probes probeSet) ([]string, error) {
+	var reasons []string
+	res, err := status.Compute(live)
+	if err != nil {
+		reasons = append(reasons, "kstatus: "+err.Error())
+	} else if res.Status != status.CurrentStatus {
+		reasons = append(reasons, fmt.Sprintf("kstatus %s: %s", res.Status, res.Message))
+	}
+	probeReasons, err := probes.evaluate(ctx, live)
+	if err != nil {
+		return nil, err
+	}
+	return append(reasons, probeReasons...), nil
+}
+
+// setDesiredHash records a hash of the desired object in an annotation. The no-op check compares
+// the desired object as a subset of the live one, which cannot see a field the package stopped
+// setting; the hash changes with every change of the desired object, removals included, so such
+// a revision is applied and server-side apply removes the field.
+func setDesiredHash(obj *unstructured.Unstructured) {
+	data, err := json.Marshal(obj.Object) // map keys are sorted: stable for equal objects
+	if err != nil {
+		return // unstructured content always marshals; without a hash only removals go unseen
+	}
+	sum := sha256.Sum256(data)
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[DesiredHashAnnotation] = hex.EncodeToString(sum[:16])
+	obj.SetAnnotations(annotations)
+}

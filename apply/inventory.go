@@ -1,0 +1,106 @@
+package apply
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ObjectRef identifies an object compactly, for inventories and messages.
+type ObjectRef struct {
+	Group     string `json:"group,omitempty"`
+	Version   string `json:"version"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// RefOf returns the reference of an object.
+func RefOf(obj *unstructured.Unstructured) ObjectRef {
+	gvk := obj.GroupVersionKind()
+	return ObjectRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// String reads like "Deployment.apps ns/name", or "Namespace name" for cluster-scoped objects.
+func (r ObjectRef) String() string {
+	kind := r.Kind
+	if r.Group != "" {
+		kind += "." + r.Group
+	}
+	if r.Namespace == "" {
+		return kind + " " + r.Name
+	}
+	return kind + " " + r.Namespace + "/" + r.Name
+}
+
+// GroupVersionKind of the referenced object.
+func (r ObjectRef) GroupVersionKind() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+}
+
+// key identifies an object regardless of the API version it was applied with.
+type key struct{ group, kind, namespace, name string }
+
+func (r ObjectRef) key() key { return key{r.Group, r.Kind, r.Namespace, r.Name} }
+
+// Inventory is the set of objects applied for an owner, by phase in rollout order.
+type Inventory struct {
+	Phases []InventoryPhase `json:"phases,omitempty"`
+}
+
+// InventoryPhase holds the objects of one phase.
+type InventoryPhase struct {
+	Name    string      `json:"name"`
+	Class   string      `json:"class,omitempty"`
+	Objects []ObjectRef `json:"objects,omitempty"`
+}
+
+// Len is the number of objects in the inventory.
+func (inv Inventory) Len() int {
+	n := 0
+	for _, p := range inv.Phases {
+		n += len(p.Objects)
+	}
+	return n
+}
+
+// inventoryBuilder collects an inventory in phase order without duplicates.
+type inventoryBuilder struct {
+	inv  Inventory
+	seen map[key]bool
+}
+
+func newInventoryBuilder() *inventoryBuilder { return &inventoryBuilder{seen: map[key]bool{}} }
+
+func (b *inventoryBuilder) add(phase, class string, ref ObjectRef) {
+	if b.seen[ref.key()] {
+		return
+	}
+	b.seen[ref.key()] = true
+	for i := range b.inv.Phases {
+		if b.inv.Phases[i].Name == phase && b.inv.Phases[i].Class == class {
+			b.inv.Phases[i].Objects = append(b.inv.Phases[i].Objects, ref)
+			return
+		}
+	}
+	b.inv.Phases = append(b.inv.Phases, InventoryPhase{Name: phase, Class: class, Objects: []ObjectRef{ref}})
+}
+
+// addPhase makes sure an (even empty) phase exists at this point of the order.
+func (b *inventoryBuilder) addPhase(phase, class string) {
+	for _, p := range b.inv.Phases {
+		if p.Name == phase && p.Class == class {
+			return
+		}
+	}
+	b.inv.Phases = append(b.inv.Phases, InventoryPhase{Name: phase, Class: class})
+}
+
+func (b *inventoryBuilder) build() Inventory {
+	out := Inventory{}
+	for _, p := range b.inv.Phases {
+		if len(p.Objects) > 0 {
+			out.Phases = append(out.Phases, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,146 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// outcome is what applying one object did.
+type outcome struct {
+	action Action
+	// live is the object as the API server holds it: from the GET when nothing was written,
+	// from the apply response otherwise.
+	live *unstructured.Unstructured
+	// waiting explains why the object cannot be available in this pass (it is being deleted).
+	waiting string
+}
+
+// applyObject brings one object to its desired state with at most one read and, only when the
+// live object differs, one server-side apply.
+func (e *Engine) applyObject(ctx context.Context, req Request, class string, t Target, desired *unstructured.Unstructured) (outcome, error) {
+	ref := RefOf(desired)
+	namespaced, err := t.Client.IsObjectNamespaced(desired)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			if r, ok := t.Client.RESTMapper().(meta.ResettableRESTMapper); ok {
+				r.Reset()
+			}
+			return outcome{}, fmt.Errorf("%s: kind %s is not served by %s; install its CRD in this or an earlier phase: %w", ref, desired.GroupVersionKind(), t.Name, err)
+		}
+		return outcome{}, unreachable(fmt.Errorf("%s: look up kind: %w", ref, err), class, t)
+	}
+	if !namespaced {
+		desired.SetNamespace("")
+		ref.Namespace = ""
+	} else if desired.GetNamespace() == "" {
+		if req.DefaultNamespace == "" {
+			return outcome{}, fmt.Errorf("%s: namespaced object has no namespace; set metadata.namespace in the package", ref)
+		}
+		desired.SetNamespace(req.DefaultNamespace)
+		ref.Namespace = req.DefaultNamespace
+	}
+
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(desired.GroupVersionKind())
+	exists := true
+	if err := t.Client.Get(ctx, client.ObjectKeyFromObject(desired), live); apierrors.IsNotFound(err) {
+		exists = false
+	} else if err != nil {
+		return outcome{}, unreachable(fmt.Errorf("get %s: %w", ref, err), class, t)
+	}
+
+	force := false
+	action := ActionCreated
+	if exists {
+		action = ActionConfigured
+		if live.GetDeletionTimestamp() != nil {
+			return outcome{live: live, waiting: "being deleted; it is created again once gone"}, nil
+		}
+		owned := req.Owner.owns(live.GetLabels())
+		switch {
+		case !owned && req.Adopt != AdoptAlways:
+			return outcome{}, &CollisionError{Ref: ref, Target: t.Name, OwnedBy: ownerFromLabels(live.GetLabels())}
+		case !owned:
+			force = true // adoption is an explicit decision to take the object over
+		case satisfied(desired, live):
+			return outcome{action: ActionUnchanged, live: live}, nil
+		}
+	}
+
+	applied, err := e.ssa(ctx, t.Client, desired, force, req.DryRun)
+	if ce, ok := conflictFrom(err, ref, t.Name); ok {
+		if !exists || !req.Owner.owns(live.GetLabels()) || !e.drifted(live, ce.Managers) {
+			return outcome{}, ce
+		}
+		applied, err = e.ssa(ctx, t.Client, desired, true, req.DryRun)
+	}
+	if err != nil && isImmutable(err) {
+		if !exists || desired.GetAnnotations()[RecreateAnnotation] != "true" {
+			return outcome{}, &ImmutableFieldError{Ref: ref, Target: t.Name, Err: err}
+		}
+		if req.DryRun {
+			return outcome{action: ActionConfigured}, nil
+		}
+		if err := t.Client.Delete(ctx, live, client.Preconditions{UID: ptr.To(live.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return outcome{}, unreachable(fmt.Errorf("delete %s to recreate it: %w", ref, err), class, t)
+		}
+		return outcome{action: ActionConfigured, live: live, waiting: "deleted to be recreated: an immutable field changed"}, nil
+	}
+	if err != nil {
+		return outcome{}, unreachable(fmt.Errorf("apply %s: %w", ref, err), class, t)
+	}
+	return outcome{action: action, live: applied}, nil
+}
+
+// ssa sends a server-side apply and returns the object the API server answered with.
+func (e *Engine) ssa(ctx context.Context, c client.Client, desired *unstructured.Unstructured, force, dryRun bool) (*unstructured.Unstructured, error) {
+	// Apply decodes the response into the object it sends; send a copy to keep desired intact.
+	obj := desired.DeepCopy()
+	opts := []client.ApplyOption{client.FieldOwner(e.fieldManager)}
+	if force {
+		opts = append(opts, client.ForceOwnership)
+	}
+	if dryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), opts...); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// drifted reports whether a conflict comes only from imperative edits (managers that wrote with
+// update or patch, such as kubectl edit) of an object pkgsync applied before. Those edits took
+// fields pkgsync had set: restoring them is drift correction, not stealing. A conflict with
+// another applier (operation Apply) is a declared claim and is reported instead.
+func (e *Engine) drifted(live *unstructured.Unstructured, managers []string) bool {
+	appliedBefore := false
+	ops := map[string][]metav1.ManagedFieldsOperationType{}
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager == e.fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply {
+			appliedBefore = true
+		}
+		ops[mf.Manager] = append(ops[mf.Manager], mf.Operation)
+	}
+	if !appliedBefore {
+		return false
+	}
+	for _, m := range managers {
+		if len(ops[m]) == 0 {
+			return false
+		}
+		for _, op := range ops[m] {
+			if op != metav1.ManagedFieldsOperationUpdate {
+				return false
+			}
+		}
+	}
+	return true
+}

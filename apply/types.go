@@ -1,0 +1,173 @@
+package apply
+
+import (
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/render"
+)
+
+// Target is one cluster a phase class is applied to.
+type Target struct {
+	// Client talks to the cluster. Its RESTMapper must discover kinds lazily (controller-runtime's
+	// default dynamic mapper does), so that custom resources of a CRD applied in this pass resolve.
+	Client client.Client
+	// Name appears in messages, for example "management cluster" or "hosted cluster clusters-foo".
+	Name string
+}
+
+// Owner is the resource on whose behalf objects are applied; it is written into ownership labels.
+type Owner struct {
+	Kind string
+	// Namespace is empty for cluster-scoped owners.
+	Namespace string
+	Name      string
+}
+
+func (o Owner) String() string {
+	if o.Namespace == "" {
+		return o.Kind + " " + o.Name
+	}
+	return o.Kind + " " + o.Namespace + "/" + o.Name
+}
+
+// AdoptionPolicy says whether objects that exist without this owner's labels may be taken over.
+type AdoptionPolicy string
+
+const (
+	// AdoptNever refuses to touch objects that are not already owned; it is the default.
+	AdoptNever AdoptionPolicy = ""
+	// AdoptAlways takes over existing objects, whoever owned them.
+	AdoptAlways AdoptionPolicy = "Always"
+)
+
+// Request is one apply pass.
+type Request struct {
+	Owner  Owner
+	Phases []render.Phase
+	Probes []v1alpha1.AvailabilityProbe
+	// Targets maps a phase class ("" or v1alpha1.ClassHostedCluster) to its cluster.
+	Targets map[string]Target
+	// Previous is the inventory returned by the last pass, of this or an earlier revision. Objects
+	// in it that the phases no longer hold are pruned once every phase is complete.
+	Previous Inventory
+	Adopt    AdoptionPolicy
+	// DefaultNamespace is given to namespaced objects that name no namespace, typically the
+	// namespace of a namespaced owner. Only the engine knows which kinds are namespaced.
+	DefaultNamespace string
+	// DryRun sends changes as server-side dry-run requests and walks every phase without waiting
+	// for availability.
+	DryRun bool
+}
+
+// PhaseState is where a phase stands in a pass.
+type PhaseState string
+
+const (
+	// PhasePending means the pass stopped before reaching the phase.
+	PhasePending PhaseState = "Pending"
+	// PhaseProgressing means the phase was applied but some objects are not available yet, or
+	// could not be applied.
+	PhaseProgressing PhaseState = "Progressing"
+	// PhaseComplete means every object of the phase is applied and available.
+	PhaseComplete PhaseState = "Complete"
+)
+
+// ObjectStatus explains why an object is not available.
+type ObjectStatus struct {
+	Ref    ObjectRef
+	Reason string
+}
+
+func (s ObjectStatus) String() string { return s.Ref.String() + ": " + s.Reason }
+
+// PhaseResult is the outcome of one phase in a pass.
+type PhaseResult struct {
+	Name  string
+	Class string
+	// Target is the name of the cluster the phase went to, empty when it was not reached.
+	Target       string
+	State        PhaseState
+	NotAvailable []ObjectStatus
+}
+
+// Action is what a pass did, or in dry-run would do, to an object.
+type Action string
+
+const (
+	ActionCreated    Action = "created"
+	ActionConfigured Action = "configured"
+	ActionUnchanged  Action = "unchanged"
+	ActionPruned     Action = "pruned"
+)
+
+// Change records the action taken on one object.
+type Change struct {
+	Ref    ObjectRef
+	Action Action
+}
+
+// Result is the outcome of a pass. Apply returns it even together with an error, and its
+// Inventory is then still the one to store.
+type Result struct {
+	Phases []PhaseResult
+	// Inventory holds the objects applied so far plus the previous objects not pruned yet.
+	Inventory Inventory
+	// Changes lists every object touched or checked, in order; in dry-run what would happen.
+	Changes []Change
+	// Created, Updated, Unchanged and Pruned count Changes by action.
+	Created, Updated, Unchanged, Pruned int
+}
+
+// Complete reports whether every phase is complete, and so the rollout is done.
+func (r *Result) Complete() bool {
+	for _, p := range r.Phases {
+		if p.State != PhaseComplete {
+			return false
+		}
+	}
+	return true
+}
+
+// Progressing returns the first phase that is not complete, or nil.
+func (r *Result) Progressing() *PhaseResult {
+	for i := range r.Phases {
+		if r.Phases[i].State != PhaseComplete {
+			return &r.Phases[i]
+		}
+	}
+	return nil
+}
+
+// Summary is a one-line description of where the rollout stands, for conditions and messages.
+func (r *Result) Summary() string {
+	p := r.Progressing()
+	if p == nil {
+		return fmt.Sprintf("%d phases complete", len(r.Phases))
+	}
+	if len(p.NotAvailable) == 0 {
+		return fmt.Sprintf("phase %s on %s: %s", p.Name, p.Target, p.State)
+	}
+	reasons := make([]string, 0, len(p.NotAvailable))
+	for _, s := range p.NotAvailable {
+		reasons = append(reasons, s.String())
+	}
+	return fmt.Sprintf("phase %s on %s waiting for %s", p.Name, p.Target, strings.Join(reasons, "; "))
+}
+
+func (r *Result) record(ref ObjectRef, a Action) {
+	r.Changes = append(r.Changes, Change{Ref: ref, Action: a})
+	switch a {
+	case ActionCreated:
+		r.Created++
+	case ActionConfigured:
+		r.Updated++
+	case ActionUnchanged:
+		r.Unchanged++
+	case ActionPruned:
+		r.Pruned++
+	}
+}

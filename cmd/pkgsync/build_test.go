@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"pkgsync.dev/pkgsync/test/testenv"
+)
+
+// runPkgsync runs the root command with args and returns what it printed on stdout.
+func runPkgsync(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := newRootCmd()
+	cmd.SetArgs(args)
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&stderr)
+	err := cmd.ExecuteContext(t.Context())
+	assert.Empty(t, stderr.String(), "quiet on stderr when it is not a terminal")
+	return stdout.String(), err
+}
+
+// writePackage writes a small package directory.
+func writePackage(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"manifest.yaml":     "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: demo\nspec:\n  phases:\n  - name: deploy\n",
+		"deploy/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n",
+		".git/HEAD":         "ref: refs/heads/main\n",
+		"deploy/.notes.txt": "skipped",
+	} {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	}
+	return dir
+}
+
+// files lists the regular files under dir with their content.
+func files(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, fs.WalkDir(os.DirFS(dir), ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		out[name] = string(data)
+		return err
+	}))
+	return out
+}
+
+func TestBuildPushPull(t *testing.T) {
+	t.Parallel()
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	pkg := writePackage(t)
+	tmp := t.TempDir()
+	// An empty Docker config: the test must not depend on the machine's credentials.
+	dockerConfig := filepath.Join(tmp, "config.json")
+	archive := filepath.Join(tmp, "demo.tar")
+
+	out, err := runPkgsync(t, "build", pkg, "--tag", reg.Host+"/demo:v1", "--tag", reg.Host+"/demo:stable",
+		"--version", "1.0.0", "--push", "--output", archive, "--registry-config", dockerConfig)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 4, out)
+	digest := strings.Fields(lines[0])[2]
+	assert.Equal(t, "Built demo "+digest, lines[0])
+	assert.Equal(t, "Wrote "+archive, lines[1])
+	assert.Equal(t, "Pushed "+reg.Host+"/demo:v1@"+digest, lines[2])
+	assert.Equal(t, "Pushed "+reg.Host+"/demo:stable@"+digest, lines[3])
+
+	// Reproducible: building again prints the same digest.
+	out, err = runPkgsync(t, "build", pkg, "--version", "1.0.0", "--output-format", "digest")
+	require.NoError(t, err)
+	assert.Equal(t, digest+"\n", out)
+
+	pulled := filepath.Join(tmp, "pulled")
+	out, err = runPkgsync(t, "pull", reg.Host+"/demo:stable", "--output", pulled, "--output-format", "digest", "--registry-config", dockerConfig)
+	require.NoError(t, err)
+	assert.Equal(t, digest+"\n", out)
+	want := files(t, pkg)
+	delete(want, ".git/HEAD")
+	delete(want, "deploy/.notes.txt")
+	assert.Equal(t, want, files(t, pulled))
+
+	// The archive pushes to another repository with the same digest.
+	out, err = runPkgsync(t, "push", archive, reg.Host+"/copy:v1", "--output-format", "digest", "--registry-config", dockerConfig)
+	require.NoError(t, err)
+	assert.Equal(t, digest+"\n", out)
+	out, err = runPkgsync(t, "push", pkg, reg.Host+"/direct:v1", "--version", "1.0.0", "--registry-config", dockerConfig)
+	require.NoError(t, err)
+	assert.Equal(t, "Pushed "+reg.Host+"/direct:v1@"+digest+"\n", out)
+
+	again := filepath.Join(tmp, "again")
+	out, err = runPkgsync(t, "pull", reg.Host+"/copy:v1@"+digest, "-o", again, "--registry-config", dockerConfig)
+	require.NoError(t, err)
+	assert.Equal(t, "Pulled "+reg.Host+"/copy:v1@"+digest+" into "+again+"\n", out)
+	assert.Equal(t, want, files(t, again))
+
+	// A pull never writes into a directory that holds something.
+	_, err = runPkgsync(t, "pull", reg.Host+"/demo:v1", "-o", again, "--registry-config", dockerConfig)
+	require.ErrorContains(t, err, "is not empty")
+	_, err = runPkgsync(t, "pull", reg.Host+"/demo:nope", "-o", filepath.Join(tmp, "none"), "--registry-config", dockerConfig)
+	require.ErrorContains(t, err, "tag nope not found in "+reg.Host+"/demo")
+}
+
+func TestRegistryCommandUsageErrors(t *testing.T) {
+	t.Parallel()
+	pkg := writePackage(t)
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{args: []string{"build"}, wantErr: "one package directory"},
+		{args: []string{"build", pkg, "--push"}, wantErr: "--push needs at least one --tag"},
+		{args: []string{"build", pkg, "--tag", "no-registry"}, wantErr: "names the registry host"},
+		{args: []string{"build", pkg, "--output-format", "yaml"}, wantErr: "--output-format must be"},
+		{args: []string{"build", pkg, "--annotation", "novalue"}, wantErr: "want KEY=VALUE"},
+		{args: []string{"push", pkg}, wantErr: "a reference"},
+		{args: []string{"pull", "127.0.0.1:1/x:v1"}, wantErr: "pull needs --output DIR"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			cmd := newRootCmd()
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			err := cmd.ExecuteContext(t.Context())
+			require.ErrorContains(t, err, tt.wantErr)
+			var code exitCodeError
+			require.True(t, errors.As(err, &code), "a usage error: %v", err)
+			assert.Equal(t, 2, code.code)
+		})
+	}
+}
+
+func TestRegistryFlagsTLSAndDockerConfig(t *testing.T) {
+	t.Parallel()
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{TLS: true, Htpasswd: true})
+	tmp := t.TempDir()
+	dockerConfig := filepath.Join(tmp, "config.json")
+	auth := base64.StdEncoding.EncodeToString([]byte(reg.Username + ":" + reg.Password))
+	require.NoError(t, os.WriteFile(dockerConfig, []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg.Host, auth)), 0o600))
+	ref := reg.Host + "/secure:v1"
+
+	out, err := runPkgsync(t, "push", writePackage(t), ref, "--ca-file", reg.CAFile, "--registry-config", dockerConfig, "--output-format", "digest")
+	require.NoError(t, err)
+	digest := strings.TrimSpace(out)
+
+	out, err = runPkgsync(t, "pull", ref, "-o", filepath.Join(tmp, "a"), "--ca-file", reg.CAFile, "--registry-config", dockerConfig, "--output-format", "digest")
+	require.NoError(t, err)
+	assert.Equal(t, digest+"\n", out)
+
+	_, err = runPkgsync(t, "pull", ref, "-o", filepath.Join(tmp, "b"), "--registry-config", dockerConfig)
+	require.ErrorContains(t, err, "--ca-file")
+	_, err = runPkgsync(t, "pull", ref, "-o", filepath.Join(tmp, "c"), "--ca-file", reg.CAFile, "--registry-config", filepath.Join(tmp, "empty.json"))
+	require.ErrorContains(t, err, "authentication required for "+reg.Host)
+}

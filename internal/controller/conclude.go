@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
+)
+
+// statusObject is any pkgsync resource.
+type statusObject interface {
+	client.Object
+	conditions.Setter
+}
+
+// recordPass stores what an apply pass reports: phases, the current phase, the inventory.
+func recordPass(status *v1alpha1.RolloutStatus, res *apply.Result) {
+	if res == nil {
+		return
+	}
+	status.Phases, status.Phase = phasesToStatus(res)
+	status.Inventory = inventoryToStatus(res.Inventory)
+}
+
+// conclude sets Ready from the outcome of a pass and decides when to reconcile again:
+// complete → the interval; waiting on availability → the progress interval; failures → the
+// retry interval, with Stalled when only a change of spec or package can help.
+func conclude(ctx context.Context, obj statusObject, res *apply.Result, err error, interval, retry, progress time.Duration, successMsg string) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	switch {
+	case err != nil:
+		reason := reasonFor(err)
+		conditions.MarkFalse(obj, meta.ReadyCondition, reason, "%s", err.Error())
+		if isStalling(reason) {
+			conditions.MarkStalled(obj, reason, "%s", err.Error())
+			conditions.Delete(obj, meta.ReconcilingCondition)
+			log.Info("reconciliation stalled", "reason", reason, "error", err.Error())
+			return ctrl.Result{RequeueAfter: jittered(interval)}, nil
+		}
+		conditions.Delete(obj, meta.StalledCondition)
+		conditions.MarkReconciling(obj, v1alpha1.ProgressingWithRetryReason, "%s", err.Error())
+		log.Info("reconciliation failed, will retry", "reason", reason, "error", err.Error(), "retryIn", retry.String())
+		if errors.Is(err, context.DeadlineExceeded) || reason == v1alpha1.HostedClusterUnavailableReason {
+			return ctrl.Result{RequeueAfter: retry}, nil
+		}
+		return ctrl.Result{RequeueAfter: retry}, nil
+	case res != nil && !res.Complete():
+		conditions.Delete(obj, meta.StalledCondition)
+		conditions.MarkFalse(obj, meta.ReadyCondition, v1alpha1.PhaseProgressingReason, "%s", res.Summary())
+		conditions.MarkReconciling(obj, v1alpha1.PhaseProgressingReason, "%s", res.Summary())
+		return ctrl.Result{RequeueAfter: progress}, nil
+	default:
+		conditions.Delete(obj, meta.StalledCondition)
+		conditions.Delete(obj, meta.ReconcilingCondition)
+		conditions.MarkTrue(obj, meta.ReadyCondition, v1alpha1.ReconciliationSucceededReason, "%s", successMsg)
+		return ctrl.Result{RequeueAfter: jittered(interval)}, nil
+	}
+}
+
+// finalizeStatus records the observed generation once the outcome of this generation is known.
+func finalizeStatus(obj statusObject, status *v1alpha1.RolloutStatus, _ error) {
+	if conditions.IsReady(obj) || conditions.IsStalled(obj) {
+		status.ObservedGeneration = obj.GetGeneration()
+	}
+}
+
+// announce emits an event when Ready changes: Normal when it turns true, Warning on failure.
+func announce(rec record.EventRecorder, obj statusObject, old *metav1.Condition) {
+	now := conditions.Get(obj, meta.ReadyCondition)
+	if rec == nil || now == nil {
+		return
+	}
+	if old != nil && old.Status == now.Status && old.Reason == now.Reason && old.Message == now.Message {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if now.Status == metav1.ConditionFalse && now.Reason != v1alpha1.PhaseProgressingReason {
+		eventType = corev1.EventTypeWarning
+	}
+	rec.Event(obj, eventType, now.Reason, now.Message)
+}

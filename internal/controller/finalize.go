@@ -1,0 +1,62 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
+)
+
+// finalizeRollout makes one teardown pass for a resource being deleted and reports whether
+// everything is gone. Hosted objects are removed first when the hosted cluster answers; when
+// the namespace is terminating (HyperShift is deleting the hosted control plane) or the hosted
+// cluster has not answered for HostedTeardownTimeout, they are let go so that deletion never
+// hangs.
+func finalizeRollout(ctx context.Context, r *rollouts, reader client.Reader, obj statusObject, owner apply.Owner,
+	serviceAccount string, status *v1alpha1.RolloutStatus, opts Options) (bool, error) {
+	if status.Inventory == nil || len(status.Inventory.Phases) == 0 {
+		return true, nil
+	}
+	skipHosted := time.Since(obj.GetDeletionTimestamp().Time) > opts.HostedTeardownTimeout
+	if !skipHosted && owner.Namespace != "" {
+		terminating, err := namespaceTerminating(ctx, reader, owner.Namespace)
+		if err != nil {
+			return false, err
+		}
+		skipHosted = terminating
+	}
+	res, err := r.teardown(ctx, owner, serviceAccount, status.Inventory, skipHosted)
+	if res != nil {
+		status.Inventory = inventoryToStatus(res.Inventory)
+	}
+	if err != nil {
+		conditions.MarkFalse(obj, meta.ReadyCondition, reasonFor(err), "deleting: %s", err.Error())
+		return false, err
+	}
+	if !res.Done() {
+		msg := fmt.Sprintf("deleting phase %s: waiting for %d objects to go", res.Phase, len(res.Remaining))
+		conditions.MarkFalse(obj, meta.ReadyCondition, v1alpha1.DeletingReason, "%s", msg)
+		conditions.MarkReconciling(obj, v1alpha1.DeletingReason, "%s", msg)
+		return false, nil
+	}
+	return true, nil
+}
+
+func namespaceTerminating(ctx context.Context, reader client.Reader, name string) (bool, error) {
+	var ns corev1.Namespace
+	if err := reader.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("read namespace %s: %w", name, err)
+	}
+	return !ns.DeletionTimestamp.IsZero() || ns.Status.Phase == corev1.NamespaceTerminating, nil
+}

@@ -1,0 +1,132 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/patch"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/render"
+)
+
+// objectDeploymentObject is what ObjectDeployment and ClusterObjectDeployment have in common.
+type objectDeploymentObject interface {
+	client.Object
+	conditions.Setter
+	GetSpec() *v1alpha1.ObjectDeploymentSpec
+	GetStatus() *v1alpha1.ObjectDeploymentStatus
+}
+
+// ObjectDeploymentReconciler applies inline phases with the same engine as packages.
+type ObjectDeploymentReconciler[T objectDeploymentObject] struct {
+	client.Client
+	APIReader client.Reader
+	Recorder  record.EventRecorder
+	Metrics   runtimectrl.Metrics
+	Options   Options
+
+	newObject func() T
+	kind      string
+	rollouts  *rollouts
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *ObjectDeploymentReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	obj := r.newObject()
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	start := time.Now()
+	patcher := patch.NewSerialPatcher(obj, r.Client)
+	oldReady := conditions.Get(obj, meta.ReadyCondition).DeepCopy()
+	defer func() {
+		finalizeStatus(obj, &obj.GetStatus().RolloutStatus, retErr)
+		if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
+			if !obj.GetDeletionTimestamp().IsZero() && apierrors.IsNotFound(err) {
+				err = nil
+			}
+			retErr = errors.Join(retErr, err)
+		}
+		r.Metrics.RecordDuration(ctx, obj, start)
+		r.Metrics.RecordReadiness(ctx, obj)
+		announce(r.Recorder, obj, oldReady)
+	}()
+
+	owner := ownerOf(obj, r.kind)
+	status := &obj.GetStatus().RolloutStatus
+	if !obj.GetDeletionTimestamp().IsZero() {
+		if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
+			return ctrl.Result{}, nil
+		}
+		done, err := finalizeRollout(ctx, r.rollouts, r.APIReader, obj, owner, "", status, r.Options)
+		if err != nil || !done {
+			return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, err
+		}
+		controllerutil.RemoveFinalizer(obj, v1alpha1.FinalizerName)
+		return ctrl.Result{}, nil
+	}
+	if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
+		controllerutil.AddFinalizer(obj, v1alpha1.FinalizerName)
+		return ctrl.Result{Requeue: true}, nil
+	}
+	spec := obj.GetSpec()
+	r.Metrics.RecordSuspend(ctx, obj, spec.Suspend)
+	if spec.Suspend {
+		return ctrl.Result{}, nil
+	}
+	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
+		status.SetLastHandledReconcileRequest(token)
+	}
+
+	phases, err := phasesOf(spec.Template.Spec)
+	if err != nil {
+		return conclude(ctx, obj, nil, err, spec.GetInterval(), r.Options.RetryInterval, r.Options.ProgressInterval, "")
+	}
+	res, err := r.rollouts.apply(ctx, rolloutRequest{
+		owner:    owner,
+		phases:   phases,
+		probes:   spec.Template.Spec.AvailabilityProbes,
+		adopt:    spec.AdoptionPolicy,
+		prune:    true,
+		previous: status.Inventory,
+	})
+	recordPass(status, res)
+	if err == nil && res.Complete() {
+		revision := strconv.FormatInt(obj.GetGeneration(), 10)
+		if len(status.History) == 0 || status.History[0].Revision != revision {
+			status.History = pushHistory(status.History, revision, "")
+		}
+	}
+	return conclude(ctx, obj, res, err, spec.GetInterval(), r.Options.RetryInterval, r.Options.ProgressInterval,
+		fmt.Sprintf("applied generation %d", obj.GetGeneration()))
+}
+
+// phasesOf decodes the inline objects into phases.
+func phasesOf(spec v1alpha1.ObjectSetTemplateSpec) ([]render.Phase, error) {
+	phases := make([]render.Phase, 0, len(spec.Phases))
+	for _, ph := range spec.Phases {
+		out := render.Phase{Name: ph.Name, Class: ph.Class}
+		for i, o := range ph.Objects {
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(o.Object.Raw); err != nil {
+				return nil, &stageError{reason: v1alpha1.RenderFailedReason, err: fmt.Errorf("spec.template.spec.phases[%s].objects[%d]: %w", ph.Name, i, err)}
+			}
+			out.Objects = append(out.Objects, u)
+		}
+		phases = append(phases, out)
+	}
+	return phases, nil
+}

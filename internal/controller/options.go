@@ -1,0 +1,42 @@
+package controller
+
+import "time"
+
+// fieldOwner is the field manager of status patches.
+const fieldOwner = "pkgsync"
+
+// Options configure the reconcilers.
+type Options struct {
+	// Namespace is the controller's namespace: where ClusterPackages' pull secrets live.
+	Namespace string
+	// KubernetesVersion of the management cluster, for templates.
+	KubernetesVersion string
+	// ProgressInterval is how soon a rollout waiting for availability is looked at again.
+	ProgressInterval time.Duration
+	// RetryInterval is how soon a failed reconciliation is retried, unless the resource says.
+	RetryInterval time.Duration
+	// AllowCrossNamespace lets namespaced resources create cluster-scoped objects and objects in
+	// other namespaces on the management cluster.
+	AllowCrossNamespace bool
+	// HostedTeardownTimeout is how long deletion waits for an unreachable hosted cluster before
+	// letting its objects go.
+	HostedTeardownTimeout time.Duration
+	// RenderCacheSize bounds the number of rendered packages kept in memory.
+	RenderCacheSize int
+}
+
+func (o Options) withDefaults() Options {
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = 5 * time.Second
+	}
+	if o.RetryInterval <= 0 {
+		o.RetryInterval = 30 * time.Second
+	}
+	if o.HostedTeardownTimeout <= 0 {
+		o.HostedTeardownTimeout = 2 * time.Minute
+	}
+	if o.RenderCacheSize <= 0 {
+		o.RenderCacheSize = 1024
+	}
+	return o
+}

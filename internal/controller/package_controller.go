@@ -1,0 +1,304 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/jitter"
+	"github.com/fluxcd/pkg/runtime/patch"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/render"
+	"pkgsync.dev/pkgsync/source"
+)
+
+// packageObject is what Package and ClusterPackage have in common.
+type packageObject interface {
+	client.Object
+	conditions.Setter
+	GetSpec() *v1alpha1.PackageSpec
+	GetStatus() *v1alpha1.PackageStatus
+}
+
+// ownedConditions are the conditions the patch helper may overwrite.
+var ownedConditions = []string{meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition}
+
+// historyLimit bounds status.history.
+const historyLimit = 5
+
+// PackageReconciler reconciles Packages (namespaced) or ClusterPackages: resolve the tag, pull
+// and render when the digest or config changed, apply the phases, prune, report.
+type PackageReconciler[T packageObject] struct {
+	client.Client
+	// APIReader reads pull secrets and namespaces without caching every Secret of the cluster.
+	APIReader client.Reader
+	Source    *source.Client
+	Recorder  record.EventRecorder
+	Metrics   runtimectrl.Metrics
+	Options   Options
+
+	newObject func() T
+	kind      string
+	rollouts  *rollouts
+	renders   *renderCache
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *PackageReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	log := ctrl.LoggerFrom(ctx)
+	obj := r.newObject()
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	start := time.Now()
+	patcher := patch.NewSerialPatcher(obj, r.Client)
+	oldReady := conditions.Get(obj, meta.ReadyCondition).DeepCopy()
+
+	defer func() {
+		finalizeStatus(obj, &obj.GetStatus().RolloutStatus, retErr)
+		if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
+			if !obj.GetDeletionTimestamp().IsZero() && apierrors.IsNotFound(err) {
+				err = nil
+			}
+			retErr = errors.Join(retErr, err)
+		}
+		r.Metrics.RecordDuration(ctx, obj, start)
+		r.Metrics.RecordReadiness(ctx, obj)
+		announce(r.Recorder, obj, oldReady)
+	}()
+
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return r.finalize(ctx, obj)
+	}
+	if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
+		controllerutil.AddFinalizer(obj, v1alpha1.FinalizerName)
+		return ctrl.Result{Requeue: true}, nil
+	}
+	spec := obj.GetSpec()
+	r.Metrics.RecordSuspend(ctx, obj, spec.Suspend)
+	if spec.Suspend {
+		log.V(1).Info("suspended, nothing written")
+		return ctrl.Result{}, nil
+	}
+	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
+		obj.GetStatus().SetLastHandledReconcileRequest(token)
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, spec.GetTimeout())
+	defer cancel()
+	res, err := r.reconcile(ctx, obj)
+	return r.outcome(ctx, obj, res, err)
+}
+
+// reconcile resolves, pulls, renders and applies. It returns the apply result when it got that far.
+func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T) (*apply.Result, error) {
+	spec, status := obj.GetSpec(), obj.GetStatus()
+	if !conditions.IsReady(obj) || conditions.GetReason(obj, meta.ReadyCondition) != v1alpha1.ReconciliationSucceededReason {
+		conditions.MarkReconciling(obj, v1alpha1.ProgressingReason, "reconciling %s", spec.Image)
+	}
+
+	ref, err := source.ParseReference(spec.Image)
+	if err != nil {
+		return nil, &stageError{reason: v1alpha1.PullFailedReason, err: fmt.Errorf("spec.image: %w", err)}
+	}
+	creds, err := r.pullCredentials(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	digest, err := r.Source.Resolve(ctx, ref, creds)
+	if err != nil {
+		return nil, pullFailed(err)
+	}
+	status.LastAttemptedRevision = digest
+	configDigest := configDigestOf(spec)
+
+	rendered, err := r.render(ctx, obj, ref.WithDigest(digest), creds, configDigest)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.rollouts.apply(ctx, rolloutRequest{
+		owner:          ownerOf(obj, r.kind),
+		serviceAccount: spec.ServiceAccountName,
+		phases:         rendered.Phases,
+		probes:         rendered.Manifest.Spec.AvailabilityProbes,
+		adopt:          spec.AdoptionPolicy,
+		prune:          spec.PruneEnabled(),
+		previous:       status.Inventory,
+	})
+	recordPass(&status.RolloutStatus, res)
+	if err == nil && res.Complete() {
+		if status.LastAppliedRevision != digest || status.LastAppliedConfigDigest != configDigest {
+			status.History = pushHistory(status.History, digest, configDigest)
+		}
+		status.LastAppliedRevision = digest
+		status.LastAppliedConfigDigest = configDigest
+	}
+	return res, err
+}
+
+// render pulls (through the digest-keyed source cache) and renders, reusing the last render of
+// the same digest, configuration and environment.
+func (r *PackageReconciler[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, configDigest string) (*render.Result, error) {
+	opts := render.Options{
+		Name:        obj.GetName(),
+		Namespace:   obj.GetNamespace(),
+		Labels:      obj.GetLabels(),
+		Annotations: userAnnotations(obj.GetAnnotations()),
+		Image:       ref.String(),
+		Environment: render.Environment{KubernetesVersion: r.Options.KubernetesVersion},
+	}
+	if cfg := obj.GetSpec().Config; cfg != nil {
+		opts.Config = cfg.Raw
+	}
+	if obj.GetNamespace() != "" {
+		hc, err := r.rollouts.hostedCluster(ctx, obj.GetNamespace())
+		if err != nil {
+			return nil, err
+		}
+		opts.Environment.HostedCluster = hc
+	}
+	key := renderKey(ref.Digest, configDigest, opts)
+	if cached, ok := r.renders.get(key); ok {
+		return cached, nil
+	}
+	artifact, err := r.Source.Pull(ctx, ref, creds)
+	if err != nil {
+		return nil, pullFailed(err)
+	}
+	rendered, err := render.Render(ctx, artifact.FS, opts)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", ref, err)
+	}
+	if err := checkScopes(rendered.Manifest, obj.GetNamespace() != ""); err != nil {
+		return nil, err
+	}
+	r.renders.put(key, rendered)
+	return rendered, nil
+}
+
+// pullCredentials reads spec.pullSecretRef; nil means the client's defaults (anonymous).
+func (r *PackageReconciler[T]) pullCredentials(ctx context.Context, obj T) (source.Credentials, error) {
+	ref := obj.GetSpec().PullSecretRef
+	if ref == nil {
+		return nil, nil
+	}
+	ns := obj.GetNamespace()
+	if ns == "" {
+		ns = r.Options.Namespace
+	}
+	var secret corev1.Secret
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &secret); err != nil {
+		return nil, &stageError{reason: v1alpha1.AuthenticationFailedReason, err: fmt.Errorf("read pull secret %s/%s: %w", ns, ref.Name, err)}
+	}
+	data, ok := secret.Data[corev1.DockerConfigJsonKey]
+	if !ok {
+		return nil, &stageError{reason: v1alpha1.AuthenticationFailedReason, err: fmt.Errorf("pull secret %s/%s has no %s key: it must be of type %s", ns, ref.Name, corev1.DockerConfigJsonKey, corev1.SecretTypeDockerConfigJson)}
+	}
+	creds, err := source.CredentialsFromDockerConfigJSON(data)
+	if err != nil {
+		return nil, &stageError{reason: v1alpha1.AuthenticationFailedReason, err: fmt.Errorf("pull secret %s/%s: %w", ns, ref.Name, err)}
+	}
+	return creds, nil
+}
+
+// outcome sets the Ready condition from the pass and decides when to come back.
+func (r *PackageReconciler[T]) outcome(ctx context.Context, obj T, res *apply.Result, err error) (ctrl.Result, error) {
+	spec := obj.GetSpec()
+	return conclude(ctx, obj, res, err, spec.GetInterval(), r.retryInterval(spec.RetryInterval), r.Options.ProgressInterval,
+		fmt.Sprintf("applied revision %s", obj.GetStatus().LastAppliedRevision))
+}
+
+func (r *PackageReconciler[T]) retryInterval(d *metav1.Duration) time.Duration {
+	if d != nil && d.Duration > 0 {
+		return d.Duration
+	}
+	return r.Options.RetryInterval
+}
+
+// finalize tears the objects down in reverse phase order, then lets the resource go.
+func (r *PackageReconciler[T]) finalize(ctx context.Context, obj T) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
+		return ctrl.Result{}, nil
+	}
+	status := &obj.GetStatus().RolloutStatus
+	done, err := finalizeRollout(ctx, r.rollouts, r.APIReader, obj, ownerOf(obj, r.kind), obj.GetSpec().ServiceAccountName, status, r.Options)
+	if err != nil || !done {
+		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, err
+	}
+	controllerutil.RemoveFinalizer(obj, v1alpha1.FinalizerName)
+	return ctrl.Result{}, nil
+}
+
+// ownerOf names the resource in ownership labels.
+func ownerOf(obj client.Object, kind string) apply.Owner {
+	return apply.Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// configDigestOf fingerprints the configuration, to tell a config change from a new image.
+func configDigestOf(spec *v1alpha1.PackageSpec) string {
+	h := sha256.New()
+	if spec.Config != nil {
+		h.Write(spec.Config.Raw)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// checkScopes enforces the manifest's scopes: a package that lists scopes may only be installed
+// by the resources they name.
+func checkScopes(m *v1alpha1.PackageManifest, namespaced bool) error {
+	if m == nil || len(m.Spec.Scopes) == 0 {
+		return nil
+	}
+	want := v1alpha1.ScopeCluster
+	if namespaced {
+		want = v1alpha1.ScopeNamespaced
+	}
+	for _, s := range m.Spec.Scopes {
+		if s == want {
+			return nil
+		}
+	}
+	return &stageError{reason: v1alpha1.RenderFailedReason, err: fmt.Errorf("package %s does not support the %s scope (manifest spec.scopes: %v)", m.Name, want, m.Spec.Scopes)}
+}
+
+func pushHistory(h []v1alpha1.RevisionHistoryEntry, revision, configDigest string) []v1alpha1.RevisionHistoryEntry {
+	entry := v1alpha1.RevisionHistoryEntry{Revision: revision, ConfigDigest: configDigest, AppliedAt: metav1.Now()}
+	h = append([]v1alpha1.RevisionHistoryEntry{entry}, h...)
+	if len(h) > historyLimit {
+		h = h[:historyLimit]
+	}
+	return h
+}
+
+// userAnnotations drops the controller's own request annotation from the template context, so
+// that `reconcile now` does not change what renders.
+func userAnnotations(in map[string]string) map[string]string {
+	if _, ok := in[meta.ReconcileRequestAnnotation]; !ok {
+		return in
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		if k != meta.ReconcileRequestAnnotation {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// jittered adds the interval jitter.
+func jittered(d time.Duration) time.Duration { return jitter.JitteredIntervalDuration(d) }

@@ -1,0 +1,109 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"oras.land/oras-go/v2/registry/remote/errcode"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/render"
+)
+
+// maxNotAvailable bounds the objects listed per phase in status, to keep it small.
+const maxNotAvailable = 10
+
+// phasesToStatus reports each phase of an apply pass.
+func phasesToStatus(res *apply.Result) (phases []v1alpha1.PhaseStatus, current string) {
+	current = "Complete"
+	for _, p := range res.Phases {
+		ps := v1alpha1.PhaseStatus{Name: p.Name, Class: p.Class, State: v1alpha1.PhaseState(p.State)}
+		for i, na := range p.NotAvailable {
+			if i == maxNotAvailable {
+				ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: "…", Reason: fmt.Sprintf("and %d more", len(p.NotAvailable)-i)})
+				break
+			}
+			ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: na.Ref.String(), Reason: na.Reason})
+		}
+		if p.State != apply.PhaseComplete && current == "Complete" {
+			current = p.Name
+		}
+		phases = append(phases, ps)
+	}
+	if len(res.Phases) == 0 {
+		current = ""
+	}
+	return phases, current
+}
+
+// reasonFor maps an error from source, render, apply or hosted to the Ready condition reason a
+// user acts on. This is the one place that mapping lives.
+func reasonFor(err error) string {
+	var (
+		configErr    *render.ConfigError
+		renderErrs   render.Errors
+		renderErr    *render.Error
+		collision    *apply.CollisionError
+		conflict     *apply.ConflictError
+		immutable    *apply.ImmutableFieldError
+		unavailable  *apply.TargetUnavailableError
+		scope        *scopeError
+		registryResp *errcode.ErrorResponse
+		stage        *stageError
+	)
+	switch {
+	case errors.As(err, &scope):
+		return v1alpha1.ScopeViolationReason
+	case errors.As(err, &configErr):
+		return v1alpha1.InvalidConfigReason
+	case errors.As(err, &renderErrs), errors.As(err, &renderErr):
+		return v1alpha1.RenderFailedReason
+	case hosted.IsNoCredentials(err), errors.As(err, &unavailable):
+		return v1alpha1.HostedClusterUnavailableReason
+	case errors.As(err, &collision):
+		return v1alpha1.CollisionReason
+	case errors.As(err, &conflict):
+		return v1alpha1.ConflictReason
+	case errors.As(err, &immutable):
+		return v1alpha1.ImmutableFieldReason
+	case errors.As(err, &registryResp) && (registryResp.StatusCode == 401 || registryResp.StatusCode == 403):
+		return v1alpha1.AuthenticationFailedReason
+	case errors.As(err, &stage):
+		return stage.reason
+	}
+	return v1alpha1.ApplyFailedReason
+}
+
+// stageError tags an error with the reason of the reconcile step that failed, for errors whose
+// type alone does not tell (a registry timeout is a PullFailed, not an ApplyFailed).
+type stageError struct {
+	reason string
+	err    error
+}
+
+func (e *stageError) Error() string { return e.err.Error() }
+func (e *stageError) Unwrap() error { return e.err }
+
+func pullFailed(err error) error { return &stageError{reason: v1alpha1.PullFailedReason, err: err} }
+
+// isStalling reports whether retrying cannot help until the spec or the package changes.
+func isStalling(reason string) bool {
+	switch reason {
+	case v1alpha1.RenderFailedReason, v1alpha1.InvalidConfigReason, v1alpha1.ScopeViolationReason:
+		return true
+	}
+	return false
+}
+
+// scopeError says a namespaced resource tried to place objects outside its namespace.
+type scopeError struct {
+	objects []string
+}
+
+func (e *scopeError) Error() string {
+	return fmt.Sprintf("a namespaced resource may only create objects in its own namespace on the management cluster, but the package holds %s; use a ClusterPackage, or start the controller with --allow-cross-namespace",
+		strings.Join(e.objects, ", "))
+}

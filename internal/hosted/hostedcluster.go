@@ -1,0 +1,73 @@
+package hosted
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// HostedClusterGVK is HyperShift's HostedCluster API, the only version it serves.
+var HostedClusterGVK = schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "HostedCluster"}
+
+// HostedCluster is what pkgsync needs to know of the HostedCluster behind a namespace.
+type HostedCluster struct {
+	Name, Namespace string
+	// ControlPlaneNamespace is the hosted-control-plane namespace.
+	ControlPlaneNamespace string
+	// Available mirrors the Available condition; Message explains it when false.
+	Available bool
+	Message   string
+	// Paused is true while HyperShift's reconciliation is paused (ReconciliationActive=False):
+	// the API server runs, but secrets and certificates are not refreshed.
+	Paused bool
+}
+
+// ControlPlaneNamespace returns the hosted-control-plane namespace HyperShift uses for a
+// HostedCluster: <namespace>-<name with dots replaced by dashes>.
+func ControlPlaneNamespace(namespace, name string) string {
+	return namespace + "-" + strings.ReplaceAll(name, ".", "-")
+}
+
+// FindHostedCluster returns the HostedCluster whose control plane lives in namespace, nil when
+// there is none or the HostedCluster API is not installed (then pkgsync works from the connector
+// Secret alone).
+func FindHostedCluster(ctx context.Context, reader client.Reader, namespace string) (*HostedCluster, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(HostedClusterGVK.GroupVersion().WithKind(HostedClusterGVK.Kind + "List"))
+	if err := reader.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list HostedClusters: %w", err)
+	}
+	for i := range list.Items {
+		hc := &list.Items[i]
+		if ControlPlaneNamespace(hc.GetNamespace(), hc.GetName()) != namespace {
+			continue
+		}
+		out := &HostedCluster{Name: hc.GetName(), Namespace: hc.GetNamespace(), ControlPlaneNamespace: namespace, Message: "no Available condition yet"}
+		conds, _, _ := unstructured.NestedSlice(hc.Object, "status", "conditions")
+		for _, c := range conds {
+			cm, ok := c.(map[string]any)
+			if !ok {
+				continue
+			}
+			status, _ := cm["status"].(string)
+			message, _ := cm["message"].(string)
+			switch cm["type"] {
+			case "Available":
+				out.Available = status == "True"
+				out.Message = message
+			case "ReconciliationActive":
+				out.Paused = status == "False"
+			}
+		}
+		return out, nil
+	}
+	return nil, nil
+}

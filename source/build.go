@@ -1,0 +1,266 @@
+package source
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/content/memory"
+	"sigs.k8s.io/yaml"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/version"
+)
+
+// pkoManifestAPIVersion is the apiVersion of Package Operator's manifest.yaml, accepted as is.
+const pkoManifestAPIVersion = "manifests.package-operator.run/v1alpha1"
+
+// manifestFiles are the names a package manifest may have, in order of preference.
+var manifestFiles = []string{"manifest.yaml", "manifest.yml"}
+
+// BuildOptions set what a build writes besides the files.
+type BuildOptions struct {
+	// Name overrides the package name taken from the manifest's metadata.name.
+	Name string
+	// Version is the package version (org.opencontainers.image.version).
+	Version string
+	// Source and Revision locate the sources (org.opencontainers.image.source/revision).
+	Source, Revision string
+	// Created, when not zero, is recorded as org.opencontainers.image.created. Left zero, the
+	// build is reproducible: the same files give the same digest.
+	Created time.Time
+	// Annotations are extra manifest annotations; they win over the ones above.
+	Annotations map[string]string
+	// Limits bound the package, so that what is built can be pulled.
+	Limits Limits
+	// Validate, when set, checks the package directory before anything is built. The CLI
+	// plugs in the render package's validation here.
+	Validate func(fsys fs.FS) error
+}
+
+// Image is a built or loaded package image, held in memory until it is pushed or written.
+type Image struct {
+	// Digest is the manifest digest.
+	Digest string
+	// Name and Version are the package name and version, when known.
+	Name, Version string
+
+	manifest []byte
+	desc     ocispec.Descriptor
+	store    oras.ReadOnlyTarget
+}
+
+// packageConfig is the config blob of a pkgsync package image.
+type packageConfig struct {
+	Name           string `json:"name"`
+	Version        string `json:"version,omitempty"`
+	PkgsyncVersion string `json:"pkgsyncVersion"`
+}
+
+// Build packs the package directory dir into an image. Dot-files and dot-directories are
+// skipped, as Package Operator does; symbolic links and other non-regular files are errors.
+func Build(dir string, opts BuildOptions) (*Image, error) {
+	fail := func(err error) (*Image, error) { return nil, fmt.Errorf("build %s: %w", dir, err) }
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fail(err)
+	}
+	info, err := os.Stat(root)
+	if err != nil {
+		return fail(err)
+	}
+	if !info.IsDir() {
+		return fail(errors.New("not a directory"))
+	}
+	fsys := os.DirFS(root)
+	name, err := packageName(fsys)
+	if err != nil {
+		return fail(err)
+	}
+	if opts.Name != "" {
+		name = opts.Name
+	}
+	if opts.Validate != nil {
+		if err := opts.Validate(fsys); err != nil {
+			return fail(fmt.Errorf("validate: %w", err))
+		}
+	}
+	layer, err := packLayer(fsys, opts.Limits.withDefaults())
+	if err != nil {
+		return fail(err)
+	}
+	config, err := json.Marshal(packageConfig{Name: name, Version: opts.Version, PkgsyncVersion: version.Version})
+	if err != nil {
+		return fail(err)
+	}
+
+	annotations := map[string]string{ocispec.AnnotationTitle: name}
+	for key, value := range map[string]string{
+		ocispec.AnnotationVersion:  opts.Version,
+		ocispec.AnnotationSource:   opts.Source,
+		ocispec.AnnotationRevision: opts.Revision,
+	} {
+		if value != "" {
+			annotations[key] = value
+		}
+	}
+	if !opts.Created.IsZero() {
+		annotations[ocispec.AnnotationCreated] = opts.Created.UTC().Format(time.RFC3339)
+	}
+	maps.Copy(annotations, opts.Annotations)
+
+	configDesc := content.NewDescriptorFromBytes(ConfigMediaType, config)
+	layerDesc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageLayerGzip, layer)
+	// The manifest is marshalled here rather than by oras.PackManifest, which stamps a created
+	// annotation on every build and so would defeat reproducibility.
+	manifest, err := json.Marshal(ocispec.Manifest{
+		Versioned:    specs.Versioned{SchemaVersion: 2},
+		MediaType:    ocispec.MediaTypeImageManifest,
+		ArtifactType: ArtifactType,
+		Config:       configDesc,
+		Layers:       []ocispec.Descriptor{layerDesc},
+		Annotations:  annotations,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	manifestDesc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, manifest)
+	manifestDesc.ArtifactType = ArtifactType
+
+	store := memory.New()
+	ctx := context.Background() // the memory store neither blocks nor honours cancellation
+	for _, blob := range []struct {
+		desc ocispec.Descriptor
+		data []byte
+	}{{configDesc, config}, {layerDesc, layer}, {manifestDesc, manifest}} {
+		if err := store.Push(ctx, blob.desc, bytes.NewReader(blob.data)); err != nil {
+			return fail(err)
+		}
+	}
+	return &Image{
+		Digest:   manifestDesc.Digest.String(),
+		Name:     name,
+		Version:  opts.Version,
+		manifest: manifest,
+		desc:     manifestDesc,
+		store:    store,
+	}, nil
+}
+
+// packageName reads metadata.name from the package manifest.
+func packageName(fsys fs.FS) (string, error) {
+	var (
+		data []byte
+		file string
+		err  error
+	)
+	for _, file = range manifestFiles {
+		if data, err = fs.ReadFile(fsys, file); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("no %s: a package directory has its manifest at the top", manifestFiles[0])
+		}
+		return "", err
+	}
+	var m v1alpha1.PackageManifest
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		return "", fmt.Errorf("read %s: %w", file, err)
+	}
+	if m.Kind != v1alpha1.PackageManifestKind ||
+		(m.APIVersion != v1alpha1.GroupVersion.String() && m.APIVersion != pkoManifestAPIVersion) {
+		return "", fmt.Errorf("%s is %s %s, want %s %s (or %s)", file, m.APIVersion, m.Kind,
+			v1alpha1.GroupVersion, v1alpha1.PackageManifestKind, pkoManifestAPIVersion)
+	}
+	if m.Name == "" {
+		return "", fmt.Errorf("%s has no metadata.name", file)
+	}
+	return m.Name, nil
+}
+
+// packLayer writes the package as a reproducible tar+gzip layer: entries in lexical order,
+// fixed modes, owner and timestamps, and a gzip header without name or time. The standard
+// library does the encoding; the normalisation is what no library offers for a directory.
+func packLayer(fsys fs.FS, limits Limits) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	tw := tar.NewWriter(zw)
+	var files int
+	var size int64
+	// fs.WalkDir visits entries in lexical order, which makes the order reproducible.
+	err = fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if name == "." {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if len(name) > limits.MaxPathLength {
+			return fmt.Errorf("%w: path %s is longer than %d bytes", ErrLimit, name, limits.MaxPathLength)
+		}
+		if files++; files > limits.MaxFiles {
+			return fmt.Errorf("%w: more than %d files", ErrLimit, limits.MaxFiles)
+		}
+		hdr := &tar.Header{Name: name, ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
+		switch mode := d.Type(); {
+		case d.IsDir():
+			hdr.Typeflag, hdr.Name, hdr.Mode = tar.TypeDir, name+"/", 0o755
+			return tw.WriteHeader(hdr)
+		case mode&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s is a symbolic link: packages hold regular files only, copy the target in its place", name)
+		case !mode.IsRegular():
+			return fmt.Errorf("%s is not a regular file (%s)", name, mode)
+		}
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return err
+		}
+		if size += int64(len(data)); size > limits.MaxUncompressedBytes {
+			return fmt.Errorf("%w: the package is larger than %d bytes", ErrLimit, limits.MaxUncompressedBytes)
+		}
+		hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, 0o644, int64(len(data))
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) > limits.MaxCompressedBytes {
+		return nil, fmt.Errorf("%w: the layer is %d bytes compressed, over %d", ErrLimit, buf.Len(), limits.MaxCompressedBytes)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,168 @@
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+
+	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/lru"
+	"oras.land/oras-go/v2/registry"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/retry"
+
+	"pkgsync.dev/pkgsync/internal/version"
+)
+
+// authCacheEntries bounds the number of distinct credentials whose tokens are kept.
+const authCacheEntries = 256
+
+// Client talks to OCI registries. It is safe for concurrent use; share one per process so
+// pulls of one digest are merged and cached.
+type Client struct {
+	opts       Options
+	limits     Limits
+	httpClient *http.Client
+	tlsGiven   bool
+
+	// authCaches holds one oras token cache per distinct credential, so a token obtained with
+	// one caller's credentials is never sent on behalf of another caller.
+	authCaches *lru.Cache
+
+	memory *memoryCache
+	disk   *diskCache
+	flight singleflight.Group
+}
+
+// NewClient returns a Client. It fails only on an unusable CA bundle.
+func NewClient(opts Options) (*Client, error) {
+	base := opts.Transport
+	tlsGiven := len(opts.CABundle) > 0 || opts.InsecureSkipTLSVerify
+	if base == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: opts.InsecureSkipTLSVerify}
+		if len(opts.CABundle) > 0 {
+			pool, err := x509.SystemCertPool()
+			if err != nil {
+				pool = x509.NewCertPool()
+			}
+			if !pool.AppendCertsFromPEM(opts.CABundle) {
+				return nil, errors.New("CA bundle holds no PEM certificate")
+			}
+			cfg.RootCAs = pool
+		}
+		t.TLSClientConfig = cfg
+		base = t
+	}
+	if opts.UserAgent == "" {
+		opts.UserAgent = "pkgsync/" + version.Version
+	}
+	c := &Client{
+		opts:   opts,
+		limits: opts.Limits.withDefaults(),
+		// oras' retry transport backs off on 429 and 5xx answers.
+		httpClient: &http.Client{Transport: retry.NewTransport(base)},
+		tlsGiven:   tlsGiven,
+		authCaches: lru.New(authCacheEntries),
+		memory:     newMemoryCache(opts.CacheBytes),
+	}
+	if opts.CacheDir != "" {
+		c.disk = &diskCache{dir: opts.CacheDir}
+	}
+	return c, nil
+}
+
+// plainHTTP tells whether host is reached over plain HTTP.
+func (c *Client) plainHTTP(host string) bool {
+	if slices.Contains(c.opts.PlainHTTPHosts, host) {
+		return true
+	}
+	return !c.tlsGiven && isLoopback(host)
+}
+
+// isLoopback tells whether host (host or host:port) is localhost or a loopback IP.
+func isLoopback(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// repository returns an oras repository for ref, authenticated with creds (or the client's
+// default credentials when creds is nil).
+func (c *Client) repository(ctx context.Context, ref Reference, creds Credentials) (*remote.Repository, error) {
+	if creds == nil {
+		creds = c.opts.Credentials
+	}
+	cred := auth.EmptyCredential
+	if creds != nil {
+		var err error
+		if cred, err = creds(ctx, ref.Registry); err != nil {
+			return nil, fmt.Errorf("look up credentials for %s: %w", ref.Registry, err)
+		}
+	}
+	client := &auth.Client{
+		Client:     c.httpClient,
+		Credential: auth.StaticCredential(ref.Registry, cred),
+		Cache:      c.authCache(ref.Registry, cred),
+	}
+	client.SetUserAgent(c.opts.UserAgent)
+	endpoint := ref.Registry
+	if endpoint == "docker.io" {
+		// Docker Hub's name is not its API endpoint; docker, crane and oras make the same swap.
+		endpoint = "registry-1.docker.io"
+	}
+	return &remote.Repository{
+		Client:    client,
+		Reference: registry.Reference{Registry: endpoint, Repository: ref.Repository},
+		PlainHTTP: c.plainHTTP(ref.Registry),
+	}, nil
+}
+
+// authCache returns the token cache shared by every call with this registry and credential.
+func (c *Client) authCache(host string, cred auth.Credential) auth.Cache {
+	h := sha256.New()
+	for _, s := range []string{host, cred.Username, cred.Password, cred.RefreshToken, cred.AccessToken} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	key := hex.EncodeToString(h.Sum(nil))
+	if cached, ok := c.authCaches.Get(key); ok {
+		return cached.(auth.Cache)
+	}
+	cache := auth.NewCache()
+	c.authCaches.Add(key, cache)
+	return cache
+}
+
+// Resolve returns the manifest digest ref names. A digest-pinned reference answers without a
+// request; a tag costs one HEAD request and no download.
+func (c *Client) Resolve(ctx context.Context, ref Reference, creds Credentials) (string, error) {
+	if ref.Digest != "" {
+		return ref.Digest, nil
+	}
+	if ref.Tag == "" {
+		return "", fmt.Errorf("resolve %s: the reference names neither a tag nor a digest", ref)
+	}
+	repo, err := c.repository(ctx, ref, creds)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", ref, err)
+	}
+	desc, err := repo.Resolve(ctx, ref.Tag)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", ref, c.explain(ref, err))
+	}
+	return desc.Digest.String(), nil
+}

@@ -1,0 +1,10 @@
+// Package source moves package images between directories, OCI layout archives and registries,
+// and turns a pulled image into a verified, size-limited file tree (an fs.FS).
+//
+// Libraries: oras-go v2 does the registry work (HTTP API, authentication and token caching,
+// Docker config credentials and helpers, the one-HEAD tag resolution, graph copies for push)
+// and reads OCI layout archives. go-containerregistry is used only by the tests, to build
+// Package Operator images with an independent implementation. What neither does is written
+// here: the reproducible tar+gzip layer, the safe unpacker with limits, the digest-keyed caches
+// and the deterministic OCI layout archive.
+package source

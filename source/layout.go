@@ -1,0 +1,189 @@
+package source
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/content/oci"
+)
+
+// WriteLayout writes img as an OCI image layout in a tar archive, with one index entry per tag
+// (org.opencontainers.image.ref.name), or one untagged entry when tags is empty.
+//
+// The archive is written here instead of through oras' oci.Store, which writes a directory and
+// orders index.json by map iteration; this archive is byte-for-byte reproducible.
+func (img *Image) WriteLayout(ctx context.Context, w io.Writer, tags []string) error {
+	blobs, err := graph(ctx, img.store, img.desc)
+	if err != nil {
+		return fmt.Errorf("write layout: %w", err)
+	}
+	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex}
+	tags = slices.Sorted(slices.Values(tags))
+	tags = slices.Compact(tags)
+	for _, tag := range tags {
+		desc := img.desc
+		desc.Annotations = map[string]string{ocispec.AnnotationRefName: tag}
+		index.Manifests = append(index.Manifests, desc)
+	}
+	if len(tags) == 0 {
+		index.Manifests = []ocispec.Descriptor{img.desc}
+	}
+	indexJSON, err := json.Marshal(index)
+	if err != nil {
+		return err
+	}
+	layoutJSON, err := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
+	if err != nil {
+		return err
+	}
+
+	tw := tar.NewWriter(w)
+	entry := func(name string, data []byte) error {
+		hdr := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}
+		if strings.HasSuffix(name, "/") {
+			hdr.Mode, hdr.Size, hdr.Typeflag = 0o755, 0, tar.TypeDir
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		_, err := tw.Write(data)
+		return err
+	}
+	if err := entry(ocispec.ImageLayoutFile, layoutJSON); err != nil {
+		return fmt.Errorf("write layout: %w", err)
+	}
+	if err := entry(ocispec.ImageIndexFile, indexJSON); err != nil {
+		return fmt.Errorf("write layout: %w", err)
+	}
+	dirs := map[string]bool{}
+	for _, desc := range blobs {
+		dir := "blobs/" + desc.Digest.Algorithm().String() + "/"
+		for _, d := range []string{"blobs/", dir} {
+			if !dirs[d] {
+				dirs[d] = true
+				if err := entry(d, nil); err != nil {
+					return fmt.Errorf("write layout: %w", err)
+				}
+			}
+		}
+		data, err := content.FetchAll(ctx, img.store, desc)
+		if err != nil {
+			return fmt.Errorf("write layout: read %s: %w", desc.Digest, err)
+		}
+		if err := entry(dir+desc.Digest.Encoded(), data); err != nil {
+			return fmt.Errorf("write layout: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("write layout: %w", err)
+	}
+	return nil
+}
+
+// graph lists root and everything it references, sorted by digest, each once.
+func graph(ctx context.Context, fetcher content.Fetcher, root ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+	seen := map[string]bool{}
+	var out []ocispec.Descriptor
+	queue := []ocispec.Descriptor{root}
+	for len(queue) > 0 {
+		desc := queue[0]
+		queue = queue[1:]
+		if seen[desc.Digest.String()] {
+			continue
+		}
+		seen[desc.Digest.String()] = true
+		out = append(out, desc)
+		next, err := content.Successors(ctx, fetcher, desc)
+		if err != nil {
+			return nil, err
+		}
+		queue = append(queue, next...)
+	}
+	slices.SortFunc(out, func(a, b ocispec.Descriptor) int { return strings.Compare(a.Digest.String(), b.Digest.String()) })
+	return out, nil
+}
+
+// LoadLayout reads an OCI image layout tar archive holding one image (under any number of
+// tags), such as WriteLayout writes.
+func LoadLayout(ctx context.Context, file string) (*Image, error) {
+	fail := func(err error) (*Image, error) { return nil, fmt.Errorf("load %s: %w", file, err) }
+	index, err := readLayoutIndex(file)
+	if err != nil {
+		return fail(err)
+	}
+	var root *ocispec.Descriptor
+	for i, desc := range index.Manifests {
+		if root != nil && root.Digest != desc.Digest {
+			return fail(errors.New("the layout holds more than one image; push one at a time"))
+		}
+		root = &index.Manifests[i]
+	}
+	if root == nil {
+		return fail(errors.New("the layout's index.json lists no image"))
+	}
+	// oras reads the blobs; it checks the layout version and serves content by digest.
+	store, err := oci.NewFromTar(ctx, file)
+	if err != nil {
+		return fail(err)
+	}
+	desc := *root
+	desc.Annotations = nil
+	if desc.Size > maxManifestBytes {
+		return fail(fmt.Errorf("%w: manifest is %d bytes", ErrLimit, desc.Size))
+	}
+	manifest, err := content.FetchAll(ctx, store, desc)
+	if err != nil {
+		return fail(fmt.Errorf("read manifest %s: %w", desc.Digest, err))
+	}
+	var doc manifestDoc
+	if err := json.Unmarshal(manifest, &doc); err != nil {
+		return fail(fmt.Errorf("decode manifest %s: %w", desc.Digest, err))
+	}
+	return &Image{
+		Digest:   desc.Digest.String(),
+		Name:     doc.Annotations[ocispec.AnnotationTitle],
+		Version:  doc.Annotations[ocispec.AnnotationVersion],
+		manifest: manifest,
+		desc:     desc,
+		store:    store,
+	}, nil
+}
+
+// readLayoutIndex reads index.json from a layout archive.
+func readLayoutIndex(file string) (ocispec.Index, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return ocispec.Index{}, err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return ocispec.Index{}, fmt.Errorf("no %s: not an OCI image layout archive", ocispec.ImageIndexFile)
+		}
+		if err != nil {
+			return ocispec.Index{}, fmt.Errorf("read tar: %w", err)
+		}
+		if path.Clean(hdr.Name) != ocispec.ImageIndexFile {
+			continue
+		}
+		var index ocispec.Index
+		if err := json.NewDecoder(io.LimitReader(tr, maxManifestBytes)).Decode(&index); err != nil {
+			return ocispec.Index{}, fmt.Errorf("decode %s: %w", ocispec.ImageIndexFile, err)
+		}
+		return index, nil
+	}
+}

@@ -1,0 +1,91 @@
+package source
+
+import (
+	"net/http"
+)
+
+// Options configure a Client. The zero value works: system CA roots, anonymous access, default
+// limits, a 64 MiB memory cache and no cache directory.
+type Options struct {
+	// CABundle holds PEM certificates trusted in addition to the system roots.
+	CABundle []byte
+	// InsecureSkipTLSVerify accepts any server certificate. For tests and emergencies only.
+	InsecureSkipTLSVerify bool
+	// PlainHTTPHosts lists registries (host or host:port) reached over plain HTTP. Loopback
+	// registries use plain HTTP without being listed, as docker, crane and oras do, unless
+	// CABundle or InsecureSkipTLSVerify asks for TLS.
+	PlainHTTPHosts []string
+	// Transport is the base HTTP transport. Nil builds one from the TLS options above; a caller
+	// that sets it (a test counting requests, say) owns its TLS configuration.
+	Transport http.RoundTripper
+	// UserAgent is sent with every request; empty means pkgsync/VERSION.
+	UserAgent string
+
+	// Credentials answer for registries when a call passes no credentials of its own. Nil
+	// means anonymous access.
+	Credentials Credentials
+
+	// Limits bound what a pull accepts and what a build produces.
+	Limits Limits
+
+	// CacheBytes bounds the in-memory cache of unpacked artifacts, keyed by digest. Zero means
+	// 64 MiB; a negative value turns the memory cache off.
+	CacheBytes int64
+	// CacheDir, when set, keeps verified blobs on disk (blobs/ALG/HEX) so a restart does not
+	// download them again. It is not pruned; give it its own volume.
+	CacheDir string
+
+	// Progress, when set, is called as blob bytes move (push and pull). It is called from the
+	// goroutines doing the transfer.
+	Progress func(Progress)
+}
+
+// Progress reports how far the transfer of one blob is.
+type Progress struct {
+	// Digest and Size describe the blob.
+	Digest string
+	Size   int64
+	// Done is the number of bytes moved so far; Done == Size at the end.
+	Done int64
+}
+
+// Limits bound an image. Zero fields take the defaults of DefaultLimits.
+type Limits struct {
+	// MaxCompressedBytes bounds the sum of the layer sizes as stored in the registry.
+	MaxCompressedBytes int64
+	// MaxUncompressedBytes bounds the sum of the file sizes in the package.
+	MaxUncompressedBytes int64
+	// MaxFiles bounds the number of entries (files and directories).
+	MaxFiles int
+	// MaxPathLength bounds the length in bytes of one path inside the package.
+	MaxPathLength int
+}
+
+// DefaultLimits fit packages of Kubernetes manifests with ample headroom: 32 MiB compressed,
+// 128 MiB uncompressed, 10000 entries, 1024-byte paths.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxCompressedBytes:   32 << 20,
+		MaxUncompressedBytes: 128 << 20,
+		MaxFiles:             10000,
+		MaxPathLength:        1024,
+	}
+}
+
+// withDefaults fills the zero fields from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxCompressedBytes <= 0 {
+		l.MaxCompressedBytes = d.MaxCompressedBytes
+	}
+	if l.MaxUncompressedBytes <= 0 {
+		l.MaxUncompressedBytes = d.MaxUncompressedBytes
+	}
+	if l.MaxFiles <= 0 {
+		l.MaxFiles = d.MaxFiles
+	}
+	if l.MaxPathLength <= 0 {
+		l.MaxPathLength = d.MaxPathLength
+	}
+	return l
+}

@@ -1,0 +1,347 @@
+package source
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry/remote"
+)
+
+// Media types of pkgsync's own package images.
+const (
+	// ArtifactType is the artifactType of a pkgsync package image manifest.
+	ArtifactType = "application/vnd.pkgsync.package.v1"
+	// ConfigMediaType is the media type of its config blob.
+	ConfigMediaType = "application/vnd.pkgsync.package.config.v1+json"
+)
+
+// Media types of the other formats a pull reads.
+const (
+	dockerManifestMediaType = "application/vnd.docker.distribution.manifest.v2+json"
+	dockerListMediaType     = "application/vnd.docker.distribution.manifest.list.v2+json"
+	dockerConfigMediaType   = "application/vnd.docker.container.image.v1+json"
+	dockerLayerGzip         = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+	dockerLayerTar          = "application/vnd.docker.image.rootfs.diff.tar"
+)
+
+const (
+	// maxManifestBytes bounds manifests, as the registries themselves do (4 MiB).
+	maxManifestBytes = 4 << 20
+	// sharedPullTimeout bounds a pull that merged callers share: it runs on after the caller
+	// that started it gives up, so that the others still get their result.
+	sharedPullTimeout = 10 * time.Minute
+	// packageDir is where Package Operator images keep the package.
+	packageDir = "package"
+)
+
+// Format names the image format an artifact was read from.
+type Format string
+
+const (
+	// FormatPkgsync is pkgsync's own OCI artifact: the package at the root of one layer.
+	FormatPkgsync Format = "pkgsync"
+	// FormatPackageOperator is a Package Operator image: the package under package/ in its layers.
+	FormatPackageOperator Format = "package-operator"
+)
+
+// Artifact is a pulled, verified and unpacked package image. It is shared between callers
+// through the cache: treat it, and the files of its FS, as read-only.
+type Artifact struct {
+	// Digest is the manifest digest.
+	Digest string
+	// Format is the image format the package was read from.
+	Format Format
+	// Annotations are the manifest annotations (org.opencontainers.image.*).
+	Annotations map[string]string
+	// FS is the package directory: manifest.yaml at its root.
+	FS fs.FS
+
+	// size is what the artifact costs in the memory cache.
+	size int64
+}
+
+// Pull returns the package that ref names. A tag is resolved first (one HEAD request). Pulls are
+// cached by digest, and concurrent pulls of one digest share a single download.
+//
+// The cache is keyed by digest alone: a caller who knows the digest of an image another caller
+// pulled gets it from memory without the registry checking its credentials. Digests are not
+// secrets in a cluster, so run one Client per trust domain if that matters.
+func (c *Client) Pull(ctx context.Context, ref Reference, creds Credentials) (*Artifact, error) {
+	dgst, err := c.Resolve(ctx, ref, creds)
+	if err != nil {
+		return nil, fmt.Errorf("pull: %w", err)
+	}
+	ref = ref.WithDigest(dgst)
+	if a := c.memory.get(dgst); a != nil {
+		return a, nil
+	}
+	// The first caller's context values and credentials do the download; its cancellation does
+	// not, so the callers merged into it are not failed by it.
+	shared := context.WithoutCancel(ctx)
+	result := c.flight.DoChan(dgst, func() (any, error) {
+		if a := c.memory.get(dgst); a != nil {
+			return a, nil
+		}
+		ctx, cancel := context.WithTimeout(shared, sharedPullTimeout)
+		defer cancel()
+		a, err := c.pull(ctx, ref, creds)
+		if err != nil {
+			return nil, err
+		}
+		c.memory.add(a)
+		return a, nil
+	})
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pull %s: %w", ref, ctx.Err())
+	case res := <-result:
+		if res.Err != nil {
+			return nil, fmt.Errorf("pull %s: %w", ref, res.Err)
+		}
+		return res.Val.(*Artifact), nil
+	}
+}
+
+// manifestDoc holds the fields pkgsync reads from OCI and Docker schema2 manifests and indexes.
+type manifestDoc struct {
+	MediaType    string               `json:"mediaType"`
+	ArtifactType string               `json:"artifactType"`
+	Config       ocispec.Descriptor   `json:"config"`
+	Layers       []ocispec.Descriptor `json:"layers"`
+	Manifests    []ocispec.Descriptor `json:"manifests"`
+	Annotations  map[string]string    `json:"annotations"`
+}
+
+// pull downloads, verifies and unpacks the image ref.Digest names.
+func (c *Client) pull(ctx context.Context, ref Reference, creds Credentials) (*Artifact, error) {
+	repo, err := c.repository(ctx, ref, creds)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := c.fetchManifest(ctx, repo, ref, digest.Digest(ref.Digest))
+	if err != nil {
+		return nil, err
+	}
+	if len(doc.Manifests) > 0 {
+		// An index: package content does not depend on the platform, so any entry will do.
+		// Take the first, as the registry lists it.
+		doc, err = c.fetchManifest(ctx, repo, ref, doc.Manifests[0].Digest)
+		if err != nil {
+			return nil, err
+		}
+		if len(doc.Manifests) > 0 {
+			return nil, errors.New("nested image indexes are not supported")
+		}
+	}
+
+	format, err := imageFormat(doc)
+	if err != nil {
+		return nil, err
+	}
+	if format == FormatPkgsync && len(doc.Layers) != 1 {
+		return nil, fmt.Errorf("pkgsync package image has %d layers, want 1", len(doc.Layers))
+	}
+	var compressed int64
+	for _, l := range doc.Layers {
+		compressed += l.Size
+	}
+	if compressed > c.limits.MaxCompressedBytes {
+		return nil, fmt.Errorf("%w: layers total %d bytes compressed, over the limit of %d", ErrLimit, compressed, c.limits.MaxCompressedBytes)
+	}
+
+	u := newUnpacker(c.limits)
+	for _, layer := range doc.Layers {
+		gzipped, err := layerCompression(layer.MediaType)
+		if err != nil {
+			return nil, err
+		}
+		err = c.readBlob(ctx, repo, layer, func(r io.Reader) error { return u.unpack(r, gzipped) })
+		if err != nil {
+			return nil, fmt.Errorf("layer %s: %w", layer.Digest, c.explain(ref, err))
+		}
+	}
+
+	files := u.files
+	if format == FormatPackageOperator {
+		var ok bool
+		if files, ok = subtree(u.files, packageDir); !ok {
+			return nil, fmt.Errorf("image has no %s/ directory: it is neither a pkgsync nor a Package Operator package", packageDir)
+		}
+	}
+	return &Artifact{
+		Digest:      ref.Digest,
+		Format:      format,
+		Annotations: doc.Annotations,
+		FS:          files,
+		size:        u.bytes + int64(len(files))*entryOverhead,
+	}, nil
+}
+
+// imageFormat tells pkgsync artifacts from Package Operator (container) images.
+func imageFormat(doc manifestDoc) (Format, error) {
+	switch {
+	case doc.ArtifactType == ArtifactType || doc.Config.MediaType == ConfigMediaType:
+		return FormatPkgsync, nil
+	case doc.Config.MediaType == ocispec.MediaTypeImageConfig || doc.Config.MediaType == dockerConfigMediaType:
+		return FormatPackageOperator, nil
+	}
+	kind := doc.ArtifactType
+	if kind == "" {
+		kind = doc.Config.MediaType
+	}
+	return "", fmt.Errorf("image of type %q is not a package: want artifact type %s or a container image with a %s/ directory",
+		kind, ArtifactType, packageDir)
+}
+
+// layerCompression tells whether a layer media type is gzip-compressed; other compressions
+// (zstd) are not supported.
+func layerCompression(mediaType string) (gzipped bool, err error) {
+	switch mediaType {
+	case ocispec.MediaTypeImageLayerGzip, dockerLayerGzip:
+		return true, nil
+	case ocispec.MediaTypeImageLayer, dockerLayerTar:
+		return false, nil
+	}
+	return false, fmt.Errorf("layer media type %q is not supported: want %s or %s", mediaType, ocispec.MediaTypeImageLayerGzip, ocispec.MediaTypeImageLayer)
+}
+
+// fetchManifest reads a manifest or index by digest, from the cache directory or the registry,
+// and verifies it against the digest.
+func (c *Client) fetchManifest(ctx context.Context, repo *remote.Repository, ref Reference, dgst digest.Digest) (manifestDoc, error) {
+	data, err := c.manifestBytes(ctx, repo, ref, dgst)
+	if err != nil {
+		return manifestDoc{}, err
+	}
+	var doc manifestDoc
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return manifestDoc{}, fmt.Errorf("decode manifest %s: %w", dgst, err)
+	}
+	switch doc.MediaType {
+	case "", ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageIndex, dockerManifestMediaType, dockerListMediaType:
+	default:
+		return manifestDoc{}, fmt.Errorf("manifest %s has unsupported media type %q", dgst, doc.MediaType)
+	}
+	return doc, nil
+}
+
+func (c *Client) manifestBytes(ctx context.Context, repo *remote.Repository, ref Reference, dgst digest.Digest) ([]byte, error) {
+	if c.disk != nil {
+		if data, ok := c.cachedManifest(dgst); ok {
+			return data, nil
+		}
+	}
+	desc, rc, err := repo.FetchReference(ctx, dgst.String())
+	if err != nil {
+		return nil, fmt.Errorf("fetch manifest: %w", c.explain(ref, err))
+	}
+	defer rc.Close()
+	if desc.Size > maxManifestBytes {
+		return nil, fmt.Errorf("%w: manifest %s is %d bytes, over %d", ErrLimit, dgst, desc.Size, maxManifestBytes)
+	}
+	data, err := content.ReadAll(rc, ocispec.Descriptor{Digest: dgst, Size: desc.Size})
+	if err != nil {
+		return nil, fmt.Errorf("fetch manifest %s: %w", dgst, err)
+	}
+	if c.disk != nil {
+		if err := c.cacheBytes(dgst, data); err != nil {
+			return nil, err
+		}
+	}
+	return data, nil
+}
+
+// cachedManifest reads a manifest from the cache directory; a missing, oversized or corrupt
+// file counts as a miss.
+func (c *Client) cachedManifest(dgst digest.Digest) ([]byte, bool) {
+	rc, err := c.disk.open(dgst)
+	if err != nil || rc == nil {
+		return nil, false
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxManifestBytes+1))
+	if err != nil || len(data) > maxManifestBytes || digest.FromBytes(data) != dgst {
+		return nil, false
+	}
+	return data, true
+}
+
+func (c *Client) cacheBytes(dgst digest.Digest, data []byte) error {
+	f, commit, abort, err := c.disk.writer(dgst)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		abort()
+		return fmt.Errorf("write cache file: %w", err)
+	}
+	return commit()
+}
+
+// readBlob streams a blob, from the cache directory or the registry, to consume, then reads what
+// consume left and verifies size and digest. An error from consume or from verification means
+// the content must be discarded. Downloads are written to the cache directory once verified.
+func (c *Client) readBlob(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor, consume func(io.Reader) error) error {
+	var (
+		rc  io.ReadCloser
+		err error
+	)
+	if c.disk != nil {
+		if rc, err = c.disk.open(desc.Digest); err != nil {
+			return fmt.Errorf("open cached blob: %w", err)
+		}
+	}
+	var commit func() error
+	abort := func() {}
+	if rc == nil {
+		if rc, err = repo.Fetch(ctx, desc); err != nil {
+			return err
+		}
+		if c.disk != nil {
+			var f *os.File
+			if f, commit, abort, err = c.disk.writer(desc.Digest); err != nil {
+				rc.Close()
+				return err
+			}
+			rc = readCloser{io.TeeReader(rc, f), rc}
+		}
+	}
+	defer rc.Close()
+
+	vr := content.NewVerifyReader(c.progress(rc, desc), desc)
+	consumeErr := consume(vr)
+	// Read what the consumer left (tar padding, the gzip trailer, or everything after a parse
+	// error) so the digest covers every byte. The VerifyReader stops at the descriptor's size.
+	_, drainErr := io.Copy(io.Discard, vr)
+	verifyErr := drainErr
+	if verifyErr == nil {
+		verifyErr = vr.Verify()
+	}
+	switch {
+	case verifyErr != nil:
+		// A corrupt download explains a parse error too: report the root cause.
+		abort()
+		return fmt.Errorf("verify %s: %w", desc.Digest, verifyErr)
+	case consumeErr != nil:
+		abort()
+		return consumeErr
+	}
+	if commit != nil {
+		return commit()
+	}
+	return nil
+}
+
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}

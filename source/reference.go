@@ -1,0 +1,67 @@
+package source
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+	"oras.land/oras-go/v2/registry"
+)
+
+// Reference names an image in a registry by tag, by digest, or by both (repo:tag@sha256:...).
+type Reference struct {
+	// Registry is the registry host, with an optional port: registry.example.com, 127.0.0.1:5000.
+	Registry string
+	// Repository is the repository path inside the registry: team/package.
+	Repository string
+	// Tag is the tag, if any.
+	Tag string
+	// Digest is the manifest digest, if any. When set it wins over Tag.
+	Digest string
+}
+
+// ParseReference parses REGISTRY/REPOSITORY[:TAG][@DIGEST]. The registry host is required:
+// pkgsync does not guess a default registry.
+func ParseReference(s string) (Reference, error) {
+	name, dgst, pinned := strings.Cut(s, "@")
+	var ref Reference
+	if pinned {
+		d, err := digest.Parse(dgst)
+		if err != nil {
+			return Reference{}, fmt.Errorf("parse reference %q: invalid digest %q: %w", s, dgst, err)
+		}
+		ref.Digest = d.String()
+	}
+	// oras parses the name part; it would drop a tag that comes with a digest, which is why the
+	// digest is cut off first.
+	parsed, err := registry.ParseReference(name)
+	if err != nil {
+		return Reference{}, fmt.Errorf("parse reference %q: %w (a reference names the registry host, "+
+			"for example registry.example.com/team/package:v1)", s, err)
+	}
+	ref.Registry, ref.Repository, ref.Tag = parsed.Registry, parsed.Repository, parsed.Reference
+	return ref, nil
+}
+
+// Name is REGISTRY/REPOSITORY, without tag or digest.
+func (r Reference) Name() string {
+	return r.Registry + "/" + r.Repository
+}
+
+// String formats the reference as ParseReference reads it.
+func (r Reference) String() string {
+	s := r.Name()
+	if r.Tag != "" {
+		s += ":" + r.Tag
+	}
+	if r.Digest != "" {
+		s += "@" + r.Digest
+	}
+	return s
+}
+
+// WithDigest returns the reference pinned to digest, keeping its tag for display.
+func (r Reference) WithDigest(digest string) Reference {
+	r.Digest = digest
+	return r
+}
