@@ -47,6 +47,8 @@ generate: $(BIN)/controller-gen ## Generate deep-copy functions, CRDs and RBAC f
 	$(BIN)/controller-gen object paths=./api/...
 	$(BIN)/controller-gen crd:crdVersions=v1 rbac:roleName=pkgsync-manager paths=./api/... paths=./internal/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	@# controller-gen emits an empty CRD for PackageManifest, a file format rather than a resource.
+	rm -f config/crd/bases/_.yaml
 
 ##@ Tools (built from the Go module proxy into bin/; a no-op when current)
 

@@ -90,7 +90,7 @@ func (s *configSchema) apply(raw []byte) (map[string]any, Errors) {
 	})
 	var errs Errors
 	for _, fe := range fieldErrs {
-		errs = append(errs, &ConfigError{Field: fe.Field, Detail: fe.ErrorBody()})
+		errs = append(errs, &ConfigError{Field: fe.Field, Detail: fe.ErrorBody(), missing: fe.Type == field.ErrorTypeRequired})
 	}
 	if len(errs) > 0 {
 		return nil, errs

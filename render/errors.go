@@ -50,6 +50,10 @@ type ConfigError struct {
 	Field string
 	// Detail says what is wrong.
 	Detail string
+
+	// missing is set when the schema requires the field and the configuration lacks it:
+	// ValidateStructure lets that pass, since a build has no configuration to give.
+	missing bool
 }
 
 func (e *ConfigError) Error() string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/kustomize/api/krusty"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -44,8 +45,14 @@ func (k *kustomizer) build(dir string) ([]*unstructured.Unstructured, error) {
 	}
 	var objs []*unstructured.Unstructured
 	for _, r := range resources.Resources() {
-		m, err := r.Map()
+		// Through JSON rather than r.Map(): kyaml decodes integers as int, which unstructured
+		// objects must not hold (DeepCopy panics on it); apimachinery's json gives int64.
+		js, err := r.MarshalJSON()
 		if err != nil {
+			return nil, fmt.Errorf("kustomize build: %s: %w", r.CurId(), err)
+		}
+		var m map[string]any
+		if err := utiljson.Unmarshal(js, &m); err != nil {
 			return nil, fmt.Errorf("kustomize build: %s: %w", r.CurId(), err)
 		}
 		obj, err := newObject(m)

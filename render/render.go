@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -21,6 +22,28 @@ const pkoPackageDir = "package"
 // Errors holding every problem found: *Error for a broken package, *ConfigError for a
 // configuration that does not satisfy the package's schema.
 func Render(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
+	return render(ctx, fsys, opts, false)
+}
+
+// Validate renders the package and returns every problem at once, or nil.
+func Validate(ctx context.Context, fsys fs.FS, opts Options) error {
+	_, err := Render(ctx, fsys, opts)
+	return err
+}
+
+// ValidateStructure checks the package itself, as a build does before packing it: the manifest,
+// the configuration schema and its defaults, the object files, their phases, the kustomizations
+// and the templates. Unlike Validate it accepts a configuration (opts.Config, often none) that
+// lacks values the schema requires. Templates are then parsed but not executed, since an
+// incomplete configuration proves nothing about their output, and kustomizations built from
+// templates are skipped. Every other problem is reported as Render reports it.
+func ValidateStructure(ctx context.Context, fsys fs.FS, opts Options) error {
+	_, err := render(ctx, fsys, opts, true)
+	return err
+}
+
+// render is Render; allowMissing lets configuration values the schema requires be absent.
+func render(ctx context.Context, fsys fs.FS, opts Options, allowMissing bool) (*Result, error) {
 	fsys, err := packageRoot(fsys)
 	if err != nil {
 		return nil, err
@@ -40,8 +63,12 @@ func Render(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if len(schemaErrs) == 0 {
 		var cfgErrs Errors
 		cfg, cfgErrs = schema.apply(opts.Config)
+		missing := false
+		if allowMissing {
+			cfgErrs, missing = withoutMissing(cfgErrs)
+		}
 		errs = append(errs, cfgErrs...)
-		configOK = len(cfgErrs) == 0
+		configOK = len(cfgErrs) == 0 && !missing
 	}
 
 	tree, err := readTree(ctx, fsys)
@@ -73,10 +100,20 @@ func Render(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	return &r.result, nil
 }
 
-// Validate renders the package and returns every problem at once, or nil.
-func Validate(ctx context.Context, fsys fs.FS, opts Options) error {
-	_, err := Render(ctx, fsys, opts)
-	return err
+// withoutMissing drops the errors of required configuration values that are absent and reports
+// whether there were any.
+func withoutMissing(errs Errors) (Errors, bool) {
+	var kept Errors
+	missing := false
+	for _, err := range errs {
+		var ce *ConfigError
+		if errors.As(err, &ce) && ce.missing {
+			missing = true
+			continue
+		}
+		kept = append(kept, err)
+	}
+	return kept, missing
 }
 
 func packageRoot(fsys fs.FS) (fs.FS, error) {
@@ -196,6 +233,12 @@ func (r *renderer) load(ctx context.Context, t *tree, renderTemplates bool) {
 		}
 		if !renderTemplates || !helpersOK {
 			incomplete[name] = true
+			// Syntax errors do not depend on the configuration: report them anyway.
+			if helpersOK {
+				if _, err := r.tp.newTemplate(p, t.files[p]); err != nil {
+					r.fail(err)
+				}
+			}
 			continue
 		}
 		out, err := r.tp.execute(p, t.files[p])

@@ -19,6 +19,7 @@ const (
 
 // PackageManifest is the manifest.yaml at the root of a package. It is not served by an API
 // server; it only shares the API group's vocabulary.
+// +kubebuilder:skipversion
 type PackageManifest struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -78,6 +79,9 @@ type PackageConfig struct {
 	// OpenAPIV3Schema validates, prunes and defaults the configuration, with the structural
 	// schema semantics of CustomResourceDefinitions.
 	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
 	OpenAPIV3Schema *apiextensionsv1.JSONSchemaProps `json:"openAPIV3Schema,omitempty"`
 }
 

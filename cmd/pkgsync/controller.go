@@ -1,18 +1,207 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"os"
+	"time"
 
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/metrics"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/source"
 )
 
-// newControllerCmd is a stub until its issue lands.
+type controllerOptions struct {
+	kubeconfig            string
+	metricsAddr           string
+	probeAddr             string
+	leaderElect           bool
+	leaderElectionID      string
+	namespace             string
+	concurrency           int
+	plainHTTPRegistries   []string
+	caFile                string
+	watchLabelSelector    string
+	cacheDir              string
+	allowCrossNamespace   bool
+	disableHosted         bool
+	connectorSecret       string
+	connectorSecretKey    string
+	keepServiceHost       bool
+	hostedTimeout         time.Duration
+	hostedTeardownTimeout time.Duration
+	progressInterval      time.Duration
+	retryInterval         time.Duration
+	development           bool
+}
+
 func newControllerCmd() *cobra.Command {
-	return &cobra.Command{
+	o := &controllerOptions{}
+	cmd := &cobra.Command{
 		Use:   "controller",
-		Short: "Run the Package controller (not implemented yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("controller is not implemented yet")
-		},
+		Short: "Run the controller that reconciles Packages, ClusterPackages and ObjectDeployments",
+		Long: `Run the controller. It reconciles Package, ClusterPackage, ObjectDeployment and
+ClusterObjectDeployment resources of the management cluster, and sends hosted-cluster phases to the
+hosted cluster of the resource's hosted-control-plane namespace through HyperShift's connector Secret.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runController(cmd, o) },
 	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default: in-cluster or $KUBECONFIG)")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, for running more than one replica")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", "pkgsync-controller", "Name of the leader-election Lease")
+	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The controller's namespace: leader election, and ClusterPackage pull secrets")
+	fs.IntVar(&o.concurrency, "concurrency", 4, "Resources of each kind reconciled at once")
+	fs.StringSliceVar(&o.plainHTTPRegistries, "plain-http-registry", nil, "Registry host[:port] reached over plain HTTP (repeatable); loopback registries always are")
+	fs.StringVar(&o.caFile, "ca-file", "", "PEM bundle of extra CAs trusted for registries")
+	fs.StringVar(&o.watchLabelSelector, "watch-label-selector", "", "Reconcile only resources matching this label selector (sharding)")
+	fs.StringVar(&o.cacheDir, "cache-dir", "", "Directory keeping verified blobs across restarts (optional)")
+	fs.BoolVar(&o.allowCrossNamespace, "allow-cross-namespace", false, "Let namespaced resources create cluster-scoped objects and objects in other namespaces")
+	fs.BoolVar(&o.disableHosted, "disable-hosted-clusters", false, "Refuse hosted-cluster phases (and do not watch connector Secrets)")
+	fs.StringVar(&o.connectorSecret, "hosted-kubeconfig-secret", hosted.DefaultSecretName, "Name of the connector Secret in each hosted-control-plane namespace")
+	fs.StringVar(&o.connectorSecretKey, "hosted-kubeconfig-key", hosted.DefaultSecretKey, "Data key of the kubeconfig in the connector Secret")
+	fs.BoolVar(&o.keepServiceHost, "keep-kube-apiserver-host", false, "Do not rewrite the server host kube-apiserver to kube-apiserver.<namespace>.svc")
+	fs.DurationVar(&o.hostedTimeout, "hosted-request-timeout", 15*time.Second, "Timeout of each request to a hosted API server")
+	fs.DurationVar(&o.hostedTeardownTimeout, "hosted-teardown-timeout", 2*time.Minute, "How long deletion waits for an unreachable hosted cluster before letting its objects go")
+	fs.DurationVar(&o.progressInterval, "progress-interval", 5*time.Second, "How often a rollout waiting for availability is checked")
+	fs.DurationVar(&o.retryInterval, "retry-interval", 30*time.Second, "How soon a failed reconciliation is retried (spec.retryInterval overrides)")
+	fs.BoolVar(&o.development, "log-development", false, "Human-friendly logs instead of JSON")
+	return cmd
+}
+
+func runController(cmd *cobra.Command, o *controllerOptions) error {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(o.development), zap.WriteTo(cmd.ErrOrStderr())))
+	log := ctrl.Log.WithName("setup")
+
+	restConfig, err := loadConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	restConfig.UserAgent = "pkgsync-controller"
+	restConfig.QPS, restConfig.Burst = 200, 400
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+
+	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		// Least privilege: the controller watches only connector Secrets, by name.
+		&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", o.connectorSecret)},
+	}}
+	if o.watchLabelSelector != "" {
+		sel, err := labels.Parse(o.watchLabelSelector)
+		if err != nil {
+			return usageError("--watch-label-selector: %w", err)
+		}
+		for _, obj := range []client.Object{&v1alpha1.Package{}, &v1alpha1.ClusterPackage{}, &v1alpha1.ObjectDeployment{}, &v1alpha1.ClusterObjectDeployment{}} {
+			cacheOpts.ByObject[obj] = cache.ByObject{Label: sel}
+		}
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                  scheme,
+		Cache:                   cacheOpts,
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        o.leaderElectionID,
+		LeaderElectionNamespace: o.namespace,
+		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Namespace{}}}},
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+
+	srcOpts := source.Options{PlainHTTPHosts: o.plainHTTPRegistries, CacheDir: o.cacheDir}
+	if o.caFile != "" {
+		if srcOpts.CABundle, err = os.ReadFile(o.caFile); err != nil {
+			return fmt.Errorf("read --ca-file: %w", err)
+		}
+	}
+	src, err := source.NewClient(srcOpts)
+	if err != nil {
+		return err
+	}
+	var hc *hosted.Clients
+	if !o.disableHosted {
+		hc = hosted.NewClients(mgr.GetClient(), hosted.Options{
+			SecretName: o.connectorSecret, SecretKey: o.connectorSecretKey, KeepServiceHost: o.keepServiceHost,
+			Timeout: o.hostedTimeout, Scheme: scheme,
+		})
+	}
+	kubeVersion := ""
+	if dc, err := discovery.NewDiscoveryClientForConfig(restConfig); err == nil {
+		if v, err := dc.ServerVersion(); err == nil {
+			kubeVersion = v.GitVersion
+		}
+	}
+	recorder := metrics.NewRecorder()
+	crmetrics.Registry.MustRegister(recorder.Collectors()...)
+
+	ctx := cmd.Context()
+	err = controller.Setup(ctx, mgr, controller.Config{
+		Options: controller.Options{
+			Namespace:             o.namespace,
+			KubernetesVersion:     kubeVersion,
+			ProgressInterval:      o.progressInterval,
+			RetryInterval:         o.retryInterval,
+			AllowCrossNamespace:   o.allowCrossNamespace,
+			HostedTeardownTimeout: o.hostedTeardownTimeout,
+		},
+		Source:                  src,
+		Hosted:                  hc,
+		Metrics:                 runtimectrl.NewMetrics(mgr, recorder, v1alpha1.FinalizerName),
+		MaxConcurrentReconciles: o.concurrency,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("starting controller", "kubernetesVersion", kubeVersion, "hostedClusters", !o.disableHosted)
+	return mgr.Start(ctx)
+}
+
+// loadConfig reads --kubeconfig, or falls back to $KUBECONFIG, in-cluster and ~/.kube/config.
+func loadConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("read --kubeconfig %s: %w", kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("find a cluster: %w (pass --kubeconfig)", err)
+	}
+	return cfg, nil
 }

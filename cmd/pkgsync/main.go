@@ -3,9 +3,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 )
 
 func main() {
@@ -17,7 +20,11 @@ func main() {
 func run(args []string) int {
 	cmd := newRootCmd()
 	cmd.SetArgs(args)
-	err := cmd.Execute()
+	// Ctrl-C and SIGTERM cancel the command's context: the controller shuts down cleanly and
+	// the CLI stops waiting.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := cmd.ExecuteContext(ctx)
 	if err == nil {
 		return 0
 	}

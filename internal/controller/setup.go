@@ -1,0 +1,149 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fluxcd/pkg/runtime/predicates"
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/source"
+)
+
+// +kubebuilder:rbac:groups=pkgsync.dev,resources=packages;clusterpackages;objectdeployments;clusterobjectdeployments,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=pkgsync.dev,resources=packages/status;clusterpackages/status;objectdeployments/status;clusterobjectdeployments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=pkgsync.dev,resources=packages/finalizers;clusterpackages/finalizers;objectdeployments/finalizers;clusterobjectdeployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Config wires the reconcilers.
+type Config struct {
+	Options Options
+	// Source pulls packages.
+	Source *source.Client
+	// Hosted reaches hosted clusters; nil disables hosted-cluster phases.
+	Hosted *hosted.Clients
+	// Recorder records events; nil uses the manager's.
+	Recorder record.EventRecorder
+	// Metrics records Flux-style readiness, suspend and duration metrics.
+	Metrics runtimectrl.Metrics
+	// MaxConcurrentReconciles per kind.
+	MaxConcurrentReconciles int
+}
+
+// Setup registers the reconcilers of every pkgsync kind with the manager.
+func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
+	opts := cfg.Options.withDefaults()
+	recorder := cfg.Recorder
+	if recorder == nil {
+		recorder = mgr.GetEventRecorderFor("pkgsync")
+	}
+	ts := newTargets(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), cfg.Hosted)
+	ro := &rollouts{
+		engine:              apply.NewEngine(apply.Options{}),
+		targets:             ts,
+		reader:              mgr.GetClient(),
+		mapper:              mgr.GetRESTMapper(),
+		allowCrossNamespace: opts.AllowCrossNamespace,
+	}
+	renders := newRenderCache(opts.RenderCacheSize)
+	ctrlOpts := controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)}
+
+	// A connector Secret that appears or rotates wakes every resource in its namespace.
+	var secretWatch func(*builder.Builder, func(ctx context.Context, ns string) []reconcile.Request) *builder.Builder
+	if cfg.Hosted != nil {
+		secretWatch = func(b *builder.Builder, inNamespace func(context.Context, string) []reconcile.Request) *builder.Builder {
+			return b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				if o.GetName() != cfg.Hosted.SecretName() {
+					return nil
+				}
+				return inNamespace(ctx, o.GetNamespace())
+			}))
+		}
+	}
+	specChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{})
+
+	pkg := &PackageReconciler[*v1alpha1.Package]{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Source: cfg.Source, Recorder: recorder, Metrics: cfg.Metrics, Options: opts,
+		newObject: func() *v1alpha1.Package { return &v1alpha1.Package{} }, kind: v1alpha1.PackageKind, rollouts: ro, renders: renders,
+	}
+	b := ctrl.NewControllerManagedBy(mgr).Named("package").For(&v1alpha1.Package{}, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts)
+	if secretWatch != nil {
+		b = secretWatch(b, listInNamespace[*v1alpha1.PackageList](mgr.GetClient(), func() *v1alpha1.PackageList { return &v1alpha1.PackageList{} }, func(l *v1alpha1.PackageList) []client.Object {
+			out := make([]client.Object, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out
+		}))
+	}
+	if err := b.Complete(pkg); err != nil {
+		return fmt.Errorf("set up Package controller: %w", err)
+	}
+
+	cpkg := &PackageReconciler[*v1alpha1.ClusterPackage]{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Source: cfg.Source, Recorder: recorder, Metrics: cfg.Metrics, Options: opts,
+		newObject: func() *v1alpha1.ClusterPackage { return &v1alpha1.ClusterPackage{} }, kind: v1alpha1.ClusterPackageKind, rollouts: ro, renders: renders,
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("clusterpackage").For(&v1alpha1.ClusterPackage{}, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts).Complete(cpkg); err != nil {
+		return fmt.Errorf("set up ClusterPackage controller: %w", err)
+	}
+
+	od := &ObjectDeploymentReconciler[*v1alpha1.ObjectDeployment]{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Metrics: cfg.Metrics, Options: opts,
+		newObject: func() *v1alpha1.ObjectDeployment { return &v1alpha1.ObjectDeployment{} }, kind: v1alpha1.ObjectDeploymentKind, rollouts: ro,
+	}
+	b = ctrl.NewControllerManagedBy(mgr).Named("objectdeployment").For(&v1alpha1.ObjectDeployment{}, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts)
+	if secretWatch != nil {
+		b = secretWatch(b, listInNamespace[*v1alpha1.ObjectDeploymentList](mgr.GetClient(), func() *v1alpha1.ObjectDeploymentList { return &v1alpha1.ObjectDeploymentList{} }, func(l *v1alpha1.ObjectDeploymentList) []client.Object {
+			out := make([]client.Object, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out
+		}))
+	}
+	if err := b.Complete(od); err != nil {
+		return fmt.Errorf("set up ObjectDeployment controller: %w", err)
+	}
+
+	cod := &ObjectDeploymentReconciler[*v1alpha1.ClusterObjectDeployment]{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Metrics: cfg.Metrics, Options: opts,
+		newObject: func() *v1alpha1.ClusterObjectDeployment { return &v1alpha1.ClusterObjectDeployment{} }, kind: v1alpha1.ClusterObjectDeploymentKind, rollouts: ro,
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("clusterobjectdeployment").For(&v1alpha1.ClusterObjectDeployment{}, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts).Complete(cod); err != nil {
+		return fmt.Errorf("set up ClusterObjectDeployment controller: %w", err)
+	}
+	return nil
+}
+
+// listInNamespace maps a namespace to reconcile requests for every resource of one kind in it.
+func listInNamespace[L client.ObjectList](c client.Client, newList func() L, items func(L) []client.Object) func(context.Context, string) []reconcile.Request {
+	return func(ctx context.Context, ns string) []reconcile.Request {
+		list := newList()
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "list resources for a connector Secret change", "namespace", ns)
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, o := range items(list) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+		}
+		return reqs
+	}
+}
