@@ -2,6 +2,7 @@ package render
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,20 +33,7 @@ func jsonCompatible(v any) (string, bool) {
 		}
 		return "", true
 	default:
-		return " (a value of type " + typeName(v) + ")", false
-	}
-}
-
-func typeName(v any) string {
-	switch v.(type) {
-	case int:
-		return "int"
-	case int32:
-		return "int32"
-	case float32:
-		return "float32"
-	default:
-		return "other"
+		return fmt.Sprintf(" (%T)", v), false
 	}
 }
 
@@ -109,9 +97,9 @@ spec:
 		name:  "required value missing is not a structural problem",
 		files: map[string]string{"plain.yaml": plain, "t.yaml.gotmpl": tmpl},
 	}, {
-		name:   "a complete configuration executes templates",
-		files:  map[string]string{"t.yaml.gotmpl": "{{ .config.nothere }}"},
-		config: "name: x",
+		name:     "a complete configuration executes templates",
+		files:    map[string]string{"t.yaml.gotmpl": "{{ .config.nothere }}"},
+		config:   "name: x",
 		wantErrs: []string{`map has no entry for key "nothere"`},
 	}, {
 		name:     "template syntax is checked without a configuration",

@@ -43,9 +43,10 @@ func newApplyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apply DIR|REF --kubeconfig FILE",
 		Short: "Apply a package to clusters once, phase by phase",
-		Long: `Render a package and apply it with server-side apply, phase by phase: a phase starts only
-when every object of the previous one is available. Phases of class hosted-cluster go to the
-cluster of --hosted-kubeconfig, the others to the cluster of --kubeconfig.
+		Long: `Render a package (a directory, or a registry reference that is pulled first) and apply it
+with server-side apply, phase by phase: a phase starts only when every object of the previous
+one is available. Phases of class hosted-cluster go to the cluster of --hosted-kubeconfig, the
+others to the cluster of --kubeconfig.
 
 Without --wait, apply makes one pass and reports where the rollout stands; with --wait it repeats
 passes until every phase is available. Objects are labelled as owned by the Package NAMESPACE/NAME
@@ -62,15 +63,11 @@ Progress goes to stderr; the objects changed (with --dry-run: that would change)
 			if flags.wait && flags.dryRun {
 				return usageError("--wait and --dry-run exclude each other: a dry run changes nothing to wait for")
 			}
-			opts, err := in.options()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			fsys, err := openPackage(ctx, args[0])
+			fsys, opts, err := in.open(ctx, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -19,6 +21,8 @@ type buildFlags struct {
 	source, revision string
 	created          bool
 	annotations      []string
+	// config is a configuration file the validation before the build renders with.
+	config string
 }
 
 func (f *buildFlags) ApplyFlags(fs *pflag.FlagSet) {
@@ -28,13 +32,20 @@ func (f *buildFlags) ApplyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.revision, "revision", "", "Source revision, recorded as org.opencontainers.image.revision")
 	fs.BoolVar(&f.created, "created", false, "Record the build time as org.opencontainers.image.created (the digest then differs per build)")
 	fs.StringArrayVar(&f.annotations, "annotation", nil, "Extra manifest annotation KEY=VALUE (repeatable)")
+	fs.StringVar(&f.config, "config", "", "Configuration file (YAML or JSON object) to validate the package with; "+
+		"without it the schema's defaults are used and required values may be missing")
 }
 
 func (f *buildFlags) options() (source.BuildOptions, error) {
-	opts := source.BuildOptions{
-		Name: f.name, Version: f.version, Source: f.source, Revision: f.revision,
-		Validate: validatePackage,
+	opts := source.BuildOptions{Name: f.name, Version: f.version, Source: f.source, Revision: f.revision}
+	var config []byte
+	if f.config != "" {
+		var err error
+		if config, err = os.ReadFile(f.config); err != nil {
+			return opts, fmt.Errorf("read --config: %w", err)
+		}
 	}
+	opts.Validate = func(fsys fs.FS) error { return validatePackage(fsys, config) }
 	if f.created {
 		opts.Created = time.Now()
 	}
@@ -51,13 +62,14 @@ func (f *buildFlags) options() (source.BuildOptions, error) {
 	return opts, nil
 }
 
-// validatePackage checks a package directory before it is built.
-//
-// TODO(render): call render.Validate here. It is not wired yet because it renders with an empty
-// configuration, which fails for packages whose schema requires values; it needs a mode that
-// checks structure (manifest, phases, templates parse) without a configuration. Until then a
-// build checks the manifest's kind and name, the files and the limits, not the objects.
-func validatePackage(fs.FS) error { return nil }
+// validatePackage checks the structure of a package directory before it is built: manifest,
+// configuration schema, phases, object files, kustomizations and templates. It renders with
+// config (or the schema's defaults); values the schema requires may be missing, since the
+// configuration belongs to whoever installs the package.
+func validatePackage(fsys fs.FS, config []byte) error {
+	// Build has no context to pass; validation reads only the directory.
+	return render.ValidateStructure(context.Background(), fsys, render.Options{Config: config})
+}
 
 func newBuildCmd() *cobra.Command {
 	var (
@@ -73,6 +85,10 @@ func newBuildCmd() *cobra.Command {
 		Short: "Build a package image from a directory",
 		Long: `Build packs a package directory (manifest.yaml at its top) into an OCI artifact. The same
 directory and flags give the same digest. Dot-files are skipped; symbolic links are errors.
+
+The package is validated first, as "pkgsync validate" does, with the configuration of --config
+or the schema's defaults; configuration values the schema requires may be missing. Templates are
+executed only when the configuration is complete, and parsed otherwise.
 
 With --push the image goes to every --tag; with --output it is written as an OCI image layout
 archive that "pkgsync push FILE.tar REF" uploads later.`,

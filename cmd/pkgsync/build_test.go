@@ -36,7 +36,7 @@ func writePackage(t *testing.T) string {
 	dir := t.TempDir()
 	for name, body := range map[string]string{
 		"manifest.yaml":     "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: demo\nspec:\n  phases:\n  - name: deploy\n",
-		"deploy/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n",
+		"deploy/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n  annotations: {pkgsync.dev/phase: deploy}\n",
 		".git/HEAD":         "ref: refs/heads/main\n",
 		"deploy/.notes.txt": "skipped",
 	} {
@@ -169,4 +169,63 @@ func TestRegistryFlagsTLSAndDockerConfig(t *testing.T) {
 	require.ErrorContains(t, err, "--ca-file")
 	_, err = runPkgsync(t, "pull", ref, "-o", filepath.Join(tmp, "c"), "--ca-file", reg.CAFile, "--registry-config", filepath.Join(tmp, "empty.json"))
 	require.ErrorContains(t, err, "authentication required for "+reg.Host)
+}
+
+func TestBuildValidatesPackage(t *testing.T) {
+	t.Parallel()
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	tmp := t.TempDir()
+	dockerConfig := filepath.Join(tmp, "config.json")
+	badConfig := filepath.Join(tmp, "bad.yaml")
+	require.NoError(t, os.WriteFile(badConfig, []byte("name: ab\n"), 0o600))
+	goodConfig := filepath.Join(tmp, "good.yaml")
+	require.NoError(t, os.WriteFile(goodConfig, []byte("name: abc\n"), 0o600))
+	// The config package's schema requires name, which a build does not have to give.
+	const configPkg = "../../render/testdata/packages/config"
+
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr []string // none: the build succeeds and the image is pushed
+	}{{
+		name:    "unknown phase",
+		args:    []string{"../../render/testdata/packages/bad-phases"},
+		wantErr: []string{"validate:", `objects.yaml:1 (document 1): metadata.annotations: ConfigMap unknown: unknown phase "three"`, "missing phase"},
+	}, {
+		name:    "template syntax",
+		args:    []string{"../../render/testdata/packages/bad-template"},
+		wantErr: []string{"parse-error.yaml.gotmpl:3: template: missing value for if"},
+	}, {
+		name: "required configuration missing",
+		args: []string{configPkg},
+	}, {
+		name: "complete configuration",
+		args: []string{configPkg, "--config", goodConfig},
+	}, {
+		name:    "configuration breaking the schema",
+		args:    []string{configPkg, "--config", badConfig},
+		wantErr: []string{"invalid configuration: config.name"},
+	}}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ref := fmt.Sprintf("%s/pkg%d:v1", reg.Host, i)
+			args := append([]string{"build"}, tt.args...)
+			args = append(args, "--tag", ref, "--push", "--registry-config", dockerConfig)
+			out, err := runPkgsync(t, args...)
+			_, pullErr := runPkgsync(t, "pull", ref, "-o", filepath.Join(t.TempDir(), "out"), "--registry-config", dockerConfig)
+			if tt.wantErr == nil {
+				require.NoError(t, err)
+				assert.Contains(t, out, "Pushed "+ref)
+				assert.NoError(t, pullErr)
+				return
+			}
+			require.Error(t, err)
+			for _, want := range tt.wantErr {
+				assert.ErrorContains(t, err, want)
+			}
+			assert.Empty(t, out, "nothing built")
+			assert.ErrorContains(t, pullErr, "tag v1 not found", "nothing pushed")
+		})
+	}
 }

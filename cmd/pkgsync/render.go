@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -22,6 +22,8 @@ type renderInputs struct {
 	namespace         string
 	kubernetesVersion string
 	hostedCluster     string
+	// registry reaches the registry when the package is given as a reference.
+	registry registryOptions
 }
 
 func (o *renderInputs) ApplyFlags(fs *pflag.FlagSet) {
@@ -30,6 +32,7 @@ func (o *renderInputs) ApplyFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the Package, seen by templates as .package.metadata.namespace")
 	fs.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Kubernetes version templates see as .environment.kubernetes.version")
 	fs.StringVar(&o.hostedCluster, "hosted-cluster", "", "NAMESPACE/NAME of a HyperShift HostedCluster, to render as in its hosted-control-plane namespace")
+	o.registry.ApplyFlags(fs)
 }
 
 // options turns the flags into render options.
@@ -58,29 +61,29 @@ func (o *renderInputs) options() (render.Options, error) {
 	return opts, nil
 }
 
-// openPackage opens a package argument. A directory is read from disk.
-func openPackage(_ context.Context, arg string) (fs.FS, error) {
-	info, err := os.Stat(arg)
-	if err == nil && info.IsDir() {
-		return os.DirFS(arg), nil
+// open builds the render options and opens the package argument, a directory or a registry
+// reference.
+func (o *renderInputs) open(ctx context.Context, arg string, stderr io.Writer) (fs.FS, render.Options, error) {
+	opts, err := o.options()
+	if err != nil {
+		return nil, opts, err
 	}
-	if err == nil {
-		return nil, usageError("%s is a file: pass the package directory", arg)
+	fsys, image, err := o.registry.openPackage(ctx, arg, stderr)
+	if err != nil {
+		return nil, opts, err
 	}
-	if errors.Is(err, fs.ErrNotExist) && strings.ContainsAny(arg, ":@") {
-		// TODO(lead): pull registry references through source once it lands.
-		return nil, fmt.Errorf("rendering a registry reference (%s) is not supported yet: pull it into a directory and pass the directory", arg)
-	}
-	return nil, fmt.Errorf("open package: %w", err)
+	opts.Image = image
+	return fsys, opts, nil
 }
 
 func newRenderCmd() *cobra.Command {
 	var in renderInputs
 	var output string
 	cmd := &cobra.Command{
-		Use:   "render DIR",
+		Use:   "render DIR|REF",
 		Short: "Render a package into ordered phases",
-		Long: `Render a package directory with a configuration and print its objects phase by phase.
+		Long: `Render a package with a configuration and print its objects phase by phase. The package is
+a directory or, when no such directory exists, a registry reference that is pulled first.
 
 The yaml output is one multi-document stream with a comment "# Phase N: NAME (class: CLASS)"
 before each phase. The json output is {"phases":[{"name":..,"class":..,"objects":[..]}]},
@@ -91,11 +94,7 @@ may rely on that shape.`,
 			if output != "yaml" && output != "json" {
 				return usageError("--output must be yaml or json, not %q", output)
 			}
-			opts, err := in.options()
-			if err != nil {
-				return err
-			}
-			fsys, err := openPackage(cmd.Context(), args[0])
+			fsys, opts, err := in.open(cmd.Context(), args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -102,6 +102,7 @@ func TestValidateCommand(t *testing.T) {
 		name       string
 		args       []string
 		wantCode   int
+		wantErr    string
 		wantStderr []string
 	}{{
 		name:     "invalid configuration",
@@ -120,9 +121,16 @@ func TestValidateCommand(t *testing.T) {
 			"objects.yaml:8 (document 2): metadata.annotations: ConfigMap missing: missing phase",
 		},
 	}, {
-		name:     "registry reference not yet",
-		args:     []string{"validate", "registry.example.com/pkg:v1"},
+		// Nothing listens on port 1: the pull fails fast without leaving the machine.
+		name:     "unreachable registry",
+		args:     []string{"validate", "127.0.0.1:1/pkg:v1"},
 		wantCode: 1,
+		wantErr:  "127.0.0.1:1",
+	}, {
+		name:     "neither a directory nor a reference",
+		args:     []string{"validate", "./no-such-dir"},
+		wantCode: 2,
+		wantErr:  "neither a directory nor a registry reference",
 	}, {
 		name:     "bad flag",
 		args:     []string{"validate", "--nope", "x"},
@@ -139,6 +147,7 @@ func TestValidateCommand(t *testing.T) {
 				code = ce.code
 			}
 			assert.Equal(t, tt.wantCode, code)
+			assert.ErrorContains(t, err, tt.wantErr)
 			for _, s := range tt.wantStderr {
 				assert.Contains(t, stderr, s)
 			}
@@ -153,7 +162,8 @@ func TestRenderCommandUsage(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, 2, ce.code)
 
-	_, _, err = runCLI(t, "render", "registry.example.com/pkg:v1")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "not supported yet: pull it into a directory")
+	_, _, err = runCLI(t, "render", "../../packages-example/simple/manifest.yaml")
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, 2, ce.code)
+	assert.ErrorContains(t, err, "is a file")
 }

@@ -12,17 +12,14 @@ import (
 func newValidateCmd() *cobra.Command {
 	var in renderInputs
 	cmd := &cobra.Command{
-		Use:   "validate DIR",
+		Use:   "validate DIR|REF",
 		Short: "Validate a package and its configuration",
-		Long: `Render a package directory with a configuration and report every problem at once: each
-with its file, document, line and field. Exits 1 when the package or configuration is invalid.`,
+		Long: `Render a package (a directory, or a registry reference that is pulled first) with a
+configuration and report every problem at once: each with its file, document, line and field.
+Exits 1 when the package or configuration is invalid.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := in.options()
-			if err != nil {
-				return err
-			}
-			fsys, err := openPackage(cmd.Context(), args[0])
+			fsys, opts, err := in.open(cmd.Context(), args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

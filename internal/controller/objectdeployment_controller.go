@@ -72,8 +72,11 @@ func (r *ObjectDeploymentReconciler[T]) Reconcile(ctx context.Context, req ctrl.
 			return ctrl.Result{}, nil
 		}
 		done, err := finalizeRollout(ctx, r.rollouts, r.APIReader, obj, owner, "", status, r.Options)
-		if err != nil || !done {
-			return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, err
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !done {
+			return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
 		}
 		controllerutil.RemoveFinalizer(obj, v1alpha1.FinalizerName)
 		return ctrl.Result{}, nil

@@ -99,9 +99,10 @@ func (r *PackageReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) 
 		obj.GetStatus().SetLastHandledReconcileRequest(token)
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, spec.GetTimeout())
+	// The deferred status patch runs after cancel, so it keeps the parent context.
+	rctx, cancel := context.WithTimeout(ctx, spec.GetTimeout())
 	defer cancel()
-	res, err := r.reconcile(ctx, obj)
+	res, err := r.reconcile(rctx, obj)
 	return r.outcome(ctx, obj, res, err)
 }
 
@@ -237,8 +238,11 @@ func (r *PackageReconciler[T]) finalize(ctx context.Context, obj T) (ctrl.Result
 	}
 	status := &obj.GetStatus().RolloutStatus
 	done, err := finalizeRollout(ctx, r.rollouts, r.APIReader, obj, ownerOf(obj, r.kind), obj.GetSpec().ServiceAccountName, status, r.Options)
-	if err != nil || !done {
-		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, err
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !done {
+		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
 	}
 	controllerutil.RemoveFinalizer(obj, v1alpha1.FinalizerName)
 	return ctrl.Result{}, nil

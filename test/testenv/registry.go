@@ -52,6 +52,9 @@ func StartRegistry(ctx context.Context, dir string, opts RegistryOptions) (*Regi
 	if err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create registry directory: %w", err)
+	}
 	port, err := freePort()
 	if err != nil {
 		return nil, err

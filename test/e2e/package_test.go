@@ -1,0 +1,241 @@
+package e2e
+
+import (
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+)
+
+// appPackage is a management-only package with a configuration schema: a ConfigMap rendered
+// from the config and a Deployment.
+var appPackage = map[string]string{
+	"manifest.yaml": `apiVersion: pkgsync.dev/v1alpha1
+kind: PackageManifest
+metadata:
+  name: app
+spec:
+  phases:
+  - name: config
+  - name: deploy
+  config:
+    openAPIV3Schema:
+      type: object
+      properties:
+        message:
+          type: string
+          default: hello
+        replicas:
+          type: integer
+          minimum: 1
+          default: 1
+`,
+	"config.yaml.gotmpl": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-config
+  annotations:
+    pkgsync.dev/phase: config
+data:
+  message: {{ .config.message | quote }}
+`,
+	"extra.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-extra
+  annotations:
+    pkgsync.dev/phase: config
+data:
+  version: "1"
+`,
+	"deploy.yaml.gotmpl": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+  annotations:
+    pkgsync.dev/phase: deploy
+spec:
+  replicas: {{ .config.replicas }}
+  selector:
+    matchLabels: {app: app}
+  template:
+    metadata:
+      labels: {app: app}
+    spec:
+      containers:
+      - name: app
+        image: registry.k8s.io/pause:3.10
+`,
+}
+
+func newPackage(ns, name, image string, config string) *v1alpha1.Package {
+	p := &v1alpha1.Package{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       v1alpha1.PackageSpec{Image: image, Interval: metav1.Duration{Duration: time.Hour}},
+	}
+	if config != "" {
+		p.Spec.Config = &apiextensionsv1.JSON{Raw: []byte(config)}
+	}
+	return p
+}
+
+func configMapData(t *testing.T, ns, name string) map[string]string {
+	t.Helper()
+	var cm corev1.ConfigMap
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &cm))
+	return cm.Data
+}
+
+// requestReconcile sets Flux's reconcile-now annotation.
+func requestReconcile(t *testing.T, obj client.Object) {
+	t.Helper()
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(obj), obj))
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[meta.ReconcileRequestAnnotation] = time.Now().Format(time.RFC3339Nano)
+	obj.SetAnnotations(ann)
+	require.NoError(t, suite.mgmtClient.Patch(t.Context(), obj, patch))
+}
+
+func TestPackageLifecycle(t *testing.T) {
+	ns := newNamespace(t)
+	image := suite.registry.Host + "/e2e/" + ns + "/app:stable"
+	digest1 := pushPackage(t, writePackage(t, appPackage), "e2e/"+ns+"/app:stable")
+
+	pkg := newPackage(ns, "app", image, `{"message":"from the Package"}`)
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+
+	// Phase deploy waits for the Deployment: nothing sets its status but us.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		cond := readyCondition(t, pkg)
+		if assert.NotNil(ct, cond) {
+			assert.Equal(ct, v1alpha1.PhaseProgressingReason, cond.Reason)
+		}
+		assert.Equal(ct, "deploy", pkg.Status.Phase)
+	}, timeout, interval)
+	assert.Equal(t, "from the Package", configMapData(t, ns, "app-config")["message"])
+	markDeploymentAvailable(t, suite.mgmtClient, ns, "app")
+	waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	// The patch helper writes conditions before the rest of the status.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		readyCondition(t, pkg)
+		assert.Equal(ct, digest1, pkg.Status.LastAppliedRevision)
+		assert.Equal(ct, pkg.Generation, pkg.Status.ObservedGeneration)
+	}, timeout, interval)
+	require.NotNil(t, pkg.Status.Inventory)
+	assert.Len(t, pkg.Status.History, 1)
+
+	t.Run("kubectl wait sees Ready", func(t *testing.T) {
+		out, err := exec.CommandContext(t.Context(), "kubectl", "--kubeconfig", suite.mgmt.KubeconfigPath,
+			"wait", "--for=condition=Ready", "--timeout=30s", "-n", ns, "package/app").CombinedOutput()
+		require.NoError(t, err, string(out))
+		assert.Contains(t, string(out), "condition met")
+	})
+
+	t.Run("a new image on the same tag is picked up on request, and pruned", func(t *testing.T) {
+		v2 := map[string]string{}
+		for k, v := range appPackage {
+			v2[k] = v
+		}
+		delete(v2, "extra.yaml")
+		digest2 := pushPackage(t, writePackage(t, v2), "e2e/"+ns+"/app:stable")
+		require.NotEqual(t, digest1, digest2)
+		requestReconcile(t, pkg)
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			readyCondition(t, pkg)
+			assert.Equal(ct, digest2, pkg.Status.LastAppliedRevision)
+		}, timeout, interval)
+		assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "app-extra"), "object that left the package is pruned")
+		assert.True(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "app-config"))
+		assert.Len(t, pkg.Status.History, 2)
+	})
+
+	t.Run("a config change re-renders", func(t *testing.T) {
+		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
+		pkg.Spec.Config = &apiextensionsv1.JSON{Raw: []byte(`{"message":"changed"}`)}
+		require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			assert.Equal(ct, "changed", configMapData(t, ns, "app-config")["message"])
+		}, timeout, interval)
+		waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	})
+
+	t.Run("failures keep the last good revision running", func(t *testing.T) {
+		cases := []struct {
+			name   string
+			mutate func(*v1alpha1.Package)
+			reason string
+		}{
+			{"missing tag", func(p *v1alpha1.Package) { p.Spec.Image = suite.registry.Host + "/e2e/" + ns + "/app:no-such-tag" }, v1alpha1.PullFailedReason},
+			{"invalid config", func(p *v1alpha1.Package) { p.Spec.Config = &apiextensionsv1.JSON{Raw: []byte(`{"replicas":0}`)} }, v1alpha1.InvalidConfigReason},
+			{"broken package", func(p *v1alpha1.Package) {
+				broken := map[string]string{}
+				for k, v := range appPackage {
+					broken[k] = v
+				}
+				broken["extra.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  annotations:\n    pkgsync.dev/phase: no-such-phase\n"
+				pushPackage(t, writePackage(t, broken), "e2e/"+ns+"/app:broken")
+				p.Spec.Image = suite.registry.Host + "/e2e/" + ns + "/app:broken"
+			}, v1alpha1.RenderFailedReason},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
+				good := pkg.Spec.DeepCopy()
+				tc.mutate(pkg)
+				require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+				cond := waitForReady(t, pkg, metav1.ConditionFalse, tc.reason)
+				assert.NotEmpty(t, cond.Message)
+				assert.True(t, exists(t, suite.mgmtClient, "apps/v1", "Deployment", ns, "app"), "previous revision's objects stay")
+				assert.True(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "app-config"))
+
+				require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
+				pkg.Spec = *good
+				require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+				waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+			})
+		}
+	})
+
+	t.Run("suspend stops writes, resume corrects drift", func(t *testing.T) {
+		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
+		pkg.Spec.Suspend = true
+		require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+		require.Eventually(t, func() bool {
+			readyCondition(t, pkg)
+			return pkg.Status.ObservedGeneration == pkg.Generation || pkg.Spec.Suspend
+		}, timeout, interval)
+		require.NoError(t, suite.mgmtClient.Delete(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-config"}}))
+		requestReconcile(t, pkg)
+		// Absence can only be shown over a window: a suspended Package must not restore it.
+		assert.Never(t, func() bool { return exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "app-config") }, 2*time.Second, interval)
+
+		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
+		pkg.Spec.Suspend = false
+		require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+		require.Eventually(t, func() bool { return exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "app-config") }, timeout, interval)
+	})
+
+	t.Run("delete tears down", func(t *testing.T) {
+		require.NoError(t, suite.mgmtClient.Delete(t.Context(), pkg))
+		require.Eventually(t, func() bool {
+			err := suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg)
+			return apierrors.IsNotFound(err)
+		}, timeout, interval)
+		assert.False(t, exists(t, suite.mgmtClient, "apps/v1", "Deployment", ns, "app"))
+		assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "app-config"))
+	})
+}

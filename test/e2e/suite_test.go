@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/metrics"
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/test/testenv"
+)
+
+const (
+	timeout  = 60 * time.Second
+	interval = 100 * time.Millisecond
+
+	// shardLabel keeps resources of the restart test away from the shared controller.
+	shardLabel = "e2e.pkgsync.dev/shard"
+)
+
+// suite is shared by the controller tests: one management and one hosted control plane, a
+// registry, and a controller running in this process.
+var suite struct {
+	mgmt, hosted             *testenv.ControlPlane
+	registry                 *testenv.Registry
+	scheme                   *runtime.Scheme
+	mgmtClient, hostedClient client.Client
+	source                   *source.Client
+	hostedClients            *hosted.Clients
+}
+
+func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
+
+func runSuite(m *testing.M) int {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	dir, err := os.MkdirTemp("", "pkgsync-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := setupSuite(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e setup:", err)
+		teardownSuite()
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped, err := startController(ctx, "!"+shardLabel)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e setup:", err)
+		cancel()
+		teardownSuite()
+		return 1
+	}
+	code := m.Run()
+	cancel()
+	<-stopped
+	teardownSuite()
+	return code
+}
+
+func setupSuite(dir string) error {
+	var err error
+	suite.scheme = runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(suite.scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(suite.scheme); err != nil {
+		return err
+	}
+	if suite.mgmt, err = testenv.StartControlPlane("management", dir); err != nil {
+		return err
+	}
+	if suite.hosted, err = testenv.StartControlPlane("hosted", dir); err != nil {
+		return err
+	}
+	if suite.registry, err = testenv.StartRegistry(context.Background(), filepath.Join(dir, "registry"), testenv.RegistryOptions{}); err != nil {
+		return err
+	}
+	if _, err := envtest.InstallCRDs(suite.mgmt.Config, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join("..", "..", "config", "crd", "bases"), filepath.Join("testdata", "hostedcluster-crd.yaml")},
+	}); err != nil {
+		return fmt.Errorf("install CRDs: %w", err)
+	}
+	if suite.mgmtClient, err = client.New(suite.mgmt.Config, client.Options{Scheme: suite.scheme}); err != nil {
+		return err
+	}
+	if suite.hostedClient, err = client.New(suite.hosted.Config, client.Options{Scheme: suite.scheme}); err != nil {
+		return err
+	}
+	suite.source, err = source.NewClient(source.Options{})
+	return err
+}
+
+func teardownSuite() {
+	if suite.registry != nil {
+		_ = suite.registry.Stop()
+	}
+	for _, cp := range []*testenv.ControlPlane{suite.hosted, suite.mgmt} {
+		if cp != nil {
+			_ = cp.Stop()
+		}
+	}
+}
+
+// startController runs pkgsync's reconcilers for the resources matching selector, as
+// `pkgsync controller` does, and returns a channel closed when the manager has stopped.
+func startController(ctx context.Context, selector string) (<-chan struct{}, error) {
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, err
+	}
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", hosted.DefaultSecretName)},
+	}
+	for _, obj := range []client.Object{&v1alpha1.Package{}, &v1alpha1.ClusterPackage{}, &v1alpha1.ObjectDeployment{}, &v1alpha1.ClusterObjectDeployment{}} {
+		byObject[obj] = cache.ByObject{Label: sel}
+	}
+	skip := true
+	mgr, err := ctrl.NewManager(suite.mgmt.Config, ctrl.Options{
+		Scheme:                 suite.scheme,
+		Cache:                  cache.Options{ByObject: byObject},
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: &skip},
+		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Namespace{}}}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	hc := hosted.NewClients(mgr.GetClient(), hosted.Options{Scheme: suite.scheme, Timeout: 3 * time.Second})
+	if suite.hostedClients == nil {
+		suite.hostedClients = hc
+	}
+	err = controller.Setup(ctx, mgr, controller.Config{
+		Options: controller.Options{
+			KubernetesVersion:     "v1.36.3",
+			ProgressInterval:      200 * time.Millisecond,
+			RetryInterval:         500 * time.Millisecond,
+			HostedTeardownTimeout: 5 * time.Second,
+		},
+		Source:                  suite.source,
+		Hosted:                  hc,
+		Metrics:                 runtimectrl.NewMetrics(mgr, metrics.NewRecorder(), v1alpha1.FinalizerName),
+		MaxConcurrentReconciles: 4,
+	})
+	if err != nil {
+		return nil, err
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "controller:", err)
+		}
+	}()
+	return stopped, nil
+}
