@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,9 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/apply"
@@ -166,3 +170,53 @@ func exists(t *testing.T, c client.Client, apiVersion, kind, namespace, name str
 const ownerLabel = apply.LabelOwnerName
 
 var _ = testenv.RegistryEnv
+
+func configMap(namespace, name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+}
+
+func namespaceObj(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// hostOf returns host:port of a rest.Config's server.
+func hostOf(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	u, err := url.Parse(cfg.Host)
+	require.NoError(t, err)
+	return u.Host
+}
+
+// rewriteServer points a kubeconfig at another server URL.
+func rewriteServer(t *testing.T, kubeconfig []byte, server string) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	require.NoError(t, err)
+	for _, c := range cfg.Clusters {
+		c.Server = server
+	}
+	out, err := clientcmd.Write(*cfg)
+	require.NoError(t, err)
+	return out
+}
+
+// finalizeNamespace plays the namespace controller, which envtest lacks: once a namespace is
+// terminating and empty of our objects, its kubernetes finalizer is removed so it goes.
+func finalizeNamespace(t *testing.T, cfg *rest.Config, name string) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	ns, err := cs.CoreV1().Namespaces().Get(t.Context(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	require.NoError(t, err)
+	if ns.DeletionTimestamp.IsZero() || len(ns.Spec.Finalizers) == 0 {
+		return
+	}
+	ns.Spec.Finalizers = nil
+	_, err = cs.CoreV1().Namespaces().Finalize(t.Context(), ns, metav1.UpdateOptions{})
+	if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		require.NoError(t, err)
+	}
+}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/runtime/metrics"
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/metrics"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"

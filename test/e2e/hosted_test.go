@@ -1,0 +1,275 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/test/testenv"
+)
+
+// newHostedCluster creates a HostedCluster and its hosted-control-plane namespace with a
+// connector Secret, as HyperShift does, and returns the HostedCluster and that namespace.
+func newHostedCluster(t *testing.T, available bool) (*unstructured.Unstructured, string) {
+	t.Helper()
+	hcNamespace := newNamespace(t)
+	hc := &unstructured.Unstructured{}
+	hc.SetGroupVersionKind(hosted.HostedClusterGVK)
+	hc.SetNamespace(hcNamespace)
+	hc.SetName("guest")
+	require.NoError(t, unstructured.SetNestedField(hc.Object, map[string]any{"release": map[string]any{"image": "example"}}, "spec"))
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), hc))
+	setHostedClusterAvailable(t, hc, available)
+
+	hcp := hosted.ControlPlaneNamespace(hcNamespace, "guest")
+	createNamespace(t, suite.mgmtClient, hcp, map[string]string{"hypershift.openshift.io/hosted-control-plane": "true"})
+	kubeconfig, err := suite.hosted.Kubeconfig("hcp-"+hcp, "system:masters")
+	require.NoError(t, err)
+	putConnectorSecret(t, hcp, kubeconfig)
+	return hc, hcp
+}
+
+func setHostedClusterAvailable(t *testing.T, hc *unstructured.Unstructured, available bool) {
+	t.Helper()
+	status := "False"
+	if available {
+		status = "True"
+	}
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(hc), hc))
+	require.NoError(t, unstructured.SetNestedSlice(hc.Object, []any{map[string]any{
+		"type": "Available", "status": status, "reason": "AsExpected", "message": "control plane available: " + status,
+		"lastTransitionTime": metav1.Now().UTC().Format("2006-01-02T15:04:05Z"),
+	}}, "status", "conditions"))
+	require.NoError(t, suite.mgmtClient.Status().Update(t.Context(), hc))
+}
+
+// TestHostedAddonAcrossClusters installs packages-example/hosted-addon: RBAC in the hosted
+// cluster, the operator on the management cluster, configuration in the hosted cluster.
+func TestHostedAddonAcrossClusters(t *testing.T) {
+	hc, hcp := newHostedCluster(t, false)
+	pushPackage(t, "../../packages-example/hosted-addon", "e2e/hosted-addon:v1")
+	pkg := newPackage(hcp, "addon", suite.registry.Host+"/e2e/hosted-addon:v1", `{"hostedNamespace":"addon-e2e","greeting":"hi"}`)
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+
+	cond := waitForReady(t, pkg, metav1.ConditionFalse, v1alpha1.HostedClusterUnavailableReason)
+	assert.Contains(t, cond.Message, "is not Available")
+	assert.False(t, exists(t, suite.hostedClient, "v1", "Namespace", "", "addon-e2e"), "hosted phase waits for the HostedCluster")
+
+	setHostedClusterAvailable(t, hc, true)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		readyCondition(t, pkg)
+		assert.Equal(ct, "deploy", pkg.Status.Phase)
+	}, timeout, interval)
+	assert.True(t, exists(t, suite.hostedClient, "v1", "Namespace", "", "addon-e2e"), "phase 1 is in the hosted cluster")
+	assert.True(t, exists(t, suite.hostedClient, "rbac.authorization.k8s.io/v1", "ClusterRole", "", "hosted-addon-operator"))
+	assert.True(t, exists(t, suite.mgmtClient, "apps/v1", "Deployment", hcp, "addon-operator"), "phase 2 is on the management cluster")
+	assert.False(t, exists(t, suite.mgmtClient, "v1", "Namespace", "", "addon-e2e"), "hosted objects do not land on the management cluster")
+	assert.False(t, exists(t, suite.hostedClient, "v1", "ConfigMap", "addon-e2e", "hosted-addon-config"), "phase 3 waits for phase 2")
+
+	markDeploymentAvailable(t, suite.mgmtClient, hcp, "addon-operator")
+	waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.True(t, exists(t, suite.hostedClient, "v1", "ConfigMap", "addon-e2e", "hosted-addon-config"))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		readyCondition(t, pkg)
+		if assert.Len(ct, pkg.Status.Phases, 3) {
+			assert.Equal(ct, v1alpha1.ClassHostedCluster, pkg.Status.Phases[0].Class)
+			assert.Equal(ct, "", pkg.Status.Phases[1].Class)
+		}
+	}, timeout, interval)
+
+	require.NoError(t, suite.mgmtClient.Delete(t.Context(), pkg))
+	require.Eventually(t, func() bool {
+		finalizeNamespace(t, suite.hosted.Config, "addon-e2e")
+		return apierrors.IsNotFound(suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
+	}, timeout, interval)
+	assert.False(t, exists(t, suite.hostedClient, "v1", "ConfigMap", "addon-e2e", "hosted-addon-config"))
+	assert.False(t, exists(t, suite.mgmtClient, "apps/v1", "Deployment", hcp, "addon-operator"))
+	assert.False(t, exists(t, suite.hostedClient, "rbac.authorization.k8s.io/v1", "ClusterRole", "", "hosted-addon-operator"))
+}
+
+// inlineDeployment is the §0 example as an ObjectDeployment: hosted namespace + config map,
+// a management config map, hosted configuration.
+func inlineDeployment(t *testing.T, namespace, name, hostedNamespace string) *v1alpha1.ObjectDeployment {
+	t.Helper()
+	obj := func(apiVersion, kind, ns, n string) v1alpha1.ObjectSetObject {
+		u := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": n}}
+		if ns != "" {
+			u["metadata"].(map[string]any)["namespace"] = ns
+		}
+		if kind == "ConfigMap" {
+			u["data"] = map[string]any{"owner": namespace + "/" + name}
+		}
+		raw, err := (&unstructured.Unstructured{Object: u}).MarshalJSON()
+		require.NoError(t, err)
+		return v1alpha1.ObjectSetObject{Object: runtime.RawExtension{Raw: raw}}
+	}
+	return &v1alpha1.ObjectDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: v1alpha1.ObjectDeploymentSpec{Template: v1alpha1.ObjectSetTemplate{Spec: v1alpha1.ObjectSetTemplateSpec{
+			Phases: []v1alpha1.ObjectSetPhase{
+				{Name: "rbac-and-stuff", Class: v1alpha1.ClassHostedCluster, Objects: []v1alpha1.ObjectSetObject{
+					obj("v1", "Namespace", "", hostedNamespace), obj("v1", "ServiceAccount", hostedNamespace, "addon"),
+				}},
+				{Name: "deploy", Objects: []v1alpha1.ObjectSetObject{obj("v1", "ConfigMap", namespace, name+"-operator")}},
+				{Name: "configure", Class: v1alpha1.ClassHostedCluster, Objects: []v1alpha1.ObjectSetObject{
+					obj("v1", "ConfigMap", hostedNamespace, "settings"),
+				}},
+			},
+		}}},
+	}
+}
+
+func TestObjectDeploymentsInManyHCPNamespaces(t *testing.T) {
+	const n = 20
+	_, buildsBefore := suite.hostedClients.Stats()
+	ods := make([]*v1alpha1.ObjectDeployment, n)
+	for i := range ods {
+		hcp := newHCPNamespace(t, fmt.Sprintf("many-%d", i))
+		ods[i] = inlineDeployment(t, hcp, "inline", fmt.Sprintf("many-%d", i))
+		require.NoError(t, suite.mgmtClient.Create(t.Context(), ods[i]))
+	}
+	for i, od := range ods {
+		waitForReady(t, od, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+		assert.True(t, exists(t, suite.hostedClient, "v1", "ConfigMap", fmt.Sprintf("many-%d", i), "settings"))
+		assert.True(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", od.Namespace, "inline-operator"))
+	}
+	_, buildsAfter := suite.hostedClients.Stats()
+	assert.Equal(t, n, buildsAfter-buildsBefore, "one hosted client per hosted-control-plane namespace, built once")
+}
+
+func TestHostedCredentialRotation(t *testing.T) {
+	hcp := newHCPNamespace(t, "rotation-a")
+	od := inlineDeployment(t, hcp, "rotating", "rotation")
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), od))
+	waitForReady(t, od, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	_, builds := suite.hostedClients.Stats()
+
+	// HyperShift renews the client certificate: the Secret gets a new kubeconfig. The watch on
+	// the Secret alone must bring the new client into use, no restart and no request.
+	require.NoError(t, suite.hostedClient.Delete(t.Context(), configMap("rotation", "settings")))
+	kubeconfig, err := suite.hosted.Kubeconfig("rotation-b", "system:masters")
+	require.NoError(t, err)
+	putConnectorSecret(t, hcp, kubeconfig)
+	require.Eventually(t, func() bool { return exists(t, suite.hostedClient, "v1", "ConfigMap", "rotation", "settings") }, timeout, interval)
+	_, buildsAfter := suite.hostedClients.Stats()
+	assert.Equal(t, builds+1, buildsAfter, "the client is rebuilt once for the new credentials")
+}
+
+func TestHostedClusterUnreachableRecovers(t *testing.T) {
+	hcp := newNamespace(t)
+	proxy := startProxy(t, hostOf(t, suite.hosted.Config))
+	kubeconfig, err := suite.hosted.Kubeconfig("unreachable", "system:masters")
+	require.NoError(t, err)
+	putConnectorSecret(t, hcp, rewriteServer(t, kubeconfig, "https://"+proxy.addr))
+
+	od := inlineDeployment(t, hcp, "flaky", "flaky")
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), od))
+	waitForReady(t, od, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+
+	proxy.stop()
+	requestReconcile(t, od)
+	cond := waitForReady(t, od, metav1.ConditionFalse, v1alpha1.HostedClusterUnavailableReason)
+	assert.Contains(t, cond.Message, "hosted cluster")
+	assert.True(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", hcp, "flaky-operator"), "nothing is torn down")
+
+	proxy.start(t)
+	waitForReady(t, od, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+}
+
+func TestTeardownWhenNamespaceTerminates(t *testing.T) {
+	hcp := newHCPNamespace(t, "terminating")
+	od := inlineDeployment(t, hcp, "leaving", "leaving")
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), od))
+	waitForReady(t, od, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+
+	// HyperShift removes the hosted API server first, then the namespace.
+	kubeconfig, err := suite.hosted.Kubeconfig("terminating-gone", "system:masters")
+	require.NoError(t, err)
+	putConnectorSecret(t, hcp, rewriteServer(t, kubeconfig, "https://127.0.0.1:1"))
+	require.NoError(t, suite.mgmtClient.Delete(t.Context(), namespaceObj(hcp)))
+	require.NoError(t, suite.mgmtClient.Delete(t.Context(), od))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(od), od))
+	}, timeout, interval, "deletion must not hang on an unreachable hosted cluster")
+	assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", hcp, "leaving-operator"), "management objects are still removed")
+}
+
+// tcpProxy forwards a loopback port to the hosted API server and can stop answering.
+type tcpProxy struct {
+	addr, target string
+	mu           sync.Mutex
+	listener     net.Listener
+	conns        []net.Conn
+}
+
+func startProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	p := &tcpProxy{target: target}
+	p.start(t)
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *tcpProxy) start(t *testing.T) {
+	t.Helper()
+	addr := p.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	var l net.Listener
+	require.Eventually(t, func() bool {
+		var err error
+		l, err = net.Listen("tcp", addr)
+		return err == nil
+	}, timeout, interval)
+	p.mu.Lock()
+	p.listener, p.addr = l, l.Addr().String()
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			up, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+}
+
+// stop closes the listener and every open connection: the API server is gone.
+func (p *tcpProxy) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.listener != nil {
+		p.listener.Close()
+		p.listener = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+var _ = testenv.KubeconfigFor

@@ -1,0 +1,60 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+)
+
+// TestControllerRestartResumesRollout stops the controller while a phase waits and starts a new
+// one: the rollout resumes from the stored inventory, with no object lost or duplicated. The
+// Package carries a shard label, so only the controllers of this test (sharded by
+// --watch-label-selector) reconcile it.
+func TestControllerRestartResumesRollout(t *testing.T) {
+	ns := newNamespace(t)
+	pushPackage(t, writePackage(t, appPackage), "e2e/"+ns+"/app:v1")
+	pkg := newPackage(ns, "app", suite.registry.Host+"/e2e/"+ns+"/app:v1", "")
+	pkg.Labels = map[string]string{shardLabel: "restart"}
+
+	ctx, stop := context.WithCancel(t.Context())
+	stopped, err := startController(ctx, shardLabel+"=restart")
+	require.NoError(t, err)
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		readyCondition(t, pkg)
+		assert.Equal(ct, "deploy", pkg.Status.Phase)
+		assert.NotNil(ct, pkg.Status.Inventory)
+	}, timeout, interval)
+	stop()
+	<-stopped
+
+	markDeploymentAvailable(t, suite.mgmtClient, ns, "app")
+	ctx, stop = context.WithCancel(t.Context())
+	stopped, err = startController(ctx, shardLabel+"=restart")
+	require.NoError(t, err)
+	t.Cleanup(func() { stop(); <-stopped })
+
+	waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		readyCondition(t, pkg)
+		if assert.NotNil(ct, pkg.Status.Inventory) {
+			var ids []string
+			for _, ph := range pkg.Status.Inventory.Phases {
+				ids = append(ids, ph.Objects...)
+			}
+			assert.ElementsMatch(ct, []string{
+				"/v1/ConfigMap/" + ns + "/app-config", "/v1/ConfigMap/" + ns + "/app-extra", "apps/v1/Deployment/" + ns + "/app",
+			}, ids)
+		}
+	}, timeout, interval)
+	var cms corev1.ConfigMapList
+	require.NoError(t, suite.mgmtClient.List(t.Context(), &cms, client.InNamespace(ns), client.MatchingLabels{ownerLabel: "app"}))
+	assert.Len(t, cms.Items, 2)
+}
