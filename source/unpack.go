@@ -139,7 +139,7 @@ func (u *unpacker) cleanPath(name string) (string, error) {
 	}
 	for _, part := range strings.Split(name, "/") {
 		if part == ".." {
-			return "", fmt.Errorf("%w: %s climbs out of the package with ..", ErrUnsafeEntry, name)
+			return "", fmt.Errorf("%w: %s climbs out of the package (\"..\")", ErrUnsafeEntry, name)
 		}
 	}
 	clean := path.Clean(name)

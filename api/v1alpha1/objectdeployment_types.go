@@ -139,11 +139,6 @@ type ClusterObjectDeploymentList struct {
 	Items           []ClusterObjectDeployment `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&ObjectDeployment{}, &ObjectDeploymentList{},
-		&ClusterObjectDeployment{}, &ClusterObjectDeploymentList{})
-}
-
 // GetInterval returns the reconciliation interval, defaulted.
 func (in *ObjectDeploymentSpec) GetInterval() time.Duration {
 	if in.Interval.Duration <= 0 {

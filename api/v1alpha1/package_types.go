@@ -152,10 +152,6 @@ type ClusterPackageList struct {
 	Items           []ClusterPackage `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&Package{}, &PackageList{}, &ClusterPackage{}, &ClusterPackageList{})
-}
-
 // GetInterval returns the reconciliation interval, defaulted.
 func (in *PackageSpec) GetInterval() time.Duration {
 	if in.Interval.Duration <= 0 {

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 
-
 	"k8s.io/utils/lru"
 
 	"pkgsync.dev/pkgsync/render"

@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/fluxcd/pkg/runtime/predicates"
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/events"
+	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -51,7 +52,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	opts := cfg.Options.withDefaults()
 	recorder := cfg.Recorder
 	if recorder == nil {
-		recorder = mgr.GetEventRecorderFor("pkgsync")
+		var err error
+		if recorder, err = events.NewRecorder(mgr, ctrl.Log, "", "pkgsync"); err != nil {
+			return fmt.Errorf("create event recorder: %w", err)
+		}
 	}
 	ts := newTargets(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), cfg.Hosted)
 	ro := &rollouts{

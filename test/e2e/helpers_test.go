@@ -97,14 +97,6 @@ func writePackage(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-// copyDir copies a package directory so a test can change it.
-func copyDir(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	require.NoError(t, os.CopyFS(dst, os.DirFS(src)))
-	return dst
-}
-
 // markDeploymentAvailable plays kube-controller-manager for one Deployment.
 func markDeploymentAvailable(t *testing.T, c client.Client, namespace, name string) {
 	t.Helper()
