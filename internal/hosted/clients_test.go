@@ -1,0 +1,104 @@
+package hosted
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+func kubeconfig(t *testing.T, server, user string) []byte {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: server}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: user}
+	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "x"
+	data, err := clientcmd.Write(*kc)
+	require.NoError(t, err)
+	return data
+}
+
+func connectorSecret(ns string, data []byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: DefaultSecretName},
+		Data:       map[string][]byte{DefaultSecretKey: data},
+	}
+}
+
+func TestRewriteServiceHost(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"https://kube-apiserver:6443", "https://kube-apiserver.clusters-a.svc:6443"},
+		{"https://kube-apiserver", "https://kube-apiserver.clusters-a.svc"},
+		{"https://api.example.com:6443", "https://api.example.com:6443"},
+		{"https://kube-apiserver.other.svc:6443", "https://kube-apiserver.other.svc:6443"},
+	} {
+		got, err := rewriteServiceHost(tc.in, "clusters-a")
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, got, tc.in)
+	}
+}
+
+func TestClientsCacheRebuildAndEvict(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	reader := fake.NewClientBuilder().WithObjects(
+		connectorSecret("clusters-a", kubeconfig(t, "https://kube-apiserver:6443", "a")),
+		connectorSecret("clusters-b", kubeconfig(t, "https://kube-apiserver:6443", "b")),
+	).Build()
+	c := NewClients(reader, Options{IdleTTL: time.Hour})
+	now := time.Now()
+	c.now = func() time.Time { return now }
+
+	ta, err := c.Target(ctx, "clusters-a")
+	require.NoError(t, err)
+	assert.Equal(t, "hosted cluster clusters-a", ta.Name)
+	again, err := c.Target(ctx, "clusters-a")
+	require.NoError(t, err)
+	assert.Same(t, ta.Client, again.Client, "an unchanged Secret reuses the client")
+	_, err = c.Target(ctx, "clusters-b")
+	require.NoError(t, err)
+	cached, builds := c.Stats()
+	assert.Equal(t, 2, cached)
+	assert.Equal(t, 2, builds)
+
+	// Rotation: new data, new client.
+	require.NoError(t, reader.Update(ctx, connectorSecret("clusters-a", kubeconfig(t, "https://kube-apiserver:6443", "a2"))))
+	rotated, err := c.Target(ctx, "clusters-a")
+	require.NoError(t, err)
+	assert.NotSame(t, ta.Client, rotated.Client)
+	_, builds = c.Stats()
+	assert.Equal(t, 3, builds)
+
+	// clusters-b unused for longer than the TTL is evicted on the next use of the cache.
+	now = now.Add(2 * time.Hour)
+	_, err = c.Target(ctx, "clusters-a")
+	require.NoError(t, err)
+	cached, _ = c.Stats()
+	assert.Equal(t, 1, cached)
+}
+
+func TestClientsWithoutCredentials(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	reader := fake.NewClientBuilder().WithObjects(
+		connectorSecret("empty", nil),
+		connectorSecret("garbage", []byte("{not a kubeconfig")),
+	).Build()
+	c := NewClients(reader, Options{})
+	for _, ns := range []string{"missing", "empty", "garbage"} {
+		_, err := c.Target(ctx, ns)
+		require.Error(t, err, ns)
+		assert.True(t, IsNoCredentials(err), "%s: %v", ns, err)
+		assert.Contains(t, err.Error(), ns)
+	}
+}
+
