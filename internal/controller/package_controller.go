@@ -174,13 +174,19 @@ func (r *PackageReconciler[T]) render(ctx context.Context, obj T, ref source.Ref
 		opts.Environment.HostedCluster = hc
 	}
 	key := renderKey(ref.Digest, configDigest, opts)
+	pulls := r.rollouts.metrics.pulls
 	if cached, ok := r.renders.get(key); ok {
+		pulls.WithLabelValues("cached").Inc()
 		return cached, nil
 	}
+	start := time.Now()
 	artifact, err := r.Source.Pull(ctx, ref, creds)
 	if err != nil {
+		pulls.WithLabelValues("failed").Inc()
 		return nil, pullFailed(err)
 	}
+	r.rollouts.metrics.pullDuration.WithLabelValues(ref.Registry).Observe(time.Since(start).Seconds())
+	pulls.WithLabelValues("rendered").Inc()
 	rendered, err := render.Render(ctx, artifact.FS, opts)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", ref, err)

@@ -21,8 +21,9 @@ type rollouts struct {
 	engine  *apply.Engine
 	targets *targets
 	// reader reads HostedClusters (from the manager's cache).
-	reader client.Reader
-	mapper meta.RESTMapper
+	reader  client.Reader
+	mapper  meta.RESTMapper
+	metrics *metrics
 	// allowCrossNamespace lets namespaced resources place objects outside their namespace on
 	// the management cluster.
 	allowCrossNamespace bool
@@ -83,6 +84,7 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 		areq.Previous = apply.Inventory{}
 	}
 	res, err := r.engine.Apply(ctx, areq)
+	r.metrics.recordPass(req.owner.Kind, res)
 	var unavailable *apply.TargetUnavailableError
 	if hostedErr != nil && errors.As(err, &unavailable) && unavailable.Class == classHosted {
 		// The engine only knows the target is missing; say why.

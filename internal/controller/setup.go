@@ -57,12 +57,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 			return fmt.Errorf("create event recorder: %w", err)
 		}
 	}
+	m := newMetrics()
+	if err := m.register(); err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
 	ts := newTargets(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), cfg.Hosted)
 	ro := &rollouts{
 		engine:              apply.NewEngine(apply.Options{}),
 		targets:             ts,
 		reader:              mgr.GetClient(),
 		mapper:              mgr.GetRESTMapper(),
+		metrics:             m,
 		allowCrossNamespace: opts.AllowCrossNamespace,
 	}
 	renders := newRenderCache(opts.RenderCacheSize)

@@ -101,4 +101,3 @@ func TestClientsWithoutCredentials(t *testing.T) {
 		assert.Contains(t, err.Error(), ns)
 	}
 }
-

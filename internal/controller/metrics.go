@@ -1,0 +1,74 @@
+package controller
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"pkgsync.dev/pkgsync/apply"
+)
+
+// metrics adds what Flux's reconcile metrics (duration, readiness, suspend) do not cover:
+// pulls and applied objects.
+type metrics struct {
+	pullDuration *prometheus.HistogramVec
+	pulls        *prometheus.CounterVec
+	objects      *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		pullDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pkgsync_pull_duration_seconds",
+			Help:    "Time to pull and unpack a package image that was not in the cache.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
+		}, []string{"registry"}),
+		pulls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pkgsync_pulls_total",
+			Help: "Package pulls by outcome: rendered (cache miss), cached (render cache hit), failed.",
+		}, []string{"outcome"}),
+		objects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pkgsync_objects_applied_total",
+			Help: "Objects handled by apply passes, by action: created, configured, unchanged, pruned.",
+		}, []string{"kind", "action"}),
+	}
+}
+
+// register adds the collectors to controller-runtime's registry; when a manager was set up
+// before in this process (tests restart it), the registered collectors are reused.
+func (m *metrics) register() error {
+	var err error
+	if m.pullDuration, err = registerOrReuse(m.pullDuration); err != nil {
+		return err
+	}
+	if m.pulls, err = registerOrReuse(m.pulls); err != nil {
+		return err
+	}
+	m.objects, err = registerOrReuse(m.objects)
+	return err
+}
+
+func registerOrReuse[C prometheus.Collector](c C) (C, error) {
+	if err := crmetrics.Registry.Register(c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			if existing, ok := already.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}
+
+func (m *metrics) recordPass(ownerKind string, res *apply.Result) {
+	if m == nil || res == nil {
+		return
+	}
+	for action, n := range map[string]int{"created": res.Created, "configured": res.Updated, "unchanged": res.Unchanged, "pruned": res.Pruned} {
+		if n > 0 {
+			m.objects.WithLabelValues(ownerKind, action).Add(float64(n))
+		}
+	}
+}
