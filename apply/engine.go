@@ -162,6 +162,12 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph render.Phase, targe
 		out, err := e.applyObject(ctx, p.req, ph.Class, target, obj)
 		if err != nil {
 			errs = append(errs, err)
+			var unavailable *TargetUnavailableError
+			if errors.As(err, &unavailable) {
+				// The cluster is not answering: every further object would wait out its own
+				// timeout, holding the caller's worker for nothing.
+				break
+			}
 			continue
 		}
 		ref = RefOf(obj) // applyObject resolved the namespace

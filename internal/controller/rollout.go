@@ -86,9 +86,13 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 	res, err := r.engine.Apply(ctx, areq)
 	r.metrics.recordPass(req.owner.Kind, res)
 	var unavailable *apply.TargetUnavailableError
-	if hostedErr != nil && errors.As(err, &unavailable) && unavailable.Class == classHosted {
-		// The engine only knows the target is missing; say why.
-		err = hostedErr
+	if errors.As(err, &unavailable) && unavailable.Class == classHosted {
+		if hostedErr != nil {
+			// The engine only knows the target is missing; say why.
+			err = hostedErr
+		} else if r.targets.hosted != nil {
+			r.targets.hosted.MarkUnavailable(req.owner.Namespace, unavailable.Err)
+		}
 	}
 	return res, err
 }

@@ -63,6 +63,10 @@ type entry struct {
 	dataHash [sha256.Size]byte
 	target   apply.Target
 	lastUsed time.Time
+	// downUntil holds requests back after the hosted API server failed to answer, so that
+	// one unreachable hosted cluster costs one timeout per cool-down, not one per reconcile.
+	downUntil time.Time
+	downErr   error
 }
 
 // NoCredentialsError says a namespace has no usable connector Secret.
@@ -118,6 +122,10 @@ func (c *Clients) Target(ctx context.Context, namespace string) (apply.Target, e
 	c.evictIdle(now)
 	if e, ok := c.entries[namespace]; ok && e.dataHash == hash {
 		e.lastUsed = now
+		if now.Before(e.downUntil) {
+			return apply.Target{}, &apply.TargetUnavailableError{Class: "hosted-cluster", Target: e.target.Name,
+				Err: fmt.Errorf("%w; next attempt after %s", e.downErr, e.downUntil.Format(time.RFC3339))}
+		}
 		return e.target, nil
 	}
 	target, err := c.build(namespace, data)
@@ -127,6 +135,17 @@ func (c *Clients) Target(ctx context.Context, namespace string) (apply.Target, e
 	c.entries[namespace] = &entry{dataHash: hash, target: target, lastUsed: now}
 	c.builds++
 	return target, nil
+}
+
+// MarkUnavailable records that the hosted API server of a namespace did not answer: Target
+// fails fast for one request timeout, then tries again. New credentials clear the mark.
+func (c *Clients) MarkUnavailable(namespace string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[namespace]; ok {
+		e.downUntil = c.now().Add(c.opts.Timeout)
+		e.downErr = err
+	}
 }
 
 // Forget drops the client of a namespace, when no resource there needs it any more.

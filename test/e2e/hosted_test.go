@@ -90,7 +90,24 @@ func TestHostedAddonAcrossClusters(t *testing.T) {
 		}
 	}, timeout, interval)
 
+	// Teardown runs in reverse phase order across clusters: a finalizer holds the hosted
+	// configuration (phase 3), and the management Deployment (phase 2) must wait for it.
+	hostedConfig := configMap("addon-e2e", "hosted-addon-config")
+	require.NoError(t, suite.hostedClient.Get(t.Context(), client.ObjectKeyFromObject(hostedConfig), hostedConfig))
+	hostedConfig.Finalizers = append(hostedConfig.Finalizers, "e2e.pkgsync.dev/hold")
+	require.NoError(t, suite.hostedClient.Update(t.Context(), hostedConfig))
 	require.NoError(t, suite.mgmtClient.Delete(t.Context(), pkg))
+	require.Eventually(t, func() bool {
+		require.NoError(t, suite.hostedClient.Get(t.Context(), client.ObjectKeyFromObject(hostedConfig), hostedConfig))
+		return !hostedConfig.DeletionTimestamp.IsZero()
+	}, timeout, interval)
+	cond = readyCondition(t, pkg)
+	require.NotNil(t, cond)
+	assert.Contains(t, cond.Message, "deleting phase configure")
+	assert.True(t, exists(t, suite.mgmtClient, "apps/v1", "Deployment", hcp, "addon-operator"), "phase 2 waits until phase 3 is gone")
+	hostedConfig.Finalizers = nil
+	require.NoError(t, suite.hostedClient.Update(t.Context(), hostedConfig))
+
 	require.Eventually(t, func() bool {
 		finalizeNamespace(t, suite.hosted.Config, "addon-e2e")
 		return apierrors.IsNotFound(suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -238,4 +239,29 @@ func TestPackageLifecycle(t *testing.T) {
 		assert.False(t, exists(t, suite.mgmtClient, "apps/v1", "Deployment", ns, "app"))
 		assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "app-config"))
 	})
+}
+
+// TestNewImagePickedUpOnInterval needs no request: the tag is re-resolved every interval.
+func TestNewImagePickedUpOnInterval(t *testing.T) {
+	ns := newNamespace(t)
+	files := map[string]string{}
+	for k, v := range appPackage {
+		if k != "deploy.yaml.gotmpl" {
+			files[k] = v
+		}
+	}
+	files["manifest.yaml"] = "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: app\nspec:\n  phases:\n  - name: config\n  config:\n    openAPIV3Schema:\n      type: object\n      properties:\n        message: {type: string, default: hello}\n"
+	pushPackage(t, writePackage(t, files), "e2e/"+ns+"/app:latest")
+	pkg := newPackage(ns, "app", suite.registry.Host+"/e2e/"+ns+"/app:latest", "")
+	pkg.Spec.Interval = metav1.Duration{Duration: time.Second}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+	waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+
+	files["extra.yaml"] = strings.Replace(files["extra.yaml"], `version: "1"`, `version: "2"`, 1)
+	digest2 := pushPackage(t, writePackage(t, files), "e2e/"+ns+"/app:latest")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		readyCondition(t, pkg)
+		assert.Equal(ct, digest2, pkg.Status.LastAppliedRevision)
+		assert.Equal(ct, "2", configMapData(t, ns, "app-extra")["version"])
+	}, timeout, interval)
 }
