@@ -212,3 +212,5 @@ func finalizeNamespace(t *testing.T, cfg *rest.Config, name string) {
 		require.NoError(t, err)
 	}
 }
+
+func clientKey(obj client.Object) client.ObjectKey { return client.ObjectKeyFromObject(obj) }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +48,8 @@ var suite struct {
 	mgmtClient, hostedClient client.Client
 	source                   *source.Client
 	hostedClients            *hosted.Clients
+	// requests counts what the in-process controllers send to the management cluster.
+	requests requestCounter
 }
 
 func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
@@ -137,7 +140,9 @@ func startController(ctx context.Context, selector string) (<-chan struct{}, err
 		byObject[obj] = cache.ByObject{Label: sel}
 	}
 	skip := true
-	mgr, err := ctrl.NewManager(suite.mgmt.Config, ctrl.Options{
+	cfg := rest.CopyConfig(suite.mgmt.Config)
+	cfg.Wrap(suite.requests.wrap)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 suite.scheme,
 		Cache:                  cache.Options{ByObject: byObject},
 		Metrics:                metricsserver.Options{BindAddress: "0"},

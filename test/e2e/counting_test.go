@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+)
+
+// requestCounter counts the controller's requests to the management API server by namespace
+// and method, so tests can assert what a reconcile costs.
+type requestCounter struct {
+	mu     sync.Mutex
+	counts map[string]map[string]int // namespace → method → count
+}
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		if ns := namespaceOf(r.URL.Path); ns != "" {
+			c.mu.Lock()
+			if c.counts == nil {
+				c.counts = map[string]map[string]int{}
+			}
+			if c.counts[ns] == nil {
+				c.counts[ns] = map[string]int{}
+			}
+			c.counts[ns][r.Method]++
+			c.mu.Unlock()
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+func (c *requestCounter) get(ns string) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for m, n := range c.counts[ns] {
+		out[m] = n
+	}
+	return out
+}
+
+// namespaceOf returns the namespace of a request path, ignoring events (they are not objects
+// pkgsync manages).
+func namespaceOf(path string) string {
+	parts := strings.Split(path, "/")
+	for i := 0; i+1 < len(parts); i++ {
+		if parts[i] == "namespaces" {
+			if i+2 < len(parts) && parts[i+2] == "events" {
+				return ""
+			}
+			return parts[i+1]
+		}
+	}
+	return ""
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestNoOpReconcileWritesNothing lets a converged Package reconcile on a one-second interval
+// and counts the controller's requests in its namespace: reads happen, writes do not.
+func TestNoOpReconcileWritesNothing(t *testing.T) {
+	ns := newNamespace(t)
+	pushPackage(t, writePackage(t, appPackage), "e2e/"+ns+"/app:v1")
+	pkg := newPackage(ns, "app", suite.registry.Host+"/e2e/"+ns+"/app:v1", "")
+	pkg.Spec.Interval = metav1.Duration{Duration: time.Second}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+	markDeploymentAvailable(t, suite.mgmtClient, ns, "app")
+	waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		readyCondition(t, pkg)
+		assert.Equal(ct, pkg.Generation, pkg.Status.ObservedGeneration)
+	}, timeout, interval)
+
+	const objects, reconciles = 3, 3
+	before := suite.requests.get(ns)
+	require.Eventually(t, func() bool {
+		return suite.requests.get(ns)["GET"]-before["GET"] >= objects*reconciles
+	}, timeout, interval, "the Package reconciles on its interval")
+	after := suite.requests.get(ns)
+	for _, method := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		assert.Equal(t, before[method], after[method], "%s requests during no-op reconciles", method)
+	}
+}
