@@ -7,7 +7,10 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/patch"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -88,4 +91,39 @@ func announce(rec record.EventRecorder, obj statusObject, old *metav1.Condition)
 		eventType = corev1.EventTypeWarning
 	}
 	rec.Event(obj, eventType, now.Reason, now.Message)
+}
+
+// report writes what a reconcile found: the status through Flux's patch helper (the only writer
+// of status), metrics and an event when Ready changes.
+type report struct {
+	obj      statusObject
+	status   *v1alpha1.RolloutStatus
+	patcher  *patch.SerialPatcher
+	metrics  runtimectrl.Metrics
+	recorder record.EventRecorder
+	start    time.Time
+	oldReady *metav1.Condition
+}
+
+func beginReport(c client.Client, obj statusObject, status *v1alpha1.RolloutStatus, m runtimectrl.Metrics, rec record.EventRecorder) *report {
+	return &report{
+		obj: obj, status: status, patcher: patch.NewSerialPatcher(obj, c), metrics: m, recorder: rec,
+		start: time.Now(), oldReady: conditions.Get(obj, meta.ReadyCondition).DeepCopy(),
+	}
+}
+
+// finish patches the status and returns the reconcile error joined with any patch error.
+func (r *report) finish(ctx context.Context, retErr error) error {
+	finalizeStatus(r.obj, r.status, retErr)
+	if err := r.patcher.Patch(ctx, r.obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
+		// A resource whose finalizer was just removed is gone: nothing to report on.
+		if !r.obj.GetDeletionTimestamp().IsZero() && apierrors.IsNotFound(err) {
+			err = nil
+		}
+		retErr = errors.Join(retErr, err)
+	}
+	r.metrics.RecordDuration(ctx, r.obj, r.start)
+	r.metrics.RecordReadiness(ctx, r.obj)
+	announce(r.recorder, r.obj, r.oldReady)
+	return retErr
 }

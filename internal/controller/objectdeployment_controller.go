@@ -2,16 +2,12 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
-	"github.com/fluxcd/pkg/runtime/patch"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,21 +45,8 @@ func (r *ObjectDeploymentReconciler[T]) Reconcile(ctx context.Context, req ctrl.
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	start := time.Now()
-	patcher := patch.NewSerialPatcher(obj, r.Client)
-	oldReady := conditions.Get(obj, meta.ReadyCondition).DeepCopy()
-	defer func() {
-		finalizeStatus(obj, &obj.GetStatus().RolloutStatus, retErr)
-		if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
-			if !obj.GetDeletionTimestamp().IsZero() && apierrors.IsNotFound(err) {
-				err = nil
-			}
-			retErr = errors.Join(retErr, err)
-		}
-		r.Metrics.RecordDuration(ctx, obj, start)
-		r.Metrics.RecordReadiness(ctx, obj)
-		announce(r.Recorder, obj, oldReady)
-	}()
+	report := beginReport(r.Client, obj, &obj.GetStatus().RolloutStatus, r.Metrics, r.Recorder)
+	defer func() { retErr = report.finish(ctx, retErr) }()
 
 	owner := ownerOf(obj, r.kind)
 	status := &obj.GetStatus().RolloutStatus

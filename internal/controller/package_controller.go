@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,9 +11,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/jitter"
-	"github.com/fluxcd/pkg/runtime/patch"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -65,22 +62,8 @@ func (r *PackageReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	start := time.Now()
-	patcher := patch.NewSerialPatcher(obj, r.Client)
-	oldReady := conditions.Get(obj, meta.ReadyCondition).DeepCopy()
-
-	defer func() {
-		finalizeStatus(obj, &obj.GetStatus().RolloutStatus, retErr)
-		if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
-			if !obj.GetDeletionTimestamp().IsZero() && apierrors.IsNotFound(err) {
-				err = nil
-			}
-			retErr = errors.Join(retErr, err)
-		}
-		r.Metrics.RecordDuration(ctx, obj, start)
-		r.Metrics.RecordReadiness(ctx, obj)
-		announce(r.Recorder, obj, oldReady)
-	}()
+	report := beginReport(r.Client, obj, &obj.GetStatus().RolloutStatus, r.Metrics, r.Recorder)
+	defer func() { retErr = report.finish(ctx, retErr) }()
 
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return r.finalize(ctx, obj)

@@ -8,6 +8,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/events"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -93,13 +94,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).Named("package").For(&v1alpha1.Package{}, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts)
 	if secretWatch != nil {
-		b = secretWatch(b, listInNamespace[*v1alpha1.PackageList](mgr.GetClient(), func() *v1alpha1.PackageList { return &v1alpha1.PackageList{} }, func(l *v1alpha1.PackageList) []client.Object {
-			out := make([]client.Object, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out
-		}))
+		b = secretWatch(b, listInNamespace(mgr.GetClient(), func() client.ObjectList { return &v1alpha1.PackageList{} }))
 	}
 	if err := b.Complete(pkg); err != nil {
 		return fmt.Errorf("set up Package controller: %w", err)
@@ -119,13 +114,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	b = ctrl.NewControllerManagedBy(mgr).Named("objectdeployment").For(&v1alpha1.ObjectDeployment{}, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts)
 	if secretWatch != nil {
-		b = secretWatch(b, listInNamespace[*v1alpha1.ObjectDeploymentList](mgr.GetClient(), func() *v1alpha1.ObjectDeploymentList { return &v1alpha1.ObjectDeploymentList{} }, func(l *v1alpha1.ObjectDeploymentList) []client.Object {
-			out := make([]client.Object, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out
-		}))
+		b = secretWatch(b, listInNamespace(mgr.GetClient(), func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }))
 	}
 	if err := b.Complete(od); err != nil {
 		return fmt.Errorf("set up ObjectDeployment controller: %w", err)
@@ -142,16 +131,23 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 }
 
 // listInNamespace maps a namespace to reconcile requests for every resource of one kind in it.
-func listInNamespace[L client.ObjectList](c client.Client, newList func() L, items func(L) []client.Object) func(context.Context, string) []reconcile.Request {
+func listInNamespace(c client.Client, newList func() client.ObjectList) func(context.Context, string) []reconcile.Request {
 	return func(ctx context.Context, ns string) []reconcile.Request {
 		list := newList()
 		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "list resources for a connector Secret change", "namespace", ns)
 			return nil
 		}
-		var reqs []reconcile.Request
-		for _, o := range items(list) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "read list", "namespace", ns)
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(items))
+		for _, item := range items {
+			if o, ok := item.(client.Object); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+			}
 		}
 		return reqs
 	}
