@@ -69,6 +69,10 @@ type Artifact struct {
 	size int64
 }
 
+// Size is the unpacked size of the package in bytes, plus a small overhead per file: what it
+// costs to keep in memory.
+func (a *Artifact) Size() int64 { return a.size }
+
 // Pull returns the package that ref names. A tag is resolved first (one HEAD request). Pulls are
 // cached by digest, and concurrent pulls of one digest share a single download.
 //

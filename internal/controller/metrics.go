@@ -14,6 +14,7 @@ import (
 type metrics struct {
 	pullDuration *prometheus.HistogramVec
 	pulls        *prometheus.CounterVec
+	pullBytes    *prometheus.CounterVec
 	objects      *prometheus.CounterVec
 }
 
@@ -28,6 +29,10 @@ func newMetrics() *metrics {
 			Name: "pkgsync_pulls_total",
 			Help: "Package pulls by outcome: rendered (cache miss), cached (render cache hit), failed.",
 		}, []string{"outcome"}),
+		pullBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pkgsync_pull_bytes_total",
+			Help: "Unpacked bytes of package images pulled and rendered (render cache misses).",
+		}, []string{"registry"}),
 		objects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pkgsync_objects_applied_total",
 			Help: "Objects handled by apply passes, by action: created, configured, unchanged, pruned.",
@@ -43,6 +48,9 @@ func (m *metrics) register() error {
 		return err
 	}
 	if m.pulls, err = registerOrReuse(m.pulls); err != nil {
+		return err
+	}
+	if m.pullBytes, err = registerOrReuse(m.pullBytes); err != nil {
 		return err
 	}
 	m.objects, err = registerOrReuse(m.objects)

@@ -169,6 +169,7 @@ func (r *PackageReconciler[T]) render(ctx context.Context, obj T, ref source.Ref
 		return nil, pullFailed(err)
 	}
 	r.rollouts.metrics.pullDuration.WithLabelValues(ref.Registry).Observe(time.Since(start).Seconds())
+	r.rollouts.metrics.pullBytes.WithLabelValues(ref.Registry).Add(float64(artifact.Size()))
 	pulls.WithLabelValues("rendered").Inc()
 	rendered, err := render.Render(ctx, artifact.FS, opts)
 	if err != nil {
