@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -160,6 +161,10 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph render.Phase, targe
 			continue
 		}
 		out, err := e.applyObject(ctx, p.req, ph.Class, target, obj)
+		if err != nil && p.req.DryRun && p.namespaceComesFirst(obj, err) {
+			p.res.record(ref, ActionCreated) // cannot be validated before its namespace exists
+			continue
+		}
 		if err != nil {
 			errs = append(errs, err)
 			var unavailable *TargetUnavailableError
@@ -308,4 +313,20 @@ func setDesiredHash(obj *unstructured.Unstructured) {
 	}
 	annotations[DesiredHashAnnotation] = hex.EncodeToString(sum[:16])
 	obj.SetAnnotations(annotations)
+}
+
+// namespaceComesFirst reports whether err says the object's namespace does not exist while the
+// package itself creates that namespace: a dry run cannot create it, so the object cannot be
+// validated yet.
+func (p *pass) namespaceComesFirst(obj *unstructured.Unstructured, err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsNotFound(err) {
+		return false
+	}
+	details := status.Status().Details
+	if details == nil || details.Kind != "namespaces" {
+		return false
+	}
+	_, ok := p.desired[ObjectRef{Version: "v1", Kind: "Namespace", Name: details.Name}.key()]
+	return ok && details.Name == obj.GetNamespace()
 }
