@@ -32,6 +32,11 @@ help: ## Show this help.
 build: ## Build bin/pkgsync.
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/pkgsync ./cmd/pkgsync
 
+.PHONY: demo
+demo: tools build ## Run the demo: registry, management + hosted control planes, a package rolled out and updated (KEEP=1 leaves it running).
+	go build -o $(BIN)/pkgsync-demo ./test/demo
+	KEEP='$(KEEP)' $(BIN)/pkgsync-demo --pkgsync $(BIN)/pkgsync
+
 .PHONY: test
 test: tools ## Run unit and e2e tests with the race detector against real control planes and a registry.
 	go test -race -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
