@@ -25,7 +25,7 @@ type ObjectDeploymentSpec struct {
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
-	Interval metav1.Duration `json:"interval,omitempty"`
+	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// Suspend stops every write; status still reports the truth.
 	// +optional
@@ -141,7 +141,7 @@ type ClusterObjectDeploymentList struct {
 
 // GetInterval returns the reconciliation interval, defaulted.
 func (in *ObjectDeploymentSpec) GetInterval() time.Duration {
-	if in.Interval.Duration <= 0 {
+	if in.Interval == nil || in.Interval.Duration <= 0 {
 		return DefaultInterval
 	}
 	return in.Interval.Duration

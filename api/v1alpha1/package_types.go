@@ -41,7 +41,7 @@ type PackageSpec struct {
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
-	Interval metav1.Duration `json:"interval,omitempty"`
+	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// RetryInterval is how soon a failed reconciliation is retried; defaults to Interval's
 	// exponential backoff of the work queue when unset.
@@ -154,7 +154,7 @@ type ClusterPackageList struct {
 
 // GetInterval returns the reconciliation interval, defaulted.
 func (in *PackageSpec) GetInterval() time.Duration {
-	if in.Interval.Duration <= 0 {
+	if in.Interval == nil || in.Interval.Duration <= 0 {
 		return DefaultInterval
 	}
 	return in.Interval.Duration

@@ -130,7 +130,11 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        o.leaderElectionID,
 		LeaderElectionNamespace: o.namespace,
-		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Namespace{}}}},
+		// A new leader takes over at once after a clean shutdown (rolling update).
+		LeaderElectionReleaseOnCancel: true,
+		// HostedClusters are read as unstructured objects (pkgsync does not import HyperShift's
+		// API); caching them keeps a reconcile from listing them on the API server.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Namespace{}}}},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

@@ -53,9 +53,8 @@ func conclude(ctx context.Context, obj statusObject, res *apply.Result, err erro
 		conditions.Delete(obj, meta.StalledCondition)
 		conditions.MarkReconciling(obj, v1alpha1.ProgressingWithRetryReason, "%s", err.Error())
 		log.Info("reconciliation failed, will retry", "reason", reason, "error", err.Error(), "retryIn", retry.String())
-		if errors.Is(err, context.DeadlineExceeded) || reason == v1alpha1.HostedClusterUnavailableReason {
-			return ctrl.Result{RequeueAfter: retry}, nil
-		}
+		// Retried on a fixed interval rather than the work queue's backoff: a hosted cluster or a
+		// registry that comes back should be noticed within one retry interval.
 		return ctrl.Result{RequeueAfter: retry}, nil
 	case res != nil && !res.Complete():
 		conditions.Delete(obj, meta.StalledCondition)

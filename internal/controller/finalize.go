@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -42,7 +43,8 @@ func finalizeRollout(ctx context.Context, r *rollouts, reader client.Reader, obj
 		return false, err
 	}
 	if !res.Done() {
-		msg := fmt.Sprintf("deleting phase %s: waiting for %d objects to go", res.Phase, len(res.Remaining))
+		status.Phase = "Deleting " + res.Phase
+		msg := fmt.Sprintf("deleting phase %s: waiting for %d object(s) to go: %s", res.Phase, len(res.Remaining), refList(res.Remaining))
 		conditions.MarkFalse(obj, meta.ReadyCondition, v1alpha1.DeletingReason, "%s", msg)
 		conditions.MarkReconciling(obj, v1alpha1.DeletingReason, "%s", msg)
 		return false, nil
@@ -59,4 +61,17 @@ func namespaceTerminating(ctx context.Context, reader client.Reader, name string
 		return false, fmt.Errorf("read namespace %s: %w", name, err)
 	}
 	return !ns.DeletionTimestamp.IsZero() || ns.Status.Phase == corev1.NamespaceTerminating, nil
+}
+
+// refList names at most five objects.
+func refList(refs []apply.ObjectRef) string {
+	var names []string
+	for i, r := range refs {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("and %d more", len(refs)-i))
+			break
+		}
+		names = append(names, r.String())
+	}
+	return strings.Join(names, ", ")
 }

@@ -24,6 +24,8 @@ type rollouts struct {
 	reader  client.Reader
 	mapper  meta.RESTMapper
 	metrics *metrics
+	// controllerNamespace holds the ServiceAccounts cluster-scoped resources impersonate.
+	controllerNamespace string
 	// allowCrossNamespace lets namespaced resources place objects outside their namespace on
 	// the management cluster.
 	allowCrossNamespace bool
@@ -57,7 +59,10 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 		return nil, err
 	}
 
-	tgts, hostedErr := r.targets.forRollout(ctx, req.owner.Namespace, req.serviceAccount, classes)
+	if req.serviceAccount != "" && req.owner.Namespace == "" && r.controllerNamespace == "" {
+		return nil, &stageError{reason: v1alpha1.ApplyFailedReason, err: fmt.Errorf("spec.serviceAccountName %q: a cluster-scoped resource impersonates a ServiceAccount of the controller's namespace, and the controller was started without --namespace", req.serviceAccount)}
+	}
+	tgts, hostedErr := r.targets.forRollout(ctx, req.owner.Namespace, r.serviceAccountNamespace(req.owner), req.serviceAccount, classes)
 	if hostedErr != nil && tgts == nil {
 		return nil, hostedErr
 	}
@@ -152,7 +157,7 @@ func (r *rollouts) teardown(ctx context.Context, owner apply.Owner, serviceAccou
 	for _, ph := range current.Phases {
 		classes[ph.Class] = true
 	}
-	tgts, hostedErr := r.targets.forRollout(ctx, owner.Namespace, serviceAccount, classes)
+	tgts, hostedErr := r.targets.forRollout(ctx, owner.Namespace, r.serviceAccountNamespace(owner), serviceAccount, classes)
 	if hostedErr != nil {
 		if tgts == nil || !skipUnreachableHosted {
 			return nil, hostedErr
@@ -186,4 +191,13 @@ func (r *rollouts) hostedCluster(ctx context.Context, namespace string) (*render
 		return nil, err
 	}
 	return &render.HostedCluster{Name: hc.Name, Namespace: hc.Namespace, HostedClusterNamespace: namespace}, nil
+}
+
+// serviceAccountNamespace is where spec.serviceAccountName is looked up: the resource's own
+// namespace, or the controller's for cluster-scoped resources.
+func (r *rollouts) serviceAccountNamespace(owner apply.Owner) string {
+	if owner.Namespace != "" {
+		return owner.Namespace
+	}
+	return r.controllerNamespace
 }

@@ -9,11 +9,13 @@ import (
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -69,22 +71,39 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		reader:              mgr.GetClient(),
 		mapper:              mgr.GetRESTMapper(),
 		metrics:             m,
+		controllerNamespace: opts.Namespace,
 		allowCrossNamespace: opts.AllowCrossNamespace,
 	}
 	renders := newRenderCache(opts.RenderCacheSize)
 	ctrlOpts := controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)}
 
-	// A connector Secret that appears or rotates wakes every resource in its namespace.
-	var secretWatch func(*builder.Builder, func(ctx context.Context, ns string) []reconcile.Request) *builder.Builder
+	hostedClusterAPI := false
 	if cfg.Hosted != nil {
-		secretWatch = func(b *builder.Builder, inNamespace func(context.Context, string) []reconcile.Request) *builder.Builder {
-			return b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-				if o.GetName() != cfg.Hosted.SecretName() {
-					return nil
-				}
-				return inNamespace(ctx, o.GetNamespace())
-			}))
+		if _, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version); err == nil {
+			hostedClusterAPI = true
 		}
+	}
+	// watchHostedInputs wakes every resource of a hosted-control-plane namespace when its
+	// connector Secret appears or rotates, and when its HostedCluster becomes Available or
+	// is paused. Without the HostedCluster API installed at start-up, the Secret alone counts.
+	watchHostedInputs := func(b *builder.Builder, inNamespace func(context.Context, string) []reconcile.Request) *builder.Builder {
+		if cfg.Hosted == nil {
+			return b
+		}
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			if o.GetName() != cfg.Hosted.SecretName() {
+				return nil
+			}
+			return inNamespace(ctx, o.GetNamespace())
+		}))
+		if hostedClusterAPI {
+			hc := &unstructured.Unstructured{}
+			hc.SetGroupVersionKind(hosted.HostedClusterGVK)
+			b = b.Watches(hc, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				return inNamespace(ctx, hosted.ControlPlaneNamespace(o.GetNamespace(), o.GetName()))
+			}), builder.WithPredicates(hostedClusterStateChanged{}))
+		}
+		return b
 	}
 	specChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{})
 
@@ -93,9 +112,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		newObject: func() *v1alpha1.Package { return &v1alpha1.Package{} }, kind: v1alpha1.PackageKind, rollouts: ro, renders: renders,
 	}
 	b := ctrl.NewControllerManagedBy(mgr).Named("package").For(&v1alpha1.Package{}, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts)
-	if secretWatch != nil {
-		b = secretWatch(b, listInNamespace(mgr.GetClient(), func() client.ObjectList { return &v1alpha1.PackageList{} }))
-	}
+	b = watchHostedInputs(b, listInNamespace(mgr.GetClient(), func() client.ObjectList { return &v1alpha1.PackageList{} }))
 	if err := b.Complete(pkg); err != nil {
 		return fmt.Errorf("set up Package controller: %w", err)
 	}
@@ -113,9 +130,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		newObject: func() *v1alpha1.ObjectDeployment { return &v1alpha1.ObjectDeployment{} }, kind: v1alpha1.ObjectDeploymentKind, rollouts: ro,
 	}
 	b = ctrl.NewControllerManagedBy(mgr).Named("objectdeployment").For(&v1alpha1.ObjectDeployment{}, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts)
-	if secretWatch != nil {
-		b = secretWatch(b, listInNamespace(mgr.GetClient(), func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }))
-	}
+	b = watchHostedInputs(b, listInNamespace(mgr.GetClient(), func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }))
 	if err := b.Complete(od); err != nil {
 		return fmt.Errorf("set up ObjectDeployment controller: %w", err)
 	}
@@ -151,4 +166,27 @@ func listInNamespace(c client.Client, newList func() client.ObjectList) func(con
 		}
 		return reqs
 	}
+}
+
+// hostedClusterStateChanged passes HostedCluster events that change what pkgsync gates on: the
+// Available and ReconciliationActive conditions. HyperShift updates status often; the rest is noise.
+type hostedClusterStateChanged struct{ predicate.Funcs }
+
+func (hostedClusterStateChanged) Update(e event.UpdateEvent) bool {
+	return hostedClusterState(e.ObjectOld) != hostedClusterState(e.ObjectNew)
+}
+
+func hostedClusterState(o client.Object) string {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return ""
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	state := ""
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && (m["type"] == "Available" || m["type"] == "ReconciliationActive") {
+			state += fmt.Sprintf("%v=%v;", m["type"], m["status"])
+		}
+	}
+	return state
 }

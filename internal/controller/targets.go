@@ -65,10 +65,10 @@ func (t *targets) managementTarget(namespace, serviceAccount string) (apply.Targ
 // forRollout returns the targets for the classes a rollout uses. A hosted-cluster target that
 // cannot be had is left out and its error returned, so that the engine still applies the phases
 // before the first hosted one and reports that phase as waiting.
-func (t *targets) forRollout(ctx context.Context, namespace, serviceAccount string, classes map[string]bool) (map[string]apply.Target, error) {
+func (t *targets) forRollout(ctx context.Context, namespace, saNamespace, serviceAccount string, classes map[string]bool) (map[string]apply.Target, error) {
 	out := map[string]apply.Target{}
 	if classes[""] {
-		mt, err := t.managementTarget(namespace, serviceAccount)
+		mt, err := t.managementTarget(saNamespace, serviceAccount)
 		if err != nil {
 			return nil, err
 		}

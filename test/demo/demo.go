@@ -260,7 +260,7 @@ func (d *demo) createPackage(ctx context.Context) (*packageWatch, error) {
 			Config: &apiextensionsv1.JSON{Raw: []byte(`{"replicas":2,"logLevel":"debug"}`)},
 			// Set explicitly: a Go client always sends this struct field, so a zero value would
 			// be stored as 0s instead of the CRD's default.
-			Interval: metav1.Duration{Duration: v1alpha1.DefaultInterval},
+			Interval: &metav1.Duration{Duration: v1alpha1.DefaultInterval},
 		},
 	}
 	manifest, err := yaml.Marshal(map[string]any{

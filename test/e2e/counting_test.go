@@ -73,7 +73,7 @@ func TestNoOpReconcileWritesNothing(t *testing.T) {
 	ns := newNamespace(t)
 	pushPackage(t, writePackage(t, appPackage), "e2e/"+ns+"/app:v1")
 	pkg := newPackage(ns, "app", suite.registry.Host+"/e2e/"+ns+"/app:v1", "")
-	pkg.Spec.Interval = metav1.Duration{Duration: time.Second}
+	pkg.Spec.Interval = &metav1.Duration{Duration: time.Second}
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
 	markDeploymentAvailable(t, suite.mgmtClient, ns, "app")
 	waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)

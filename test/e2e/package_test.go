@@ -82,7 +82,7 @@ spec:
 func newPackage(ns, name, image string, config string) *v1alpha1.Package {
 	p := &v1alpha1.Package{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       v1alpha1.PackageSpec{Image: image, Interval: metav1.Duration{Duration: time.Hour}},
+		Spec:       v1alpha1.PackageSpec{Image: image, Interval: &metav1.Duration{Duration: time.Hour}},
 	}
 	if config != "" {
 		p.Spec.Config = &apiextensionsv1.JSON{Raw: []byte(config)}
@@ -253,7 +253,7 @@ func TestNewImagePickedUpOnInterval(t *testing.T) {
 	files["manifest.yaml"] = "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: app\nspec:\n  phases:\n  - name: config\n  config:\n    openAPIV3Schema:\n      type: object\n      properties:\n        message: {type: string, default: hello}\n"
 	pushPackage(t, writePackage(t, files), "e2e/"+ns+"/app:latest")
 	pkg := newPackage(ns, "app", suite.registry.Host+"/e2e/"+ns+"/app:latest", "")
-	pkg.Spec.Interval = metav1.Duration{Duration: time.Second}
+	pkg.Spec.Interval = &metav1.Duration{Duration: time.Second}
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
 	waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 

@@ -45,7 +45,7 @@ func TestClusterPackage(t *testing.T) {
 	pushPackage(t, writePackage(t, clusterWidePackage(target)), "e2e/wide:v1")
 	cp := &v1alpha1.ClusterPackage{
 		ObjectMeta: metav1.ObjectMeta{Name: "wide"},
-		Spec:       v1alpha1.PackageSpec{Image: suite.registry.Host + "/e2e/wide:v1", Interval: metav1.Duration{Duration: time.Hour}},
+		Spec:       v1alpha1.PackageSpec{Image: suite.registry.Host + "/e2e/wide:v1", Interval: &metav1.Duration{Duration: time.Hour}},
 	}
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), cp))
 	waitForReady(t, cp, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
