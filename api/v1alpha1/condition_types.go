@@ -36,8 +36,6 @@ const (
 	ApplyFailedReason = "ApplyFailed"
 	// HostedClusterUnavailableReason: hosted-cluster phases cannot reach the hosted API server.
 	HostedClusterUnavailableReason = "HostedClusterUnavailable"
-	// SuspendedReason: spec.suspend is true; nothing is written.
-	SuspendedReason = "Suspended"
 	// DeletingReason: the resource is being deleted and its objects torn down.
 	DeletingReason = "Deleting"
 )
