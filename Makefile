@@ -55,6 +55,15 @@ generate: $(BIN)/controller-gen ## Generate deep-copy functions, CRDs and RBAC f
 	@# controller-gen emits an empty CRD for PackageManifest, a file format rather than a resource.
 	rm -f config/crd/bases/_.yaml
 
+##@ Benchmarks
+
+BENCH_FLAGS ?=
+
+.PHONY: bench
+bench: tools ## Run the microbenchmarks, then the fleet benchmark on real control planes (BENCH_FLAGS="-packages 1000" sizes it; docs/benchmarks.md).
+	go test -run '^$$' -bench . -benchmem ./source/ ./render/ ./apply/
+	go run ./test/bench $(BENCH_FLAGS)
+
 ##@ Tools (built from the Go module proxy into bin/; a no-op when current)
 
 .PHONY: tools

@@ -40,6 +40,9 @@ type Client struct {
 	memory *memoryCache
 	disk   *diskCache
 	flight singleflight.Group
+
+	// resolutions remembers recent tag resolutions for ResolveWithin.
+	resolutions *resolutionCache
 }
 
 // NewClient returns a Client. It fails only on an unusable CA bundle.
@@ -69,10 +72,11 @@ func NewClient(opts Options) (*Client, error) {
 		opts:   opts,
 		limits: opts.Limits.withDefaults(),
 		// oras' retry transport backs off on 429 and 5xx answers.
-		httpClient: &http.Client{Transport: retry.NewTransport(base)},
-		tlsGiven:   tlsGiven,
-		authCaches: lru.New(authCacheEntries),
-		memory:     newMemoryCache(opts.CacheBytes),
+		httpClient:  &http.Client{Transport: retry.NewTransport(base)},
+		tlsGiven:    tlsGiven,
+		authCaches:  lru.New(authCacheEntries),
+		memory:      newMemoryCache(opts.CacheBytes),
+		resolutions: newResolutionCache(),
 	}
 	if opts.CacheDir != "" {
 		c.disk = &diskCache{dir: opts.CacheDir}
@@ -103,15 +107,9 @@ func isLoopback(host string) bool {
 // repository returns an oras repository for ref, authenticated with creds (or the client's
 // default credentials when creds is nil).
 func (c *Client) repository(ctx context.Context, ref Reference, creds Credentials) (*remote.Repository, error) {
-	if creds == nil {
-		creds = c.opts.Credentials
-	}
-	cred := auth.EmptyCredential
-	if creds != nil {
-		var err error
-		if cred, err = creds(ctx, ref.Registry); err != nil {
-			return nil, fmt.Errorf("look up credentials for %s: %w", ref.Registry, err)
-		}
+	cred, err := c.credential(ctx, ref.Registry, creds)
+	if err != nil {
+		return nil, err
 	}
 	client := &auth.Client{
 		Client:     c.httpClient,
@@ -131,20 +129,41 @@ func (c *Client) repository(ctx context.Context, ref Reference, creds Credential
 	}, nil
 }
 
+// credential looks up the credential for host in creds, or in the client's default
+// credentials when creds is nil.
+func (c *Client) credential(ctx context.Context, host string, creds Credentials) (auth.Credential, error) {
+	if creds == nil {
+		creds = c.opts.Credentials
+	}
+	if creds == nil {
+		return auth.EmptyCredential, nil
+	}
+	cred, err := creds(ctx, host)
+	if err != nil {
+		return auth.EmptyCredential, fmt.Errorf("look up credentials for %s: %w", host, err)
+	}
+	return cred, nil
+}
+
 // authCache returns the token cache shared by every call with this registry and credential.
 func (c *Client) authCache(host string, cred auth.Credential) auth.Cache {
-	h := sha256.New()
-	for _, s := range []string{host, cred.Username, cred.Password, cred.RefreshToken, cred.AccessToken} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	key := hex.EncodeToString(h.Sum(nil))
+	key := credentialKey(host, cred)
 	if cached, ok := c.authCaches.Get(key); ok {
 		return cached.(auth.Cache)
 	}
 	cache := auth.NewCache()
 	c.authCaches.Add(key, cache)
 	return cache
+}
+
+// credentialKey identifies a registry host and credential without keeping the secret itself.
+func credentialKey(host string, cred auth.Credential) string {
+	h := sha256.New()
+	for _, s := range []string{host, cred.Username, cred.Password, cred.RefreshToken, cred.AccessToken} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Resolve returns the manifest digest ref names. A digest-pinned reference answers without a

@@ -78,19 +78,23 @@ func (r *PackageReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) 
 		log.V(1).Info("suspended, nothing written")
 		return ctrl.Result{}, nil
 	}
+	// A new generation or a reconcile request asks the registry; interval reconciles may share
+	// a resolution of the same tag that another resource made within half an interval.
+	fresh := obj.GetStatus().ObservedGeneration != obj.GetGeneration()
 	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
+		fresh = fresh || token != obj.GetStatus().GetLastHandledReconcileRequest()
 		obj.GetStatus().SetLastHandledReconcileRequest(token)
 	}
 
 	// The deferred status patch runs after cancel, so it keeps the parent context.
 	rctx, cancel := context.WithTimeout(ctx, spec.GetTimeout())
 	defer cancel()
-	res, err := r.reconcile(rctx, obj)
+	res, err := r.reconcile(rctx, obj, fresh)
 	return r.outcome(ctx, obj, res, err)
 }
 
 // reconcile resolves, pulls, renders and applies. It returns the apply result when it got that far.
-func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T) (*apply.Result, error) {
+func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T, fresh bool) (*apply.Result, error) {
 	spec, status := obj.GetSpec(), obj.GetStatus()
 	if !conditions.IsReady(obj) || conditions.GetReason(obj, meta.ReadyCondition) != v1alpha1.ReconciliationSucceededReason {
 		conditions.MarkReconciling(obj, v1alpha1.ProgressingReason, "reconciling %s", spec.Image)
@@ -104,7 +108,11 @@ func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T) (*apply.Res
 	if err != nil {
 		return nil, err
 	}
-	digest, err := r.Source.Resolve(ctx, ref, creds)
+	maxAge := spec.GetInterval() / 2
+	if fresh {
+		maxAge = 0
+	}
+	digest, err := r.Source.ResolveWithin(ctx, ref, creds, maxAge)
 	if err != nil {
 		return nil, pullFailed(err)
 	}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/metrics"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/test/testenv"
+)
+
+// environment is what the fleet runs on: real API servers and a real registry, each its own
+// process, and the controller in this one.
+type environment struct {
+	dir      string
+	scheme   *runtime.Scheme
+	mgmt     *testenv.ControlPlane
+	hosted   []*testenv.ControlPlane
+	registry *testenv.Registry
+	proxy    *registryProxy
+	// admin is the harness's own client: its requests are not counted.
+	admin client.Client
+	// pusher pushes images straight to the registry, around the counting proxy.
+	pusher *source.Client
+
+	// api counts the controller's requests to the management API server.
+	api           apiCounter
+	mgr           ctrl.Manager
+	hostedClients *hosted.Clients
+}
+
+func startEnvironment(ctx context.Context, o options) (*environment, error) {
+	dir, err := os.MkdirTemp("", "pkgsync-bench-")
+	if err != nil {
+		return nil, err
+	}
+	env := &environment{dir: dir, scheme: runtime.NewScheme()}
+	if err := clientgoscheme.AddToScheme(env.scheme); err != nil {
+		return env, err
+	}
+	if err := v1alpha1.AddToScheme(env.scheme); err != nil {
+		return env, err
+	}
+	if env.mgmt, err = testenv.StartControlPlane("management", dir); err != nil {
+		return env, err
+	}
+	for i := range o.hostedPlanes {
+		cp, err := testenv.StartControlPlane(fmt.Sprintf("hosted-%d", i), dir)
+		if err != nil {
+			return env, err
+		}
+		env.hosted = append(env.hosted, cp)
+	}
+	if env.registry, err = testenv.StartRegistry(ctx, filepath.Join(dir, "registry"), testenv.RegistryOptions{}); err != nil {
+		return env, err
+	}
+	if env.proxy, err = startRegistryProxy(env.registry.Host); err != nil {
+		return env, err
+	}
+	if env.pusher, err = source.NewClient(source.Options{}); err != nil {
+		return env, err
+	}
+	admin := rest.CopyConfig(env.mgmt.Config)
+	admin.QPS, admin.Burst = 500, 1000
+	if env.admin, err = client.New(admin, client.Options{Scheme: env.scheme}); err != nil {
+		return env, err
+	}
+	if _, err := envtest.InstallCRDs(env.mgmt.Config, envtest.CRDInstallOptions{
+		Paths: []string{o.crdDir}, CRDs: []*apiextensionsv1.CustomResourceDefinition{hostedClusterCRD()},
+	}); err != nil {
+		return env, fmt.Errorf("install CRDs from %s: %w (run from the repository root)", o.crdDir, err)
+	}
+	return env, nil
+}
+
+// hostedClusterCRD stands in for HyperShift's: same group, version, kind and scope (the real
+// one is ~600 KB and pkgsync reads only metadata and status.conditions).
+func hostedClusterCRD() *apiextensionsv1.CustomResourceDefinition {
+	preserve := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+	gvk := hosted.HostedClusterGVK
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: ctrl.ObjectMeta{Name: "hostedclusters." + gvk.Group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: gvk.Group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "hostedclusters", Singular: "hostedcluster", Kind: gvk.Kind, ListKind: gvk.Kind + "List"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: gvk.Version, Served: true, Storage: true,
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": preserve, "status": preserve},
+				}},
+			}},
+		},
+	}
+}
+
+// startController runs pkgsync's reconcilers in this process with the settings of
+// `pkgsync controller` (its cache layout, client QPS and defaults), and returns a channel closed
+// when the manager has stopped.
+func (env *environment) startController(ctx context.Context, o options) (<-chan error, error) {
+	log := logr.Discard()
+	if o.logFile != "" {
+		f, err := os.Create(o.logFile)
+		if err != nil {
+			return nil, fmt.Errorf("create controller log: %w", err)
+		}
+		log = zap.New(zap.WriteTo(f))
+	}
+	ctrl.SetLogger(log)
+
+	cfg := rest.CopyConfig(env.mgmt.Config)
+	cfg.UserAgent = "pkgsync-controller"
+	cfg.QPS, cfg.Burst = 200, 400
+	cfg.Wrap(env.api.wrap)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: env.scheme,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", hosted.DefaultSecretName)},
+		}},
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Namespace{}}}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	src, err := source.NewClient(source.Options{})
+	if err != nil {
+		return nil, err
+	}
+	recorder := metrics.NewRecorder()
+	crmetrics.Registry.MustRegister(recorder.Collectors()...)
+	env.hostedClients = hosted.NewClients(mgr.GetClient(), hosted.Options{Scheme: env.scheme})
+	err = controller.Setup(ctx, mgr, controller.Config{
+		Options:                 controller.Options{KubernetesVersion: "v1.36.3"},
+		Source:                  src,
+		Hosted:                  env.hostedClients,
+		Metrics:                 runtimectrl.NewMetrics(mgr, recorder, v1alpha1.FinalizerName),
+		MaxConcurrentReconciles: o.workers,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set up controller: %w", err)
+	}
+	env.mgr = mgr
+	stopped := make(chan error, 1)
+	go func() { stopped <- mgr.Start(ctx) }()
+	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		return stopped, errors.New("controller cache did not sync within a minute")
+	}
+	return stopped, nil
+}
+
+func (env *environment) stop() {
+	if env.proxy != nil {
+		_ = env.proxy.Close()
+	}
+	if env.registry != nil {
+		_ = env.registry.Stop()
+	}
+	for _, cp := range append(env.hosted, env.mgmt) {
+		if cp != nil {
+			_ = cp.Stop()
+		}
+	}
+	_ = os.RemoveAll(env.dir)
+}

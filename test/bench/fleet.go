@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/source"
+)
+
+const (
+	// hostedClusterNamespace holds the HostedClusters, as "clusters" does in HyperShift's docs.
+	hostedClusterNamespace = "clusters"
+	packageName            = "fleet"
+	repository             = "bench/fleet"
+	tag                    = "stable"
+	// harnessParallelism is how many requests the harness itself sends at once.
+	harnessParallelism = 16
+)
+
+// fleet is N hosted-control-plane namespaces, each with a connector Secret and one Package of
+// the shared image.
+type fleet struct {
+	env        *environment
+	o          options
+	namespaces []string
+	image      string
+}
+
+// setUp creates what HyperShift would have created before anyone installs a package:
+// HostedClusters (Available), their hosted-control-plane namespaces and connector Secrets. The
+// namespaces are spread over the hosted control planes round-robin.
+func setUpFleet(ctx context.Context, env *environment, o options) (*fleet, error) {
+	f := &fleet{env: env, o: o, image: env.proxy.Host + "/" + repository + ":" + tag}
+	kubeconfigs := make([][]byte, len(env.hosted))
+	for i, cp := range env.hosted {
+		var err error
+		if kubeconfigs[i], err = cp.Kubeconfig("pkgsync-connector", "system:masters"); err != nil {
+			return nil, err
+		}
+	}
+	if err := env.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hostedClusterNamespace}}); err != nil {
+		return nil, fmt.Errorf("create namespace %s: %w", hostedClusterNamespace, err)
+	}
+	for i := range o.packages {
+		f.namespaces = append(f.namespaces, hosted.ControlPlaneNamespace(hostedClusterNamespace, hostedClusterName(i)))
+	}
+	err := parallel(ctx, o.packages, func(ctx context.Context, i int) error {
+		ns := f.namespaces[i]
+		if o.hostedClusters {
+			if err := createHostedCluster(ctx, env.admin, hostedClusterName(i)); err != nil {
+				return err
+			}
+		}
+		if err := env.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: ns, Labels: map[string]string{"hypershift.openshift.io/hosted-control-plane": "true"},
+		}}); err != nil {
+			return fmt.Errorf("create namespace %s: %w", ns, err)
+		}
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: hosted.DefaultSecretName, Namespace: ns},
+			Data:       map[string][]byte{hosted.DefaultSecretKey: kubeconfigs[i%len(kubeconfigs)]},
+		}
+		if err := env.admin.Create(ctx, secret); err != nil {
+			return fmt.Errorf("create connector Secret in %s: %w", ns, err)
+		}
+		return nil
+	})
+	return f, err
+}
+
+func hostedClusterName(i int) string { return fmt.Sprintf("hc-%04d", i) }
+
+func createHostedCluster(ctx context.Context, c client.Client, name string) error {
+	hc := &unstructured.Unstructured{}
+	hc.SetGroupVersionKind(hosted.HostedClusterGVK)
+	hc.SetNamespace(hostedClusterNamespace)
+	hc.SetName(name)
+	hc.Object["spec"] = map[string]any{"release": map[string]any{"image": "example"}}
+	if err := c.Create(ctx, hc); err != nil {
+		return fmt.Errorf("create HostedCluster %s: %w", name, err)
+	}
+	hc.Object["status"] = map[string]any{"conditions": []any{map[string]any{
+		"type": "Available", "status": "True", "reason": "AsExpected", "message": "",
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+	}}}
+	if err := c.Status().Update(ctx, hc); err != nil {
+		return fmt.Errorf("make HostedCluster %s Available: %w", name, err)
+	}
+	return nil
+}
+
+// push builds the package at revision and pushes it to the shared tag, around the proxy.
+func (f *fleet) push(ctx context.Context, revision string) (string, error) {
+	img, err := buildFleetPackage(f.env.dir, f.o.objects, revision)
+	if err != nil {
+		return "", err
+	}
+	ref, err := source.ParseReference(f.env.registry.Host + "/" + repository + ":" + tag)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.env.pusher.Push(ctx, img, []source.Reference{ref}, nil); err != nil {
+		return "", err
+	}
+	return img.Digest, nil
+}
+
+// createPackages creates one Package per namespace and returns when each was created.
+func (f *fleet) createPackages(ctx context.Context) (map[string]time.Time, error) {
+	var mu sync.Mutex
+	created := map[string]time.Time{}
+	err := parallel(ctx, len(f.namespaces), func(ctx context.Context, i int) error {
+		pkg := &v1alpha1.Package{
+			ObjectMeta: metav1.ObjectMeta{Name: packageName, Namespace: f.namespaces[i]},
+			Spec:       v1alpha1.PackageSpec{Image: f.image, Interval: &metav1.Duration{Duration: f.o.interval}},
+		}
+		start := time.Now()
+		if err := f.env.admin.Create(ctx, pkg); err != nil {
+			return fmt.Errorf("create Package %s/%s: %w", pkg.Namespace, pkg.Name, err)
+		}
+		mu.Lock()
+		created[pkg.Namespace+"/"+pkg.Name] = start
+		mu.Unlock()
+		return nil
+	})
+	return created, err
+}
+
+// requestReconcile sets reconcile.fluxcd.io/requestedAt on every Package, as `flux reconcile`
+// does, and returns when each request was made.
+func (f *fleet) requestReconcile(ctx context.Context, token string) (map[string]time.Time, error) {
+	var mu sync.Mutex
+	requested := map[string]time.Time{}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, token))
+	err := parallel(ctx, len(f.namespaces), func(ctx context.Context, i int) error {
+		pkg := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Name: packageName, Namespace: f.namespaces[i]}}
+		start := time.Now()
+		if err := f.env.admin.Patch(ctx, pkg, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+			return fmt.Errorf("request reconcile of %s/%s: %w", pkg.Namespace, pkg.Name, err)
+		}
+		mu.Lock()
+		requested[pkg.Namespace+"/"+pkg.Name] = start
+		mu.Unlock()
+		return nil
+	})
+	return requested, err
+}
+
+// parallel runs fn for 0..n-1 with harnessParallelism workers and returns the first error.
+func parallel(ctx context.Context, n int, fn func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(n, harnessParallelism) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(ctx, i); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && err != context.Canceled {
+		return err
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,170 @@
+// Command bench measures pkgsync's controller on a fleet of hosted-control-plane namespaces:
+// convergence, a forced no-op reconcile, steady-state interval reconciles and an update wave, on
+// real API servers (envtest) and a real registry process, with the controller in this process.
+// `make bench` runs it after the microbenchmarks; docs/benchmarks.md explains the method.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	packages, objects, hostedPlanes, workers, intervals int
+	interval, timeout                                   time.Duration
+	hostedClusters                                      bool
+	crdDir, logFile, memProfile                         string
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&o.packages, "packages", 200, "Hosted-control-plane namespaces, one Package each")
+	fs.IntVar(&o.objects, "objects", 10, "Objects per Package, half of them in hosted-cluster phases (at least 4)")
+	fs.IntVar(&o.hostedPlanes, "hosted-planes", 2, "Hosted control planes the namespaces are spread over")
+	fs.IntVar(&o.workers, "concurrency", 4, "Packages reconciled at once (pkgsync controller --concurrency)")
+	fs.DurationVar(&o.interval, "interval", 30*time.Second, "spec.interval of every Package")
+	fs.IntVar(&o.intervals, "intervals", 2, "Intervals the steady-state scenario watches")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "How long a scenario may take")
+	fs.BoolVar(&o.hostedClusters, "hostedclusters", true, "Create a HostedCluster per namespace, as HyperShift does")
+	fs.StringVar(&o.crdDir, "crds", "config/crd/bases", "pkgsync's CRDs")
+	fs.StringVar(&o.logFile, "log-file", "", "Write the controller's log here (default: discard)")
+	fs.StringVar(&o.memProfile, "memprofile", "", "Write a heap profile here after the last scenario")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if o.objects < 4 || o.packages < 1 || o.hostedPlanes < 1 || o.intervals < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -objects must be at least 4; -packages, -hosted-planes and -intervals at least 1")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	started := time.Now()
+	progress("starting 1 management and %d hosted control planes and a registry", o.hostedPlanes)
+	env, err := startEnvironment(ctx, o)
+	defer env.stop()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopped, err := env.startController(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cancel()
+		<-stopped
+	}()
+	t, err := newTracker(ctx, env)
+	if err != nil {
+		return err
+	}
+	var s sampler
+	go s.run(ctx, 250*time.Millisecond)
+
+	progress("creating %d hosted-control-plane namespaces with connector Secrets", o.packages)
+	f, err := setUpFleet(ctx, env, o)
+	if err != nil {
+		return err
+	}
+	v1, err := f.push(ctx, "v1")
+	if err != nil {
+		return err
+	}
+
+	var results []*result
+	var errs []error
+	scenario := func(name string, body func(r *result) error) {
+		r := &result{name: name, packages: o.packages, objects: o.objects}
+		s.reset()
+		before, err := env.snapshot(ctx)
+		if err == nil {
+			err = body(r)
+		}
+		after, snapErr := env.snapshot(ctx)
+		r.mem = s.read()
+		r.between(before, after)
+		results = append(results, r)
+		if err = errors.Join(err, snapErr); err != nil {
+			errs = append(errs, err)
+		}
+		progress("%s: %s", name, r.summary())
+	}
+
+	progress("converge: creating %d Packages of %s (%d objects each)", o.packages, f.image, o.objects)
+	scenario("converge", func(r *result) error {
+		done := t.expect(o.packages, readyOn(v1, ""))
+		start := time.Now()
+		created, err := f.createPackages(ctx)
+		if err != nil {
+			return err
+		}
+		return r.waitFor(ctx, t, done, start, created, o.timeout)
+	})
+
+	progress("noop: requesting a reconcile of every Package, nothing changed")
+	scenario("noop", func(r *result) error {
+		token := time.Now().Format(time.RFC3339Nano)
+		done := t.expect(o.packages, readyOn(v1, token))
+		start := time.Now()
+		requested, err := f.requestReconcile(ctx, token)
+		if err != nil {
+			return err
+		}
+		return r.waitFor(ctx, t, done, start, requested, o.timeout)
+	})
+
+	progress("steady: watching %d intervals of %s", o.intervals, o.interval)
+	scenario("steady", func(r *result) error {
+		window := time.Duration(o.intervals) * o.interval
+		start := time.Now()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(window):
+		}
+		r.duration = time.Since(start)
+		r.reached = o.packages
+		return nil
+	})
+
+	progress("update: pushing v2 to the shared tag and requesting a reconcile of every Package")
+	scenario("update", func(r *result) error {
+		start := time.Now()
+		v2, err := f.push(ctx, "v2")
+		if err != nil {
+			return err
+		}
+		token := time.Now().Format(time.RFC3339Nano)
+		done := t.expect(o.packages, readyOn(v2, token))
+		requested, err := f.requestReconcile(ctx, token)
+		if err != nil {
+			return err
+		}
+		return r.waitFor(ctx, t, done, start, requested, o.timeout)
+	})
+
+	printReport(os.Stdout, o, results, time.Since(started))
+	if o.memProfile != "" {
+		errs = append(errs, writeHeapProfile(o.memProfile))
+	}
+	return errors.Join(errs...)
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/source"
+)
+
+// Phases of the fleet package: the canonical hosted add-on shape of REFERENCE §0.
+const (
+	phaseHostedSetup = "hosted-setup"
+	phaseDeploy      = "deploy"
+	phaseConfigure   = "configure"
+)
+
+// payload makes every ConfigMap about as large as a small real one.
+var payload = strings.Repeat("x", 512)
+
+// writeFleetPackage writes a package of objects objects to dir: half of them (a Namespace named
+// after the Package's namespace, a ServiceAccount and ConfigMaps) go to the hosted cluster in
+// phases 1 and 3, the rest (a Secret, a ServiceAccount and ConfigMaps) to the management cluster
+// in the Package's namespace in phase 2. Only kinds that are available once they exist, so no
+// one has to play kube-controller-manager. revision changes every object's content.
+func writeFleetPackage(dir string, objects int, revision string) error {
+	hosted := objects / 2
+	management := objects - hosted
+	files := map[string]string{"manifest.yaml": fmt.Sprintf(`apiVersion: pkgsync.dev/v1alpha1
+kind: PackageManifest
+metadata:
+  name: fleet
+spec:
+  scopes:
+  - Namespaced
+  phases:
+  - name: %s
+    class: %s
+  - name: %s
+  - name: %s
+    class: %s
+`, phaseHostedSetup, v1alpha1.ClassHostedCluster, phaseDeploy, phaseConfigure, v1alpha1.ClassHostedCluster)}
+
+	var setup, deploy, configure []string
+	// The hosted namespace carries the Package's namespace name, so Packages of one hosted
+	// cluster would not collide, and neither do the many namespaces sharing one hosted API server here.
+	setup = append(setup, object("v1", "Namespace", "{{ .package.metadata.namespace }}", "", phaseHostedSetup, revision, ""))
+	setup = append(setup, object("v1", "ServiceAccount", "fleet-agent", "{{ .package.metadata.namespace }}", phaseHostedSetup, revision, ""))
+	for i := range hosted - 2 {
+		configure = append(configure, object("v1", "ConfigMap", fmt.Sprintf("fleet-hosted-%d", i), "{{ .package.metadata.namespace }}", phaseConfigure, revision, configMapData(revision)))
+	}
+	deploy = append(deploy, object("v1", "ServiceAccount", "fleet-operator", "{{ .package.metadata.namespace }}", phaseDeploy, revision, ""))
+	deploy = append(deploy, object("v1", "Secret", "fleet-operator", "{{ .package.metadata.namespace }}", phaseDeploy, revision,
+		"stringData:\n  token: \"{{ .package.metadata.name }}-"+revision+"\"\n"))
+	for i := range management - 2 {
+		deploy = append(deploy, object("v1", "ConfigMap", fmt.Sprintf("fleet-%d", i), "{{ .package.metadata.namespace }}", phaseDeploy, revision, configMapData(revision)))
+	}
+	files["hosted-setup.yaml.gotmpl"] = strings.Join(setup, "---\n")
+	files["deploy.yaml.gotmpl"] = strings.Join(deploy, "---\n")
+	if len(configure) > 0 {
+		files["configure.yaml.gotmpl"] = strings.Join(configure, "---\n")
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return fmt.Errorf("write fleet package: %w", err)
+		}
+	}
+	return nil
+}
+
+func object(apiVersion, kind, name, namespace, phase, revision, rest string) string {
+	s := fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata:\n  name: %s\n", apiVersion, kind, name)
+	if namespace != "" {
+		s += "  namespace: " + namespace + "\n"
+	}
+	s += fmt.Sprintf("  labels:\n    app.kubernetes.io/name: fleet\n    app.kubernetes.io/version: %q\n  annotations:\n    %s: %s\n", revision, v1alpha1.PhaseAnnotation, phase)
+	return s + rest
+}
+
+func configMapData(revision string) string {
+	return fmt.Sprintf("data:\n  revision: %q\n  hostedCluster: \"{{ .package.metadata.namespace }}\"\n  payload: %q\n", revision, payload)
+}
+
+// buildFleetPackage builds the fleet package at revision into an image.
+func buildFleetPackage(dir string, objects int, revision string) (*source.Image, error) {
+	dir = filepath.Join(dir, "package-"+revision)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create package directory: %w", err)
+	}
+	if err := writeFleetPackage(dir, objects, revision); err != nil {
+		return nil, err
+	}
+	return source.Build(dir, source.BuildOptions{Version: revision})
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// figures are the numbers of one scenario, in the order of the BENCH line.
+type figures struct {
+	keys   []string
+	values map[string]string
+}
+
+func (f *figures) add(key, format string, v any) {
+	f.keys = append(f.keys, key)
+	f.values[key] = fmt.Sprintf(format, v)
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func isStatus(resource string) bool { return strings.HasSuffix(resource, "/status") }
+func isEvent(resource string) bool  { return resource == "events" }
+func isPackage(resource string) bool {
+	return resource == "packages"
+}
+
+func (r *result) figures() *figures {
+	f := &figures{values: map[string]string{}}
+	f.add("scenario", "%s", r.name)
+	f.add("packages", "%d", r.packages)
+	f.add("objects", "%d", r.objects)
+	f.add("reached", "%d", r.reached)
+	f.add("total_s", "%.2f", r.duration.Seconds())
+	f.add("p50_s", "%.2f", percentile(r.latencies, 50).Seconds())
+	f.add("p90_s", "%.2f", percentile(r.latencies, 90).Seconds())
+	f.add("max_s", "%.2f", percentile(r.latencies, 100).Seconds())
+	objs := float64(r.packages * r.objects)
+	perSecond := 0.0
+	if r.duration > 0 && r.name != "steady" {
+		perSecond = objs / r.duration.Seconds()
+	}
+	f.add("objects_per_s", "%.0f", perSecond)
+	f.add("reconciles", "%d", r.reconciles)
+	perReconcile := 0.0
+	if r.reconciles > 0 {
+		perReconcile = r.cpu / float64(r.reconciles)
+	}
+	f.add("cpu_s", "%.2f", r.cpu)
+	f.add("cpu_ms_per_reconcile", "%.2f", perReconcile*1000)
+
+	f.add("mgmt_writes", "%d", r.mgmt.sum(writeVerbs, nil))
+	f.add("mgmt_object_writes", "%d", r.mgmt.sum(writeVerbs, managedResource))
+	f.add("mgmt_status_writes", "%d", r.mgmt.sum(writeVerbs, isStatus))
+	f.add("mgmt_package_writes", "%d", r.mgmt.sum(writeVerbs, isPackage))
+	f.add("mgmt_event_writes", "%d", r.mgmt.sum(writeVerbs, isEvent))
+	f.add("mgmt_reads", "%d", r.mgmt.sum(readVerbs, nil))
+	f.add("mgmt_object_reads", "%d", r.mgmt.sum(readVerbs, managedResource))
+	f.add("hosted_writes", "%d", r.hosted.sum(writeVerbs, managedResource))
+	f.add("hosted_reads", "%d", r.hosted.sum(readVerbs, managedResource))
+	objectReads := r.mgmt.sum(readVerbs, managedResource) + r.hosted.sum(readVerbs, managedResource)
+	readsPerObject := 0.0
+	if r.reconciles > 0 {
+		readsPerObject = float64(objectReads) / (float64(r.reconciles) * float64(r.objects))
+	}
+	f.add("reads_per_object_reconcile", "%.2f", readsPerObject)
+	f.add("hosted_clients_built", "%d", r.hostedClients)
+
+	f.add("registry_requests", "%d", r.registry.sum([]string{"HEAD", "GET", "POST", "PUT", "PATCH", "DELETE"}, nil))
+	f.add("registry_head", "%d", r.registry["HEAD manifests"])
+	f.add("registry_manifest_get", "%d", r.registry["GET manifests"])
+	f.add("registry_blob_get", "%d", r.registry["GET blobs"])
+
+	f.add("heap_peak_mib", "%.1f", mib(r.mem.PeakHeap))
+	f.add("heap_live_mib", "%.1f", mib(r.mem.LiveHeap))
+	f.add("rss_peak_mib", "%.1f", mib(r.mem.PeakRSS))
+	f.add("goroutines_peak", "%d", r.mem.PeakGoroutines)
+	return f
+}
+
+// summary is the one-line progress message of a scenario.
+func (r *result) summary() string {
+	f := r.figures()
+	return fmt.Sprintf("%s/%d Ready in %ss, %s reconciles, %s mgmt writes, %s hosted writes, %s registry requests",
+		f.values["reached"], r.packages, f.values["total_s"], f.values["reconciles"], f.values["mgmt_writes"],
+		f.values["hosted_writes"], f.values["registry_requests"])
+}
+
+func printReport(w io.Writer, o options, results []*result, elapsed time.Duration) {
+	fmt.Fprintf(w, "\npkgsync fleet benchmark: %d Packages x %d objects (%d hosted), %d hosted control planes, "+
+		"concurrency %d, interval %s, %d CPUs, %s, run took %s\n\n",
+		o.packages, o.objects, o.objects/2, o.hostedPlanes, o.workers, o.interval, runtime.NumCPU(), runtime.Version(), elapsed.Round(time.Second))
+	rows := []struct{ label, key string }{
+		{"Packages at goal", "reached"},
+		{"wall time (s)", "total_s"},
+		{"per Package p50 / p90 / max (s)", "p50_s p90_s max_s"},
+		{"objects/s", "objects_per_s"},
+		{"reconciles", "reconciles"},
+		{"CPU ms per reconcile", "cpu_ms_per_reconcile"},
+		{"mgmt writes: all", "mgmt_writes"},
+		{"  objects / status / Package / events", "mgmt_object_writes mgmt_status_writes mgmt_package_writes mgmt_event_writes"},
+		{"mgmt reads: all / objects", "mgmt_reads mgmt_object_reads"},
+		{"hosted writes / reads (objects)", "hosted_writes hosted_reads"},
+		{"object reads per object per reconcile", "reads_per_object_reconcile"},
+		{"hosted clients built", "hosted_clients_built"},
+		{"registry: all / HEAD / GET manifest / GET blob", "registry_requests registry_head registry_manifest_get registry_blob_get"},
+		{"heap peak / live (MiB)", "heap_peak_mib heap_live_mib"},
+		{"process peak RSS (MiB)", "rss_peak_mib"},
+		{"goroutines peak", "goroutines_peak"},
+	}
+	figs := make([]*figures, len(results))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "\t")
+	for i, r := range results {
+		figs[i] = r.figures()
+		fmt.Fprintf(tw, "%s\t", r.name)
+	}
+	fmt.Fprintln(tw)
+	for _, row := range rows {
+		fmt.Fprintf(tw, "%s\t", row.label)
+		for _, f := range figs {
+			var vals []string
+			for _, k := range strings.Fields(row.key) {
+				vals = append(vals, f.values[k])
+			}
+			fmt.Fprintf(tw, "%s\t", strings.Join(vals, " / "))
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	for _, r := range results {
+		fmt.Fprintf(w, "requests %s: mgmt{%s} hosted{%s} registry{%s}\n", r.name, r.mgmt, r.hosted, r.registry)
+	}
+	fmt.Fprintln(w)
+	for _, f := range figs {
+		parts := make([]string, 0, len(f.keys))
+		for _, k := range f.keys {
+			parts = append(parts, k+"="+f.values[k])
+		}
+		fmt.Fprintln(w, "BENCH "+strings.Join(parts, " "))
+	}
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+)
+
+// tracker records when each Package first reaches the state a scenario waits for. It listens
+// to the controller's own Package informer, so watching costs no extra request or memory.
+type tracker struct {
+	mu      sync.Mutex
+	want    func(*v1alpha1.Package) bool
+	reached map[string]time.Time
+	total   int
+	done    chan struct{}
+}
+
+func newTracker(ctx context.Context, env *environment) (*tracker, error) {
+	t := &tracker{want: func(*v1alpha1.Package) bool { return false }}
+	inf, err := env.mgr.GetCache().GetInformer(ctx, &v1alpha1.Package{})
+	if err != nil {
+		return nil, fmt.Errorf("get Package informer: %w", err)
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    t.observe,
+		UpdateFunc: func(_, obj any) { t.observe(obj) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch Packages: %w", err)
+	}
+	return t, nil
+}
+
+// expect starts a scenario: the returned channel closes once total Packages passed want.
+func (t *tracker) expect(total int, want func(*v1alpha1.Package) bool) <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.want, t.total, t.reached, t.done = want, total, map[string]time.Time{}, make(chan struct{})
+	return t.done
+}
+
+func (t *tracker) observe(obj any) {
+	pkg, ok := obj.(*v1alpha1.Package)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reached == nil || !t.want(pkg) {
+		return
+	}
+	key := pkg.Namespace + "/" + pkg.Name
+	if _, seen := t.reached[key]; seen {
+		return
+	}
+	t.reached[key] = now
+	if len(t.reached) == t.total {
+		close(t.done)
+	}
+}
+
+// times returns when each Package reached the state, and how many did.
+func (t *tracker) times() map[string]time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]time.Time, len(t.reached))
+	for k, v := range t.reached {
+		out[k] = v
+	}
+	return out
+}
+
+// readyOn tells whether a Package is Ready with revision applied and, when token is set, has
+// handled that reconcile request.
+func readyOn(revision, token string) func(*v1alpha1.Package) bool {
+	return func(p *v1alpha1.Package) bool {
+		if p.Status.LastAppliedRevision != revision || (token != "" && p.Status.LastHandledReconcileAt != token) {
+			return false
+		}
+		c := apimeta.FindStatusCondition(p.Status.Conditions, meta.ReadyCondition)
+		return c != nil && c.Status == "True" && p.Status.ObservedGeneration == p.Generation
+	}
+}
