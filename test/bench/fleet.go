@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -178,7 +179,7 @@ func parallel(ctx context.Context, n int, fn func(context.Context, int) error) e
 		})
 	}
 	wg.Wait()
-	if err := context.Cause(ctx); err != nil && err != context.Canceled {
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return ctx.Err()
