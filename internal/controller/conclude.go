@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
@@ -109,6 +111,20 @@ func beginReport(c client.Client, obj statusObject, status *v1alpha1.RolloutStat
 		obj: obj, status: status, patcher: patch.NewSerialPatcher(obj, c), metrics: m, recorder: rec,
 		start: time.Now(), oldReady: conditions.Get(obj, meta.ReadyCondition).DeepCopy(),
 	}
+}
+
+// ensureFinalizer adds pkgsync's finalizer and writes it before anything is applied, so that no
+// object can exist without teardown being guaranteed. The reconcile then goes on in the same
+// pass instead of waiting for its own update to come back through the watch.
+func (r *report) ensureFinalizer(ctx context.Context) error {
+	if controllerutil.ContainsFinalizer(r.obj, v1alpha1.FinalizerName) {
+		return nil
+	}
+	controllerutil.AddFinalizer(r.obj, v1alpha1.FinalizerName)
+	if err := r.patcher.Patch(ctx, r.obj, patch.WithFieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("add finalizer: %w", err)
+	}
+	return nil
 }
 
 // finish patches the status and returns the reconcile error joined with any patch error.

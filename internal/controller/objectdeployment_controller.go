@@ -64,9 +64,8 @@ func (r *ObjectDeploymentReconciler[T]) Reconcile(ctx context.Context, req ctrl.
 		controllerutil.RemoveFinalizer(obj, v1alpha1.FinalizerName)
 		return ctrl.Result{}, nil
 	}
-	if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
-		controllerutil.AddFinalizer(obj, v1alpha1.FinalizerName)
-		return ctrl.Result{Requeue: true}, nil
+	if err := report.ensureFinalizer(ctx); err != nil {
+		return ctrl.Result{}, err
 	}
 	spec := obj.GetSpec()
 	r.Metrics.RecordSuspend(ctx, obj, spec.Suspend)

@@ -68,9 +68,8 @@ func (r *PackageReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) 
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return r.finalize(ctx, obj)
 	}
-	if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
-		controllerutil.AddFinalizer(obj, v1alpha1.FinalizerName)
-		return ctrl.Result{Requeue: true}, nil
+	if err := report.ensureFinalizer(ctx); err != nil {
+		return ctrl.Result{}, err
 	}
 	spec := obj.GetSpec()
 	r.Metrics.RecordSuspend(ctx, obj, spec.Suspend)
@@ -78,23 +77,20 @@ func (r *PackageReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) 
 		log.V(1).Info("suspended, nothing written")
 		return ctrl.Result{}, nil
 	}
-	// A new generation or a reconcile request asks the registry; interval reconciles may share
-	// a resolution of the same tag that another resource made within half an interval.
-	fresh := obj.GetStatus().ObservedGeneration != obj.GetGeneration()
+	maxAge := resolveMaxAge(obj, spec.GetInterval())
 	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
-		fresh = fresh || token != obj.GetStatus().GetLastHandledReconcileRequest()
 		obj.GetStatus().SetLastHandledReconcileRequest(token)
 	}
 
 	// The deferred status patch runs after cancel, so it keeps the parent context.
 	rctx, cancel := context.WithTimeout(ctx, spec.GetTimeout())
 	defer cancel()
-	res, err := r.reconcile(rctx, obj, fresh)
+	res, err := r.reconcile(rctx, obj, maxAge)
 	return r.outcome(ctx, obj, res, err)
 }
 
 // reconcile resolves, pulls, renders and applies. It returns the apply result when it got that far.
-func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T, fresh bool) (*apply.Result, error) {
+func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T, maxAge time.Duration) (*apply.Result, error) {
 	spec, status := obj.GetSpec(), obj.GetStatus()
 	if !conditions.IsReady(obj) || conditions.GetReason(obj, meta.ReadyCondition) != v1alpha1.ReconciliationSucceededReason {
 		conditions.MarkReconciling(obj, v1alpha1.ProgressingReason, "reconciling %s", spec.Image)
@@ -107,10 +103,6 @@ func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T, fresh bool)
 	creds, err := r.pullCredentials(ctx, obj)
 	if err != nil {
 		return nil, err
-	}
-	maxAge := spec.GetInterval() / 2
-	if fresh {
-		maxAge = 0
 	}
 	digest, err := r.Source.ResolveWithin(ctx, ref, creds, maxAge)
 	if err != nil {
@@ -304,3 +296,28 @@ func userAnnotations(in map[string]string) map[string]string {
 
 // jittered adds the interval jitter.
 func jittered(d time.Duration) time.Duration { return jitter.JitteredIntervalDuration(d) }
+
+// resolveMaxAge says how old a tag resolution (made by any resource) may be for this reconcile.
+// An interval reconcile takes one from the last half interval, so a fleet of resources naming
+// one tag costs one HEAD request per interval. A reconcile request (reconcile.fluxcd.io/requestedAt,
+// as `flux reconcile` writes it) takes one made after the request, and a new resource one made
+// after its creation: a whole wave of them then shares one answer that is still newer than what
+// was asked for. A changed spec always asks the registry.
+func resolveMaxAge(obj packageObject, interval time.Duration) time.Duration {
+	status := obj.GetStatus()
+	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok && token != status.GetLastHandledReconcileRequest() {
+		requested, err := time.Parse(time.RFC3339Nano, token)
+		if err != nil {
+			return 0
+		}
+		return max(time.Since(requested), 0)
+	}
+	switch {
+	case status.LastAttemptedRevision == "":
+		// Creation timestamps have second precision: round the age down to stay on the safe side.
+		return max(time.Since(obj.GetCreationTimestamp().Time)-time.Second, 0)
+	case status.ObservedGeneration != obj.GetGeneration() && conditions.IsReady(obj):
+		return 0
+	}
+	return interval / 2
+}

@@ -24,6 +24,8 @@ type rollouts struct {
 	reader  client.Reader
 	mapper  meta.RESTMapper
 	metrics *metrics
+	// hostedClustersIndexed says reader indexes HostedClusters by control-plane namespace.
+	hostedClustersIndexed bool
 	// controllerNamespace holds the ServiceAccounts cluster-scoped resources impersonate.
 	controllerNamespace string
 	// allowCrossNamespace lets namespaced resources place objects outside their namespace on
@@ -105,7 +107,7 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 // gateOnHostedCluster holds hosted-cluster phases while the HostedCluster behind the namespace
 // is not Available. Without the HostedCluster API, the connector Secret alone decides.
 func (r *rollouts) gateOnHostedCluster(ctx context.Context, namespace string) error {
-	hc, err := hosted.FindHostedCluster(ctx, r.reader, namespace)
+	hc, err := hosted.FindHostedCluster(ctx, r.reader, namespace, r.hostedClustersIndexed)
 	if err != nil || hc == nil || hc.Available {
 		return err
 	}
@@ -186,7 +188,7 @@ func withoutClass(inv apply.Inventory, class string) apply.Inventory {
 // hostedCluster describes the HostedCluster behind a namespace for templates; nil when there is
 // none or HyperShift's API is not installed.
 func (r *rollouts) hostedCluster(ctx context.Context, namespace string) (*render.HostedCluster, error) {
-	hc, err := hosted.FindHostedCluster(ctx, r.reader, namespace)
+	hc, err := hosted.FindHostedCluster(ctx, r.reader, namespace, r.hostedClustersIndexed)
 	if err != nil || hc == nil {
 		return nil, err
 	}

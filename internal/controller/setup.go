@@ -81,6 +81,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if cfg.Hosted != nil {
 		if _, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version); err == nil {
 			hostedClusterAPI = true
+			if err := hosted.IndexHostedClusters(ctx, mgr.GetFieldIndexer()); err != nil {
+				return fmt.Errorf("index HostedClusters: %w", err)
+			}
+			ro.hostedClustersIndexed = true
 		}
 	}
 	// watchHostedInputs wakes every resource of a hosted-control-plane namespace when its

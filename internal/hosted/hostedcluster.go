@@ -36,10 +36,18 @@ func ControlPlaneNamespace(namespace, name string) string {
 // FindHostedCluster returns the HostedCluster whose control plane lives in namespace, nil when
 // there is none or the HostedCluster API is not installed (then pkgsync works from the connector
 // Secret alone).
-func FindHostedCluster(ctx context.Context, reader client.Reader, namespace string) (*HostedCluster, error) {
+//
+// With indexed set, reader must be a cache that IndexHostedClusters indexed: the lookup is then
+// one index hit without copies, instead of a scan of every HostedCluster.
+func FindHostedCluster(ctx context.Context, reader client.Reader, namespace string, indexed bool) (*HostedCluster, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(HostedClusterGVK.GroupVersion().WithKind(HostedClusterGVK.Kind + "List"))
-	if err := reader.List(ctx, list); err != nil {
+	var opts []client.ListOption
+	if indexed {
+		// Read-only use below: the cache's objects are not copied.
+		opts = append(opts, client.MatchingFields{controlPlaneNamespaceField: namespace}, client.UnsafeDisableDeepCopy)
+	}
+	if err := reader.List(ctx, list, opts...); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, nil
 		}
@@ -70,4 +78,17 @@ func FindHostedCluster(ctx context.Context, reader client.Reader, namespace stri
 		return out, nil
 	}
 	return nil, nil
+}
+
+// controlPlaneNamespaceField indexes HostedClusters by their hosted-control-plane namespace.
+const controlPlaneNamespaceField = "hypershift.controlPlaneNamespace"
+
+// IndexHostedClusters registers the cache index FindHostedCluster uses with indexed set. It
+// fails when the HostedCluster API is not installed.
+func IndexHostedClusters(ctx context.Context, indexer client.FieldIndexer) error {
+	hc := &unstructured.Unstructured{}
+	hc.SetGroupVersionKind(HostedClusterGVK)
+	return indexer.IndexField(ctx, hc, controlPlaneNamespaceField, func(o client.Object) []string {
+		return []string{ControlPlaneNamespace(o.GetNamespace(), o.GetName())}
+	})
 }
