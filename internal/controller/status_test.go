@@ -1,0 +1,118 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"oras.land/oras-go/v2/registry/remote/errcode"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/render"
+)
+
+func TestInventoryRoundTrip(t *testing.T) {
+	t.Parallel()
+	inv := apply.Inventory{Phases: []apply.InventoryPhase{
+		{Name: "rbac", Class: v1alpha1.ClassHostedCluster, Objects: []apply.ObjectRef{
+			{Version: "v1", Kind: "Namespace", Name: "addon"},
+			{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: "addon"},
+		}},
+		{Name: "deploy", Objects: []apply.ObjectRef{{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "clusters-a", Name: "op"}}},
+	}}
+	stored := inventoryToStatus(inv)
+	assert.Equal(t, []string{"/v1/Namespace//addon", "rbac.authorization.k8s.io/v1/ClusterRole//addon"}, stored.Phases[0].Objects)
+	back, err := inventoryFromStatus(stored)
+	require.NoError(t, err)
+	assert.Equal(t, inv, back)
+
+	assert.Nil(t, inventoryToStatus(apply.Inventory{}))
+	_, err = inventoryFromStatus(&v1alpha1.Inventory{Phases: []v1alpha1.InventoryPhase{{Name: "x", Objects: []string{"not-an-id"}}}})
+	assert.ErrorContains(t, err, "not-an-id")
+}
+
+func TestReasonFor(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		err    error
+		reason string
+		stalls bool
+	}{
+		{&render.ConfigError{Field: "config.replicas", Detail: "must be >= 1"}, v1alpha1.InvalidConfigReason, true},
+		{render.Errors{&render.Error{File: "a.yaml", Err: errors.New("bad")}}, v1alpha1.RenderFailedReason, true},
+		{&scopeError{objects: []string{"Namespace x (cluster-scoped)"}}, v1alpha1.ScopeViolationReason, true},
+		{&hosted.NoCredentialsError{Namespace: "ns", Secret: "s", Reason: "Secret not found"}, v1alpha1.HostedClusterUnavailableReason, false},
+		{fmt.Errorf("phase x: %w", &apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: errors.New("refused")}), v1alpha1.HostedClusterUnavailableReason, false},
+		{&apply.CollisionError{}, v1alpha1.CollisionReason, false},
+		{&apply.ConflictError{}, v1alpha1.ConflictReason, false},
+		{&apply.ImmutableFieldError{}, v1alpha1.ImmutableFieldReason, false},
+		{pullFailed(&errcode.ErrorResponse{StatusCode: 401}), v1alpha1.AuthenticationFailedReason, false},
+		{pullFailed(errors.New("connection refused")), v1alpha1.PullFailedReason, false},
+		{errors.New("something else"), v1alpha1.ApplyFailedReason, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			t.Parallel()
+			got := reasonFor(tc.err)
+			assert.Equal(t, tc.reason, got)
+			assert.Equal(t, tc.stalls, isStalling(got))
+		})
+	}
+}
+
+func TestPhasesToStatusCapsObjects(t *testing.T) {
+	t.Parallel()
+	res := &apply.Result{Phases: []apply.PhaseResult{
+		{Name: "one", State: apply.PhaseComplete},
+		{Name: "two", State: apply.PhaseProgressing},
+		{Name: "three", State: apply.PhasePending},
+	}}
+	for i := range 15 {
+		res.Phases[1].NotAvailable = append(res.Phases[1].NotAvailable, apply.ObjectStatus{Ref: apply.ObjectRef{Version: "v1", Kind: "ConfigMap", Name: fmt.Sprint(i)}, Reason: "waiting"})
+	}
+	phases, current := phasesToStatus(res)
+	assert.Equal(t, "two", current)
+	require.Len(t, phases, 3)
+	assert.Len(t, phases[1].NotAvailable, maxNotAvailable+1)
+	assert.Equal(t, "and 5 more", phases[1].NotAvailable[maxNotAvailable].Reason)
+}
+
+func TestResolveMaxAge(t *testing.T) {
+	t.Parallel()
+	interval := 10 * time.Minute
+	pkg := func(mutate func(*v1alpha1.Package)) *v1alpha1.Package {
+		p := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Generation: 1, CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))}}
+		p.Status.LastAttemptedRevision = "sha256:abc"
+		p.Status.ObservedGeneration = 1
+		mutate(p)
+		return p
+	}
+	assert.Equal(t, interval/2, resolveMaxAge(pkg(func(*v1alpha1.Package) {}), interval), "interval reconcile")
+
+	requested := pkg(func(p *v1alpha1.Package) {
+		p.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": time.Now().Add(-3 * time.Second).Format(time.RFC3339Nano)}
+	})
+	age := resolveMaxAge(requested, interval)
+	assert.InDelta(t, (3 * time.Second).Seconds(), age.Seconds(), 2, "a resolution made after the request is fresh enough")
+
+	handled := pkg(func(p *v1alpha1.Package) {
+		p.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": "token"}
+		p.Status.LastHandledReconcileAt = "token"
+	})
+	assert.Equal(t, interval/2, resolveMaxAge(handled, interval), "an old request is not new")
+
+	odd := pkg(func(p *v1alpha1.Package) { p.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": "now please"} })
+	assert.Zero(t, resolveMaxAge(odd, interval), "a request that is not a time asks the registry")
+
+	fresh := pkg(func(p *v1alpha1.Package) {
+		p.Status.LastAttemptedRevision = ""
+		p.CreationTimestamp = metav1.NewTime(time.Now().Add(-5 * time.Second))
+	})
+	assert.InDelta(t, (4 * time.Second).Seconds(), resolveMaxAge(fresh, interval).Seconds(), 2, "a new resource takes resolutions made since its creation")
+}
