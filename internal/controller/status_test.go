@@ -107,7 +107,9 @@ func TestResolveMaxAge(t *testing.T) {
 	})
 	assert.Equal(t, interval/2, resolveMaxAge(handled, interval), "an old request is not new")
 
-	odd := pkg(func(p *v1alpha1.Package) { p.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": "now please"} })
+	odd := pkg(func(p *v1alpha1.Package) {
+		p.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": "now please"}
+	})
 	assert.Zero(t, resolveMaxAge(odd, interval), "a request that is not a time asks the registry")
 
 	fresh := pkg(func(p *v1alpha1.Package) {
