@@ -20,7 +20,7 @@ type ObjectDeploymentSpec struct {
 	// +required
 	Template ObjectSetTemplate `json:"template"`
 
-	// Interval is how often drift is corrected. Jitter of up to 10 % is added.
+	// Interval is how often drift is corrected. The controller spreads it by ±10 % (--interval-jitter-percentage).
 	// +optional
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:Type=string

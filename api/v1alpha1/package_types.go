@@ -36,7 +36,7 @@ type PackageSpec struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Config *apiextensionsv1.JSON `json:"config,omitempty"`
 
-	// Interval is how often the tag is re-resolved and drift is corrected. Jitter of up to 10 % is added.
+	// Interval is how often the tag is re-resolved and drift is corrected. The controller spreads it by ±10 % (--interval-jitter-percentage).
 	// +optional
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:Type=string

@@ -6,10 +6,9 @@ import (
 	"time"
 
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/jitter"
 	"github.com/fluxcd/pkg/runtime/metrics"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -17,8 +16,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -52,6 +49,7 @@ type controllerOptions struct {
 	progressInterval      time.Duration
 	retryInterval         time.Duration
 	development           bool
+	jitter                jitter.IntervalOptions
 }
 
 func newControllerCmd() *cobra.Command {
@@ -87,6 +85,9 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.DurationVar(&o.progressInterval, "progress-interval", 5*time.Second, "How often a rollout waiting for availability is checked")
 	fs.DurationVar(&o.retryInterval, "retry-interval", 30*time.Second, "How soon a failed reconciliation is retried (spec.retryInterval overrides)")
 	fs.BoolVar(&o.development, "log-development", false, "Human-friendly logs instead of JSON")
+	// Flux's flag and semantics: spreads interval reconciles so a fleet created at once does not
+	// reconcile in lockstep forever.
+	o.jitter.BindFlagsWithDefault(fs, 10)
 	return cmd
 }
 
@@ -94,6 +95,9 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(o.development), zap.WriteTo(cmd.ErrOrStderr())))
 	log := ctrl.Log.WithName("setup")
 
+	if err := o.jitter.SetGlobalJitter(nil); err != nil {
+		return usageError("--interval-jitter-percentage: %w", err)
+	}
 	restConfig, err := loadConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -109,22 +113,17 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		return err
 	}
 
-	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		// Least privilege: the controller watches only connector Secrets, by name.
-		&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", o.connectorSecret)},
-	}}
+	var selector labels.Selector
 	if o.watchLabelSelector != "" {
 		sel, err := labels.Parse(o.watchLabelSelector)
 		if err != nil {
 			return usageError("--watch-label-selector: %w", err)
 		}
-		for _, obj := range []client.Object{&v1alpha1.Package{}, &v1alpha1.ClusterPackage{}, &v1alpha1.ObjectDeployment{}, &v1alpha1.ClusterObjectDeployment{}} {
-			cacheOpts.ByObject[obj] = cache.ByObject{Label: sel}
-		}
+		selector = sel
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                  scheme,
-		Cache:                   cacheOpts,
+		Cache:                   controller.CacheOptions(o.connectorSecret, selector),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
@@ -132,9 +131,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		LeaderElectionNamespace: o.namespace,
 		// A new leader takes over at once after a clean shutdown (rolling update).
 		LeaderElectionReleaseOnCancel: true,
-		// HostedClusters are read as unstructured objects (pkgsync does not import HyperShift's
-		// API); caching them keeps a reconcile from listing them on the API server.
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Namespace{}}}},
+		Client:                        controller.ClientOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
