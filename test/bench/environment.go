@@ -11,15 +11,12 @@ import (
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/metrics"
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -138,13 +135,11 @@ func (env *environment) startController(ctx context.Context, o options) (<-chan 
 	cfg.QPS, cfg.Burst = 200, 400
 	cfg.Wrap(env.api.wrap)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: env.scheme,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", hosted.DefaultSecretName)},
-		}},
+		Scheme:                 env.scheme,
+		Cache:                  controller.CacheOptions(hosted.DefaultSecretName, nil),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Namespace{}}}},
+		Client:                 controller.ClientOptions(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)

@@ -10,14 +10,11 @@ import (
 
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/metrics"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -133,22 +130,16 @@ func startController(ctx context.Context, selector string) (<-chan struct{}, err
 	if err != nil {
 		return nil, err
 	}
-	byObject := map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", hosted.DefaultSecretName)},
-	}
-	for _, obj := range []client.Object{&v1alpha1.Package{}, &v1alpha1.ClusterPackage{}, &v1alpha1.ObjectDeployment{}, &v1alpha1.ClusterObjectDeployment{}} {
-		byObject[obj] = cache.ByObject{Label: sel}
-	}
 	skip := true
 	cfg := rest.CopyConfig(suite.mgmt.Config)
 	cfg.Wrap(suite.requests.wrap)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 suite.scheme,
-		Cache:                  cache.Options{ByObject: byObject},
+		Cache:                  controller.CacheOptions(hosted.DefaultSecretName, sel),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
-		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Namespace{}}}},
+		Client:                 controller.ClientOptions(),
 	})
 	if err != nil {
 		return nil, err

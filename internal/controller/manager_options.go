@@ -1,0 +1,34 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+)
+
+// CacheOptions is the cache layout Setup relies on: Secrets are watched only under the
+// connector Secret's name (least privilege: no other Secret of the cluster is read or held in
+// memory), and with a non-nil selector only the pkgsync resources it matches are reconciled
+// (sharding, as Flux does).
+func CacheOptions(connectorSecret string, selector labels.Selector) cache.Options {
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", connectorSecret)},
+	}
+	if selector != nil {
+		for _, obj := range []client.Object{&v1alpha1.Package{}, &v1alpha1.ClusterPackage{}, &v1alpha1.ObjectDeployment{}, &v1alpha1.ClusterObjectDeployment{}} {
+			byObject[obj] = cache.ByObject{Label: selector}
+		}
+	}
+	return cache.Options{ByObject: byObject}
+}
+
+// ClientOptions is the manager client Setup relies on. HostedClusters are read as unstructured
+// objects (pkgsync does not import HyperShift's API), so unstructured reads are cached: Setup
+// indexes HostedClusters in that cache. Namespaces are read directly, only on deletion.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Namespace{}}}}
+}
