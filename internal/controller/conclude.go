@@ -71,8 +71,17 @@ func conclude(ctx context.Context, obj statusObject, res *apply.Result, err erro
 	}
 }
 
+// acknowledgeRequest records a reconcile.fluxcd.io/requestedAt request as handled. A suspended
+// resource acknowledges it too, so that the requester can tell the request was seen and that
+// nothing was applied because of the suspension.
+func acknowledgeRequest(obj client.Object, status *v1alpha1.RolloutStatus) {
+	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
+		status.SetLastHandledReconcileRequest(token)
+	}
+}
+
 // finalizeStatus records the observed generation once the outcome of this generation is known.
-func finalizeStatus(obj statusObject, status *v1alpha1.RolloutStatus, _ error) {
+func finalizeStatus(obj statusObject, status *v1alpha1.RolloutStatus) {
 	if conditions.IsReady(obj) || conditions.IsStalled(obj) {
 		status.ObservedGeneration = obj.GetGeneration()
 	}
@@ -129,7 +138,7 @@ func (r *report) ensureFinalizer(ctx context.Context) error {
 
 // finish patches the status and returns the reconcile error joined with any patch error.
 func (r *report) finish(ctx context.Context, retErr error) error {
-	finalizeStatus(r.obj, r.status, retErr)
+	finalizeStatus(r.obj, r.status)
 	if err := r.patcher.Patch(ctx, r.obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
 		// A resource whose finalizer was just removed is gone: nothing to report on.
 		if !r.obj.GetDeletionTimestamp().IsZero() && apierrors.IsNotFound(err) {

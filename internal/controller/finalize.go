@@ -10,18 +10,37 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
 )
 
-// finalizeRollout makes one teardown pass for a resource being deleted and reports whether
+// finalize makes one teardown pass for a resource being deleted and lets the resource go once
 // everything is gone. Hosted objects are removed first when the hosted cluster answers; when
 // the namespace is terminating (HyperShift is deleting the hosted control plane) or the hosted
 // cluster has not answered for HostedTeardownTimeout, they are let go so that deletion never
 // hangs.
-func finalizeRollout(ctx context.Context, r *rollouts, reader client.Reader, obj statusObject, owner apply.Owner,
+func finalize(ctx context.Context, r *rollouts, reader client.Reader, obj statusObject, owner apply.Owner,
+	serviceAccount string, status *v1alpha1.RolloutStatus, opts Options) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
+		return ctrl.Result{}, nil
+	}
+	done, err := teardownPass(ctx, r, reader, obj, owner, serviceAccount, status, opts)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !done {
+		return ctrl.Result{RequeueAfter: opts.ProgressInterval}, nil
+	}
+	controllerutil.RemoveFinalizer(obj, v1alpha1.FinalizerName)
+	return ctrl.Result{}, nil
+}
+
+// teardownPass deletes what the inventory holds, a phase at a time, and reports whether all is gone.
+func teardownPass(ctx context.Context, r *rollouts, reader client.Reader, obj statusObject, owner apply.Owner,
 	serviceAccount string, status *v1alpha1.RolloutStatus, opts Options) (bool, error) {
 	if status.Inventory == nil || len(status.Inventory.Phases) == 0 {
 		return true, nil

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/render"
@@ -51,42 +49,34 @@ func (r *ObjectDeploymentReconciler[T]) Reconcile(ctx context.Context, req ctrl.
 	owner := ownerOf(obj, r.kind)
 	status := &obj.GetStatus().RolloutStatus
 	if !obj.GetDeletionTimestamp().IsZero() {
-		if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
-			return ctrl.Result{}, nil
-		}
-		done, err := finalizeRollout(ctx, r.rollouts, r.APIReader, obj, owner, "", status, r.Options)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if !done {
-			return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
-		}
-		controllerutil.RemoveFinalizer(obj, v1alpha1.FinalizerName)
-		return ctrl.Result{}, nil
+		return finalize(ctx, r.rollouts, r.APIReader, obj, owner, "", status, r.Options)
 	}
 	if err := report.ensureFinalizer(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
 	spec := obj.GetSpec()
 	r.Metrics.RecordSuspend(ctx, obj, spec.Suspend)
+	acknowledgeRequest(obj, status)
 	if spec.Suspend {
 		return ctrl.Result{}, nil
-	}
-	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
-		status.SetLastHandledReconcileRequest(token)
 	}
 
 	phases, err := phasesOf(spec.Template.Spec)
 	if err != nil {
 		return conclude(ctx, obj, nil, err, spec.GetInterval(), r.Options.RetryInterval, r.Options.ProgressInterval, "")
 	}
+	hc, err := r.rollouts.findHostedCluster(ctx, obj.GetNamespace())
+	if err != nil {
+		return conclude(ctx, obj, nil, err, spec.GetInterval(), r.Options.RetryInterval, r.Options.ProgressInterval, "")
+	}
 	res, err := r.rollouts.apply(ctx, rolloutRequest{
-		owner:    owner,
-		phases:   phases,
-		probes:   spec.Template.Spec.AvailabilityProbes,
-		adopt:    spec.AdoptionPolicy,
-		prune:    true,
-		previous: status.Inventory,
+		owner:         owner,
+		hostedCluster: hc,
+		phases:        phases,
+		probes:        spec.Template.Spec.AvailabilityProbes,
+		adopt:         spec.AdoptionPolicy,
+		prune:         true,
+		previous:      status.Inventory,
 	})
 	recordPass(status, res)
 	if err == nil && res.Complete() {

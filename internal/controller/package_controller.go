@@ -16,10 +16,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -66,20 +66,18 @@ func (r *PackageReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) 
 	defer func() { retErr = report.finish(ctx, retErr) }()
 
 	if !obj.GetDeletionTimestamp().IsZero() {
-		return r.finalize(ctx, obj)
+		return finalize(ctx, r.rollouts, r.APIReader, obj, ownerOf(obj, r.kind), obj.GetSpec().ServiceAccountName, &obj.GetStatus().RolloutStatus, r.Options)
 	}
 	if err := report.ensureFinalizer(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
 	spec := obj.GetSpec()
 	r.Metrics.RecordSuspend(ctx, obj, spec.Suspend)
+	maxAge := resolveMaxAge(obj, spec.GetInterval())
+	acknowledgeRequest(obj, &obj.GetStatus().RolloutStatus)
 	if spec.Suspend {
 		log.V(1).Info("suspended, nothing written")
 		return ctrl.Result{}, nil
-	}
-	maxAge := resolveMaxAge(obj, spec.GetInterval())
-	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
-		obj.GetStatus().SetLastHandledReconcileRequest(token)
 	}
 
 	// The deferred status patch runs after cancel, so it keeps the parent context.
@@ -111,7 +109,11 @@ func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T, maxAge time
 	status.LastAttemptedRevision = digest
 	configDigest := configDigestOf(spec)
 
-	rendered, err := r.render(ctx, obj, ref.WithDigest(digest), creds, configDigest)
+	hc, err := r.rollouts.findHostedCluster(ctx, obj.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	rendered, err := r.render(ctx, obj, ref.WithDigest(digest), creds, configDigest, hc)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +125,7 @@ func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T, maxAge time
 		adopt:          spec.AdoptionPolicy,
 		prune:          spec.PruneEnabled(),
 		previous:       status.Inventory,
+		hostedCluster:  hc,
 	})
 	recordPass(&status.RolloutStatus, res)
 	if err == nil && res.Complete() {
@@ -137,24 +140,17 @@ func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T, maxAge time
 
 // render pulls (through the digest-keyed source cache) and renders, reusing the last render of
 // the same digest, configuration and environment.
-func (r *PackageReconciler[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, configDigest string) (*render.Result, error) {
+func (r *PackageReconciler[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, configDigest string, hc *hosted.HostedCluster) (*render.Result, error) {
 	opts := render.Options{
 		Name:        obj.GetName(),
 		Namespace:   obj.GetNamespace(),
 		Labels:      obj.GetLabels(),
 		Annotations: userAnnotations(obj.GetAnnotations()),
 		Image:       ref.String(),
-		Environment: render.Environment{KubernetesVersion: r.Options.KubernetesVersion},
+		Environment: render.Environment{KubernetesVersion: r.Options.KubernetesVersion, HostedCluster: templateHostedCluster(hc)},
 	}
 	if cfg := obj.GetSpec().Config; cfg != nil {
 		opts.Config = cfg.Raw
-	}
-	if obj.GetNamespace() != "" {
-		hc, err := r.rollouts.hostedCluster(ctx, obj.GetNamespace())
-		if err != nil {
-			return nil, err
-		}
-		opts.Environment.HostedCluster = hc
 	}
 	key := renderKey(ref.Digest, configDigest, opts)
 	pulls := r.rollouts.metrics.pulls
@@ -219,23 +215,6 @@ func (r *PackageReconciler[T]) retryInterval(d *metav1.Duration) time.Duration {
 		return d.Duration
 	}
 	return r.Options.RetryInterval
-}
-
-// finalize tears the objects down in reverse phase order, then lets the resource go.
-func (r *PackageReconciler[T]) finalize(ctx context.Context, obj T) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
-		return ctrl.Result{}, nil
-	}
-	status := &obj.GetStatus().RolloutStatus
-	done, err := finalizeRollout(ctx, r.rollouts, r.APIReader, obj, ownerOf(obj, r.kind), obj.GetSpec().ServiceAccountName, status, r.Options)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if !done {
-		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
-	}
-	controllerutil.RemoveFinalizer(obj, v1alpha1.FinalizerName)
-	return ctrl.Result{}, nil
 }
 
 // ownerOf names the resource in ownership labels.

@@ -42,6 +42,8 @@ type rolloutRequest struct {
 	adopt          v1alpha1.AdoptionPolicy
 	prune          bool
 	previous       *v1alpha1.Inventory
+	// hostedCluster behind the owner's namespace, from findHostedCluster; nil when none.
+	hostedCluster *hosted.HostedCluster
 }
 
 // apply makes one pass and returns its result; the result is non-nil whenever the engine ran,
@@ -69,7 +71,7 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 		return nil, hostedErr
 	}
 	if hostedErr == nil && classes[classHosted] {
-		hostedErr = r.gateOnHostedCluster(ctx, req.owner.Namespace)
+		hostedErr = gateOnHostedCluster(req.hostedCluster, req.owner.Namespace)
 		if hostedErr != nil {
 			delete(tgts, classHosted)
 		}
@@ -105,11 +107,10 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 }
 
 // gateOnHostedCluster holds hosted-cluster phases while the HostedCluster behind the namespace
-// is not Available. Without the HostedCluster API, the connector Secret alone decides.
-func (r *rollouts) gateOnHostedCluster(ctx context.Context, namespace string) error {
-	hc, err := hosted.FindHostedCluster(ctx, r.reader, namespace, r.hostedClustersIndexed)
-	if err != nil || hc == nil || hc.Available {
-		return err
+// is not Available. Without a HostedCluster (or its API), the connector Secret alone decides.
+func gateOnHostedCluster(hc *hosted.HostedCluster, namespace string) error {
+	if hc == nil || hc.Available {
+		return nil
 	}
 	msg := fmt.Sprintf("HostedCluster %s/%s is not Available: %s", hc.Namespace, hc.Name, hc.Message)
 	if hc.Paused {
@@ -185,14 +186,22 @@ func withoutClass(inv apply.Inventory, class string) apply.Inventory {
 	return out
 }
 
-// hostedCluster describes the HostedCluster behind a namespace for templates; nil when there is
-// none or HyperShift's API is not installed.
-func (r *rollouts) hostedCluster(ctx context.Context, namespace string) (*render.HostedCluster, error) {
-	hc, err := hosted.FindHostedCluster(ctx, r.reader, namespace, r.hostedClustersIndexed)
-	if err != nil || hc == nil {
-		return nil, err
+// findHostedCluster returns the HostedCluster behind a namespace, nil for cluster-scoped owners,
+// namespaces without one, or clusters without HyperShift's API. Reconcilers call it once and
+// hand the result to templates and to the hosted-phase gate.
+func (r *rollouts) findHostedCluster(ctx context.Context, namespace string) (*hosted.HostedCluster, error) {
+	if namespace == "" {
+		return nil, nil
 	}
-	return &render.HostedCluster{Name: hc.Name, Namespace: hc.Namespace, HostedClusterNamespace: namespace}, nil
+	return hosted.FindHostedCluster(ctx, r.reader, namespace, r.hostedClustersIndexed)
+}
+
+// templateHostedCluster is what templates see of a HostedCluster as .environment.hyperShift.
+func templateHostedCluster(hc *hosted.HostedCluster) *render.HostedCluster {
+	if hc == nil {
+		return nil
+	}
+	return &render.HostedCluster{Name: hc.Name, Namespace: hc.Namespace, HostedClusterNamespace: hc.ControlPlaneNamespace}
 }
 
 // serviceAccountNamespace is where spec.serviceAccountName is looked up: the resource's own
