@@ -150,6 +150,21 @@ func TestPackageLifecycle(t *testing.T) {
 	require.NotNil(t, pkg.Status.Inventory)
 	assert.Len(t, pkg.Status.History, 1)
 
+	t.Run("events tell the rollout", func(t *testing.T) {
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			var events corev1.EventList
+			require.NoError(t, suite.mgmtClient.List(t.Context(), &events, client.InNamespace(ns)))
+			messages := map[string]string{}
+			for _, e := range events.Items {
+				if e.InvolvedObject.Kind == v1alpha1.PackageKind && e.InvolvedObject.Name == "app" {
+					messages[e.Reason] = e.Message
+				}
+			}
+			assert.Contains(ct, messages[v1alpha1.PhaseProgressingReason], "phase deploy")
+			assert.Contains(ct, messages[v1alpha1.ReconciliationSucceededReason], digest1)
+		}, timeout, interval)
+	})
+
 	t.Run("kubectl wait sees Ready", func(t *testing.T) {
 		out, err := exec.CommandContext(t.Context(), "kubectl", "--kubeconfig", suite.mgmt.KubeconfigPath,
 			"wait", "--for=condition=Ready", "--timeout=30s", "-n", ns, "package/app").CombinedOutput()
