@@ -2,6 +2,8 @@ package source
 
 import (
 	"container/list"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,15 +21,26 @@ const defaultCacheBytes = 64 << 20
 // entryOverhead approximates the memory one cached file costs besides its data.
 const entryOverhead = 256
 
-// memoryCache is an LRU of unpacked artifacts bounded by their size in bytes. It is written
-// here because the LRUs at hand (k8s.io/utils/lru) bound the number of entries, and artifacts
-// differ in size by orders of magnitude.
+// memoryCache is an LRU of unpacked artifacts bounded by their size in bytes, keyed by
+// contentKey. It is written here because the LRUs at hand (k8s.io/utils/lru) bound the number
+// of entries, and artifacts differ in size by orders of magnitude.
 type memoryCache struct {
 	mu    sync.Mutex
 	max   int64
 	used  int64
-	order *list.List // of *Artifact, most recently used first
+	order *list.List // of memoryEntry, most recently used first
 	items map[string]*list.Element
+}
+
+type memoryEntry struct {
+	key string
+	a   *Artifact
+}
+
+// contentKey names the manifest digest ref pins in its registry and repository: the unit the
+// caches hold and the registry grants access to.
+func contentKey(ref Reference) string {
+	return ref.Name() + "@" + ref.Digest
 }
 
 func newMemoryCache(max int64) *memoryCache {
@@ -37,41 +50,54 @@ func newMemoryCache(max int64) *memoryCache {
 	return &memoryCache{max: max, order: list.New(), items: map[string]*list.Element{}}
 }
 
-func (c *memoryCache) get(digest string) *Artifact {
+func (c *memoryCache) get(key string) *Artifact {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.items[digest]
+	e, ok := c.items[key]
 	if !ok {
 		return nil
 	}
 	c.order.MoveToFront(e)
-	return e.Value.(*Artifact)
+	return e.Value.(memoryEntry).a
 }
 
-// add stores a, evicting the least recently used artifacts. An artifact larger than the whole
-// cache is not stored.
-func (c *memoryCache) add(a *Artifact) {
+// add stores a under key, evicting the least recently used artifacts. An artifact larger than
+// the whole cache is not stored.
+func (c *memoryCache) add(key string, a *Artifact) {
 	if a.size > c.max {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.items[a.Digest]; ok {
+	if _, ok := c.items[key]; ok {
 		return
 	}
-	c.items[a.Digest] = c.order.PushFront(a)
+	c.items[key] = c.order.PushFront(memoryEntry{key: key, a: a})
 	c.used += a.size
 	for c.used > c.max {
 		oldest := c.order.Back()
-		evicted := c.order.Remove(oldest).(*Artifact)
-		delete(c.items, evicted.Digest)
-		c.used -= evicted.size
+		evicted := c.order.Remove(oldest).(memoryEntry)
+		delete(c.items, evicted.key)
+		c.used -= evicted.a.size
 	}
 }
 
 // diskCache keeps verified blobs as dir/blobs/ALG/HEX, the layout of an OCI image layout.
 type diskCache struct {
 	dir string
+}
+
+// forRepository returns the cache of the repository ref names: blobs are kept per repository,
+// so that content is only ever read back for the repository, hence the registry, it came from.
+// A registry answers for its own repositories alone; one an attacker runs would otherwise vouch
+// for a manifest whose layers come from another registry's private repository. The directory
+// name is a hash, so no reference can name a path outside the cache. Nil when d is nil.
+func (d *diskCache) forRepository(ref Reference) *diskCache {
+	if d == nil {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(ref.Name()))
+	return &diskCache{dir: filepath.Join(d.dir, "repositories", hex.EncodeToString(sum[:]))}
 }
 
 func (d *diskCache) path(dgst digest.Digest) string {

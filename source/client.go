@@ -37,9 +37,12 @@ type Client struct {
 	// one caller's credentials is never sent on behalf of another caller.
 	authCaches *lru.Cache
 
+	// memory and disk hold content per repository and digest; access remembers which
+	// credential the registry let read which of them.
 	memory *memoryCache
 	disk   *diskCache
 	flight singleflight.Group
+	access *accessCache
 
 	// resolutions remembers recent tag resolutions for ResolveWithin.
 	resolutions *resolutionCache
@@ -76,6 +79,7 @@ func NewClient(opts Options) (*Client, error) {
 		tlsGiven:    tlsGiven,
 		authCaches:  lru.New(authCacheEntries),
 		memory:      newMemoryCache(opts.CacheBytes),
+		access:      newAccessCache(opts.AccessTTL),
 		resolutions: newResolutionCache(),
 	}
 	if opts.CacheDir != "" {
@@ -111,6 +115,11 @@ func (c *Client) repository(ctx context.Context, ref Reference, creds Credential
 	if err != nil {
 		return nil, err
 	}
+	return c.repositoryWith(ref, cred), nil
+}
+
+// repositoryWith returns an oras repository for ref, authenticated with cred.
+func (c *Client) repositoryWith(ref Reference, cred auth.Credential) *remote.Repository {
 	client := &auth.Client{
 		Client:     c.httpClient,
 		Credential: auth.StaticCredential(ref.Registry, cred),
@@ -126,7 +135,7 @@ func (c *Client) repository(ctx context.Context, ref Reference, creds Credential
 		Client:    client,
 		Reference: registry.Reference{Registry: endpoint, Repository: ref.Repository},
 		PlainHTTP: c.plainHTTP(ref.Registry),
-	}, nil
+	}
 }
 
 // credential looks up the credential for host in creds, or in the client's default
@@ -167,21 +176,33 @@ func credentialKey(host string, cred auth.Credential) string {
 }
 
 // Resolve returns the manifest digest ref names. A digest-pinned reference answers without a
-// request; a tag costs one HEAD request and no download.
+// request; a tag costs one HEAD request and no download. A tag resolved with creds also proves
+// that creds may read the digest, so that pulling it from the cache next costs no request.
 func (c *Client) Resolve(ctx context.Context, ref Reference, creds Credentials) (string, error) {
+	if ref.Digest != "" {
+		return ref.Digest, nil
+	}
+	cred, err := c.credential(ctx, ref.Registry, creds)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", ref, err)
+	}
+	return c.resolve(ctx, ref, cred)
+}
+
+// resolve is Resolve with the credential looked up.
+func (c *Client) resolve(ctx context.Context, ref Reference, cred auth.Credential) (string, error) {
 	if ref.Digest != "" {
 		return ref.Digest, nil
 	}
 	if ref.Tag == "" {
 		return "", fmt.Errorf("resolve %s: the reference names neither a tag nor a digest", ref)
 	}
-	repo, err := c.repository(ctx, ref, creds)
-	if err != nil {
-		return "", fmt.Errorf("resolve %s: %w", ref, err)
-	}
-	desc, err := repo.Resolve(ctx, ref.Tag)
+	sent := c.access.now()
+	desc, err := c.repositoryWith(ref, cred).Resolve(ctx, ref.Tag)
 	if err != nil {
 		return "", fmt.Errorf("resolve %s: %w", ref, c.explain(ref, err))
 	}
-	return desc.Digest.String(), nil
+	dgst := desc.Digest.String()
+	c.access.record(ref.WithDigest(dgst), cred, sent)
+	return dgst, nil
 }

@@ -5,6 +5,7 @@
 // Docker config credentials and helpers, the one-HEAD tag resolution, graph copies for push)
 // and reads OCI layout archives. go-containerregistry is used only by the tests, to build
 // Package Operator images with an independent implementation. What neither does is written
-// here: the reproducible tar+gzip layer, the safe unpacker with limits, the digest-keyed caches
-// and the deterministic OCI layout archive.
+// here: the reproducible tar+gzip layer, the safe unpacker with limits, the caches (per
+// repository and digest, served only to credentials the registry vouched for) and the
+// deterministic OCI layout archive.
 package source

@@ -2,6 +2,7 @@ package source
 
 import (
 	"net/http"
+	"time"
 )
 
 // Options configure a Client. The zero value works: system CA roots, anonymous access, default
@@ -28,12 +29,20 @@ type Options struct {
 	// Limits bound what a pull accepts and what a build produces.
 	Limits Limits
 
-	// CacheBytes bounds the in-memory cache of unpacked artifacts, keyed by digest. Zero means
-	// 64 MiB; a negative value turns the memory cache off.
+	// CacheBytes bounds the in-memory cache of unpacked artifacts, keyed by registry,
+	// repository and digest. Zero means 64 MiB; a negative value turns the memory cache off.
 	CacheBytes int64
-	// CacheDir, when set, keeps verified blobs on disk (blobs/ALG/HEX) so a restart does not
+	// CacheDir, when set, keeps verified blobs on disk, one directory per registry and
+	// repository (repositories/SHA256(REGISTRY/REPOSITORY)/blobs/ALG/HEX), so a restart does not
 	// download them again. It is not pruned; give it its own volume.
 	CacheDir string
+	// AccessTTL is how long the registry's word that a credential may read a digest in a
+	// repository is trusted. Cached content (memory or CacheDir) is served to a caller only
+	// with such a proof for the caller's own credential: a tag resolution that returned the
+	// digest, or one HEAD request for the manifest. Zero means 5 minutes; a negative value
+	// asks the registry on every pull. Revoked access keeps reading cached content for up to
+	// this long.
+	AccessTTL time.Duration
 
 	// Progress, when set, is called as blob bytes move (push and pull). It is called from the
 	// goroutines doing the transfer.

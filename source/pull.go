@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
 // Media types of pkgsync's own package images.
@@ -73,35 +75,47 @@ type Artifact struct {
 // costs to keep in memory.
 func (a *Artifact) Size() int64 { return a.size }
 
-// Pull returns the package that ref names. A tag is resolved first (one HEAD request). Pulls are
-// cached by digest, and concurrent pulls of one digest share a single download.
+// Pull returns the package that ref names. A tag is resolved first (one HEAD request).
 //
-// The cache is keyed by digest alone: a caller who knows the digest of an image another caller
-// pulled gets it from memory without the registry checking its credentials. Digests are not
-// secrets in a cluster, so run one Client per trust domain if that matters.
+// Pulls are cached per registry, repository and digest, in memory and, with Options.CacheDir,
+// on disk; concurrent pulls of one share a single download. Digests are no secret, so cached
+// content goes only to a caller whose own credentials the registry has let read that digest in
+// that repository: the tag resolution says so, or else one HEAD request for the manifest. The
+// answer is remembered per credential for Options.AccessTTL. A caller the registry refuses gets
+// the error it would get with nothing cached.
 func (c *Client) Pull(ctx context.Context, ref Reference, creds Credentials) (*Artifact, error) {
-	dgst, err := c.Resolve(ctx, ref, creds)
+	cred, err := c.credential(ctx, ref.Registry, creds)
+	if err != nil {
+		return nil, fmt.Errorf("pull %s: %w", ref, err)
+	}
+	dgst, err := c.resolve(ctx, ref, cred)
 	if err != nil {
 		return nil, fmt.Errorf("pull: %w", err)
 	}
 	ref = ref.WithDigest(dgst)
-	if a := c.memory.get(dgst); a != nil {
+	// Before anything cached is looked at, and before joining a download that another caller
+	// started with its own credentials.
+	if err := c.authorize(ctx, ref, cred); err != nil {
+		return nil, fmt.Errorf("pull %s: %w", ref, err)
+	}
+	key := contentKey(ref)
+	if a := c.memory.get(key); a != nil {
 		return a, nil
 	}
 	// The first caller's context values and credentials do the download; its cancellation does
 	// not, so the callers merged into it are not failed by it.
 	shared := context.WithoutCancel(ctx)
-	result := c.flight.DoChan(dgst, func() (any, error) {
-		if a := c.memory.get(dgst); a != nil {
+	result := c.flight.DoChan(key, func() (any, error) {
+		if a := c.memory.get(key); a != nil {
 			return a, nil
 		}
 		ctx, cancel := context.WithTimeout(shared, sharedPullTimeout)
 		defer cancel()
-		a, err := c.pull(ctx, ref, creds)
+		a, err := c.pull(ctx, ref, cred)
 		if err != nil {
 			return nil, err
 		}
-		c.memory.add(a)
+		c.memory.add(key, a)
 		return a, nil
 	})
 	select {
@@ -125,20 +139,19 @@ type manifestDoc struct {
 	Annotations  map[string]string    `json:"annotations"`
 }
 
-// pull downloads, verifies and unpacks the image ref.Digest names.
-func (c *Client) pull(ctx context.Context, ref Reference, creds Credentials) (*Artifact, error) {
-	repo, err := c.repository(ctx, ref, creds)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := c.fetchManifest(ctx, repo, ref, digest.Digest(ref.Digest))
+// pull downloads, verifies and unpacks the image ref.Digest names, reading what the cache
+// directory holds for ref's repository instead of downloading it again.
+func (c *Client) pull(ctx context.Context, ref Reference, cred auth.Credential) (*Artifact, error) {
+	repo := c.repositoryWith(ref, cred)
+	disk := c.disk.forRepository(ref)
+	doc, err := c.fetchManifest(ctx, repo, disk, ref, digest.Digest(ref.Digest))
 	if err != nil {
 		return nil, err
 	}
 	if len(doc.Manifests) > 0 {
 		// An index: package content does not depend on the platform, so any entry will do.
 		// Take the first, as the registry lists it.
-		doc, err = c.fetchManifest(ctx, repo, ref, doc.Manifests[0].Digest)
+		doc, err = c.fetchManifest(ctx, repo, disk, ref, doc.Manifests[0].Digest)
 		if err != nil {
 			return nil, err
 		}
@@ -154,12 +167,14 @@ func (c *Client) pull(ctx context.Context, ref Reference, creds Credentials) (*A
 	if format == FormatPkgsync && len(doc.Layers) != 1 {
 		return nil, fmt.Errorf("pkgsync package image has %d layers, want 1", len(doc.Layers))
 	}
+	// Sizes are not negative (fetchManifest checked), and the running total never exceeds the
+	// limit, so the sum cannot overflow.
 	var compressed int64
 	for _, l := range doc.Layers {
+		if l.Size > c.limits.MaxCompressedBytes-compressed {
+			return nil, fmt.Errorf("%w: layer %s brings the layers over the limit of %d bytes compressed", ErrLimit, l.Digest, c.limits.MaxCompressedBytes)
+		}
 		compressed += l.Size
-	}
-	if compressed > c.limits.MaxCompressedBytes {
-		return nil, fmt.Errorf("%w: layers total %d bytes compressed, over the limit of %d", ErrLimit, compressed, c.limits.MaxCompressedBytes)
 	}
 
 	u := newUnpacker(c.limits)
@@ -168,7 +183,7 @@ func (c *Client) pull(ctx context.Context, ref Reference, creds Credentials) (*A
 		if err != nil {
 			return nil, err
 		}
-		err = c.readBlob(ctx, repo, layer, func(r io.Reader) error { return u.unpack(r, gzipped) })
+		err = c.readBlob(ctx, repo, disk, layer, func(r io.Reader) error { return u.unpack(r, gzipped) })
 		if err != nil {
 			return nil, fmt.Errorf("layer %s: %w", layer.Digest, c.explain(ref, err))
 		}
@@ -219,9 +234,9 @@ func layerCompression(mediaType string) (gzipped bool, err error) {
 }
 
 // fetchManifest reads a manifest or index by digest, from the cache directory or the registry,
-// and verifies it against the digest.
-func (c *Client) fetchManifest(ctx context.Context, repo *remote.Repository, ref Reference, dgst digest.Digest) (manifestDoc, error) {
-	data, err := c.manifestBytes(ctx, repo, ref, dgst)
+// verifies it against the digest, and checks the sizes its descriptors declare.
+func (c *Client) fetchManifest(ctx context.Context, repo *remote.Repository, disk *diskCache, ref Reference, dgst digest.Digest) (manifestDoc, error) {
+	data, err := c.manifestBytes(ctx, repo, disk, ref, dgst)
 	if err != nil {
 		return manifestDoc{}, err
 	}
@@ -234,12 +249,37 @@ func (c *Client) fetchManifest(ctx context.Context, repo *remote.Repository, ref
 	default:
 		return manifestDoc{}, fmt.Errorf("manifest %s has unsupported media type %q", dgst, doc.MediaType)
 	}
+	// The registry stores what it is given: the sizes are the pusher's word.
+	if err := checkSize("config", doc.Config, math.MaxInt64); err != nil {
+		return manifestDoc{}, fmt.Errorf("manifest %s: %w", dgst, err)
+	}
+	for _, l := range doc.Layers {
+		if err := checkSize("layer", l, math.MaxInt64); err != nil {
+			return manifestDoc{}, fmt.Errorf("manifest %s: %w", dgst, err)
+		}
+	}
+	for _, m := range doc.Manifests {
+		if err := checkSize("manifest", m, maxManifestBytes); err != nil {
+			return manifestDoc{}, fmt.Errorf("index %s: %w", dgst, err)
+		}
+	}
 	return doc, nil
 }
 
-func (c *Client) manifestBytes(ctx context.Context, repo *remote.Repository, ref Reference, dgst digest.Digest) ([]byte, error) {
-	if c.disk != nil {
-		if data, ok := c.cachedManifest(dgst); ok {
+// checkSize rejects a descriptor that declares a negative size, or one over limit.
+func checkSize(kind string, desc ocispec.Descriptor, limit int64) error {
+	switch {
+	case desc.Size < 0:
+		return fmt.Errorf("%s %s declares %d bytes: %w", kind, desc.Digest, desc.Size, content.ErrInvalidDescriptorSize)
+	case desc.Size > limit:
+		return fmt.Errorf("%w: %s %s declares %d bytes, over %d", ErrLimit, kind, desc.Digest, desc.Size, limit)
+	}
+	return nil
+}
+
+func (c *Client) manifestBytes(ctx context.Context, repo *remote.Repository, disk *diskCache, ref Reference, dgst digest.Digest) ([]byte, error) {
+	if disk != nil {
+		if data, ok := cachedManifest(disk, dgst); ok {
 			return data, nil
 		}
 	}
@@ -255,8 +295,8 @@ func (c *Client) manifestBytes(ctx context.Context, repo *remote.Repository, ref
 	if err != nil {
 		return nil, fmt.Errorf("fetch manifest %s: %w", dgst, err)
 	}
-	if c.disk != nil {
-		if err := c.cacheBytes(dgst, data); err != nil {
+	if disk != nil {
+		if err := cacheBytes(disk, dgst, data); err != nil {
 			return nil, err
 		}
 	}
@@ -265,8 +305,8 @@ func (c *Client) manifestBytes(ctx context.Context, repo *remote.Repository, ref
 
 // cachedManifest reads a manifest from the cache directory; a missing, oversized or corrupt
 // file counts as a miss.
-func (c *Client) cachedManifest(dgst digest.Digest) ([]byte, bool) {
-	rc, err := c.disk.open(dgst)
+func cachedManifest(disk *diskCache, dgst digest.Digest) ([]byte, bool) {
+	rc, err := disk.open(dgst)
 	if err != nil || rc == nil {
 		return nil, false
 	}
@@ -278,8 +318,8 @@ func (c *Client) cachedManifest(dgst digest.Digest) ([]byte, bool) {
 	return data, true
 }
 
-func (c *Client) cacheBytes(dgst digest.Digest, data []byte) error {
-	f, commit, abort, err := c.disk.writer(dgst)
+func cacheBytes(disk *diskCache, dgst digest.Digest, data []byte) error {
+	f, commit, abort, err := disk.writer(dgst)
 	if err != nil {
 		return err
 	}
@@ -290,16 +330,17 @@ func (c *Client) cacheBytes(dgst digest.Digest, data []byte) error {
 	return commit()
 }
 
-// readBlob streams a blob, from the cache directory or the registry, to consume, then reads what
-// consume left and verifies size and digest. An error from consume or from verification means
-// the content must be discarded. Downloads are written to the cache directory once verified.
-func (c *Client) readBlob(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor, consume func(io.Reader) error) error {
+// readBlob streams a blob, from the cache directory (disk, nil for none) or the registry, to
+// consume, then reads what consume left and verifies size and digest. An error from consume or
+// from verification means the content must be discarded. Downloads are written to the cache
+// directory once verified.
+func (c *Client) readBlob(ctx context.Context, repo *remote.Repository, disk *diskCache, desc ocispec.Descriptor, consume func(io.Reader) error) error {
 	var (
 		rc  io.ReadCloser
 		err error
 	)
-	if c.disk != nil {
-		if rc, err = c.disk.open(desc.Digest); err != nil {
+	if disk != nil {
+		if rc, err = disk.open(desc.Digest); err != nil {
 			return fmt.Errorf("open cached blob: %w", err)
 		}
 	}
@@ -309,9 +350,9 @@ func (c *Client) readBlob(ctx context.Context, repo *remote.Repository, desc oci
 		if rc, err = repo.Fetch(ctx, desc); err != nil {
 			return err
 		}
-		if c.disk != nil {
+		if disk != nil {
 			var f *os.File
-			if f, commit, abort, err = c.disk.writer(desc.Digest); err != nil {
+			if f, commit, abort, err = disk.writer(desc.Digest); err != nil {
 				rc.Close()
 				return err
 			}

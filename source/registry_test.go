@@ -213,6 +213,8 @@ func TestConcurrentPullsDownloadOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, counter.count("GET blobs"), "requests: %v", counter.requests)
 	assert.Equal(t, 1, counter.count("GET manifests"), "requests: %v", counter.requests)
+	// The callers share one credential, hence one access check.
+	assert.Equal(t, 1, counter.count("HEAD manifests"), "requests: %v", counter.requests)
 }
 
 func TestCacheDir(t *testing.T) {
@@ -225,11 +227,12 @@ func TestCacheDir(t *testing.T) {
 	first, err := newClient(t, Options{CacheDir: cacheDir}).Pull(t.Context(), ref, nil)
 	require.NoError(t, err)
 
-	// A new process (client) with the same directory pulls without a request.
+	// A new process (client) with the same directory pulls without a download: one HEAD request
+	// checks the caller may read the digest.
 	counter := newCountingTransport()
 	second, err := newClient(t, Options{CacheDir: cacheDir, Transport: counter}).Pull(t.Context(), ref, nil)
 	require.NoError(t, err)
-	assert.Equal(t, 0, counter.total(), "requests: %v", counter.requests)
+	assert.Equal(t, []string{"HEAD manifests"}, counter.requests)
 	assert.Equal(t, readTree(t, first.FS), readTree(t, second.FS))
 }
 
@@ -245,9 +248,10 @@ func TestPullVerifiesDigests(t *testing.T) {
 	require.ErrorIs(t, err, content.ErrMismatchedDigest)
 	var m ocispec.Manifest
 	require.NoError(t, json.Unmarshal(img.manifest, &m))
-	_, err = os.Stat(cacheDir + "/blobs/sha256/" + m.Layers[0].Digest.Encoded())
+	repoDir := (&diskCache{dir: cacheDir}).forRepository(ref).dir
+	_, err = os.Stat(repoDir + "/blobs/sha256/" + m.Layers[0].Digest.Encoded())
 	assert.ErrorIs(t, err, fs.ErrNotExist, "a corrupt layer is not cached")
-	entries, err := os.ReadDir(cacheDir + "/blobs/sha256")
+	entries, err := os.ReadDir(repoDir + "/blobs/sha256")
 	require.NoError(t, err)
 	for _, e := range entries {
 		assert.False(t, strings.HasPrefix(e.Name(), ".tmp-"), "temporary file %s left behind", e.Name())

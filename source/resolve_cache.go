@@ -72,7 +72,7 @@ func (c *Client) ResolveWithin(ctx context.Context, ref Reference, creds Credent
 		ctx, cancel := context.WithTimeout(shared, sharedResolveTimeout)
 		defer cancel()
 		started := rc.now()
-		dgst, err := c.Resolve(ctx, ref, creds)
+		dgst, err := c.resolve(ctx, ref, cred)
 		if err != nil {
 			return "", err
 		}
