@@ -77,7 +77,7 @@ func render(ctx context.Context, fsys fs.FS, opts Options, allowMissing bool) (*
 	}
 	r := &renderer{
 		manifest: manifest,
-		tp:       &templater{helpers: tree.helpers, order: tree.helperOrder, data: templateData(opts, manifest, cfg)},
+		tp:       newTemplater(ctx, tree.helpers, tree.helperOrder, templateData(opts, manifest, cfg)),
 		phases:   map[string]int{},
 		seen:     map[objectKey]string{},
 	}
@@ -90,6 +90,11 @@ func render(ctx context.Context, fsys fs.FS, opts Options, allowMissing bool) (*
 	// would only add confusing errors.
 	r.load(ctx, tree, configOK)
 	if err := ctx.Err(); err != nil {
+		// The problems found so far are real, and say more than the context's error: a
+		// template stopped by the deadline names its file and line, and wraps that error.
+		if len(r.errs) > 0 {
+			return nil, r.errs
+		}
 		return nil, err
 	}
 	if len(r.errs) > 0 {
@@ -204,7 +209,7 @@ func (r *renderer) fail(err error) { r.errs = append(r.errs, err) }
 func (r *renderer) load(ctx context.Context, t *tree, renderTemplates bool) {
 	helpersOK := true
 	for _, h := range t.helperOrder {
-		if err := checkHelper(h, t.helpers[h]); err != nil {
+		if err := r.tp.checkHelper(h, t.helpers[h]); err != nil {
 			r.fail(err)
 			helpersOK = false
 		}
@@ -256,7 +261,7 @@ func (r *renderer) load(ctx context.Context, t *tree, renderTemplates bool) {
 	}
 	slices.Sort(names)
 
-	roots, remoteOK := r.kustomizationRoots(names, rendered, source)
+	roots, refsOK := r.kustomizationRoots(names, rendered, source)
 	var kust *kustomizer
 	for _, name := range names {
 		if ctx.Err() != nil {
@@ -269,7 +274,7 @@ func (r *renderer) load(ctx context.Context, t *tree, renderTemplates bool) {
 			if !isKustomizationFile(name) || path.Dir(name) != root {
 				continue
 			}
-			if !remoteOK || anyIncomplete(root, incomplete) {
+			if !refsOK || anyIncomplete(root, incomplete) {
 				continue
 			}
 			if kust == nil {
@@ -310,23 +315,23 @@ func (r *renderer) load(ctx context.Context, t *tree, renderTemplates bool) {
 }
 
 // kustomizationRoots finds the outermost directories holding a kustomization, outside
-// "_" directories, and checks every kustomization of the package for remote references.
+// "_" directories, and checks every kustomization of the package for references outside it.
+// It reports whether all of them refer only to the package: if not, nothing is built.
 func (r *renderer) kustomizationRoots(names []string, rendered, source map[string]string) ([]string, bool) {
 	var roots []string
-	remoteOK := true
+	refsOK := true
+	pkg := newPackageFiles(names, rendered)
 	for _, name := range names {
 		if !isKustomizationFile(name) {
 			continue
 		}
 		if data, ok := rendered[name]; ok {
-			refs, err := remoteReferences(data)
-			if err != nil {
-				r.fail(&Error{File: source[name], Err: fmt.Errorf("kustomization: %w", err)})
-				remoteOK = false
-			}
-			for _, ref := range refs {
-				r.fail(&Error{File: source[name], Err: fmt.Errorf("remote reference %s: a package must be self-contained; copy the resources into the package", ref)})
-				remoteOK = false
+			for _, e := range checkKustomization(name, data, pkg) {
+				if src, ok := source[e.File]; ok {
+					e.File = src // the file the author wrote
+				}
+				r.fail(e)
+				refsOK = false
 			}
 		}
 		if underUnderscoreDir(name) {
@@ -337,7 +342,7 @@ func (r *renderer) kustomizationRoots(names []string, rendered, source map[strin
 			roots = append(roots, dir)
 		}
 	}
-	return roots, remoteOK
+	return roots, refsOK
 }
 
 // place checks an object's phase annotations, strips them and adds the object to its phase.

@@ -217,8 +217,8 @@ func TestRenderErrors(t *testing.T) {
 	}, {
 		dir: "kustomize-remote",
 		want: []wantError{
-			{file: "one/kustomization.yaml", contains: "remote reference resources: https://raw.githubusercontent.com/"},
-			{file: "one/kustomization.yaml", contains: "remote reference resources: github.com/example/repo//deploy?ref=v1.0.0"},
+			{file: "one/kustomization.yaml", field: "resources", contains: `"https://raw.githubusercontent.com/example/repo/main/deploy.yaml" is not a path inside the package; remote bases are not allowed`},
+			{file: "one/kustomization.yaml", field: "resources", contains: `"github.com/example/repo//deploy?ref=v1.0.0" is not a path inside the package; remote bases are not allowed`},
 		},
 	}, {
 		dir: "kustomize-broken",
@@ -394,11 +394,11 @@ func TestRenderPackageRules(t *testing.T) {
 
 func TestTemplateFunctionsAreSafe(t *testing.T) {
 	t.Parallel()
-	fm := funcs(nil)
+	fm := newTemplater(t.Context(), nil, nil, nil).funcs
 	for _, name := range unsafeFuncs {
 		assert.NotContains(t, fm, name)
 	}
-	for _, name := range []string{"include", "toYAML", "fromYAML", "quote", "nindent", "dict", "b64enc", "sha256sum", "default", "toJson"} {
+	for _, name := range []string{"toYAML", "fromYAML", "quote", "nindent", "dict", "b64enc", "sha256sum", "default", "toJson"} {
 		assert.Contains(t, fm, name)
 	}
 }

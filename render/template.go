@@ -1,13 +1,14 @@
 package render
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"text/template"
+	"unicode/utf8"
 
 	"github.com/Masterminds/sprig/v3"
 	"sigs.k8s.io/yaml"
@@ -33,49 +34,80 @@ var unsafeFuncs = []string{
 // maxIncludeDepth stops a template that includes itself before it exhausts the stack.
 const maxIncludeDepth = 100
 
-// templater executes a package's *.gotmpl files with its helper definitions.
+// maxTemplateErrorBytes shortens the message of a failed template: a template decides what
+// `fail` and many functions put in their errors, and the message ends up in a status condition.
+const maxTemplateErrorBytes = 1024
+
+// templater executes a package's *.gotmpl files with its helper definitions, all of them within
+// one budget.
 type templater struct {
 	helpers map[string]string // helper file path → source
 	order   []string          // helper paths in walk order
 	data    map[string]any
+	budget  *budget
+	funcs   template.FuncMap // bounded functions, without include
 }
 
-// funcs returns the safe function set; include executes templates of t.
-func funcs(t **template.Template) template.FuncMap {
+// newTemplater prepares the templates of one render, which stop when ctx is done.
+func newTemplater(ctx context.Context, helpers map[string]string, order []string, data map[string]any) *templater {
+	b := &budget{ctx: ctx, limits: defaultTemplateLimits}
+	return &templater{helpers: helpers, order: order, data: data, budget: b, funcs: b.funcs()}
+}
+
+// funcs returns the safe function set, each function bounded by b, without include.
+func (b *budget) funcs() template.FuncMap {
 	fm := sprig.TxtFuncMap()
 	for _, name := range unsafeFuncs {
 		delete(fm, name)
 	}
-	depth := 0
-	fm["include"] = func(name string, data any) (string, error) {
-		if depth >= maxIncludeDepth {
-			return "", fmt.Errorf("include %q: nested more than %d deep, does a template include itself?", name, maxIncludeDepth)
-		}
-		depth++
-		defer func() { depth-- }()
-		var buf bytes.Buffer
-		if err := (*t).ExecuteTemplate(&buf, name, data); err != nil {
-			return "", err
-		}
-		return buf.String(), nil
-	}
 	fm["toYAML"] = func(v any) (string, error) {
-		b, err := yaml.Marshal(v)
-		return strings.TrimSuffix(string(b), "\n"), err
+		out, err := yaml.Marshal(v)
+		return strings.TrimSuffix(string(out), "\n"), err
 	}
 	fm["fromYAML"] = func(s string) (any, error) {
 		var v any
 		err := yaml.Unmarshal([]byte(s), &v)
 		return v, err
 	}
+	// Builtins that format their arguments, overridden (functions win over builtins) to bound
+	// them like the rest.
+	fm["print"] = fmt.Sprint
+	fm["printf"] = fmt.Sprintf
+	fm["println"] = fmt.Sprintln
+	fm["html"] = template.HTMLEscaper
+	fm["js"] = template.JSEscaper
+	fm["urlquery"] = template.URLQueryEscaper
+	for name, fn := range fm {
+		fm[name] = b.bound(name, fn)
+	}
+	fm[tickFunc] = b.tick
+	fm[printableFunc] = b.printable
 	return fm
+}
+
+// include returns the include function of the template set *t: it executes a template of the
+// set into a bounded buffer, so its output counts like the file's.
+func (tp *templater) include(t **template.Template) func(string, any) (string, error) {
+	depth := 0
+	return func(name string, data any) (string, error) {
+		if depth >= maxIncludeDepth {
+			return "", fmt.Errorf("include %q: nested more than %d deep, does a template include itself?", name, maxIncludeDepth)
+		}
+		depth++
+		defer func() { depth-- }()
+		w := tp.budget.writer()
+		if err := (*t).ExecuteTemplate(w, name, data); err != nil {
+			return "", err
+		}
+		return w.String(), nil
+	}
 }
 
 // newTemplate parses the helpers and then the file into one template set, so the file can
 // call every helper definition with template or include.
 func (tp *templater) newTemplate(file, src string) (*template.Template, *Error) {
 	var t *template.Template
-	t = template.New(file).Option("missingkey=error").Funcs(funcs(&t))
+	t = template.New(file).Option("missingkey=error").Funcs(tp.funcs).Funcs(template.FuncMap{"include": tp.include(&t)})
 	for _, h := range tp.order {
 		if _, err := t.New(h).Parse(tp.helpers[h]); err != nil {
 			return nil, templateError(h, err)
@@ -87,23 +119,24 @@ func (tp *templater) newTemplate(file, src string) (*template.Template, *Error) 
 	return t, nil
 }
 
-// execute renders one template file.
+// execute renders one template file within the render's budget.
 func (tp *templater) execute(file, src string) (string, *Error) {
 	t, perr := tp.newTemplate(file, src)
 	if perr != nil {
 		return "", perr
 	}
-	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, file, tp.data); err != nil {
+	instrument(t)
+	w := tp.budget.writer()
+	if err := t.ExecuteTemplate(w, file, tp.data); err != nil {
 		return "", templateError(file, err)
 	}
-	return buf.String(), nil
+	return w.String(), nil
 }
 
 // checkHelper parses a helper on its own so a broken helper is reported once, against itself.
-func checkHelper(file, src string) *Error {
+func (tp *templater) checkHelper(file, src string) *Error {
 	var t *template.Template
-	t = template.New(file).Funcs(funcs(&t))
+	t = template.New(file).Funcs(tp.funcs).Funcs(template.FuncMap{"include": tp.include(&t)})
 	if _, err := t.Parse(src); err != nil {
 		return templateError(file, err)
 	}
@@ -115,7 +148,15 @@ func checkHelper(file, src string) *Error {
 var templateLineRE = regexp.MustCompile(`template: ([^:\s]+):(\d+):`)
 
 func templateError(file string, err error) *Error {
-	e := &Error{File: file, Err: fmt.Errorf("template: %w", stripTemplatePrefix(err))}
+	e := &Error{File: file}
+	// A stop says all there is to say, and wraps the context's error for callers to tell a
+	// deadline apart; the chain of includes it went through would only bury it.
+	var stop *stopError
+	if errors.As(err, &stop) {
+		e.Err = fmt.Errorf("template: %w", stop)
+	} else {
+		e.Err = fmt.Errorf("template: %w", stripTemplatePrefix(err))
+	}
 	if ms := templateLineRE.FindAllStringSubmatch(err.Error(), -1); len(ms) > 0 {
 		m := ms[len(ms)-1]
 		e.File = m[1]
@@ -130,9 +171,28 @@ func stripTemplatePrefix(err error) error {
 	msg := err.Error()
 	if loc := templateLineRE.FindStringIndex(msg); loc != nil && loc[0] == 0 {
 		rest := strings.TrimLeft(msg[loc[1]:], "0123456789:")
-		return errors.New(strings.TrimSpace(rest))
+		return errors.New(shorten(strings.TrimSpace(rest)))
+	}
+	if len(msg) > maxTemplateErrorBytes {
+		return errors.New(shorten(msg))
 	}
 	return err
+}
+
+// shorten cuts msg to about maxTemplateErrorBytes, keeping its start and its end: the end holds
+// the cause when includes nest.
+func shorten(msg string) string {
+	if len(msg) <= maxTemplateErrorBytes {
+		return msg
+	}
+	head, tail := maxTemplateErrorBytes/4, len(msg)-maxTemplateErrorBytes*3/4
+	for head > 0 && !utf8.RuneStart(msg[head]) {
+		head--
+	}
+	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
+		tail++
+	}
+	return msg[:head] + " … " + msg[tail:]
 }
 
 // templateData builds the context templates see, with Package Operator's names, and for

@@ -1,0 +1,806 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"strings"
+	"text/template"
+	"text/template/parse"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// Template limits. Package templates are written by people the controller does not trust, and
+// text/template has no context and no bound on loops or allocations: without these a template
+// could spin past the reconcile deadline (forever when there is none) or allocate until the
+// process dies. Real templates stay far below every one of them.
+const (
+	// maxTemplateOutputBytes bounds what one template file renders to, what one include returns
+	// and any one string a function returns or a template prints.
+	maxTemplateOutputBytes = 8 << 20
+	// maxTemplateTotalBytes bounds what the templates of one render allocate together, counted
+	// as what they write plus what functions return (strings by length, lists and dicts by
+	// entries, decoded documents by size). Renders run --concurrency at a time per kind inside
+	// one controller Deployment (512 MiB), so this stays far below a share of that.
+	maxTemplateTotalBytes = 32 << 20
+	// maxTemplateItems bounds the entries of a list or dict a function returns.
+	maxTemplateItems = 10_000
+	// maxTemplateSteps bounds range iterations plus template and include calls in one render.
+	maxTemplateSteps = 1_000_000
+)
+
+// templateLimits are the bounds one render's templates run under; tests lower them.
+type templateLimits struct {
+	outputBytes int64
+	totalBytes  int64
+	items       int64
+	steps       int64
+}
+
+var defaultTemplateLimits = templateLimits{
+	outputBytes: maxTemplateOutputBytes,
+	totalBytes:  maxTemplateTotalBytes,
+	items:       maxTemplateItems,
+	steps:       maxTemplateSteps,
+}
+
+const (
+	// tickFunc is called first in every template and range body: it stops the execution when
+	// the context is done or the steps are used up. It prints nothing.
+	tickFunc = "pkgsyncTick"
+	// printableFunc ends the pipeline of every action that prints, to refuse a value that fmt
+	// would take too long or too much memory to format (or never finish: a dict that contains
+	// itself).
+	printableFunc = "pkgsyncPrintable"
+	// itemBytes is what one entry of a list or dict is counted as against the total.
+	itemBytes = 16
+	// scalarBytes is what a number is counted as when formatted: its digits, or an error marker
+	// such as %!d(float64=-1.7976931348623157e+308).
+	scalarBytes = 48
+	// maxValueDepth is the nesting beyond which a value is refused: only a value that contains
+	// itself, or a hostile one, gets there.
+	maxValueDepth = 1000
+)
+
+// stopError ends a template execution that went over a limit or past its context.
+type stopError struct {
+	reason string
+	err    error // the context's error, when that is what stopped it
+}
+
+func (e *stopError) Error() string { return "stopped: " + e.reason }
+func (e *stopError) Unwrap() error { return e.err }
+
+// budget is what the templates of one render may spend; every file's execution draws on it.
+// It holds the context of the render under way because text/template has no way to pass one.
+type budget struct {
+	ctx    context.Context
+	limits templateLimits
+	steps  int64
+	bytes  int64
+}
+
+// tick counts one step and stops the execution when the context is done or the steps are used
+// up. It returns "" because the action calling it prints its result.
+func (b *budget) tick() (string, error) {
+	if err := b.ctx.Err(); err != nil {
+		return "", &stopError{reason: err.Error(), err: err}
+	}
+	b.steps++
+	if b.steps > b.limits.steps {
+		return "", &stopError{reason: fmt.Sprintf("over %d steps (range iterations and template calls)", b.limits.steps)}
+	}
+	return "", nil
+}
+
+// spend counts n bytes against the render's total.
+func (b *budget) spend(n int64) error {
+	b.bytes += n
+	if b.bytes > b.limits.totalBytes {
+		return &stopError{reason: fmt.Sprintf("templates produced over %s in total", formatBytes(b.limits.totalBytes))}
+	}
+	return nil
+}
+
+// printable passes v through unchanged when fmt can print it within the output limit.
+func (b *budget) printable(v any) (any, error) {
+	if sizeOf(reflect.ValueOf(v), b.limits.outputBytes) > b.limits.outputBytes {
+		return nil, &stopError{reason: fmt.Sprintf("printing a value over the %s limit, or one that contains itself", formatBytes(b.limits.outputBytes))}
+	}
+	return v, nil
+}
+
+// writer returns an output buffer bounded by the output limit.
+func (b *budget) writer() *limitedWriter {
+	return &limitedWriter{limit: b.limits.outputBytes, budget: b}
+}
+
+// limitedWriter collects a template's output and fails once it would go over its limit, which
+// makes text/template stop the execution.
+type limitedWriter struct {
+	buf    strings.Builder
+	limit  int64
+	budget *budget
+}
+
+func (w *limitedWriter) Write(p []byte) (int, error) {
+	if int64(w.buf.Len())+int64(len(p)) > w.limit {
+		return 0, &stopError{reason: fmt.Sprintf("output over %s limit", formatBytes(w.limit))}
+	}
+	if err := w.budget.spend(int64(len(p))); err != nil {
+		return 0, err
+	}
+	return w.buf.Write(p)
+}
+
+func (w *limitedWriter) String() string { return w.buf.String() }
+
+// instrument makes every template of set count its steps and check what it prints. text/template
+// loops only in range and in template calls, so a call of tickFunc goes first in each range body
+// and each template; each action that prints gets printableFunc as its last command.
+func instrument(set *template.Template) {
+	seen := map[*parse.ListNode]bool{}
+	for _, t := range set.Templates() {
+		if t.Tree == nil || t.Root == nil || seen[t.Root] {
+			continue
+		}
+		instrumentList(t.Root, seen)
+		prependTick(t.Root, t.Root.Pos)
+	}
+}
+
+func instrumentList(list *parse.ListNode, seen map[*parse.ListNode]bool) {
+	if list == nil || seen[list] {
+		return
+	}
+	seen[list] = true
+	for _, n := range list.Nodes {
+		switch n := n.(type) {
+		case *parse.ActionNode:
+			if len(n.Pipe.Decl) == 0 {
+				n.Pipe.Cmds = append(n.Pipe.Cmds, funcCommand(printableFunc, n.Pos))
+			}
+		case *parse.RangeNode:
+			instrumentList(n.List, seen)
+			prependTick(n.List, n.Pos)
+			instrumentList(n.ElseList, seen)
+		case *parse.IfNode:
+			instrumentList(n.List, seen)
+			instrumentList(n.ElseList, seen)
+		case *parse.WithNode:
+			instrumentList(n.List, seen)
+			instrumentList(n.ElseList, seen)
+		}
+	}
+}
+
+// prependTick puts a call of tickFunc first in list. pos is where errors point: the range, or
+// the start of the template. The nodes are built rather than parsed so that they belong to no
+// tree, and text/template locates them in the tree being executed.
+func prependTick(list *parse.ListNode, pos parse.Pos) {
+	tick := &parse.ActionNode{
+		NodeType: parse.NodeAction,
+		Pos:      pos,
+		Pipe: &parse.PipeNode{
+			NodeType: parse.NodePipe,
+			Pos:      pos,
+			Cmds:     []*parse.CommandNode{funcCommand(tickFunc, pos)},
+		},
+	}
+	list.Nodes = append([]parse.Node{tick}, list.Nodes...)
+}
+
+func funcCommand(name string, pos parse.Pos) *parse.CommandNode {
+	return &parse.CommandNode{
+		NodeType: parse.NodeCommand,
+		Pos:      pos,
+		Args:     []parse.Node{parse.NewIdentifier(name).SetPos(pos)},
+	}
+}
+
+// argCheck looks at a function's arguments before the call, to refuse one that would allocate
+// past the limits.
+type argCheck func(lim templateLimits, args []reflect.Value) error
+
+// shallowFuncs only move values around or look at their top level: their arguments are not
+// measured, which keeps the usual `include "x" .`, `set $d ...` and `hasKey .config ...` cheap.
+// Every other function has each list or dict argument measured first: fmt and the encoders
+// would format a huge value or recurse forever into one that contains itself.
+var shallowFuncs = sets.New(
+	"include", "list", "tuple", "dict", "get", "set", "unset", "hasKey", "dig", "pluck", "keys",
+	"values", "pick", "omit", "append", "push", "mustAppend", "mustPush", "prepend", "mustPrepend",
+	"first", "mustFirst", "rest", "mustRest", "last", "mustLast", "initial", "mustInitial",
+	"reverse", "mustReverse", "compact", "mustCompact", "slice", "mustSlice", "concat", "chunk",
+	"mustChunk", "default", "empty", "coalesce", "all", "any", "ternary", "typeOf", "typeIs",
+	"typeIsLike", "kindOf", "kindIs", "uniq", "mustUniq", "has", "mustHas", "without",
+	"mustWithout", "deepEqual",
+)
+
+// deepResultFuncs build new nested values: their results count against the total by size.
+var deepResultFuncs = sets.New("fromJson", "mustFromJson", "fromYAML", "deepCopy", "mustDeepCopy",
+	"merge", "mustMerge", "mergeOverwrite", "mustMergeOverwrite")
+
+// argChecks refuse, before the call, what the function would allocate past the limits: from a
+// count or size argument, or from formatting its arguments.
+var argChecks = map[string]argCheck{
+	"repeat":                     checkRepeat,
+	"until":                      checkUntil,
+	"untilStep":                  checkUntilStep,
+	"seq":                        checkSeq,
+	"indent":                     checkIndent,
+	"nindent":                    checkIndent,
+	"wrapWith":                   checkWrapWith,
+	"replace":                    checkReplace,
+	"regexReplaceAll":            checkRegexReplace(false),
+	"mustRegexReplaceAll":        checkRegexReplace(false),
+	"regexReplaceAllLiteral":     checkRegexReplace(true),
+	"mustRegexReplaceAllLiteral": checkRegexReplace(true),
+	"regexFindAll":               checkRegexMatches,
+	"mustRegexFindAll":           checkRegexMatches,
+	"regexSplit":                 checkRegexMatches,
+	"mustRegexSplit":             checkRegexMatches,
+	"split":                      checkSplit(-1),
+	"splitList":                  checkSplit(-1),
+	"splitn":                     checkSplit(1),
+	"concat":                     checkItemsSum,
+	"keys":                       checkItemsSum,
+	"printf":                     checkPrintf,
+	"print":                      checkFormatted,
+	"println":                    checkFormatted,
+	"cat":                        checkFormatted,
+	"quote":                      checkFormatted,
+	"squote":                     checkFormatted,
+	"toString":                   checkFormatted,
+	"toStrings":                  checkFormatted,
+	"join":                       checkJoin,
+	"sortAlpha":                  checkFormatted,
+	"toJson":                     checkFormatted,
+	"toPrettyJson":               checkFormatted,
+	"toRawJson":                  checkFormatted,
+	"mustToJson":                 checkFormatted,
+	"mustToPrettyJson":           checkFormatted,
+	"mustToRawJson":              checkFormatted,
+	"toYAML":                     checkFormatted,
+	"html":                       checkFormatted,
+	"js":                         checkFormatted,
+	"urlquery":                   checkFormatted,
+}
+
+var errorType = reflect.TypeFor[error]()
+
+// bound wraps the template function fn so that it fails instead of allocating past the limits:
+// its arguments are checked before the call and its result after. The wrapper returns an error
+// besides the result, as text/template allows, even when fn does not.
+func (b *budget) bound(name string, fn any) any {
+	v := reflect.ValueOf(fn)
+	ft := v.Type()
+	in := make([]reflect.Type, ft.NumIn())
+	for i := range in {
+		in[i] = ft.In(i)
+	}
+	wt := reflect.FuncOf(in, []reflect.Type{ft.Out(0), errorType}, ft.IsVariadic())
+	zero, noErr := reflect.Zero(ft.Out(0)), reflect.Zero(errorType)
+	fail := func(err error) []reflect.Value {
+		return []reflect.Value{zero, reflect.ValueOf(&err).Elem()}
+	}
+	check, measureArgs, deep := argChecks[name], !shallowFuncs.Has(name), deepResultFuncs.Has(name)
+	return reflect.MakeFunc(wt, func(args []reflect.Value) []reflect.Value {
+		if measureArgs || check != nil {
+			flat := flatArgs(args, ft.IsVariadic())
+			if measureArgs {
+				if err := b.checkArgs(flat); err != nil {
+					return fail(err)
+				}
+			}
+			if check != nil {
+				if err := check(b.limits, flat); err != nil {
+					return fail(err)
+				}
+			}
+		}
+		var out []reflect.Value
+		if ft.IsVariadic() {
+			out = v.CallSlice(args)
+		} else {
+			out = v.Call(args)
+		}
+		if len(out) == 2 && !out[1].IsNil() {
+			return []reflect.Value{zero, out[1]}
+		}
+		if err := b.checkResult(out[0], deep); err != nil {
+			return fail(err)
+		}
+		return []reflect.Value{out[0], noErr}
+	}).Interface()
+}
+
+// flatArgs spreads the variadic slice, the last of args, into single arguments.
+func flatArgs(args []reflect.Value, variadic bool) []reflect.Value {
+	if !variadic || len(args) == 0 {
+		return args
+	}
+	last := args[len(args)-1]
+	flat := append([]reflect.Value(nil), args[:len(args)-1]...)
+	for i := range last.Len() {
+		flat = append(flat, last.Index(i))
+	}
+	return flat
+}
+
+// checkArgs refuses a list or dict argument that fmt could not print within the output limit.
+func (b *budget) checkArgs(args []reflect.Value) error {
+	for i, a := range args {
+		for a.Kind() == reflect.Interface && !a.IsNil() {
+			a = a.Elem()
+		}
+		switch a.Kind() {
+		case reflect.Map, reflect.Slice, reflect.Array, reflect.Struct, reflect.Pointer:
+			if sizeOf(a, b.limits.outputBytes) > b.limits.outputBytes {
+				return fmt.Errorf("refused: argument %d is over the %s limit, or contains itself", i+1, formatBytes(b.limits.outputBytes))
+			}
+		}
+	}
+	return nil
+}
+
+// checkResult refuses a string over the output limit or a list or dict over the item limit,
+// and counts the result against the total.
+func (b *budget) checkResult(v reflect.Value, deep bool) error {
+	for v.Kind() == reflect.Interface && !v.IsNil() {
+		v = v.Elem()
+	}
+	if deep {
+		return b.spend(sizeOf(v, b.limits.totalBytes))
+	}
+	switch v.Kind() {
+	case reflect.String:
+		n := int64(v.Len())
+		if n > b.limits.outputBytes {
+			return fmt.Errorf("result of %d bytes is over the %s limit", n, formatBytes(b.limits.outputBytes))
+		}
+		return b.spend(n)
+	case reflect.Slice, reflect.Array, reflect.Map:
+		n := int64(v.Len())
+		if n > b.limits.items {
+			return fmt.Errorf("result of %d items is over the %d item limit", n, b.limits.items)
+		}
+		return b.spend(n * itemBytes)
+	}
+	return nil
+}
+
+// valueSize is what formatting a value may cost: bytes, and how many values it holds, each of
+// which fmt pads to a verb's width.
+type valueSize struct {
+	bytes  int64
+	values int64
+}
+
+// sizeOf estimates the bytes fmt or an encoder writes for v.
+func sizeOf(v reflect.Value, limit int64) int64 { return measure(v, limit).bytes }
+
+// measure estimates the bytes fmt or an encoder writes for v: its strings, the digits of its
+// numbers, plus some for each value for separators, quotes, indentation and fmt's error markers.
+// It stops counting once over limit, so a value that contains itself comes out over any limit
+// instead of never ending.
+func measure(v reflect.Value, limit int64) valueSize {
+	var s valueSize
+	var walk func(v reflect.Value, depth int64)
+	walk = func(v reflect.Value, depth int64) {
+		if s.bytes > limit {
+			return
+		}
+		if depth > maxValueDepth {
+			s.bytes = limit + 1
+			return
+		}
+		s.values++
+		s.bytes += itemBytes + depth
+		switch v.Kind() {
+		case reflect.Invalid:
+		case reflect.String:
+			s.bytes += int64(v.Len())
+		case reflect.Interface, reflect.Pointer:
+			if !v.IsNil() {
+				walk(v.Elem(), depth+1)
+			}
+		case reflect.Slice, reflect.Array:
+			if v.Type().Elem().Kind() == reflect.Uint8 {
+				s.bytes += 4 * int64(v.Len()) // [255 0 12]
+				s.values += int64(v.Len())
+				return
+			}
+			for i := 0; i < v.Len() && s.bytes <= limit; i++ {
+				walk(v.Index(i), depth+1)
+			}
+		case reflect.Map:
+			for it := v.MapRange(); it.Next() && s.bytes <= limit; {
+				walk(it.Key(), depth+1)
+				walk(it.Value(), depth+1)
+			}
+		case reflect.Struct:
+			for i := 0; i < v.NumField() && s.bytes <= limit; i++ {
+				walk(v.Field(i), depth+1)
+			}
+		default:
+			s.bytes += scalarBytes
+		}
+	}
+	walk(v, 0)
+	return s
+}
+
+// overLimit says that a function would produce what is over a limit, before it runs.
+func overLimit(what string, limit string) error {
+	return fmt.Errorf("refused: %s would be over the %s limit", what, limit)
+}
+
+func tooManyItems(n uint64, lim templateLimits) error {
+	return overLimit(fmt.Sprintf("%d items", n), fmt.Sprintf("%d item", lim.items))
+}
+
+func tooManyBytes(what string, lim templateLimits) error {
+	return overLimit(what, formatBytes(lim.outputBytes))
+}
+
+// mulOver reports whether a*b+c is over limit, without overflowing; a and b are not negative.
+func mulOver(a, b, c, limit int64) bool {
+	if a == 0 || b == 0 {
+		return c > limit
+	}
+	return a > (limit-c)/b || a*b+c > limit
+}
+
+func checkRepeat(lim templateLimits, args []reflect.Value) error {
+	count, s := args[0].Int(), args[1].String()
+	if count > 0 && mulOver(count, int64(len(s)), 0, lim.outputBytes) {
+		return tooManyBytes(fmt.Sprintf("%d × %d bytes", count, len(s)), lim)
+	}
+	return nil
+}
+
+func checkUntil(lim templateLimits, args []reflect.Value) error {
+	count, step := args[0].Int(), int64(1)
+	if count < 0 {
+		step = -1
+	}
+	return checkSteps(lim, 0, count, step)
+}
+
+func checkUntilStep(lim templateLimits, args []reflect.Value) error {
+	return checkSteps(lim, args[0].Int(), args[1].Int(), args[2].Int())
+}
+
+// checkSeq mirrors how sprig's seq turns its arguments into a call of untilStep.
+func checkSeq(lim templateLimits, args []reflect.Value) error {
+	p := make([]int64, len(args))
+	for i, a := range args {
+		p[i] = a.Int()
+	}
+	var start, end, step int64
+	inc := int64(1)
+	switch len(p) {
+	case 1:
+		start, end = 1, p[0]
+		if end < start {
+			inc = -1
+		}
+		step = inc
+	case 2:
+		start, end = p[0], p[1]
+		if end < start {
+			inc = -1
+		}
+		step = inc
+	case 3:
+		start, step, end = p[0], p[1], p[2]
+		if end < start {
+			inc = -1
+		}
+	default:
+		return nil
+	}
+	if (inc > 0 && end == math.MaxInt64) || (inc < 0 && end == math.MinInt64) {
+		return fmt.Errorf("refused: %d overflows", end)
+	}
+	return checkSteps(lim, start, end+inc, step)
+}
+
+// checkSteps refuses sprig's untilStep(start, stop, step) when it would return more than the
+// item limit, or overflow and never end.
+func checkSteps(lim templateLimits, start, stop, step int64) error {
+	var n uint64
+	switch {
+	case step > 0 && stop > start:
+		if stop > math.MaxInt64-step+1 {
+			return fmt.Errorf("refused: counting to %d by %d overflows", stop, step)
+		}
+		n = (uint64(stop)-uint64(start)-1)/uint64(step) + 1
+	case step < 0 && stop < start:
+		if stop < math.MinInt64-step-1 {
+			return fmt.Errorf("refused: counting to %d by %d overflows", stop, step)
+		}
+		n = (uint64(start)-uint64(stop)-1)/(0-uint64(step)) + 1
+	}
+	if n > uint64(lim.items) {
+		return tooManyItems(n, lim)
+	}
+	return nil
+}
+
+func checkIndent(lim templateLimits, args []reflect.Value) error {
+	spaces, s := args[0].Int(), args[1].String()
+	lines := int64(strings.Count(s, "\n")) + 1
+	if spaces > 0 && mulOver(spaces, lines, int64(len(s))+1, lim.outputBytes) {
+		return tooManyBytes(fmt.Sprintf("%d spaces × %d lines", spaces, lines), lim)
+	}
+	return nil
+}
+
+// checkWrapWith: every line break, at most one per byte, adds the separator.
+func checkWrapWith(lim templateLimits, args []reflect.Value) error {
+	sep, s := args[1].String(), args[2].String()
+	if mulOver(int64(len(s)), int64(len(sep)), int64(len(s)), lim.outputBytes) {
+		return tooManyBytes(fmt.Sprintf("%d bytes with a %d-byte separator", len(s), len(sep)), lim)
+	}
+	return nil
+}
+
+func checkReplace(lim templateLimits, args []reflect.Value) error {
+	old, repl, s := args[0].String(), args[1].String(), args[2].String()
+	if len(repl) <= len(old) {
+		return nil
+	}
+	n := int64(strings.Count(s, old))
+	if mulOver(n, int64(len(repl)-len(old)), int64(len(s)), lim.outputBytes) {
+		return tooManyBytes(fmt.Sprintf("%d replacements of %d bytes", n, len(repl)), lim)
+	}
+	return nil
+}
+
+// checkRegexReplace counts the matches first: each adds the replacement, and each $ in it can
+// add a submatch, which is at most the match.
+func checkRegexReplace(literal bool) argCheck {
+	return func(lim templateLimits, args []reflect.Value) error {
+		expr, s, repl := args[0].String(), args[1].String(), args[2].String()
+		re, err := regexp.Compile(expr)
+		if err != nil || repl == "" {
+			return nil // the function reports the bad expression itself
+		}
+		var matches, matched int64
+		re.ReplaceAllStringFunc(s, func(m string) string {
+			matches++
+			matched += int64(len(m))
+			return ""
+		})
+		refs := int64(0)
+		if !literal {
+			refs = int64(strings.Count(repl, "$"))
+		}
+		if mulOver(matches, int64(len(repl)), int64(len(s)), lim.outputBytes) ||
+			mulOver(refs, matched, matches*int64(len(repl))+int64(len(s)), lim.outputBytes) {
+			return tooManyBytes(fmt.Sprintf("%d replacements of %d bytes", matches, len(repl)), lim)
+		}
+		return nil
+	}
+}
+
+// checkRegexMatches refuses regexFindAll and regexSplit that would return more than the item
+// limit. It looks for one match more than the limit allows, no further.
+func checkRegexMatches(lim templateLimits, args []reflect.Value) error {
+	expr, s, n := args[0].String(), args[1].String(), args[2].Int()
+	if n >= 0 && n <= lim.items {
+		return nil
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil // the function reports the bad expression itself
+	}
+	if found := len(re.FindAllStringIndex(s, int(lim.items)+1)); int64(found) > lim.items {
+		return overLimit(fmt.Sprintf("over %d matches", found), fmt.Sprintf("%d item", lim.items))
+	}
+	return nil
+}
+
+// checkSplit refuses split, splitList and splitn (whose count is argument countArg) when they
+// would return more than the item limit.
+func checkSplit(countArg int) argCheck {
+	return func(lim templateLimits, args []reflect.Value) error {
+		sep, s := args[0].String(), args[len(args)-1].String()
+		var n int64
+		if sep == "" {
+			n = int64(utf8.RuneCountInString(s))
+		} else {
+			n = int64(strings.Count(s, sep)) + 1
+		}
+		if countArg >= 0 {
+			if c := args[countArg].Int(); c >= 0 && c < n {
+				n = c
+			}
+		}
+		if n > lim.items {
+			return tooManyItems(uint64(n), lim)
+		}
+		return nil
+	}
+}
+
+// checkItemsSum refuses concat and keys when their arguments hold more entries together than
+// the item limit.
+func checkItemsSum(lim templateLimits, args []reflect.Value) error {
+	var n int64
+	for _, a := range args {
+		for a.Kind() == reflect.Interface && !a.IsNil() {
+			a = a.Elem()
+		}
+		switch a.Kind() {
+		case reflect.Slice, reflect.Array, reflect.Map:
+			n += int64(a.Len())
+		}
+	}
+	if n > lim.items {
+		return tooManyItems(uint64(n), lim)
+	}
+	return nil
+}
+
+// checkFormatted refuses functions that format or encode their arguments when those come to
+// more than the output limit: the result would be at least that big.
+func checkFormatted(lim templateLimits, args []reflect.Value) error {
+	var n int64
+	for _, a := range args {
+		n += sizeOf(a, lim.outputBytes-n)
+		if n > lim.outputBytes {
+			return tooManyBytes("formatting its arguments", lim)
+		}
+	}
+	return nil
+}
+
+// checkJoin also counts the separator, which join writes between every two items.
+func checkJoin(lim templateLimits, args []reflect.Value) error {
+	if err := checkFormatted(lim, args); err != nil {
+		return err
+	}
+	sep, list := args[0].String(), args[1]
+	for list.Kind() == reflect.Interface && !list.IsNil() {
+		list = list.Elem()
+	}
+	if list.Kind() != reflect.Slice && list.Kind() != reflect.Array || list.Len() < 2 {
+		return nil
+	}
+	if mulOver(int64(list.Len()-1), int64(len(sep)), sizeOf(list, lim.outputBytes), lim.outputBytes) {
+		return tooManyBytes(fmt.Sprintf("%d items joined by %d bytes", list.Len(), len(sep)), lim)
+	}
+	return nil
+}
+
+func checkPrintf(lim templateLimits, args []reflect.Value) error {
+	if len(args) == 0 {
+		return nil
+	}
+	sizes := make([]valueSize, len(args)-1)
+	for i, a := range args[1:] {
+		sizes[i] = measure(a, lim.outputBytes)
+	}
+	if printfSize(args[0].String(), sizes) > lim.outputBytes {
+		return tooManyBytes("the output", lim)
+	}
+	return nil
+}
+
+// printfSize is an upper bound of len(fmt.Sprintf(format, args...)) from the sizes of args. Per
+// verb fmt writes the argument (several times it for the escaping verbs), each of its values
+// padded to the verb's width and precision; it writes unused arguments after %!(EXTRA.
+func printfSize(format string, args []valueSize) int64 {
+	const (
+		perVerb  = 400 // markers such as %!d(BADINDEX)
+		maxWidth = 1e8 // fmt fails a longer width or precision
+		escapes  = 6   // %q and %x of a byte: \u00e9, or "% #x" writing 0xe9 and a space
+	)
+	// Argument indexes ([n]) may print any argument any number of times: count the largest.
+	reordered := strings.Contains(format, "[")
+	var largest valueSize
+	for _, a := range args {
+		largest.bytes = max(largest.bytes, a.bytes)
+		largest.values = max(largest.values, a.values)
+	}
+	number := func(i int) (int64, int) {
+		var n int64
+		for ; i < len(format) && '0' <= format[i] && format[i] <= '9'; i++ {
+			n = min(n*10+int64(format[i]-'0'), maxWidth)
+		}
+		return n, i
+	}
+	skipIndex := func(i int) int {
+		if i < len(format) && format[i] == '[' {
+			if end := strings.IndexByte(format[i:], ']'); end >= 0 {
+				return i + end + 1
+			}
+			return i + 1
+		}
+		return i
+	}
+	var total int64
+	next := 0 // the argument the next verb prints, when not reordered
+	for i := 0; i < len(format); {
+		if format[i] != '%' {
+			total++
+			i++
+			continue
+		}
+		i++
+		sharp := false
+		for ; i < len(format) && strings.IndexByte("+-# 0", format[i]) >= 0; i++ {
+			sharp = sharp || format[i] == '#'
+		}
+		var width, prec int64
+		i = skipIndex(i)
+		if i < len(format) && format[i] == '*' {
+			width, next, i = maxWidth, next+1, i+1
+		} else {
+			width, i = number(i)
+		}
+		if i < len(format) && format[i] == '.' {
+			i = skipIndex(i + 1)
+			if i < len(format) && format[i] == '*' {
+				prec, next, i = maxWidth, next+1, i+1
+			} else {
+				prec, i = number(i)
+			}
+		}
+		i = skipIndex(i)
+		if i >= len(format) {
+			total += perVerb
+			break
+		}
+		verb, w := utf8.DecodeRuneInString(format[i:])
+		i += w
+		if verb == '%' {
+			total++
+			continue
+		}
+		arg := largest
+		if !reordered {
+			arg = valueSize{values: 1}
+			if next < len(args) {
+				arg = args[next]
+			}
+		}
+		next++
+		bytes := arg.bytes
+		switch {
+		case verb == 'q' || verb == 'x' || verb == 'X':
+			bytes *= escapes
+		case sharp:
+			bytes *= 2 // Go syntax names every type
+		}
+		total += (width+prec)*arg.values + bytes + perVerb
+		if total > math.MaxInt64/4 {
+			return total
+		}
+	}
+	if reordered {
+		total += largest.bytes * int64(len(args))
+	} else {
+		for ; next < len(args); next++ {
+			total += args[next].bytes + perVerb
+		}
+	}
+	return total
+}
+
+// formatBytes writes a limit for people: 8 MiB.
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
