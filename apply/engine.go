@@ -87,6 +87,10 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		return p.res, fmt.Errorf("compile availability probes: %w", err)
 	}
 	p.probes = probes
+	if err := checkConfinement(req); err != nil {
+		p.res.Inventory = req.Previous
+		return p.res, err
+	}
 
 	var errs []error
 	for i, ph := range req.Phases {

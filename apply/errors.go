@@ -32,6 +32,21 @@ func (e *TargetUnavailableError) Error() string {
 
 func (e *TargetUnavailableError) Unwrap() error { return e.Err }
 
+// ScopeError says objects of a confined class would land outside the namespace the class is
+// confined to (Request.Confine): cluster-scoped objects, or objects of another namespace.
+type ScopeError struct {
+	// Namespace is the namespace the class is confined to.
+	Namespace string
+	Target    string
+	// Objects describes each object outside it, for example "ClusterRoleBinding admin (cluster-scoped)".
+	Objects []string
+}
+
+func (e *ScopeError) Error() string {
+	return fmt.Sprintf("objects for %s must be namespaced and in namespace %s, but the package holds %s",
+		e.Target, e.Namespace, strings.Join(e.Objects, ", "))
+}
+
 // ConflictError is a server-side apply conflict: another field manager owns fields pkgsync wants
 // to set to a different value. pkgsync does not take them over; the other manager must release
 // them, or the package must stop setting them.

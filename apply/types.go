@@ -58,6 +58,12 @@ type Request struct {
 	// DefaultNamespace is given to namespaced objects that name no namespace, typically the
 	// namespace of a namespaced owner. Only the engine knows which kinds are namespaced.
 	DefaultNamespace string
+	// Confine maps a phase class to the one namespace its objects may be written to: every object
+	// of that class must be of a namespaced kind and in that namespace. The engine resolves each
+	// kind's scope with the target's RESTMapper before the first write of the pass, whatever
+	// metadata.namespace says, and refuses kinds the cluster does not serve yet. Teams that may
+	// write only in their own namespace are confined this way.
+	Confine map[string]string
 	// DryRun sends changes as server-side dry-run requests and walks every phase without waiting
 	// for availability.
 	DryRun bool

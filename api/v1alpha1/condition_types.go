@@ -36,6 +36,17 @@ const (
 	ApplyFailedReason = "ApplyFailed"
 	// HostedClusterUnavailableReason: hosted-cluster phases cannot reach the hosted API server.
 	HostedClusterUnavailableReason = "HostedClusterUnavailable"
+	// InsecureKubeconfigReason: the hosted cluster's connector kubeconfig holds something the
+	// controller refuses to use (file references, exec or auth-provider plugins, a proxy, or
+	// disabled TLS verification without --insecure-kubeconfig-tls).
+	InsecureKubeconfigReason = "InsecureKubeconfig"
+	// NotHostedControlPlaneReason: the package has hosted-cluster phases, but the resource's
+	// namespace is not a hosted-control-plane namespace; nothing is applied.
+	NotHostedControlPlaneReason = "NotHostedControlPlane"
+	// ObjectsLeftReason (events only): deletion let objects go without deleting them, because
+	// their cluster cannot be reached, their namespace is being deleted, or the resource's
+	// namespace is not a hosted-control-plane namespace.
+	ObjectsLeftReason = "ObjectsLeft"
 	// DeletingReason: the resource is being deleted and its objects torn down.
 	DeletingReason = "Deleting"
 )

@@ -65,8 +65,11 @@ type PackageSpec struct {
 	// +optional
 	PullSecretRef *meta.LocalObjectReference `json:"pullSecretRef,omitempty"`
 
-	// ServiceAccountName is impersonated for every write to the management cluster, so a
-	// package can do no more than that ServiceAccount may.
+	// ServiceAccountName is impersonated for every request to the management cluster, so a
+	// package can do no more than that ServiceAccount may: in the Package's namespace (for a
+	// ClusterPackage, in the controller's namespace). Empty means the controller's
+	// --default-service-account for a Package when set, else the controller's own identity.
+	// Hosted-cluster phases always use the connector credentials.
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 

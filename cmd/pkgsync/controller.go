@@ -40,6 +40,9 @@ type controllerOptions struct {
 	watchLabelSelector    string
 	cacheDir              string
 	allowCrossNamespace   bool
+	defaultServiceAccount string
+	hostedNamespaceRule   string
+	kubeconfigPolicy      hosted.KubeconfigPolicy
 	disableHosted         bool
 	connectorSecret       string
 	connectorSecretKey    string
@@ -76,6 +79,11 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.StringVar(&o.watchLabelSelector, "watch-label-selector", "", "Reconcile only resources matching this label selector (sharding)")
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "Directory keeping verified blobs across restarts (optional)")
 	fs.BoolVar(&o.allowCrossNamespace, "allow-cross-namespace", false, "Let namespaced resources create cluster-scoped objects and objects in other namespaces")
+	fs.StringVar(&o.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the resource's own namespace) impersonated by namespaced resources that name none, and by every ObjectDeployment; empty means the controller's own identity")
+	fs.StringVar(&o.hostedNamespaceRule, "hosted-namespace-rule", string(controller.HostedNamespaceByHostedCluster),
+		"Which namespaces may have hosted-cluster phases: HostedCluster (a HyperShift HostedCluster maps to the namespace) or Label (the namespace is labelled hypershift.openshift.io/hosted-control-plane=true; only where tenants cannot label namespaces)")
+	fs.BoolVar(&o.kubeconfigPolicy.AllowExec, "insecure-kubeconfig-exec", false, "Allow exec credential plugins in connector kubeconfigs (they run commands inside the controller)")
+	fs.BoolVar(&o.kubeconfigPolicy.AllowInsecureTLS, "insecure-kubeconfig-tls", false, "Allow connector kubeconfigs to disable TLS verification or use plain http")
 	fs.BoolVar(&o.disableHosted, "disable-hosted-clusters", false, "Refuse hosted-cluster phases (and do not watch connector Secrets)")
 	fs.StringVar(&o.connectorSecret, "hosted-kubeconfig-secret", hosted.DefaultSecretName, "Name of the connector Secret in each hosted-control-plane namespace")
 	fs.StringVar(&o.connectorSecretKey, "hosted-kubeconfig-key", hosted.DefaultSecretKey, "Data key of the kubeconfig in the connector Secret")
@@ -97,6 +105,10 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 
 	if err := o.jitter.SetGlobalJitter(nil); err != nil {
 		return usageError("--interval-jitter-percentage: %w", err)
+	}
+	rule := controller.HostedNamespaceRule(o.hostedNamespaceRule)
+	if rule != controller.HostedNamespaceByHostedCluster && rule != controller.HostedNamespaceByLabel {
+		return usageError("--hosted-namespace-rule: %q is not a rule, want %s or %s", o.hostedNamespaceRule, controller.HostedNamespaceByHostedCluster, controller.HostedNamespaceByLabel)
 	}
 	restConfig, err := loadConfig(o.kubeconfig)
 	if err != nil {
@@ -157,7 +169,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 	if !o.disableHosted {
 		hc = hosted.NewClients(mgr.GetClient(), hosted.Options{
 			SecretName: o.connectorSecret, SecretKey: o.connectorSecretKey, KeepServiceHost: o.keepServiceHost,
-			Timeout: o.hostedTimeout, Scheme: scheme,
+			Timeout: o.hostedTimeout, Scheme: scheme, Kubeconfig: o.kubeconfigPolicy,
 		})
 	}
 	kubeVersion := ""
@@ -178,6 +190,8 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 			RetryInterval:         o.retryInterval,
 			AllowCrossNamespace:   o.allowCrossNamespace,
 			HostedTeardownTimeout: o.hostedTeardownTimeout,
+			HostedNamespaceRule:   rule,
+			DefaultServiceAccount: o.defaultServiceAccount,
 		},
 		Source:                  src,
 		Hosted:                  hc,

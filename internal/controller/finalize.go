@@ -45,15 +45,24 @@ func teardownPass(ctx context.Context, r *rollouts, reader client.Reader, obj st
 	if status.Inventory == nil || len(status.Inventory.Phases) == 0 {
 		return true, nil
 	}
-	skipHosted := time.Since(obj.GetDeletionTimestamp().Time) > opts.HostedTeardownTimeout
-	if !skipHosted && owner.Namespace != "" {
+	policy := teardownPolicy{letGoUnreachableHosted: time.Since(obj.GetDeletionTimestamp().Time) > opts.HostedTeardownTimeout}
+	if owner.Namespace != "" {
 		terminating, err := namespaceTerminating(ctx, reader, owner.Namespace)
 		if err != nil {
 			return false, err
 		}
-		skipHosted = terminating
+		policy.namespaceTerminating = terminating
+		policy.letGoUnreachableHosted = policy.letGoUnreachableHosted || terminating
 	}
-	res, err := r.teardown(ctx, owner, serviceAccount, status.Inventory, skipHosted)
+	res, letGo, err := r.teardown(ctx, owner, serviceAccount, status.Inventory, policy)
+	if len(letGo) > 0 {
+		ctrl.LoggerFrom(ctx).Info("let objects go without deleting them", "objects", refList(letGo), "namespaceTerminating", policy.namespaceTerminating)
+	}
+	if len(letGo) > 0 && r.recorder != nil {
+		r.recorder.Eventf(obj, corev1.EventTypeWarning, v1alpha1.ObjectsLeftReason,
+			"let %d object(s) go without deleting them (the cluster cannot be reached, the namespace is being deleted, or it is not a hosted-control-plane namespace): %s",
+			len(letGo), refList(letGo))
+	}
 	if res != nil {
 		status.Inventory = inventoryToStatus(res.Inventory)
 	}

@@ -21,6 +21,13 @@ type Options struct {
 	// HostedTeardownTimeout is how long deletion waits for an unreachable hosted cluster before
 	// letting its objects go.
 	HostedTeardownTimeout time.Duration
+	// HostedNamespaceRule decides which namespaces are hosted-control-plane namespaces, the only
+	// ones whose resources may have hosted-cluster phases. Empty means HostedNamespaceByHostedCluster.
+	HostedNamespaceRule HostedNamespaceRule
+	// DefaultServiceAccount, when set, is impersonated on the management cluster by namespaced
+	// resources that name no ServiceAccount of their own (and by every ObjectDeployment): the
+	// ServiceAccount of that name in the resource's namespace.
+	DefaultServiceAccount string
 	// RenderCacheSize bounds the number of rendered packages kept in memory.
 	RenderCacheSize int
 }
@@ -34,6 +41,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HostedTeardownTimeout <= 0 {
 		o.HostedTeardownTimeout = 2 * time.Minute
+	}
+	if o.HostedNamespaceRule == "" {
+		o.HostedNamespaceRule = HostedNamespaceByHostedCluster
 	}
 	if o.RenderCacheSize <= 0 {
 		o.RenderCacheSize = 1024

@@ -38,6 +38,9 @@ var ownedConditions = []string{meta.ReadyCondition, meta.ReconcilingCondition, m
 // historyLimit bounds status.history.
 const historyLimit = 5
 
+// maxRenderTime bounds one render, within the reconcile's own deadline (spec.timeout).
+const maxRenderTime = 30 * time.Second
+
 // PackageReconciler reconciles Packages (namespaced) or ClusterPackages: resolve the tag, pull
 // and render when the digest or config changed, apply the phases, prune, report.
 type PackageReconciler[T packageObject] struct {
@@ -155,6 +158,11 @@ func (r *PackageReconciler[T]) render(ctx context.Context, obj T, ref source.Ref
 	key := renderKey(ref.Digest, configDigest, opts)
 	pulls := r.rollouts.metrics.pulls
 	if cached, ok := r.renders.get(key); ok {
+		// The render came from a package this resource's credentials could read; check they
+		// still can (free within source's access TTL), so that revoked access ends here too.
+		if err := r.Source.Authorize(ctx, ref, creds); err != nil {
+			return nil, pullFailed(err)
+		}
 		pulls.WithLabelValues("cached").Inc()
 		return cached, nil
 	}
@@ -167,7 +175,11 @@ func (r *PackageReconciler[T]) render(ctx context.Context, obj T, ref source.Ref
 	r.rollouts.metrics.pullDuration.WithLabelValues(ref.Registry).Observe(time.Since(start).Seconds())
 	r.rollouts.metrics.pullBytes.WithLabelValues(ref.Registry).Add(float64(artifact.Size()))
 	pulls.WithLabelValues("rendered").Inc()
-	rendered, err := render.Render(ctx, artifact.FS, opts)
+	// Templates stop at this bound whatever spec.timeout says: one resource must not hold a
+	// worker for as long as its author likes.
+	renderCtx, cancel := context.WithTimeout(ctx, maxRenderTime)
+	defer cancel()
+	rendered, err := render.Render(renderCtx, artifact.FS, opts)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", ref, err)
 	}

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -22,7 +23,6 @@ type rollouts struct {
 	targets *targets
 	// reader reads HostedClusters (from the manager's cache).
 	reader  client.Reader
-	mapper  meta.RESTMapper
 	metrics *metrics
 	// hostedClustersIndexed says reader indexes HostedClusters by control-plane namespace.
 	hostedClustersIndexed bool
@@ -31,6 +31,14 @@ type rollouts struct {
 	// allowCrossNamespace lets namespaced resources place objects outside their namespace on
 	// the management cluster.
 	allowCrossNamespace bool
+	// apiReader reads namespaces without caching them all.
+	apiReader client.Reader
+	// hostedNamespaceRule decides which namespaces may have hosted-cluster phases.
+	hostedNamespaceRule HostedNamespaceRule
+	// defaultServiceAccount is impersonated by namespaced resources that name none.
+	defaultServiceAccount string
+	// recorder reports objects let go during deletion.
+	recorder record.EventRecorder
 }
 
 // rolloutRequest is one pass for one resource.
@@ -53,20 +61,20 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 	for _, ph := range req.phases {
 		classes[ph.Class] = true
 	}
-	if req.owner.Namespace != "" && !r.allowCrossNamespace {
-		if err := r.checkScope(req.owner.Namespace, req.phases); err != nil {
-			return nil, err
-		}
-	}
 	previous, err := inventoryFromStatus(req.previous)
 	if err != nil {
 		return nil, err
+	}
+	if classes[classHosted] && req.owner.Namespace != "" {
+		if err := r.admitHosted(ctx, req.owner.Namespace, req.hostedCluster); err != nil {
+			return nil, err
+		}
 	}
 
 	if req.serviceAccount != "" && req.owner.Namespace == "" && r.controllerNamespace == "" {
 		return nil, &stageError{reason: v1alpha1.ApplyFailedReason, err: fmt.Errorf("spec.serviceAccountName %q: a cluster-scoped resource impersonates a ServiceAccount of the controller's namespace, and the controller was started without --namespace", req.serviceAccount)}
 	}
-	tgts, hostedErr := r.targets.forRollout(ctx, req.owner.Namespace, r.serviceAccountNamespace(req.owner), req.serviceAccount, classes)
+	tgts, hostedErr := r.targets.forRollout(ctx, req.owner.Namespace, r.serviceAccountNamespace(req.owner), r.serviceAccountFor(req.owner, req.serviceAccount), classes)
 	if hostedErr != nil && tgts == nil {
 		return nil, hostedErr
 	}
@@ -85,6 +93,9 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 		Previous:         previous,
 		DefaultNamespace: req.owner.Namespace,
 	}
+	if req.owner.Namespace != "" && !r.allowCrossNamespace {
+		areq.Confine = map[string]string{"": req.owner.Namespace}
+	}
 	if req.adopt == v1alpha1.AdoptAlways {
 		areq.Adopt = apply.AdoptAlways
 	}
@@ -94,6 +105,10 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 	}
 	res, err := r.engine.Apply(ctx, areq)
 	r.metrics.recordPass(req.owner.Kind, res)
+	var scope *apply.ScopeError
+	if errors.As(err, &scope) {
+		err = fmt.Errorf("%w; a namespaced resource may only create objects in its own namespace on the management cluster: use a ClusterPackage, or start the controller with --allow-cross-namespace", err)
+	}
 	var unavailable *apply.TargetUnavailableError
 	if errors.As(err, &unavailable) && unavailable.Class == classHosted {
 		if hostedErr != nil {
@@ -107,7 +122,8 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 }
 
 // gateOnHostedCluster holds hosted-cluster phases while the HostedCluster behind the namespace
-// is not Available. Without a HostedCluster (or its API), the connector Secret alone decides.
+// is not Available. Without a HostedCluster (admitted by the Label rule), the connector Secret
+// alone decides.
 func gateOnHostedCluster(hc *hosted.HostedCluster, namespace string) error {
 	if hc == nil || hc.Available {
 		return nil
@@ -119,71 +135,88 @@ func gateOnHostedCluster(hc *hosted.HostedCluster, namespace string) error {
 	return &apply.TargetUnavailableError{Class: classHosted, Target: "hosted cluster " + namespace, Err: errors.New(msg)}
 }
 
-// checkScope refuses management-cluster objects outside the owner's namespace.
-func (r *rollouts) checkScope(namespace string, phases []render.Phase) error {
-	var outside []string
-	for _, ph := range phases {
-		if ph.Class != "" {
-			continue
-		}
-		for _, obj := range ph.Objects {
-			ns := obj.GetNamespace()
-			if ns == "" {
-				mapping, err := r.mapper.RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version)
-				if err != nil || mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-					// Unknown kinds are namespaced until proven otherwise; the engine reports them.
-					continue
-				}
-				outside = append(outside, fmt.Sprintf("%s %s (cluster-scoped)", obj.GetKind(), obj.GetName()))
-				continue
-			}
-			if ns != namespace {
-				outside = append(outside, fmt.Sprintf("%s %s/%s", obj.GetKind(), ns, obj.GetName()))
-			}
-		}
-	}
-	if len(outside) > 0 {
-		return &scopeError{objects: outside}
-	}
-	return nil
+// teardownPolicy says what a teardown pass may let go instead of deleting.
+type teardownPolicy struct {
+	// letGoUnreachableHosted lets hosted objects go when the hosted cluster cannot be reached:
+	// its namespace is going away, or the wait ran out.
+	letGoUnreachableHosted bool
+	// namespaceTerminating lets management objects in the owner's terminating namespace go when
+	// they cannot be deleted (the impersonated ServiceAccount's RoleBinding may be gone already):
+	// the namespace deletion removes them anyway.
+	namespaceTerminating bool
 }
 
-// teardown makes one teardown pass. A hosted cluster that cannot be reached is skipped when
-// skipUnreachableHosted is set (its namespace is going away, or the wait ran out), so that
-// HyperShift's namespace deletion is never blocked.
-func (r *rollouts) teardown(ctx context.Context, owner apply.Owner, serviceAccount string, inv *v1alpha1.Inventory, skipUnreachableHosted bool) (*apply.TeardownResult, error) {
+// teardown makes one teardown pass and returns, besides its result, the objects it let go
+// instead of deleting, so that HyperShift's and Kubernetes' namespace deletion is never blocked.
+// Hosted objects of a namespace that is not (or no longer) a hosted-control-plane namespace are
+// always let go: the connector Secret of such a namespace is never used.
+func (r *rollouts) teardown(ctx context.Context, owner apply.Owner, serviceAccount string, inv *v1alpha1.Inventory, policy teardownPolicy) (*apply.TeardownResult, []apply.ObjectRef, error) {
 	current, err := inventoryFromStatus(inv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	isHosted := func(class string, _ apply.ObjectRef) bool { return class == classHosted }
+	var letGo []apply.ObjectRef
 	classes := map[string]bool{}
 	for _, ph := range current.Phases {
 		classes[ph.Class] = true
 	}
-	tgts, hostedErr := r.targets.forRollout(ctx, owner.Namespace, r.serviceAccountNamespace(owner), serviceAccount, classes)
-	if hostedErr != nil {
-		if tgts == nil || !skipUnreachableHosted {
-			return nil, hostedErr
+	if classes[classHosted] && owner.Namespace != "" {
+		hc, err := r.findHostedCluster(ctx, owner.Namespace)
+		if err != nil {
+			return nil, nil, err
 		}
-		current = withoutClass(current, classHosted)
+		if r.admitHosted(ctx, owner.Namespace, hc) != nil {
+			current, letGo = splitInventory(current, isHosted, letGo)
+			delete(classes, classHosted)
+		}
+	}
+	tgts, hostedErr := r.targets.forRollout(ctx, owner.Namespace, r.serviceAccountNamespace(owner), r.serviceAccountFor(owner, serviceAccount), classes)
+	if hostedErr != nil {
+		if tgts == nil || !policy.letGoUnreachableHosted {
+			return nil, letGo, hostedErr
+		}
+		current, letGo = splitInventory(current, isHosted, letGo)
 	}
 	res, err := r.engine.Teardown(ctx, apply.TeardownRequest{Owner: owner, Inventory: current, Targets: tgts})
 	var unavailable *apply.TargetUnavailableError
-	if err != nil && skipUnreachableHosted && errors.As(err, &unavailable) && unavailable.Class == classHosted {
+	if err != nil && policy.letGoUnreachableHosted && errors.As(err, &unavailable) && unavailable.Class == classHosted {
 		// The hosted API server went away during the pass: let its objects go.
-		res, err = r.engine.Teardown(ctx, apply.TeardownRequest{Owner: owner, Inventory: withoutClass(current, classHosted), Targets: tgts})
+		current, letGo = splitInventory(current, isHosted, letGo)
+		res, err = r.engine.Teardown(ctx, apply.TeardownRequest{Owner: owner, Inventory: current, Targets: tgts})
 	}
-	return res, err
-}
-
-func withoutClass(inv apply.Inventory, class string) apply.Inventory {
-	var out apply.Inventory
-	for _, ph := range inv.Phases {
-		if ph.Class != class {
-			out.Phases = append(out.Phases, ph)
+	if err != nil && policy.namespaceTerminating && owner.Namespace != "" {
+		inNamespace := func(class string, ref apply.ObjectRef) bool { return class == "" && ref.Namespace == owner.Namespace }
+		current, letGo = splitInventory(current, inNamespace, letGo)
+		res, err = r.engine.Teardown(ctx, apply.TeardownRequest{Owner: owner, Inventory: current, Targets: tgts})
+		if apierrors.IsForbidden(err) {
+			// Objects outside the namespace (placed with --allow-cross-namespace) that the
+			// resource's identity may no longer delete: the namespace must not wait for them.
+			onManagement := func(class string, _ apply.ObjectRef) bool { return class == "" }
+			current, letGo = splitInventory(current, onManagement, letGo)
+			res, err = r.engine.Teardown(ctx, apply.TeardownRequest{Owner: owner, Inventory: current, Targets: tgts})
 		}
 	}
-	return out
+	return res, letGo, err
+}
+
+// splitInventory removes the objects match selects from inv and appends them to out.
+func splitInventory(inv apply.Inventory, match func(class string, ref apply.ObjectRef) bool, out []apply.ObjectRef) (apply.Inventory, []apply.ObjectRef) {
+	var kept apply.Inventory
+	for _, ph := range inv.Phases {
+		keep := apply.InventoryPhase{Name: ph.Name, Class: ph.Class}
+		for _, ref := range ph.Objects {
+			if match(ph.Class, ref) {
+				out = append(out, ref)
+			} else {
+				keep.Objects = append(keep.Objects, ref)
+			}
+		}
+		if len(keep.Objects) > 0 {
+			kept.Phases = append(kept.Phases, keep)
+		}
+	}
+	return kept, out
 }
 
 // findHostedCluster returns the HostedCluster behind a namespace, nil for cluster-scoped owners,
@@ -202,6 +235,15 @@ func templateHostedCluster(hc *hosted.HostedCluster) *render.HostedCluster {
 		return nil
 	}
 	return &render.HostedCluster{Name: hc.Name, Namespace: hc.Namespace, HostedClusterNamespace: hc.ControlPlaneNamespace}
+}
+
+// serviceAccountFor returns the ServiceAccount a resource impersonates on the management
+// cluster: its own, or the default one for namespaced resources.
+func (r *rollouts) serviceAccountFor(owner apply.Owner, serviceAccount string) string {
+	if serviceAccount == "" && owner.Namespace != "" {
+		return r.defaultServiceAccount
+	}
+	return serviceAccount
 }
 
 // serviceAccountNamespace is where spec.serviceAccountName is looked up: the resource's own

@@ -66,13 +66,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	ts := newTargets(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), cfg.Hosted)
 	ro := &rollouts{
-		engine:              apply.NewEngine(apply.Options{}),
-		targets:             ts,
-		reader:              mgr.GetClient(),
-		mapper:              mgr.GetRESTMapper(),
-		metrics:             m,
-		controllerNamespace: opts.Namespace,
-		allowCrossNamespace: opts.AllowCrossNamespace,
+		engine:                apply.NewEngine(apply.Options{}),
+		targets:               ts,
+		reader:                mgr.GetClient(),
+		metrics:               m,
+		controllerNamespace:   opts.Namespace,
+		allowCrossNamespace:   opts.AllowCrossNamespace,
+		apiReader:             mgr.GetAPIReader(),
+		hostedNamespaceRule:   opts.HostedNamespaceRule,
+		defaultServiceAccount: opts.DefaultServiceAccount,
+		recorder:              recorder,
 	}
 	renders := newRenderCache(opts.RenderCacheSize)
 	ctrlOpts := controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)}

@@ -3,8 +3,8 @@ package controller
 import (
 	"errors"
 	"fmt"
-	"strings"
 
+	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -50,11 +50,16 @@ func reasonFor(err error) string {
 		conflict     *apply.ConflictError
 		immutable    *apply.ImmutableFieldError
 		unavailable  *apply.TargetUnavailableError
-		scope        *scopeError
+		scope        *apply.ScopeError
 		registryResp *errcode.ErrorResponse
 		stage        *stageError
+		notHosted    *notHostedError
 	)
 	switch {
+	case hosted.IsInsecureKubeconfig(err):
+		return v1alpha1.InsecureKubeconfigReason
+	case errors.As(err, &notHosted):
+		return v1alpha1.NotHostedControlPlaneReason
 	case errors.As(err, &scope):
 		return v1alpha1.ScopeViolationReason
 	case errors.As(err, &configErr):
@@ -69,7 +74,8 @@ func reasonFor(err error) string {
 		return v1alpha1.ConflictReason
 	case errors.As(err, &immutable):
 		return v1alpha1.ImmutableFieldReason
-	case errors.As(err, &registryResp) && (registryResp.StatusCode == 401 || registryResp.StatusCode == 403):
+	case errors.As(err, &registryResp) && (registryResp.StatusCode == 401 || registryResp.StatusCode == 403),
+		errors.Is(err, auth.ErrBasicCredentialNotFound):
 		return v1alpha1.AuthenticationFailedReason
 	case errors.As(err, &stage):
 		return stage.reason
@@ -92,18 +98,9 @@ func pullFailed(err error) error { return &stageError{reason: v1alpha1.PullFaile
 // isStalling reports whether retrying cannot help until the spec or the package changes.
 func isStalling(reason string) bool {
 	switch reason {
-	case v1alpha1.RenderFailedReason, v1alpha1.InvalidConfigReason, v1alpha1.ScopeViolationReason:
+	case v1alpha1.RenderFailedReason, v1alpha1.InvalidConfigReason, v1alpha1.ScopeViolationReason,
+		v1alpha1.InsecureKubeconfigReason, v1alpha1.NotHostedControlPlaneReason:
 		return true
 	}
 	return false
-}
-
-// scopeError says a namespaced resource tried to place objects outside its namespace.
-type scopeError struct {
-	objects []string
-}
-
-func (e *scopeError) Error() string {
-	return fmt.Sprintf("a namespaced resource may only create objects in its own namespace on the management cluster, but the package holds %s; use a ClusterPackage, or start the controller with --allow-cross-namespace",
-		strings.Join(e.objects, ", "))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -46,7 +47,9 @@ func TestReasonFor(t *testing.T) {
 	}{
 		{&render.ConfigError{Field: "config.replicas", Detail: "must be >= 1"}, v1alpha1.InvalidConfigReason, true},
 		{render.Errors{&render.Error{File: "a.yaml", Err: errors.New("bad")}}, v1alpha1.RenderFailedReason, true},
-		{&scopeError{objects: []string{"Namespace x (cluster-scoped)"}}, v1alpha1.ScopeViolationReason, true},
+		{fmt.Errorf("x: %w", &apply.ScopeError{Objects: []string{"Namespace x (cluster-scoped)"}}), v1alpha1.ScopeViolationReason, true},
+		{&hosted.InsecureKubeconfigError{Field: `users["a"].exec`}, v1alpha1.InsecureKubeconfigReason, true},
+		{&notHostedError{namespace: "ns", why: "no HostedCluster"}, v1alpha1.NotHostedControlPlaneReason, true},
 		{&hosted.NoCredentialsError{Namespace: "ns", Secret: "s", Reason: "Secret not found"}, v1alpha1.HostedClusterUnavailableReason, false},
 		{fmt.Errorf("phase x: %w", &apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: errors.New("refused")}), v1alpha1.HostedClusterUnavailableReason, false},
 		{&apply.CollisionError{}, v1alpha1.CollisionReason, false},
@@ -54,6 +57,7 @@ func TestReasonFor(t *testing.T) {
 		{&apply.ImmutableFieldError{}, v1alpha1.ImmutableFieldReason, false},
 		{pullFailed(&errcode.ErrorResponse{StatusCode: 401}), v1alpha1.AuthenticationFailedReason, false},
 		{pullFailed(errors.New("connection refused")), v1alpha1.PullFailedReason, false},
+		{pullFailed(fmt.Errorf("check access: %w", auth.ErrBasicCredentialNotFound)), v1alpha1.AuthenticationFailedReason, false},
 		{errors.New("something else"), v1alpha1.ApplyFailedReason, false},
 	}
 	for _, tc := range tests {

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/apply"
@@ -44,6 +43,9 @@ type Options struct {
 	IdleTTL time.Duration
 	// Scheme for the clients; nil means client-go's.
 	Scheme *runtime.Scheme
+	// Kubeconfig loosens what a connector kubeconfig may hold; the zero value allows inline
+	// credentials over verified TLS only.
+	Kubeconfig KubeconfigPolicy
 }
 
 // Clients caches one client per hosted-control-plane namespace. A client is built lazily on
@@ -171,9 +173,14 @@ func (c *Clients) evictIdle(now time.Time) {
 }
 
 func (c *Clients) build(namespace string, kubeconfig []byte) (apply.Target, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	cfg, err := restConfigFromKubeconfig(kubeconfig, c.opts.Kubeconfig)
+	var refused *InsecureKubeconfigError
+	if errors.As(err, &refused) {
+		refused.Namespace, refused.Secret = namespace, c.opts.SecretName
+		return apply.Target{}, refused
+	}
 	if err != nil {
-		return apply.Target{}, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: "kubeconfig does not parse: " + err.Error()}
+		return apply.Target{}, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: err.Error()}
 	}
 	if !c.opts.KeepServiceHost {
 		cfg.Host, err = rewriteServiceHost(cfg.Host, namespace)

@@ -36,7 +36,7 @@ var nsCounter atomic.Int32
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	name := fmt.Sprintf("e2e-%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), nsCounter.Add(1))
-	if len(name) > 60 {
+	if len(name) > 56 { // room for the "-guest" of a hosted-control-plane namespace
 		name = fmt.Sprintf("e2e-%d-%d", time.Now().UnixNano()%100000, nsCounter.Add(1))
 	}
 	createNamespace(t, suite.mgmtClient, name, nil)
@@ -49,15 +49,12 @@ func createNamespace(t *testing.T, c client.Client, name string, labels map[stri
 	require.NoError(t, c.Create(t.Context(), ns))
 }
 
-// newHCPNamespace makes a hosted-control-plane namespace whose connector Secret reaches the
-// hosted control plane as user, the way HyperShift provisions one.
+// newHCPNamespace makes a hosted-control-plane namespace, with an Available HostedCluster
+// behind it, whose connector Secret reaches the hosted control plane as user.
 func newHCPNamespace(t *testing.T, user string) string {
 	t.Helper()
-	name := newNamespace(t)
-	kubeconfig, err := suite.hosted.Kubeconfig(user, "system:masters")
-	require.NoError(t, err)
-	putConnectorSecret(t, name, kubeconfig)
-	return name
+	_, hcp := newHostedControlPlane(t, user, true)
+	return hcp
 }
 
 func putConnectorSecret(t *testing.T, namespace string, kubeconfig []byte) {

@@ -25,6 +25,14 @@ import (
 // connector Secret, as HyperShift does, and returns the HostedCluster and that namespace.
 func newHostedCluster(t *testing.T, available bool) (*unstructured.Unstructured, string) {
 	t.Helper()
+	return newHostedControlPlane(t, "", available)
+}
+
+// newHostedControlPlane creates a HostedCluster and its hosted-control-plane namespace with a
+// connector Secret that reaches the hosted control plane as user (derived from the namespace
+// when empty), the way HyperShift provisions one.
+func newHostedControlPlane(t *testing.T, user string, available bool) (*unstructured.Unstructured, string) {
+	t.Helper()
 	hcNamespace := newNamespace(t)
 	hc := &unstructured.Unstructured{}
 	hc.SetGroupVersionKind(hosted.HostedClusterGVK)
@@ -36,7 +44,10 @@ func newHostedCluster(t *testing.T, available bool) (*unstructured.Unstructured,
 
 	hcp := hosted.ControlPlaneNamespace(hcNamespace, "guest")
 	createNamespace(t, suite.mgmtClient, hcp, map[string]string{"hypershift.openshift.io/hosted-control-plane": "true"})
-	kubeconfig, err := suite.hosted.Kubeconfig("hcp-"+hcp, "system:masters")
+	if user == "" {
+		user = "hcp-" + hcp
+	}
+	kubeconfig, err := suite.hosted.Kubeconfig(user, "system:masters")
 	require.NoError(t, err)
 	putConnectorSecret(t, hcp, kubeconfig)
 	return hc, hcp
@@ -186,7 +197,7 @@ func TestHostedCredentialRotation(t *testing.T) {
 }
 
 func TestHostedClusterUnreachableRecovers(t *testing.T) {
-	hcp := newNamespace(t)
+	_, hcp := newHostedControlPlane(t, "", true)
 	proxy := startProxy(t, hostOf(t, suite.hosted.Config))
 	kubeconfig, err := suite.hosted.Kubeconfig("unreachable", "system:masters")
 	require.NoError(t, err)

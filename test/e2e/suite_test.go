@@ -124,8 +124,9 @@ func teardownSuite() {
 }
 
 // startController runs pkgsync's reconcilers for the resources matching selector, as
-// `pkgsync controller` does, and returns a channel closed when the manager has stopped.
-func startController(ctx context.Context, selector string) (<-chan struct{}, error) {
+// `pkgsync controller` does, and returns a channel closed when the manager has stopped. Options
+// are changed by the given functions, as the controller's flags would.
+func startController(ctx context.Context, selector string, configure ...func(*controller.Options)) (<-chan struct{}, error) {
 	sel, err := labels.Parse(selector)
 	if err != nil {
 		return nil, err
@@ -148,13 +149,17 @@ func startController(ctx context.Context, selector string) (<-chan struct{}, err
 	if suite.hostedClients == nil {
 		suite.hostedClients = hc
 	}
+	opts := controller.Options{
+		KubernetesVersion:     "v1.36.3",
+		ProgressInterval:      200 * time.Millisecond,
+		RetryInterval:         500 * time.Millisecond,
+		HostedTeardownTimeout: 5 * time.Second,
+	}
+	for _, f := range configure {
+		f(&opts)
+	}
 	err = controller.Setup(ctx, mgr, controller.Config{
-		Options: controller.Options{
-			KubernetesVersion:     "v1.36.3",
-			ProgressInterval:      200 * time.Millisecond,
-			RetryInterval:         500 * time.Millisecond,
-			HostedTeardownTimeout: 5 * time.Second,
-		},
+		Options:                 opts,
 		Source:                  suite.source,
 		Hosted:                  hc,
 		Metrics:                 runtimectrl.NewMetrics(mgr, metrics.NewRecorder(), v1alpha1.FinalizerName),

@@ -1,0 +1,66 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/internal/hosted"
+)
+
+// HostedNamespaceRule decides which namespaces are hosted-control-plane namespaces. Only their
+// resources may send phases to a hosted cluster: a connector Secret is something anyone who can
+// write Secrets in a namespace can create, so its presence proves nothing.
+type HostedNamespaceRule string
+
+const (
+	// HostedNamespaceByHostedCluster admits a namespace when a HyperShift HostedCluster maps to
+	// it (<hostedcluster namespace>-<name>). Creating HostedClusters is for platform
+	// administrators, so tenants cannot make their own namespace qualify. The default.
+	HostedNamespaceByHostedCluster HostedNamespaceRule = "HostedCluster"
+	// HostedNamespaceByLabel admits a namespace labelled
+	// hypershift.openshift.io/hosted-control-plane=true, for installations without the
+	// HostedCluster API. Safe only where tenants cannot label their own namespaces.
+	HostedNamespaceByLabel HostedNamespaceRule = "Label"
+)
+
+// hostedControlPlaneLabel is the label HyperShift puts on every hosted-control-plane namespace.
+const hostedControlPlaneLabel = "hypershift.openshift.io/hosted-control-plane"
+
+// notHostedError says a resource with hosted-cluster phases lives outside a hosted-control-plane
+// namespace.
+type notHostedError struct {
+	namespace, why string
+}
+
+func (e *notHostedError) Error() string {
+	return fmt.Sprintf("hosted-cluster phases run only from a hosted-control-plane namespace, and namespace %s is not one: %s; nothing was applied",
+		e.namespace, e.why)
+}
+
+// admitHosted returns nil when namespace may send phases to a hosted cluster under the rule;
+// hc is the HostedCluster findHostedCluster found behind it.
+func (r *rollouts) admitHosted(ctx context.Context, namespace string, hc *hosted.HostedCluster) error {
+	switch r.hostedNamespaceRule {
+	case HostedNamespaceByLabel:
+		var ns corev1.Namespace
+		if err := r.apiReader.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
+			return fmt.Errorf("read namespace %s: %w", namespace, err)
+		}
+		if ns.Labels[hostedControlPlaneLabel] != "true" {
+			return &notHostedError{namespace: namespace, why: fmt.Sprintf("it is not labelled %s=true", hostedControlPlaneLabel)}
+		}
+		return nil
+	default:
+		if hc != nil {
+			return nil
+		}
+		why := "no HyperShift HostedCluster maps to it (HyperShift names a hosted-control-plane namespace <hostedcluster namespace>-<hostedcluster name>)"
+		if !r.hostedClustersIndexed {
+			why = "the HostedCluster API (hypershift.openshift.io/v1beta1) was not installed when the controller started; start it with --hosted-namespace-rule=Label where only administrators can label namespaces"
+		}
+		return &notHostedError{namespace: namespace, why: why}
+	}
+}

@@ -1,0 +1,157 @@
+package hosted
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// KubeconfigPolicy loosens what a connector kubeconfig may hold. The zero value is the
+// secure default: inline credentials over verified TLS, nothing else.
+type KubeconfigPolicy struct {
+	// AllowExec lets a kubeconfig run an exec credential plugin inside the controller
+	// (--insecure-kubeconfig-exec). Anyone who can write the connector Secret then runs
+	// commands as the controller.
+	AllowExec bool
+	// AllowInsecureTLS lets a kubeconfig disable certificate verification or name a plain
+	// http:// server (--insecure-kubeconfig-tls).
+	AllowInsecureTLS bool
+}
+
+// InsecureKubeconfigError says a connector kubeconfig holds something pkgsync refuses to use.
+// It names the offending entry and field, never a file's content or whether it exists: the
+// check runs before anything is read from the controller's file system.
+type InsecureKubeconfigError struct {
+	Namespace, Secret string
+	// Field is the kubeconfig entry and field, for example `users["admin"].exec`.
+	Field string
+	// Problem says what is wrong with it and how to fix it.
+	Problem string
+}
+
+func (e *InsecureKubeconfigError) Error() string {
+	return fmt.Sprintf("connector Secret %s/%s: kubeconfig %s: %s", e.Namespace, e.Secret, e.Field, e.Problem)
+}
+
+// IsInsecureKubeconfig reports whether err says a connector kubeconfig was refused.
+func IsInsecureKubeconfig(err error) bool {
+	var ik *InsecureKubeconfigError
+	return errors.As(err, &ik)
+}
+
+// restConfigFromKubeconfig builds the rest.Config of a connector kubeconfig from inline data
+// only. client-go would honour every field of a kubeconfig: exec plugins run commands,
+// tokenFile and the *-file fields read the controller's own files (its ServiceAccount token)
+// and send them to a server the Secret's writer chooses, proxy-url routes the connection
+// elsewhere. Flux's runtime/client has the same rule (KubeConfigFromBytes, KubeConfig), but
+// importing it links kubectl and cli-runtime into the controller, it drops exec and insecure
+// TLS silently instead of saying which field was refused, and it asks the server about flow
+// control while building the config; so the checks and the allow-list copy are written here.
+//
+// A refused field is returned as an *InsecureKubeconfigError without Namespace and Secret,
+// which the caller fills in.
+func restConfigFromKubeconfig(data []byte, policy KubeconfigPolicy) (*rest.Config, error) {
+	raw, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig does not parse: %w", err)
+	}
+	if refused := checkKubeconfig(raw, policy); refused != nil {
+		return nil, refused
+	}
+	for _, u := range raw.AuthInfos {
+		if u != nil && u.Exec != nil {
+			// Nobody is at the controller's terminal to answer a plugin's prompt.
+			u.Exec.InteractiveMode = clientcmdapi.NeverExecInteractiveMode
+		}
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig is not usable: %w", err)
+	}
+	// An allow-list copy: whatever client-go adds to rest.Config later is not carried over.
+	out := &rest.Config{
+		Host:        cfg.Host,
+		APIPath:     cfg.APIPath,
+		BearerToken: cfg.BearerToken,
+		Username:    cfg.Username,
+		Password:    cfg.Password,
+		TLSClientConfig: rest.TLSClientConfig{
+			ServerName: cfg.ServerName,
+			CAData:     cfg.CAData,
+			CertData:   cfg.CertData,
+			KeyData:    cfg.KeyData,
+		},
+		DisableCompression: cfg.DisableCompression,
+	}
+	if policy.AllowInsecureTLS {
+		out.Insecure = cfg.Insecure
+	}
+	if policy.AllowExec && cfg.ExecProvider != nil {
+		out.ExecProvider = cfg.ExecProvider
+	}
+	return out, nil
+}
+
+// checkKubeconfig returns the first refused field of every cluster and user entry (not only
+// the current context's: an entry that is never used should not carry a file reference either).
+func checkKubeconfig(cfg *clientcmdapi.Config, policy KubeconfigPolicy) *InsecureKubeconfigError {
+	for _, name := range sortedKeys(cfg.Clusters) {
+		c := cfg.Clusters[name]
+		if c == nil {
+			continue
+		}
+		field := func(f string) string { return fmt.Sprintf("clusters[%q].%s", name, f) }
+		if c.CertificateAuthority != "" {
+			return &InsecureKubeconfigError{Field: field("certificate-authority"), Problem: fileRefused + "certificate-authority-data"}
+		}
+		if c.ProxyURL != "" {
+			return &InsecureKubeconfigError{Field: field("proxy-url"), Problem: "a proxy is not allowed; the controller connects to the hosted API server directly"}
+		}
+		if !policy.AllowInsecureTLS {
+			if c.InsecureSkipTLSVerify {
+				return &InsecureKubeconfigError{Field: field("insecure-skip-tls-verify"), Problem: "TLS verification may not be disabled (start the controller with --insecure-kubeconfig-tls to allow it)"}
+			}
+			// client-go reads a server without a scheme ("10.0.0.1:80") as plain http.
+			if u, err := url.Parse(c.Server); err != nil || u.Scheme != "https" || u.Host == "" {
+				return &InsecureKubeconfigError{Field: field("server"), Problem: "the server must be an https:// URL (start the controller with --insecure-kubeconfig-tls to allow plain http)"}
+			}
+		}
+	}
+	for _, name := range sortedKeys(cfg.AuthInfos) {
+		u := cfg.AuthInfos[name]
+		if u == nil {
+			continue
+		}
+		field := func(f string) string { return fmt.Sprintf("users[%q].%s", name, f) }
+		switch {
+		case u.TokenFile != "":
+			return &InsecureKubeconfigError{Field: field("tokenFile"), Problem: fileRefused + "token"}
+		case u.ClientCertificate != "":
+			return &InsecureKubeconfigError{Field: field("client-certificate"), Problem: fileRefused + "client-certificate-data"}
+		case u.ClientKey != "":
+			return &InsecureKubeconfigError{Field: field("client-key"), Problem: fileRefused + "client-key-data"}
+		case u.Exec != nil && !policy.AllowExec:
+			return &InsecureKubeconfigError{Field: field("exec"), Problem: "exec credential plugins are not allowed (start the controller with --insecure-kubeconfig-exec to allow them)"}
+		case u.AuthProvider != nil:
+			return &InsecureKubeconfigError{Field: field("auth-provider"), Problem: "auth-provider plugins are not allowed; use a client certificate or a token"}
+		}
+	}
+	return nil
+}
+
+// fileRefused starts the problem of a file reference; the inline field to use follows.
+const fileRefused = "files are never read from the controller's file system; embed the data inline in "
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,200 @@
+package hosted
+
+import (
+	"context"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// capturingServer is a TLS server that records the Authorization header of every request.
+type capturingServer struct {
+	*httptest.Server
+	mu    sync.Mutex
+	auths []string
+}
+
+func newCapturingServer(t *testing.T) *capturingServer {
+	t.Helper()
+	s := &capturingServer{}
+	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.auths = append(s.auths, r.Header.Get("Authorization"))
+		s.mu.Unlock()
+		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":403}`, http.StatusForbidden)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *capturingServer) sawAuthorization(sub string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.auths {
+		if sub != "" && strings.Contains(a, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostileKubeconfig returns a kubeconfig for server, changed by edit.
+func hostileKubeconfig(t *testing.T, server string, ca []byte, edit func(*clientcmdapi.Cluster, *clientcmdapi.AuthInfo)) []byte {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	cluster := &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	user := &clientcmdapi.AuthInfo{}
+	edit(cluster, user)
+	kc.Clusters["hosted"] = cluster
+	kc.AuthInfos["admin"] = user
+	kc.Contexts["hosted"] = &clientcmdapi.Context{Cluster: "hosted", AuthInfo: "admin"}
+	kc.CurrentContext = "hosted"
+	data, err := clientcmd.Write(*kc)
+	require.NoError(t, err)
+	return data
+}
+
+// useHostedClient builds the client of namespace ns from its connector Secret and sends one
+// request with it, as a reconcile would.
+func useHostedClient(t *testing.T, kubeconfig []byte, opts Options) error {
+	t.Helper()
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kubeconfig)).Build()
+	c := NewClients(reader, opts)
+	target, err := c.Target(t.Context(), "clusters-a")
+	if err != nil {
+		return err
+	}
+	var cm corev1.ConfigMap
+	_ = target.Client.Get(context.Background(), client.ObjectKey{Namespace: "x", Name: "y"}, &cm)
+	return nil
+}
+
+// TestConnectorKubeconfigAttacks writes what a tenant could put in a Secret named like the
+// connector Secret and checks that none of it is used.
+func TestConnectorKubeconfigAttacks(t *testing.T) {
+	t.Parallel()
+	srv := newCapturingServer(t)
+	ca := pemCert(srv)
+	dir := t.TempDir()
+
+	// The controller's own credential, as a file the attacker knows the path of.
+	const stolen = "controller-service-account-token"
+	tokenPath := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(tokenPath, []byte(stolen), 0o600))
+	marker := filepath.Join(dir, "exec-ran")
+
+	for _, tc := range []struct {
+		name  string
+		edit  func(*clientcmdapi.Cluster, *clientcmdapi.AuthInfo)
+		field string
+	}{
+		{"exec plugin", func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.Exec = &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "sh",
+				Args:            []string{"-c", "touch " + marker + `; echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"x"}}'`},
+				InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+		}, `users["admin"].exec`},
+		{"token file", func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.TokenFile = tokenPath }, `users["admin"].tokenFile`},
+		{"client certificate file", func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.ClientCertificate, u.ClientKey = tokenPath, tokenPath
+		}, `users["admin"].client-certificate`},
+		{"client key file", func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.ClientKey = tokenPath }, `users["admin"].client-key`},
+		{"certificate authority file", func(c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.CertificateAuthority, c.CertificateAuthorityData = tokenPath, nil
+		}, `clusters["hosted"].certificate-authority`},
+		{"insecure TLS", func(c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			c.InsecureSkipTLSVerify, c.CertificateAuthorityData = true, nil
+			u.Token = "inline"
+		}, `clusters["hosted"].insecure-skip-tls-verify`},
+		{"plain http", func(c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.Server = strings.Replace(c.Server, "https://", "http://", 1)
+		}, `clusters["hosted"].server`},
+		{"server without a scheme", func(c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			c.Server = strings.TrimPrefix(c.Server, "https://")
+			u.Token = "in-the-clear"
+		}, `clusters["hosted"].server`},
+		{"proxy", func(c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) { c.ProxyURL = "socks5://127.0.0.1:1" }, `clusters["hosted"].proxy-url`},
+		{"auth provider", func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.AuthProvider = &clientcmdapi.AuthProviderConfig{Name: "oidc", Config: map[string]string{"id-token": "x"}}
+		}, `users["admin"].auth-provider`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := useHostedClient(t, hostileKubeconfig(t, srv.URL, ca, tc.edit), Options{})
+			require.Error(t, err, "the kubeconfig must be refused")
+			assert.True(t, IsInsecureKubeconfig(err), "%v", err)
+			assert.Contains(t, err.Error(), tc.field)
+			assert.Contains(t, err.Error(), "clusters-a/"+DefaultSecretName)
+			assert.NotContains(t, err.Error(), stolen, "a file's content never shows in the error")
+		})
+	}
+	assert.NoFileExists(t, marker, "the exec plugin must never run")
+	assert.False(t, srv.sawAuthorization(stolen), "the controller's token file must never be sent")
+}
+
+// TestConnectorKubeconfigOptIns checks the controller flags that loosen the policy.
+func TestConnectorKubeconfigOptIns(t *testing.T) {
+	t.Parallel()
+	srv := newCapturingServer(t)
+	marker := filepath.Join(t.TempDir(), "exec-ran")
+	execKC := hostileKubeconfig(t, srv.URL, pemCert(srv), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		u.Exec = &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "sh",
+			Args: []string{"-c", "touch " + marker + `; echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"from-exec"}}'`}}
+	})
+	require.NoError(t, useHostedClient(t, execKC, Options{Kubeconfig: KubeconfigPolicy{AllowExec: true}}))
+	assert.FileExists(t, marker, "--insecure-kubeconfig-exec runs the plugin")
+	assert.True(t, srv.sawAuthorization("from-exec"))
+
+	insecureKC := hostileKubeconfig(t, srv.URL, nil, func(c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		c.InsecureSkipTLSVerify = true
+		u.Token = "over-unverified-tls"
+	})
+	require.NoError(t, useHostedClient(t, insecureKC, Options{Kubeconfig: KubeconfigPolicy{AllowInsecureTLS: true}}))
+	assert.True(t, srv.sawAuthorization("over-unverified-tls"), "--insecure-kubeconfig-tls skips verification")
+
+	// Inline credentials over verified TLS need no flag.
+	inline := hostileKubeconfig(t, srv.URL, pemCert(srv), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "inline-token" })
+	require.NoError(t, useHostedClient(t, inline, Options{}))
+	assert.True(t, srv.sawAuthorization("inline-token"))
+}
+
+// FuzzConnectorKubeconfig checks that whatever a Secret holds, a config that is accepted
+// carries no file reference, plugin, proxy or disabled verification.
+func FuzzConnectorKubeconfig(f *testing.F) {
+	for _, seed := range []string{
+		"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://h:6443\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user:\n    token: t\n",
+		"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://h\n    certificate-authority: /etc/ssl/ca.pem\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user:\n    tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token\n",
+		"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://h\n    insecure-skip-tls-verify: true\n    proxy-url: http://p:3128\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: [-c, id]}\n",
+		"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user:\n    client-certificate: /tmp/c\n    client-key: /tmp/k\n    auth-provider: {name: oidc}\n",
+		"{}",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := restConfigFromKubeconfig(data, KubeconfigPolicy{})
+		if err != nil {
+			return
+		}
+		if cfg.BearerTokenFile != "" || cfg.CAFile != "" || cfg.CertFile != "" || cfg.KeyFile != "" ||
+			cfg.ExecProvider != nil || cfg.AuthProvider != nil || cfg.Insecure || cfg.Proxy != nil ||
+			!strings.HasPrefix(cfg.Host, "https://") {
+			t.Fatalf("accepted an unsafe config: %+v", cfg)
+		}
+	})
+}
+
+// pemCert returns the test server's certificate as a PEM CA bundle.
+func pemCert(s *capturingServer) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+}
