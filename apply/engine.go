@@ -49,18 +49,18 @@ type pass struct {
 	desired, applied map[key]phaseKey
 }
 
-// phaseOf returns the phase that holds an object in the new revision.
-func (p *pass) phaseOf(ref ObjectRef) (phaseKey, bool) {
-	if pk, ok := p.applied[ref.key()]; ok {
+// phaseOf returns the phase that holds an object of a class's cluster in the new revision.
+func (p *pass) phaseOf(class string, ref ObjectRef) (phaseKey, bool) {
+	if pk, ok := p.applied[ref.key(class)]; ok {
 		return pk, true
 	}
-	if pk, ok := p.desired[ref.key()]; ok {
+	if pk, ok := p.desired[ref.key(class)]; ok {
 		return pk, true
 	}
 	if ref.Namespace != "" && ref.Namespace == p.req.DefaultNamespace {
 		unset := ref
 		unset.Namespace = ""
-		pk, ok := p.desired[unset.key()]
+		pk, ok := p.desired[unset.key(class)]
 		return pk, ok
 	}
 	return phaseKey{}, false
@@ -78,7 +78,7 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		p.res.Phases = append(p.res.Phases, PhaseResult{Name: ph.Name, Class: ph.Class, State: PhasePending})
 		p.inv.addPhase(ph.Name, ph.Class)
 		for _, obj := range ph.Objects {
-			p.desired[RefOf(obj).key()] = phaseKey{ph.Name, ph.Class}
+			p.desired[RefOf(obj).key(ph.Class)] = phaseKey{ph.Name, ph.Class}
 		}
 	}
 	probes, err := compileProbes(req.Probes, &e.cel)
@@ -125,9 +125,9 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	// that now holds them, the others in their old phase until they are pruned.
 	for _, ph := range req.Previous.Phases {
 		for _, ref := range ph.Objects {
-			if pk, ok := p.phaseOf(ref); ok {
+			if pk, ok := p.phaseOf(ph.Class, ref); ok {
 				p.inv.add(pk.name, pk.class, ref)
-			} else if !pruned[ref.key()] {
+			} else if !pruned[ref.key(ph.Class)] {
 				p.inv.add(ph.Name, ph.Class, ref)
 			}
 		}
@@ -165,7 +165,7 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph render.Phase, targe
 			continue
 		}
 		out, err := e.applyObject(ctx, p.req, ph.Class, target, obj)
-		if err != nil && p.req.DryRun && p.namespaceComesFirst(obj, err) {
+		if err != nil && p.req.DryRun && p.namespaceComesFirst(ph.Class, obj, err) {
 			p.res.record(ref, ActionCreated) // cannot be validated before its namespace exists
 			continue
 		}
@@ -180,7 +180,7 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph render.Phase, targe
 			continue
 		}
 		ref = RefOf(obj) // applyObject resolved the namespace
-		p.applied[ref.key()] = phaseKey{ph.Name, ph.Class}
+		p.applied[ref.key(ph.Class)] = phaseKey{ph.Name, ph.Class}
 		if !p.req.DryRun {
 			p.inv.add(ph.Name, ph.Class, ref)
 		}
@@ -322,7 +322,7 @@ func setDesiredHash(obj *unstructured.Unstructured) {
 // namespaceComesFirst reports whether err says the object's namespace does not exist while the
 // package itself creates that namespace: a dry run cannot create it, so the object cannot be
 // validated yet.
-func (p *pass) namespaceComesFirst(obj *unstructured.Unstructured, err error) bool {
+func (p *pass) namespaceComesFirst(class string, obj *unstructured.Unstructured, err error) bool {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) || !apierrors.IsNotFound(err) {
 		return false
@@ -331,6 +331,6 @@ func (p *pass) namespaceComesFirst(obj *unstructured.Unstructured, err error) bo
 	if details == nil || details.Kind != "namespaces" {
 		return false
 	}
-	_, ok := p.desired[ObjectRef{Version: "v1", Kind: "Namespace", Name: details.Name}.key()]
+	_, ok := p.desired[ObjectRef{Version: "v1", Kind: "Namespace", Name: details.Name}.key(class)]
 	return ok && details.Name == obj.GetNamespace()
 }

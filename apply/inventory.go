@@ -37,10 +37,12 @@ func (r ObjectRef) GroupVersionKind() schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
 }
 
-// key identifies an object regardless of the API version it was applied with.
-type key struct{ group, kind, namespace, name string }
+// key identifies an object on the cluster of a phase class, regardless of the API version it
+// was applied with. The class is part of it: one package may hold the same group, kind,
+// namespace and name for the management and for the hosted cluster, two different objects.
+type key struct{ class, group, kind, namespace, name string }
 
-func (r ObjectRef) key() key { return key{r.Group, r.Kind, r.Namespace, r.Name} }
+func (r ObjectRef) key(class string) key { return key{class, r.Group, r.Kind, r.Namespace, r.Name} }
 
 // Inventory is the set of objects applied for an owner, by phase in rollout order.
 type Inventory struct {
@@ -72,10 +74,10 @@ type inventoryBuilder struct {
 func newInventoryBuilder() *inventoryBuilder { return &inventoryBuilder{seen: map[key]bool{}} }
 
 func (b *inventoryBuilder) add(phase, class string, ref ObjectRef) {
-	if b.seen[ref.key()] {
+	if b.seen[ref.key(class)] {
 		return
 	}
-	b.seen[ref.key()] = true
+	b.seen[ref.key(class)] = true
 	for i := range b.inv.Phases {
 		if b.inv.Phases[i].Name == phase && b.inv.Phases[i].Class == class {
 			b.inv.Phases[i].Objects = append(b.inv.Phases[i].Objects, ref)

@@ -22,7 +22,7 @@ func (e *Engine) prune(ctx context.Context, p *pass) (map[key]bool, error) {
 		var stale []ObjectRef
 		for _, ref := range ph.Objects {
 			// Prune runs after every object was applied in this pass: applied is complete.
-			if _, ok := p.applied[ref.key()]; !ok {
+			if _, ok := p.applied[ref.key(ph.Class)]; !ok {
 				stale = append(stale, ref)
 			}
 		}
@@ -44,7 +44,7 @@ func (e *Engine) prune(ctx context.Context, p *pass) (map[key]bool, error) {
 				p.res.record(ref, ActionPruned)
 			}
 			if deleted || gone {
-				done[ref.key()] = true
+				done[ref.key(ph.Class)] = true
 			}
 		}
 	}
