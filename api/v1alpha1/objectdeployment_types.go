@@ -65,7 +65,9 @@ type ObjectSetPhase struct {
 	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 
-	// Class routes the phase: empty for the management cluster, hosted-cluster for the hosted cluster.
+	// Class routes the phase: empty for the management cluster, hosted-cluster for the hosted
+	// cluster of the resource's hosted-control-plane namespace. Hosted-cluster phases wait while
+	// its HostedCluster is not Available or is paused (ReconciliationActive=False).
 	// +optional
 	// +kubebuilder:validation:Enum="";hosted-cluster
 	Class string `json:"class,omitempty"`

@@ -122,15 +122,22 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 }
 
 // gateOnHostedCluster holds hosted-cluster phases while the HostedCluster behind the namespace
-// is not Available. Without a HostedCluster (admitted by the Label rule), the connector Secret
-// alone decides.
+// is not Available, or is paused (ReconciliationActive=False, spec.pausedUntil). A paused hosted
+// API server still answers, but its administrators asked HyperShift to leave the cluster alone
+// and its credentials are no longer renewed: pkgsync does not roll out into it either. Teardown
+// is not gated. Without a HostedCluster (admitted by the Label rule), the connector Secret alone
+// decides.
 func gateOnHostedCluster(hc *hosted.HostedCluster, namespace string) error {
-	if hc == nil || hc.Available {
+	var msg string
+	switch {
+	case hc == nil:
 		return nil
-	}
-	msg := fmt.Sprintf("HostedCluster %s/%s is not Available: %s", hc.Namespace, hc.Name, hc.Message)
-	if hc.Paused {
-		msg += " (its reconciliation is paused)"
+	case hc.Paused:
+		msg = fmt.Sprintf("HostedCluster %s/%s is paused (ReconciliationActive=False); hosted-cluster phases wait until it is resumed", hc.Namespace, hc.Name)
+	case !hc.Available:
+		msg = fmt.Sprintf("HostedCluster %s/%s is not Available: %s", hc.Namespace, hc.Name, hc.Message)
+	default:
+		return nil
 	}
 	return &apply.TargetUnavailableError{Class: classHosted, Target: "hosted cluster " + namespace, Err: errors.New(msg)}
 }

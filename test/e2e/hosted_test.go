@@ -301,3 +301,36 @@ func (p *tcpProxy) stop() {
 }
 
 var _ = testenv.KubeconfigFor
+
+// TestPausedHostedClusterHoldsHostedPhases: while HyperShift's reconciliation of a HostedCluster
+// is paused, hosted phases wait; resuming it lets them go on, without a reconcile request.
+func TestPausedHostedClusterHoldsHostedPhases(t *testing.T) {
+	hc, hcp := newHostedControlPlane(t, "", true)
+	setHostedClusterPaused(t, hc, true)
+	od := inlineDeployment(t, hcp, "paused", "paused-addon")
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), od))
+	cond := waitForReady(t, od, metav1.ConditionFalse, v1alpha1.HostedClusterUnavailableReason)
+	assert.Contains(t, cond.Message, "paused")
+	assert.False(t, exists(t, suite.hostedClient, "v1", "Namespace", "", "paused-addon"), "nothing reaches the paused cluster")
+
+	setHostedClusterPaused(t, hc, false)
+	waitForReady(t, od, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.True(t, exists(t, suite.hostedClient, "v1", "ConfigMap", "paused-addon", "settings"))
+}
+
+// setHostedClusterPaused sets ReconciliationActive as HyperShift does for spec.pausedUntil,
+// keeping Available=True.
+func setHostedClusterPaused(t *testing.T, hc *unstructured.Unstructured, paused bool) {
+	t.Helper()
+	active := "True"
+	if paused {
+		active = "False"
+	}
+	now := metav1.Now().UTC().Format("2006-01-02T15:04:05Z")
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(hc), hc))
+	require.NoError(t, unstructured.SetNestedSlice(hc.Object, []any{
+		map[string]any{"type": "Available", "status": "True", "reason": "AsExpected", "message": "available", "lastTransitionTime": now},
+		map[string]any{"type": "ReconciliationActive", "status": active, "reason": "AsExpected", "message": "paused: " + active, "lastTransitionTime": now},
+	}, "status", "conditions"))
+	require.NoError(t, suite.mgmtClient.Status().Update(t.Context(), hc))
+}
