@@ -17,6 +17,9 @@ import (
 	"io/fs"
 	"math/big"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -359,12 +362,14 @@ func TestTLS(t *testing.T) {
 
 	// Without a CA a loopback registry is reached over plain HTTP, which a TLS registry refuses.
 	_, err = newClient(t, Options{}).Resolve(t.Context(), ref, nil)
-	require.ErrorContains(t, err, "--ca-file")
+	require.ErrorIs(t, err, ErrHTTPSRequired)
+	require.NotContains(t, err.Error(), "--", "source names no flags: the caller adds its own hint")
 
 	// With the wrong CA, verification fails.
 	_, err = newClient(t, Options{CABundle: testCA(t)}).Resolve(t.Context(), ref, nil)
-	require.ErrorContains(t, err, "TLS verification of "+reg.Host+" failed")
-	require.ErrorContains(t, err, "--ca-file")
+	require.ErrorContains(t, err, "TLS verification failed for "+reg.Host)
+	require.ErrorIs(t, err, ErrTLSVerification)
+	require.NotContains(t, err.Error(), "--", "source names no flags: the caller adds its own hint")
 
 	_, err = NewClient(Options{CABundle: []byte("not PEM")})
 	require.ErrorContains(t, err, "no PEM certificate")
@@ -461,9 +466,49 @@ func TestPullRejectsOtherArtifacts(t *testing.T) {
 func TestPullHonoursCancel(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	img, ref := pushPackage(t, newClient(t, Options{}), reg.Host, "cancel", nil)
+	img, _ := pushPackage(t, newClient(t, Options{}), reg.Host, "cancel", nil)
+
+	// In front of the registry, a proxy that holds every layer download until the test ends:
+	// the pull is blocked on the network when it is cancelled.
+	stalled, release := make(chan struct{}), make(chan struct{})
+	var stallOnce sync.Once
+	upstream := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: reg.Host})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+			stallOnce.Do(func() { close(stalled) })
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			http.Error(w, "held until the test ended", http.StatusNotFound)
+			return
+		}
+		upstream.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // runs before srv.Close, which waits for held requests
+
+	client := newClient(t, Options{})
+	ref := mustRef(t, strings.TrimPrefix(srv.URL, "http://")+"/cancel@"+img.Digest)
 	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Pull(ctx, ref, nil)
+		done <- err
+	}()
+	select {
+	case <-stalled:
+	case err := <-done:
+		t.Fatalf("Pull returned before it reached the layer download: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the pull never reached the layer download")
+	}
 	cancel()
-	_, err := newClient(t, Options{}).Pull(ctx, ref.WithDigest(img.Digest), nil)
-	require.ErrorIs(t, err, context.Canceled)
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Pull is still blocked 10s after its context was cancelled")
+	}
 }

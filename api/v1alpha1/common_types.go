@@ -44,7 +44,9 @@ type PhaseStatus struct {
 
 // ObjectStatus names an object and why it is not available.
 type ObjectStatus struct {
-	// Object is group/version/kind/namespace/name.
+	// Object names the object as Kind.group namespace/name, for example
+	// "Deployment.apps clusters-a/operator"; core kinds have no group ("ConfigMap ns/name") and
+	// cluster-scoped objects no namespace ("Namespace addon").
 	Object string `json:"object"`
 	// Reason it is not available.
 	Reason string `json:"reason"`

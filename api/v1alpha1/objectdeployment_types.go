@@ -27,7 +27,9 @@ type ObjectDeploymentSpec struct {
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
-	// Suspend stops every write; status still reports the truth.
+	// Suspend stops reconciling this resource: nothing is applied or pruned, and status keeps
+	// what was last observed (a reconcile request is still acknowledged). Deleting a suspended
+	// resource still tears its objects down.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 

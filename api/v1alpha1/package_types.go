@@ -43,8 +43,9 @@ type PackageSpec struct {
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
-	// RetryInterval is how soon a failed reconciliation is retried; defaults to Interval's
-	// exponential backoff of the work queue when unset.
+	// RetryInterval is how soon a failed reconciliation is retried, the same fixed interval
+	// after every failure (no backoff). Unset means the controller's --retry-interval (30s by
+	// default).
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
@@ -56,7 +57,9 @@ type PackageSpec struct {
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
-	// Suspend stops every write for this package; status still reports the truth.
+	// Suspend stops reconciling this package: nothing is resolved, applied or pruned, and status
+	// keeps what was last observed (a reconcile request is still acknowledged). Deleting a
+	// suspended package still tears its objects down.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 

@@ -30,5 +30,6 @@ other phases go to the management cluster.`,
 		newControllerCmd(),
 		newVersionCmd(),
 	)
+	addRegistryHints(root)
 	return root
 }

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 
-	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/render"
+	"pkgsync.dev/pkgsync/source"
 )
 
 // maxNotAvailable bounds the objects listed per phase in status, to keep it small.
@@ -75,7 +75,7 @@ func reasonFor(err error) string {
 	case errors.As(err, &immutable):
 		return v1alpha1.ImmutableFieldReason
 	case errors.As(err, &registryResp) && (registryResp.StatusCode == 401 || registryResp.StatusCode == 403),
-		errors.Is(err, auth.ErrBasicCredentialNotFound):
+		errors.Is(err, source.ErrAuthenticationRequired):
 		return v1alpha1.AuthenticationFailedReason
 	case errors.As(err, &stage):
 		return stage.reason
@@ -93,7 +93,31 @@ type stageError struct {
 func (e *stageError) Error() string { return e.err.Error() }
 func (e *stageError) Unwrap() error { return e.err }
 
-func pullFailed(err error) error { return &stageError{reason: v1alpha1.PullFailedReason, err: err} }
+// pullFailed tags a source error, with the controller's hint for the causes source reports.
+func pullFailed(err error) error {
+	return &stageError{reason: v1alpha1.PullFailedReason, err: withRegistryHint(err)}
+}
+
+// registryHints says, for each cause source reports, what to do about it with this controller;
+// source reports the cause only.
+var registryHints = []struct {
+	cause error
+	hint  string
+}{
+	{source.ErrAuthenticationRequired, "give the credentials in a kubernetes.io/dockerconfigjson Secret named by spec.pullSecretRef"},
+	{source.ErrTLSVerification, "start the controller with --ca-file holding the registry's CA"},
+	{source.ErrHTTPSRequired, "start the controller with --ca-file holding the registry's CA, which switches to HTTPS"},
+	{source.ErrPlainHTTPAnswer, "start the controller with --plain-http-registry naming this registry"},
+}
+
+func withRegistryHint(err error) error {
+	for _, h := range registryHints {
+		if errors.Is(err, h.cause) {
+			return fmt.Errorf("%w (%s)", err, h.hint)
+		}
+	}
+	return err
+}
 
 // isStalling reports whether retrying cannot help until the spec or the package changes.
 func isStalling(reason string) bool {
