@@ -9,13 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/render"
+	"pkgsync.dev/pkgsync/source"
 )
 
 func TestInventoryRoundTrip(t *testing.T) {
@@ -57,7 +57,7 @@ func TestReasonFor(t *testing.T) {
 		{&apply.ImmutableFieldError{}, v1alpha1.ImmutableFieldReason, false},
 		{pullFailed(&errcode.ErrorResponse{StatusCode: 401}), v1alpha1.AuthenticationFailedReason, false},
 		{pullFailed(errors.New("connection refused")), v1alpha1.PullFailedReason, false},
-		{pullFailed(fmt.Errorf("check access: %w", auth.ErrBasicCredentialNotFound)), v1alpha1.AuthenticationFailedReason, false},
+		{pullFailed(fmt.Errorf("check access: %w", source.ErrAuthenticationRequired)), v1alpha1.AuthenticationFailedReason, false},
 		{errors.New("something else"), v1alpha1.ApplyFailedReason, false},
 	}
 	for _, tc := range tests {
@@ -121,4 +121,22 @@ func TestResolveMaxAge(t *testing.T) {
 		p.CreationTimestamp = metav1.NewTime(time.Now().Add(-5 * time.Second))
 	})
 	assert.InDelta(t, (4 * time.Second).Seconds(), resolveMaxAge(fresh, interval).Seconds(), 2, "a new resource takes resolutions made since its creation")
+}
+
+// TestPullErrorsCarryTheControllersHint: source names causes, not flags; the controller says
+// what to do with its own fields and flags, never the CLI's.
+func TestPullErrorsCarryTheControllersHint(t *testing.T) {
+	t.Parallel()
+	for cause, hint := range map[error]string{
+		source.ErrAuthenticationRequired: "spec.pullSecretRef",
+		source.ErrTLSVerification:        "--ca-file",
+		source.ErrHTTPSRequired:          "--ca-file",
+		source.ErrPlainHTTPAnswer:        "--plain-http-registry",
+	} {
+		err := pullFailed(fmt.Errorf("pull r/x:1: %w", cause))
+		assert.ErrorIs(t, err, cause)
+		assert.Contains(t, err.Error(), hint)
+		assert.NotContains(t, err.Error(), "docker login")
+		assert.NotContains(t, err.Error(), "--plain-http ")
+	}
 }
