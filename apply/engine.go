@@ -47,6 +47,54 @@ type pass struct {
 	// desired holds the objects of the package by their rendered reference; applied by the
 	// reference the API server resolved (namespace defaulted, or cleared for cluster-scoped kinds).
 	desired, applied map[key]phaseKey
+	// recorded holds what the caller has stored of the inventory: Previous, and what Record took.
+	recorded map[key]bool
+	intended []intendedRef
+}
+
+// intendedRef is an object Record was told about.
+type intendedRef struct {
+	phase phaseKey
+	ref   ObjectRef
+}
+
+// record hands Record the intended inventory when refs holds objects not recorded yet.
+func (p *pass) record(ctx context.Context, ph phaseKey, refs []ObjectRef) error {
+	if p.req.Record == nil || p.req.DryRun {
+		return nil
+	}
+	var fresh []ObjectRef
+	for _, ref := range refs {
+		if !p.recorded[ref.key(ph.class)] {
+			fresh = append(fresh, ref)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	b := newInventoryBuilder()
+	for _, rph := range p.req.Phases {
+		b.addPhase(rph.Name, rph.Class)
+	}
+	for _, prev := range p.req.Previous.Phases {
+		for _, ref := range prev.Objects {
+			b.add(prev.Name, prev.Class, ref)
+		}
+	}
+	for _, ir := range p.intended {
+		b.add(ir.phase.name, ir.phase.class, ir.ref)
+	}
+	for _, ref := range fresh {
+		b.add(ph.name, ph.class, ref)
+	}
+	if err := p.req.Record(ctx, b.build()); err != nil {
+		return fmt.Errorf("record the inventory before writing: %w", err)
+	}
+	for _, ref := range fresh {
+		p.recorded[ref.key(ph.class)] = true
+		p.intended = append(p.intended, intendedRef{phase: ph, ref: ref})
+	}
+	return nil
 }
 
 // phaseOf returns the phase that holds an object of a class's cluster in the new revision.
@@ -73,7 +121,12 @@ type phaseKey struct{ name, class string }
 // it prunes the previous objects that left the package. The caller stores Result.Inventory and
 // calls again (requeues) until Result.Complete. The Result is returned even with an error.
 func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
-	p := &pass{req: req, res: &Result{}, inv: newInventoryBuilder(), desired: map[key]phaseKey{}, applied: map[key]phaseKey{}}
+	p := &pass{req: req, res: &Result{}, inv: newInventoryBuilder(), desired: map[key]phaseKey{}, applied: map[key]phaseKey{}, recorded: map[key]bool{}}
+	for _, ph := range req.Previous.Phases {
+		for _, ref := range ph.Objects {
+			p.recorded[ref.key(ph.Class)] = true
+		}
+	}
 	for _, ph := range req.Phases {
 		p.res.Phases = append(p.res.Phases, PhaseResult{Name: ph.Name, Class: ph.Class, State: PhasePending})
 		p.inv.addPhase(ph.Name, ph.Class)
@@ -110,7 +163,7 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	}
 
 	pruned := map[key]bool{}
-	if len(errs) == 0 && p.res.Complete() && !req.DryRun {
+	if len(errs) == 0 && p.res.Complete() && !req.DryRun && !req.NoPrune {
 		var err error
 		pruned, err = e.prune(ctx, p)
 		if err != nil {
@@ -127,7 +180,7 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		for _, ref := range ph.Objects {
 			if pk, ok := p.phaseOf(ph.Class, ref); ok {
 				p.inv.add(pk.name, pk.class, ref)
-			} else if !pruned[ref.key(ph.Class)] {
+			} else if !pruned[ref.key(ph.Class)] && !req.NoPrune {
 				p.inv.add(ph.Name, ph.Class, ref)
 			}
 		}
@@ -152,6 +205,22 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph render.Phase, targe
 	}
 	established := map[schema.GroupKind]bool{}
 
+	// Record what this phase will create before the first write (objects of kinds the cluster
+	// does not serve yet are recorded when they are written, below).
+	pk := phaseKey{ph.Name, ph.Class}
+	var intended []ObjectRef
+	for _, obj := range objs {
+		if _, waits := crdOf[obj.GroupVersionKind().GroupKind()]; waits {
+			continue
+		}
+		if resolveNamespace(p.req, target, obj) == nil {
+			intended = append(intended, RefOf(obj))
+		}
+	}
+	if err := p.record(ctx, pk, intended); err != nil {
+		return err
+	}
+
 	var errs []error
 	for _, obj := range objs {
 		ref := RefOf(obj)
@@ -163,6 +232,12 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph render.Phase, targe
 			}
 			pr.NotAvailable = append(pr.NotAvailable, ObjectStatus{Ref: ref, Reason: "waiting for " + crd.String() + " to be Established"})
 			continue
+		}
+		if resolveNamespace(p.req, target, obj) == nil {
+			if err := p.record(ctx, pk, []ObjectRef{RefOf(obj)}); err != nil {
+				errs = append(errs, err)
+				break
+			}
 		}
 		out, err := e.applyObject(ctx, p.req, ph.Class, target, obj)
 		if err != nil && p.req.DryRun && p.namespaceComesFirst(ph.Class, obj, err) {

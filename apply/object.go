@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,30 +23,44 @@ type outcome struct {
 	waiting string
 }
 
+// errNoNamespace says a namespaced object names no namespace and the request gives no default.
+var errNoNamespace = errors.New("namespaced object has no namespace; set metadata.namespace in the package")
+
+// resolveNamespace sets the namespace the API server will use: cleared for cluster-scoped
+// kinds, the request's default for namespaced objects that name none.
+func resolveNamespace(req Request, t Target, desired *unstructured.Unstructured) error {
+	namespaced, err := t.Client.IsObjectNamespaced(desired)
+	if err != nil {
+		return err
+	}
+	if !namespaced {
+		desired.SetNamespace("")
+	} else if desired.GetNamespace() == "" {
+		if req.DefaultNamespace == "" {
+			return fmt.Errorf("%s: %w", RefOf(desired), errNoNamespace)
+		}
+		desired.SetNamespace(req.DefaultNamespace)
+	}
+	return nil
+}
+
 // applyObject brings one object to its desired state with at most one read and, only when the
 // live object differs, one server-side apply.
 func (e *Engine) applyObject(ctx context.Context, req Request, class string, t Target, desired *unstructured.Unstructured) (outcome, error) {
 	ref := RefOf(desired)
-	namespaced, err := t.Client.IsObjectNamespaced(desired)
-	if err != nil {
-		if meta.IsNoMatchError(err) {
+	if err := resolveNamespace(req, t, desired); err != nil {
+		switch {
+		case meta.IsNoMatchError(err):
 			if r, ok := t.Client.RESTMapper().(meta.ResettableRESTMapper); ok {
 				r.Reset()
 			}
 			return outcome{}, fmt.Errorf("%s: kind %s is not served by %s; install its CRD in this or an earlier phase: %w", ref, desired.GroupVersionKind(), t.Name, err)
+		case errors.Is(err, errNoNamespace):
+			return outcome{}, err
 		}
 		return outcome{}, unreachable(fmt.Errorf("%s: look up kind: %w", ref, err), class, t)
 	}
-	if !namespaced {
-		desired.SetNamespace("")
-		ref.Namespace = ""
-	} else if desired.GetNamespace() == "" {
-		if req.DefaultNamespace == "" {
-			return outcome{}, fmt.Errorf("%s: namespaced object has no namespace; set metadata.namespace in the package", ref)
-		}
-		desired.SetNamespace(req.DefaultNamespace)
-		ref.Namespace = req.DefaultNamespace
-	}
+	ref = RefOf(desired)
 
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(desired.GroupVersionKind())

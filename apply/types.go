@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -64,6 +65,16 @@ type Request struct {
 	// metadata.namespace says, and refuses kinds the cluster does not serve yet. Teams that may
 	// write only in their own namespace are confined this way.
 	Confine map[string]string
+	// NoPrune lets objects of Previous that left the package go (they are dropped from the
+	// inventory, not deleted).
+	NoPrune bool
+	// Record, when set, is called before the first write of an object that Previous does not
+	// hold, with Previous plus every object the pass is about to create, by phase. The caller
+	// stores it (the resource's status), so that a crash between a write and storing
+	// Result.Inventory cannot leave an object no inventory knows of. An error stops the pass
+	// before the write. It is called at most once per phase, and not at all when the pass adds
+	// nothing (a no-op pass writes nothing).
+	Record func(ctx context.Context, intended Inventory) error
 	// DryRun sends changes as server-side dry-run requests and walks every phase without waiting
 	// for availability.
 	DryRun bool

@@ -136,6 +136,23 @@ func (r *report) ensureFinalizer(ctx context.Context) error {
 	return nil
 }
 
+// save writes the status now, in the middle of a reconcile: the intended inventory before the
+// apply engine creates objects, so that a crash cannot orphan them.
+func (r *report) save(ctx context.Context) error {
+	if err := r.patcher.Patch(ctx, r.obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("record status: %w", err)
+	}
+	return nil
+}
+
+// recordInventory returns the apply engine's Record hook for a resource's status.
+func (r *report) recordInventory() func(context.Context, apply.Inventory) error {
+	return func(ctx context.Context, inv apply.Inventory) error {
+		r.status.Inventory = inventoryToStatus(inv)
+		return r.save(ctx)
+	}
+}
+
 // finish patches the status and returns the reconcile error joined with any patch error.
 func (r *report) finish(ctx context.Context, retErr error) error {
 	finalizeStatus(r.obj, r.status)

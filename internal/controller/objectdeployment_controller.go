@@ -77,6 +77,7 @@ func (r *ObjectDeploymentReconciler[T]) Reconcile(ctx context.Context, req ctrl.
 		adopt:         spec.AdoptionPolicy,
 		prune:         true,
 		previous:      status.Inventory,
+		record:        report.recordInventory(),
 	})
 	recordPass(status, res)
 	if err == nil && res.Complete() {

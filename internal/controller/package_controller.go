@@ -76,7 +76,7 @@ func (r *PackageReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	spec := obj.GetSpec()
 	r.Metrics.RecordSuspend(ctx, obj, spec.Suspend)
-	maxAge := resolveMaxAge(obj, spec.GetInterval())
+	maxAge := resolveMaxAge(obj, spec.GetInterval(), time.Now())
 	acknowledgeRequest(obj, &obj.GetStatus().RolloutStatus)
 	if spec.Suspend {
 		log.V(1).Info("suspended, nothing written")
@@ -86,12 +86,12 @@ func (r *PackageReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) 
 	// The deferred status patch runs after cancel, so it keeps the parent context.
 	rctx, cancel := context.WithTimeout(ctx, spec.GetTimeout())
 	defer cancel()
-	res, err := r.reconcile(rctx, obj, maxAge)
+	res, err := r.reconcile(rctx, obj, maxAge, report.recordInventory())
 	return r.outcome(ctx, obj, res, err)
 }
 
 // reconcile resolves, pulls, renders and applies. It returns the apply result when it got that far.
-func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T, maxAge time.Duration) (*apply.Result, error) {
+func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T, maxAge time.Duration, record func(context.Context, apply.Inventory) error) (*apply.Result, error) {
 	spec, status := obj.GetSpec(), obj.GetStatus()
 	if !conditions.IsReady(obj) || conditions.GetReason(obj, meta.ReadyCondition) != v1alpha1.ReconciliationSucceededReason {
 		conditions.MarkReconciling(obj, v1alpha1.ProgressingReason, "reconciling %s", spec.Image)
@@ -129,6 +129,7 @@ func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T, maxAge time
 		prune:          spec.PruneEnabled(),
 		previous:       status.Inventory,
 		hostedCluster:  hc,
+		record:         record,
 	})
 	recordPass(&status.RolloutStatus, res)
 	if err == nil && res.Complete() {
@@ -293,20 +294,20 @@ func jittered(d time.Duration) time.Duration { return jitter.JitteredIntervalDur
 // one tag costs one HEAD request per interval. A reconcile request (reconcile.fluxcd.io/requestedAt,
 // as `flux reconcile` writes it) takes one made after the request, and a new resource one made
 // after its creation: a whole wave of them then shares one answer that is still newer than what
-// was asked for. A changed spec always asks the registry.
-func resolveMaxAge(obj packageObject, interval time.Duration) time.Duration {
+// was asked for. A changed spec always asks the registry. Ages are measured from now.
+func resolveMaxAge(obj packageObject, interval time.Duration, now time.Time) time.Duration {
 	status := obj.GetStatus()
 	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok && token != status.GetLastHandledReconcileRequest() {
 		requested, err := time.Parse(time.RFC3339Nano, token)
 		if err != nil {
 			return 0
 		}
-		return max(time.Since(requested), 0)
+		return max(now.Sub(requested), 0)
 	}
 	switch {
 	case status.LastAttemptedRevision == "":
 		// Creation timestamps have second precision: round the age down to stay on the safe side.
-		return max(time.Since(obj.GetCreationTimestamp().Time)-time.Second, 0)
+		return max(now.Sub(obj.GetCreationTimestamp().Time)-time.Second, 0)
 	case status.ObservedGeneration != obj.GetGeneration() && conditions.IsReady(obj):
 		return 0
 	}

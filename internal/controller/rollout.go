@@ -52,6 +52,8 @@ type rolloutRequest struct {
 	previous       *v1alpha1.Inventory
 	// hostedCluster behind the owner's namespace, from findHostedCluster; nil when none.
 	hostedCluster *hosted.HostedCluster
+	// record stores the intended inventory before the pass creates anything new.
+	record func(context.Context, apply.Inventory) error
 }
 
 // apply makes one pass and returns its result; the result is non-nil whenever the engine ran,
@@ -99,10 +101,9 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 	if req.adopt == v1alpha1.AdoptAlways {
 		areq.Adopt = apply.AdoptAlways
 	}
-	if !req.prune {
-		// Without prune, objects that leave the package are let go: no longer tracked.
-		areq.Previous = apply.Inventory{}
-	}
+	// Without prune, objects that leave the package are let go: no longer tracked.
+	areq.NoPrune = !req.prune
+	areq.Record = req.record
 	res, err := r.engine.Apply(ctx, areq)
 	r.metrics.recordPass(req.owner.Kind, res)
 	var scope *apply.ScopeError

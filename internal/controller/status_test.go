@@ -90,37 +90,54 @@ func TestPhasesToStatusCapsObjects(t *testing.T) {
 func TestResolveMaxAge(t *testing.T) {
 	t.Parallel()
 	interval := 10 * time.Minute
+	now := time.Date(2025, time.March, 4, 5, 6, 7, 0, time.UTC)
 	pkg := func(mutate func(*v1alpha1.Package)) *v1alpha1.Package {
-		p := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Generation: 1, CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))}}
+		p := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Generation: 1, CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}
 		p.Status.LastAttemptedRevision = "sha256:abc"
 		p.Status.ObservedGeneration = 1
 		mutate(p)
 		return p
 	}
-	assert.Equal(t, interval/2, resolveMaxAge(pkg(func(*v1alpha1.Package) {}), interval), "interval reconcile")
+	assert.Equal(t, interval/2, resolveMaxAge(pkg(func(*v1alpha1.Package) {}), interval, now), "interval reconcile")
 
 	requested := pkg(func(p *v1alpha1.Package) {
-		p.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": time.Now().Add(-3 * time.Second).Format(time.RFC3339Nano)}
+		p.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": now.Add(-3 * time.Second).Format(time.RFC3339Nano)}
 	})
-	age := resolveMaxAge(requested, interval)
-	assert.InDelta(t, (3 * time.Second).Seconds(), age.Seconds(), 2, "a resolution made after the request is fresh enough")
+	assert.Equal(t, 3*time.Second, resolveMaxAge(requested, interval, now), "a resolution made after the request is fresh enough")
+
+	future := pkg(func(p *v1alpha1.Package) {
+		p.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": now.Add(time.Minute).Format(time.RFC3339Nano)}
+	})
+	assert.Zero(t, resolveMaxAge(future, interval, now), "a request from a clock ahead of ours asks the registry")
 
 	handled := pkg(func(p *v1alpha1.Package) {
 		p.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": "token"}
 		p.Status.LastHandledReconcileAt = "token"
 	})
-	assert.Equal(t, interval/2, resolveMaxAge(handled, interval), "an old request is not new")
+	assert.Equal(t, interval/2, resolveMaxAge(handled, interval, now), "an old request is not new")
 
 	odd := pkg(func(p *v1alpha1.Package) {
 		p.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": "now please"}
 	})
-	assert.Zero(t, resolveMaxAge(odd, interval), "a request that is not a time asks the registry")
+	assert.Zero(t, resolveMaxAge(odd, interval, now), "a request that is not a time asks the registry")
 
 	fresh := pkg(func(p *v1alpha1.Package) {
 		p.Status.LastAttemptedRevision = ""
-		p.CreationTimestamp = metav1.NewTime(time.Now().Add(-5 * time.Second))
+		p.CreationTimestamp = metav1.NewTime(now.Add(-5 * time.Second))
 	})
-	assert.InDelta(t, (4 * time.Second).Seconds(), resolveMaxAge(fresh, interval).Seconds(), 2, "a new resource takes resolutions made since its creation")
+	assert.Equal(t, 4*time.Second, resolveMaxAge(fresh, interval, now), "a new resource takes resolutions made since its creation, less the timestamp's second of precision")
+
+	justCreated := pkg(func(p *v1alpha1.Package) {
+		p.Status.LastAttemptedRevision = ""
+		p.CreationTimestamp = metav1.NewTime(now)
+	})
+	assert.Zero(t, resolveMaxAge(justCreated, interval, now), "within the creation second nothing cached is fresh enough")
+
+	changed := pkg(func(p *v1alpha1.Package) {
+		p.Generation = 2
+		p.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue}}
+	})
+	assert.Zero(t, resolveMaxAge(changed, interval, now), "a changed spec asks the registry")
 }
 
 // TestPullErrorsCarryTheControllersHint: source names causes, not flags; the controller says
