@@ -1,6 +1,7 @@
 package apply_test
 
 import (
+	"pkgsync.dev/pkgsync/desired"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pkgsync.dev/pkgsync/apply"
-	"pkgsync.dev/pkgsync/render"
 )
 
 // TestConfinedClassStaysInItsNamespace: objects of a confined class are checked against the
@@ -57,7 +57,7 @@ subjects: [{kind: ServiceAccount, name: default, namespace: NS}]
 		t.Run(name, func(t *testing.T) {
 			req := apply.Request{Owner: e.owner, Targets: e.targets, DefaultNamespace: e.ns, Confine: map[string]string{"": e.ns},
 				// The offending object is in a later phase: nothing of the pass may be written.
-				Phases: []render.Phase{{Name: "one", Objects: tc.objects[:1]}, {Name: "two", Objects: tc.objects[1:]}}}
+				Phases: []desired.Phase{{Name: "one", Objects: tc.objects[:1]}, {Name: "two", Objects: tc.objects[1:]}}}
 			res, err := engine.Apply(t.Context(), req)
 			tc.check(t, err)
 			assert.Zero(t, res.Created, "nothing is applied")
@@ -72,7 +72,7 @@ subjects: [{kind: ServiceAccount, name: default, namespace: NS}]
 	hostedRole := e.obj(t, "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: placeholder}\nrules: []\n")
 	hostedRole.SetName(e.ns + "-hosted")
 	req := apply.Request{Owner: e.owner, Targets: e.targets, DefaultNamespace: e.ns, Confine: map[string]string{"": e.ns},
-		Phases: []render.Phase{
+		Phases: []desired.Phase{
 			{Name: "one", Objects: []*unstructured.Unstructured{first}},
 			{Name: "two", Class: "hosted-cluster", Objects: []*unstructured.Unstructured{hostedRole}},
 		}}

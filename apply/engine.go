@@ -7,14 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/desired"
 	"sort"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"pkgsync.dev/pkgsync/render"
 )
 
 // Options configure an Engine.
@@ -128,7 +128,7 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		}
 	}
 	for _, ph := range req.Phases {
-		p.res.Phases = append(p.res.Phases, PhaseResult{Name: ph.Name, Class: ph.Class, State: PhasePending})
+		p.res.Phases = append(p.res.Phases, PhaseResult{Name: ph.Name, Class: ph.Class, State: v1alpha1.PhasePending})
 		p.inv.addPhase(ph.Name, ph.Class)
 		for _, obj := range ph.Objects {
 			p.desired[RefOf(obj).key(ph.Class)] = phaseKey{ph.Name, ph.Class}
@@ -157,7 +157,7 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		if err := e.applyPhase(ctx, p, ph, target, pr); err != nil {
 			errs = append(errs, fmt.Errorf("phase %s on %s: %w", ph.Name, target.Name, err))
 		}
-		if pr.State != PhaseComplete && !req.DryRun {
+		if pr.State != v1alpha1.PhaseComplete && !req.DryRun {
 			break
 		}
 	}
@@ -190,8 +190,8 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 }
 
 // applyPhase applies the objects of one phase and records which are not available.
-func (e *Engine) applyPhase(ctx context.Context, p *pass, ph render.Phase, target Target, pr *PhaseResult) error {
-	pr.State = PhaseProgressing
+func (e *Engine) applyPhase(ctx context.Context, p *pass, ph desired.Phase, target Target, pr *PhaseResult) error {
+	pr.State = v1alpha1.PhaseProgressing
 	objs, err := prepare(ph.Objects, p.req.Owner)
 	if err != nil {
 		return err
@@ -282,7 +282,7 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph render.Phase, targe
 		}
 	}
 	if len(errs) == 0 && len(pr.NotAvailable) == 0 {
-		pr.State = PhaseComplete
+		pr.State = v1alpha1.PhaseComplete
 	}
 	return errors.Join(errs...)
 }

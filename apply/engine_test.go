@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"pkgsync.dev/pkgsync/desired"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,7 +14,6 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
-	"pkgsync.dev/pkgsync/render"
 )
 
 const deploymentYAML = `
@@ -44,7 +44,7 @@ func TestLaterPhaseWaitsForAvailability(t *testing.T) {
 	cm := e.configMap(t, "settings", map[string]string{"a": "1"})
 	req := apply.Request{
 		Owner: e.owner,
-		Phases: []render.Phase{
+		Phases: []desired.Phase{
 			{Name: "deploy", Objects: []*unstructured.Unstructured{e.obj(t, deploymentYAML)}},
 			{Name: "configure", Objects: []*unstructured.Unstructured{cm}},
 		},
@@ -59,8 +59,8 @@ func TestLaterPhaseWaitsForAvailability(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res.Complete())
 	require.Len(t, res.Phases, 2)
-	assert.Equal(t, apply.PhaseProgressing, res.Phases[0].State)
-	assert.Equal(t, apply.PhasePending, res.Phases[1].State)
+	assert.Equal(t, v1alpha1.PhaseProgressing, res.Phases[0].State)
+	assert.Equal(t, v1alpha1.PhasePending, res.Phases[1].State)
 	require.NotEmpty(t, res.Phases[0].NotAvailable)
 	assert.Equal(t, "web", res.Phases[0].NotAvailable[0].Ref.Name)
 	assert.Contains(t, res.Summary(), "kstatus InProgress")
@@ -112,7 +112,7 @@ metadata: {name: w, namespace: NS}
 spec: {size: 3}
 `, group))
 	// The custom resource comes first in the rendered order: the engine must still apply the CRD first.
-	req := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []render.Phase{{Name: "all", Objects: []*unstructured.Unstructured{widget, crd}}}}
+	req := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{{Name: "all", Objects: []*unstructured.Unstructured{widget, crd}}}}
 	res := applyUntilComplete(t, apply.NewEngine(apply.Options{}), req)
 	live, ok := get(t, e.mgmt, widget)
 	require.True(t, ok)
@@ -126,7 +126,7 @@ func TestHostedClassPhaseGoesToTheHostedCluster(t *testing.T) {
 	e := newEnv(t)
 	inHosted := e.configMap(t, "rbac", map[string]string{"x": "y"})
 	inMgmt := e.configMap(t, "operator", map[string]string{"x": "y"})
-	req := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []render.Phase{
+	req := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{
 		{Name: "rbac", Class: v1alpha1.ClassHostedCluster, Objects: []*unstructured.Unstructured{inHosted}},
 		{Name: "deploy", Objects: []*unstructured.Unstructured{inMgmt}},
 	}}
@@ -150,7 +150,7 @@ func TestHostedClassPhaseGoesToTheHostedCluster(t *testing.T) {
 		var unavailable *apply.TargetUnavailableError
 		require.ErrorAs(t, err, &unavailable)
 		assert.Equal(t, v1alpha1.ClassHostedCluster, unavailable.Class)
-		assert.Equal(t, apply.PhasePending, res.Phases[1].State)
+		assert.Equal(t, v1alpha1.PhasePending, res.Phases[1].State)
 		assert.Equal(t, 2, res.Inventory.Len(), "nothing may be lost from the inventory")
 	})
 }
@@ -163,7 +163,7 @@ func TestPruneAfterARevisionDropsObjects(t *testing.T) {
 	drop := e.configMap(t, "drop", nil)
 	released := e.configMap(t, "released", nil)
 	hostedDrop := e.configMap(t, "hosted-drop", nil)
-	rev1 := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []render.Phase{
+	rev1 := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{
 		{Name: "one", Objects: []*unstructured.Unstructured{keep, drop, released}},
 		{Name: "two", Class: v1alpha1.ClassHostedCluster, Objects: []*unstructured.Unstructured{hostedDrop}},
 	}}
@@ -175,7 +175,7 @@ func TestPruneAfterARevisionDropsObjects(t *testing.T) {
 	live.SetLabels(nil)
 	require.NoError(t, e.mgmt.Update(t.Context(), live))
 
-	rev2 := apply.Request{Owner: e.owner, Targets: e.targets, Previous: res.Inventory, Phases: []render.Phase{
+	rev2 := apply.Request{Owner: e.owner, Targets: e.targets, Previous: res.Inventory, Phases: []desired.Phase{
 		{Name: "one", Objects: []*unstructured.Unstructured{keep}},
 	}}
 	res, err := engine.Apply(t.Context(), rev2)
@@ -199,10 +199,10 @@ func TestPruneWaitsForTheNewRevisionToComplete(t *testing.T) {
 	e := newEnv(t)
 	engine := apply.NewEngine(apply.Options{})
 	old := e.configMap(t, "old", nil)
-	res := applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Phases: []render.Phase{{Name: "one", Objects: []*unstructured.Unstructured{old}}}})
+	res := applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{old}}}})
 
 	res, err := engine.Apply(t.Context(), apply.Request{Owner: e.owner, Targets: e.targets, Previous: res.Inventory,
-		Phases: []render.Phase{{Name: "one", Objects: []*unstructured.Unstructured{e.obj(t, deploymentYAML)}}}})
+		Phases: []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{e.obj(t, deploymentYAML)}}}})
 	require.NoError(t, err)
 	require.False(t, res.Complete())
 	_, ok := get(t, e.mgmt, old)
@@ -215,7 +215,7 @@ func TestDriftIsRestored(t *testing.T) {
 	e := newEnv(t)
 	engine := apply.NewEngine(apply.Options{})
 	cm := e.configMap(t, "settings", map[string]string{"mode": "safe"})
-	req := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []render.Phase{{Name: "one", Objects: []*unstructured.Unstructured{cm}}}}
+	req := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{cm}}}}
 	res := applyUntilComplete(t, engine, req)
 	req.Previous = res.Inventory
 
@@ -247,11 +247,11 @@ func TestCollisionIsRefusedAndAdoptionAllowed(t *testing.T) {
 	other.SetLabels(map[string]string{apply.LabelOwnerKind: "Package", apply.LabelOwnerNamespace: e.ns, apply.LabelOwnerName: "other"})
 	require.NoError(t, e.mgmt.Create(t.Context(), other.DeepCopy()))
 
-	desired := []*unstructured.Unstructured{
+	objs := []*unstructured.Unstructured{
 		e.configMap(t, "foreign", map[string]string{"owner": "pkgsync"}),
 		e.configMap(t, "other", map[string]string{"owner": "pkgsync"}),
 	}
-	req := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []render.Phase{{Name: "one", Objects: desired}}}
+	req := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{{Name: "one", Objects: objs}}}
 	res, err := engine.Apply(t.Context(), req)
 	var collision *apply.CollisionError
 	require.ErrorAs(t, err, &collision)
@@ -262,7 +262,7 @@ func TestCollisionIsRefusedAndAdoptionAllowed(t *testing.T) {
 	live, _ := get(t, e.mgmt, foreign)
 	assert.Equal(t, "someone", live.Object["data"].(map[string]any)["owner"], "a collision must not touch the object")
 
-	req.Adopt = apply.AdoptAlways
+	req.Adopt = v1alpha1.AdoptAlways
 	res, err = engine.Apply(t.Context(), req)
 	require.NoError(t, err)
 	assert.True(t, res.Complete())
@@ -276,7 +276,7 @@ func TestConflictWithAnotherFieldManagerIsReported(t *testing.T) {
 	e := newEnv(t)
 	engine := apply.NewEngine(apply.Options{})
 	cm := e.configMap(t, "settings", map[string]string{"mode": "safe"})
-	req := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []render.Phase{{Name: "one", Objects: []*unstructured.Unstructured{cm}}}}
+	req := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{cm}}}}
 	res := applyUntilComplete(t, engine, req)
 	req.Previous = res.Inventory
 
@@ -301,7 +301,7 @@ func TestTeardownGoesInReversePhaseOrder(t *testing.T) {
 	first := e.configMap(t, "first", nil)
 	second := e.configMap(t, "second", nil)
 	second.SetFinalizers([]string{"test.pkgsync.dev/hold"})
-	res := applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Phases: []render.Phase{
+	res := applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{
 		{Name: "one", Objects: []*unstructured.Unstructured{first}},
 		{Name: "two", Class: v1alpha1.ClassHostedCluster, Objects: []*unstructured.Unstructured{second}},
 	}})
@@ -339,7 +339,7 @@ func TestTeardownLeavesObjectsOfOtherOwners(t *testing.T) {
 	e := newEnv(t)
 	engine := apply.NewEngine(apply.Options{})
 	cm := e.configMap(t, "kept", nil)
-	res := applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Phases: []render.Phase{{Name: "one", Objects: []*unstructured.Unstructured{cm}}}})
+	res := applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{cm}}}})
 	live, _ := get(t, e.mgmt, cm)
 	live.SetLabels(map[string]string{"kept-by": "hand"})
 	require.NoError(t, e.mgmt.Update(t.Context(), live))
@@ -373,7 +373,7 @@ spec:
 		return u
 	}
 	req := func(obj *unstructured.Unstructured) apply.Request {
-		return apply.Request{Owner: e.owner, Targets: e.targets, Phases: []render.Phase{{Name: "one", Objects: []*unstructured.Unstructured{obj}}}}
+		return apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{obj}}}}
 	}
 	_, err := engine.Apply(t.Context(), req(job("migrate:1", false)))
 	require.NoError(t, err)
@@ -431,7 +431,7 @@ rules:
   verbs: [get, list]
 `),
 	}
-	req := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []render.Phase{{Name: "one", Objects: objects}}}
+	req := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{{Name: "one", Objects: objects}}}
 	res, err := engine.Apply(t.Context(), req)
 	require.NoError(t, err)
 	require.Equal(t, len(objects), res.Created)
@@ -457,7 +457,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	e := newEnv(t)
 	engine := apply.NewEngine(apply.Options{})
 	existing := e.configMap(t, "existing", map[string]string{"a": "1"})
-	res := applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Phases: []render.Phase{{Name: "one", Objects: []*unstructured.Unstructured{existing}}}})
+	res := applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{existing}}}})
 
 	changed := e.configMap(t, "existing", map[string]string{"a": "2"})
 	added := e.configMap(t, "added", nil)
@@ -474,7 +474,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dres, err := engine.Apply(t.Context(), apply.Request{Owner: e.owner, Targets: e.targets, Previous: res.Inventory, DryRun: true,
-				Phases: []render.Phase{{Name: "one", Objects: []*unstructured.Unstructured{tt.obj}}}})
+				Phases: []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{tt.obj}}}})
 			require.NoError(t, err)
 			require.Len(t, dres.Changes, 1)
 			assert.Equal(t, tt.want, dres.Changes[0].Action)
@@ -499,7 +499,7 @@ func TestUnreachableTargetIsTyped(t *testing.T) {
 	}
 	e.targets[""] = apply.Target{Client: c, Name: "management cluster"}
 	_, err = apply.NewEngine(apply.Options{}).Apply(t.Context(), apply.Request{Owner: e.owner, Targets: e.targets,
-		Phases: []render.Phase{{Name: "one", Objects: []*unstructured.Unstructured{e.configMap(t, "x", nil)}}}})
+		Phases: []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{e.configMap(t, "x", nil)}}}})
 	var unavailable *apply.TargetUnavailableError
 	require.True(t, errors.As(err, &unavailable), "got %v", err)
 	assert.Equal(t, "management cluster", unavailable.Target)
@@ -519,7 +519,7 @@ rules: []
 `)
 	clusterRole.SetName(e.ns + "-reader")
 	req := apply.Request{Owner: e.owner, Targets: e.targets, DefaultNamespace: e.ns,
-		Phases: []render.Phase{{Name: "one", Objects: []*unstructured.Unstructured{noNamespace, clusterRole}}}}
+		Phases: []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{noNamespace, clusterRole}}}}
 	res := applyUntilComplete(t, engine, req)
 	want := []apply.ObjectRef{
 		{Version: "v1", Kind: "ConfigMap", Namespace: e.ns, Name: "plain"},
@@ -541,11 +541,11 @@ func TestRevisionThatOnlyRemovesAFieldIsApplied(t *testing.T) {
 	e := newEnv(t)
 	engine := apply.NewEngine(apply.Options{})
 	req := apply.Request{Owner: e.owner, Targets: e.targets,
-		Phases: []render.Phase{{Name: "one", Objects: []*unstructured.Unstructured{e.configMap(t, "settings", map[string]string{"a": "1", "b": "2"})}}}}
+		Phases: []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{e.configMap(t, "settings", map[string]string{"a": "1", "b": "2"})}}}}
 	res := applyUntilComplete(t, engine, req)
 
 	req.Previous = res.Inventory
-	req.Phases = []render.Phase{{Name: "one", Objects: []*unstructured.Unstructured{e.configMap(t, "settings", map[string]string{"a": "1"})}}}
+	req.Phases = []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{e.configMap(t, "settings", map[string]string{"a": "1"})}}}
 	res, err := engine.Apply(t.Context(), req)
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Updated)

@@ -1,6 +1,7 @@
 package apply_test
 
 import (
+	"pkgsync.dev/pkgsync/desired"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,7 +10,6 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
-	"pkgsync.dev/pkgsync/render"
 )
 
 // TestSameObjectOnBothClusters: one package holds a ConfigMap of the same namespace and name for
@@ -21,14 +21,14 @@ func TestSameObjectOnBothClusters(t *testing.T) {
 	engine := apply.NewEngine(apply.Options{})
 	twin := e.configMap(t, "twin", map[string]string{"a": "1"})
 	keep := e.configMap(t, "keep", nil)
-	res := applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Phases: []render.Phase{
+	res := applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{
 		{Name: "mgmt", Objects: []*unstructured.Unstructured{twin, keep}},
 		{Name: "hosted", Class: v1alpha1.ClassHostedCluster, Objects: []*unstructured.Unstructured{twin}},
 	}})
 	assert.Equal(t, 3, res.Inventory.Len(), "both copies are in the inventory: %+v", res.Inventory)
 
 	// The next revision drops the twin from both phases: both copies are pruned.
-	next := apply.Request{Owner: e.owner, Targets: e.targets, Previous: res.Inventory, Phases: []render.Phase{
+	next := apply.Request{Owner: e.owner, Targets: e.targets, Previous: res.Inventory, Phases: []desired.Phase{
 		{Name: "mgmt", Objects: []*unstructured.Unstructured{keep}},
 		{Name: "hosted", Class: v1alpha1.ClassHostedCluster},
 	}}
@@ -40,7 +40,7 @@ func TestSameObjectOnBothClusters(t *testing.T) {
 	assert.Equal(t, 1, res.Inventory.Len())
 
 	// Back again, then deleted: teardown removes both copies.
-	res = applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Previous: res.Inventory, Phases: []render.Phase{
+	res = applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Previous: res.Inventory, Phases: []desired.Phase{
 		{Name: "mgmt", Objects: []*unstructured.Unstructured{twin}},
 		{Name: "hosted", Class: v1alpha1.ClassHostedCluster, Objects: []*unstructured.Unstructured{twin}},
 	}})
@@ -63,11 +63,11 @@ func TestObjectMovesBetweenClusters(t *testing.T) {
 	e := newEnv(t)
 	engine := apply.NewEngine(apply.Options{})
 	moving := e.configMap(t, "moving", nil)
-	onMgmt := func(objs ...*unstructured.Unstructured) []render.Phase {
-		return []render.Phase{{Name: "mgmt", Objects: objs}, {Name: "hosted", Class: v1alpha1.ClassHostedCluster}}
+	onMgmt := func(objs ...*unstructured.Unstructured) []desired.Phase {
+		return []desired.Phase{{Name: "mgmt", Objects: objs}, {Name: "hosted", Class: v1alpha1.ClassHostedCluster}}
 	}
-	onHosted := func(objs ...*unstructured.Unstructured) []render.Phase {
-		return []render.Phase{{Name: "mgmt"}, {Name: "hosted", Class: v1alpha1.ClassHostedCluster, Objects: objs}}
+	onHosted := func(objs ...*unstructured.Unstructured) []desired.Phase {
+		return []desired.Phase{{Name: "mgmt"}, {Name: "hosted", Class: v1alpha1.ClassHostedCluster, Objects: objs}}
 	}
 	res := applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Phases: onMgmt(moving)})
 

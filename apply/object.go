@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"pkgsync.dev/pkgsync/api/v1alpha1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -80,7 +81,7 @@ func (e *Engine) applyObject(ctx context.Context, req Request, class string, t T
 		}
 		owned := req.Owner.owns(live.GetLabels())
 		switch {
-		case !owned && req.Adopt != AdoptAlways:
+		case !owned && req.Adopt != v1alpha1.AdoptAlways:
 			return outcome{}, &CollisionError{Ref: ref, Target: t.Name, OwnedBy: ownerFromLabels(live.GetLabels())}
 		case !owned:
 			force = true // adoption is an explicit decision to take the object over

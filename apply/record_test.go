@@ -3,6 +3,7 @@ package apply_test
 import (
 	"context"
 	"errors"
+	"pkgsync.dev/pkgsync/desired"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,7 +12,6 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
-	"pkgsync.dev/pkgsync/render"
 )
 
 // TestRecordBeforeFirstWrite: the caller is told what a pass will create before it creates it,
@@ -47,7 +47,7 @@ func TestRecordBeforeFirstWrite(t *testing.T) {
 		recorded = append(recorded, inv)
 		return nil
 	}
-	req := apply.Request{Owner: e.owner, Targets: e.targets, DefaultNamespace: e.ns, Record: record, Phases: []render.Phase{
+	req := apply.Request{Owner: e.owner, Targets: e.targets, DefaultNamespace: e.ns, Record: record, Phases: []desired.Phase{
 		{Name: "one", Objects: []*unstructured.Unstructured{first, noNamespace}},
 		{Name: "two", Class: v1alpha1.ClassHostedCluster, Objects: []*unstructured.Unstructured{second}},
 	}}

@@ -3,12 +3,12 @@ package apply
 import (
 	"context"
 	"fmt"
+	"pkgsync.dev/pkgsync/desired"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/render"
 )
 
 // Target is one cluster a phase class is applied to.
@@ -35,27 +35,19 @@ func (o Owner) String() string {
 	return o.Kind + " " + o.Namespace + "/" + o.Name
 }
 
-// AdoptionPolicy says whether objects that exist without this owner's labels may be taken over.
-type AdoptionPolicy string
-
-const (
-	// AdoptNever refuses to touch objects that are not already owned; it is the default.
-	AdoptNever AdoptionPolicy = ""
-	// AdoptAlways takes over existing objects, whoever owned them.
-	AdoptAlways AdoptionPolicy = "Always"
-)
-
 // Request is one apply pass.
 type Request struct {
 	Owner  Owner
-	Phases []render.Phase
+	Phases []desired.Phase
 	Probes []v1alpha1.AvailabilityProbe
 	// Targets maps a phase class ("" or v1alpha1.ClassHostedCluster) to its cluster.
 	Targets map[string]Target
 	// Previous is the inventory returned by the last pass, of this or an earlier revision. Objects
 	// in it that the phases no longer hold are pruned once every phase is complete.
 	Previous Inventory
-	Adopt    AdoptionPolicy
+	// Adopt says whether objects that exist without this owner's labels may be taken over;
+	// empty means v1alpha1.AdoptNever.
+	Adopt v1alpha1.AdoptionPolicy
 	// DefaultNamespace is given to namespaced objects that name no namespace, typically the
 	// namespace of a namespaced owner. Only the engine knows which kinds are namespaced.
 	DefaultNamespace string
@@ -80,19 +72,6 @@ type Request struct {
 	DryRun bool
 }
 
-// PhaseState is where a phase stands in a pass.
-type PhaseState string
-
-const (
-	// PhasePending means the pass stopped before reaching the phase.
-	PhasePending PhaseState = "Pending"
-	// PhaseProgressing means the phase was applied but some objects are not available yet, or
-	// could not be applied.
-	PhaseProgressing PhaseState = "Progressing"
-	// PhaseComplete means every object of the phase is applied and available.
-	PhaseComplete PhaseState = "Complete"
-)
-
 // ObjectStatus explains why an object is not available.
 type ObjectStatus struct {
 	Ref    ObjectRef
@@ -107,7 +86,7 @@ type PhaseResult struct {
 	Class string
 	// Target is the name of the cluster the phase went to, empty when it was not reached.
 	Target       string
-	State        PhaseState
+	State        v1alpha1.PhaseState
 	NotAvailable []ObjectStatus
 }
 
@@ -142,7 +121,7 @@ type Result struct {
 // Complete reports whether every phase is complete, and so the rollout is done.
 func (r *Result) Complete() bool {
 	for _, p := range r.Phases {
-		if p.State != PhaseComplete {
+		if p.State != v1alpha1.PhaseComplete {
 			return false
 		}
 	}
@@ -152,7 +131,7 @@ func (r *Result) Complete() bool {
 // Progressing returns the first phase that is not complete, or nil.
 func (r *Result) Progressing() *PhaseResult {
 	for i := range r.Phases {
-		if r.Phases[i].State != PhaseComplete {
+		if r.Phases[i].State != v1alpha1.PhaseComplete {
 			return &r.Phases[i]
 		}
 	}

@@ -13,10 +13,8 @@ import (
 )
 
 const (
-	// pkoManifestAPIVersion is Package Operator's manifest API version, read for compatibility.
-	pkoManifestAPIVersion = "manifests.package-operator.run/v1alpha1"
-	// pkoPhaseAnnotation is Package Operator's phase annotation, read for compatibility.
-	pkoPhaseAnnotation = "package-operator.run/phase"
+	pkoManifestAPIVersion = v1alpha1.PackageOperatorManifestAPIVersion
+	pkoPhaseAnnotation    = v1alpha1.PackageOperatorPhaseAnnotation
 )
 
 // manifestFiles are the names a manifest may have, and lock files that are not objects.

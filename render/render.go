@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"pkgsync.dev/pkgsync/desired"
 	"slices"
 	"strings"
 
@@ -16,7 +17,7 @@ import (
 
 // pkoPackageDir is where Package Operator images keep the package; a tree whose root has no
 // manifest but this directory has one is rendered from there.
-const pkoPackageDir = "package"
+const pkoPackageDir = v1alpha1.PackageOperatorImageDir
 
 // Render turns the package tree fsys and opts into phases. When anything is wrong it returns
 // Errors holding every problem found: *Error for a broken package, *ConfigError for a
@@ -83,7 +84,7 @@ func render(ctx context.Context, fsys fs.FS, opts Options, allowMissing bool) (*
 	}
 	for i, p := range manifest.Spec.Phases {
 		r.phases[p.Name] = i
-		r.result.Phases = append(r.result.Phases, Phase{Name: p.Name, Class: p.Class})
+		r.result.Phases = append(r.result.Phases, desired.Phase{Name: p.Name, Class: p.Class})
 	}
 	r.errs = errs
 	// Templates see a configuration only once it is valid; rendering them with a broken one

@@ -23,11 +23,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/version"
 )
 
 // pkoManifestAPIVersion is the apiVersion of Package Operator's manifest.yaml, accepted as is.
-const pkoManifestAPIVersion = "manifests.package-operator.run/v1alpha1"
+const pkoManifestAPIVersion = v1alpha1.PackageOperatorManifestAPIVersion
 
 // manifestFiles are the names a package manifest may have, in order of preference.
 var manifestFiles = []string{"manifest.yaml", "manifest.yml"}
@@ -43,6 +42,9 @@ type BuildOptions struct {
 	// Created, when not zero, is recorded as org.opencontainers.image.created. Left zero, the
 	// build is reproducible: the same files give the same digest.
 	Created time.Time
+	// BuilderVersion is the version of the tool that builds, recorded in the image config as
+	// pkgsyncVersion.
+	BuilderVersion string
 	// Annotations are extra manifest annotations; they win over the ones above.
 	Annotations map[string]string
 	// Limits bound the package, so that what is built can be pulled.
@@ -103,7 +105,7 @@ func Build(dir string, opts BuildOptions) (*Image, error) {
 	if err != nil {
 		return fail(err)
 	}
-	config, err := json.Marshal(packageConfig{Name: name, Version: opts.Version, PkgsyncVersion: version.Version})
+	config, err := json.Marshal(packageConfig{Name: name, Version: opts.Version, PkgsyncVersion: opts.BuilderVersion})
 	if err != nil {
 		return fail(err)
 	}

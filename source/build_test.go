@@ -48,7 +48,7 @@ func TestBuildManifest(t *testing.T) {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	dir := newPackageDir(t)
 	img, err := Build(dir, BuildOptions{
-		Version: "1.2.3", Source: "https://example.com/repo", Revision: "abc123",
+		Version: "1.2.3", Source: "https://example.com/repo", Revision: "abc123", BuilderVersion: "v9.8.7",
 		Annotations: map[string]string{"example.com/team": "blue"},
 	})
 	require.NoError(t, err)
@@ -73,7 +73,7 @@ func TestBuildManifest(t *testing.T) {
 	require.NoError(t, json.Unmarshal(config, &cfg))
 	assert.Equal(t, "demo", cfg.Name)
 	assert.Equal(t, "1.2.3", cfg.Version)
-	assert.NotEmpty(t, cfg.PkgsyncVersion)
+	assert.Equal(t, "v9.8.7", cfg.PkgsyncVersion, "the caller names the builder")
 
 	// The layer unpacks to the directory, with fixed metadata and a bare gzip header.
 	layer, err := content.FetchAll(ctx, img.store, m.Layers[0])

@@ -18,8 +18,6 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/retry"
-
-	"pkgsync.dev/pkgsync/internal/version"
 )
 
 // authCacheEntries bounds the number of distinct credentials whose tokens are kept.
@@ -69,7 +67,7 @@ func NewClient(opts Options) (*Client, error) {
 		base = t
 	}
 	if opts.UserAgent == "" {
-		opts.UserAgent = "pkgsync/" + version.Version
+		opts.UserAgent = "pkgsync"
 	}
 	c := &Client{
 		opts:   opts,

@@ -19,7 +19,7 @@ type Options struct {
 	// Transport is the base HTTP transport. Nil builds one from the TLS options above; a caller
 	// that sets it (a test counting requests, say) owns its TLS configuration.
 	Transport http.RoundTripper
-	// UserAgent is sent with every request; empty means pkgsync/VERSION.
+	// UserAgent is sent with every request; empty means "pkgsync". Callers add their version.
 	UserAgent string
 
 	// Credentials answer for registries when a call passes no credentials of its own. Nil

@@ -16,6 +16,8 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
 // Media types of pkgsync's own package images.
@@ -42,7 +44,7 @@ const (
 	// that started it gives up, so that the others still get their result.
 	sharedPullTimeout = 10 * time.Minute
 	// packageDir is where Package Operator images keep the package.
-	packageDir = "package"
+	packageDir = v1alpha1.PackageOperatorImageDir
 )
 
 // Format names the image format an artifact was read from.

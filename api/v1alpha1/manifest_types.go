@@ -12,6 +12,15 @@ const (
 	// PhaseAnnotation names the phase an object of a package belongs to.
 	PhaseAnnotation = "pkgsync.dev/phase"
 
+	// PackageOperatorManifestAPIVersion is the apiVersion of Package Operator's manifest.yaml,
+	// which pkgsync reads as it is.
+	PackageOperatorManifestAPIVersion = "manifests.package-operator.run/v1alpha1"
+	// PackageOperatorPhaseAnnotation is Package Operator's phase annotation, read like pkgsync's.
+	PackageOperatorPhaseAnnotation = "package-operator.run/phase"
+	// PackageOperatorImageDir is the directory of a Package Operator image that holds the
+	// package; pkgsync re-roots such an image there.
+	PackageOperatorImageDir = "package"
+
 	// ClassHostedCluster is the phase class whose objects go to the hosted cluster's API server.
 	// The empty class means the management cluster.
 	ClassHostedCluster = "hosted-cluster"

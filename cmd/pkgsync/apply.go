@@ -95,7 +95,7 @@ Progress goes to stderr; the objects changed (with --dry-run: that would change)
 				req.Probes = rendered.Manifest.Spec.AvailabilityProbes
 			}
 			if flags.adopt {
-				req.Adopt = apply.AdoptAlways
+				req.Adopt = v1alpha1.AdoptAlways
 			}
 			return runApply(ctx, apply.NewEngine(apply.Options{}), req, flags, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"pkgsync.dev/pkgsync/internal/version"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -37,7 +38,7 @@ func (f *buildFlags) ApplyFlags(fs *pflag.FlagSet) {
 }
 
 func (f *buildFlags) options() (source.BuildOptions, error) {
-	opts := source.BuildOptions{Name: f.name, Version: f.version, Source: f.source, Revision: f.revision}
+	opts := source.BuildOptions{Name: f.name, Version: f.version, Source: f.source, Revision: f.revision, BuilderVersion: version.Version}
 	var config []byte
 	if f.config != "" {
 		var err error

@@ -24,6 +24,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/version"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -155,7 +156,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		return err
 	}
 
-	srcOpts := source.Options{PlainHTTPHosts: o.plainHTTPRegistries, CacheDir: o.cacheDir}
+	srcOpts := source.Options{PlainHTTPHosts: o.plainHTTPRegistries, CacheDir: o.cacheDir, UserAgent: "pkgsync-controller/" + version.Version}
 	if o.caFile != "" {
 		if srcOpts.CABundle, err = os.ReadFile(o.caFile); err != nil {
 			return fmt.Errorf("read --ca-file: %w", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"pkgsync.dev/pkgsync/internal/version"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -36,7 +37,7 @@ func (o *registryOptions) ApplyFlags(fs *pflag.FlagSet) {
 // client returns a registry client for refs, with Docker config credentials and, when stderr
 // is a terminal, progress for large blobs.
 func (o *registryOptions) client(stderr io.Writer, refs ...source.Reference) (*source.Client, error) {
-	opts := source.Options{InsecureSkipTLSVerify: o.insecureSkipTLSVerify}
+	opts := source.Options{InsecureSkipTLSVerify: o.insecureSkipTLSVerify, UserAgent: "pkgsync/" + version.Version}
 	if o.caFile != "" {
 		ca, err := os.ReadFile(o.caFile)
 		if err != nil {

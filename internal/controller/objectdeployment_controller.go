@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"pkgsync.dev/pkgsync/desired"
 	"strconv"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -13,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/render"
 )
 
 // objectDeploymentObject is what ObjectDeployment and ClusterObjectDeployment have in common.
@@ -91,10 +91,10 @@ func (r *ObjectDeploymentReconciler[T]) Reconcile(ctx context.Context, req ctrl.
 }
 
 // phasesOf decodes the inline objects into phases.
-func phasesOf(spec v1alpha1.ObjectSetTemplateSpec) ([]render.Phase, error) {
-	phases := make([]render.Phase, 0, len(spec.Phases))
+func phasesOf(spec v1alpha1.ObjectSetTemplateSpec) ([]desired.Phase, error) {
+	phases := make([]desired.Phase, 0, len(spec.Phases))
 	for _, ph := range spec.Phases {
-		out := render.Phase{Name: ph.Name, Class: ph.Class}
+		out := desired.Phase{Name: ph.Name, Class: ph.Class}
 		for i, o := range ph.Objects {
 			u := &unstructured.Unstructured{}
 			if err := u.UnmarshalJSON(o.Object.Raw); err != nil {

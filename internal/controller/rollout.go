@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"pkgsync.dev/pkgsync/desired"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
@@ -45,7 +46,7 @@ type rollouts struct {
 type rolloutRequest struct {
 	owner          apply.Owner
 	serviceAccount string
-	phases         []render.Phase
+	phases         []desired.Phase
 	probes         []v1alpha1.AvailabilityProbe
 	adopt          v1alpha1.AdoptionPolicy
 	prune          bool
@@ -94,12 +95,10 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 		Targets:          tgts,
 		Previous:         previous,
 		DefaultNamespace: req.owner.Namespace,
+		Adopt:            req.adopt,
 	}
 	if req.owner.Namespace != "" && !r.allowCrossNamespace {
 		areq.Confine = map[string]string{"": req.owner.Namespace}
-	}
-	if req.adopt == v1alpha1.AdoptAlways {
-		areq.Adopt = apply.AdoptAlways
 	}
 	// Without prune, objects that leave the package are let go: no longer tracked.
 	areq.NoPrune = !req.prune

@@ -20,7 +20,7 @@ const maxNotAvailable = 10
 func phasesToStatus(res *apply.Result) (phases []v1alpha1.PhaseStatus, current string) {
 	current = "Complete"
 	for _, p := range res.Phases {
-		ps := v1alpha1.PhaseStatus{Name: p.Name, Class: p.Class, State: v1alpha1.PhaseState(p.State)}
+		ps := v1alpha1.PhaseStatus{Name: p.Name, Class: p.Class, State: p.State}
 		for i, na := range p.NotAvailable {
 			if i == maxNotAvailable {
 				ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: "…", Reason: fmt.Sprintf("and %d more", len(p.NotAvailable)-i)})
@@ -28,7 +28,7 @@ func phasesToStatus(res *apply.Result) (phases []v1alpha1.PhaseStatus, current s
 			}
 			ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: na.Ref.String(), Reason: na.Reason})
 		}
-		if p.State != apply.PhaseComplete && current == "Complete" {
+		if p.State != v1alpha1.PhaseComplete && current == "Complete" {
 			current = p.Name
 		}
 		phases = append(phases, ps)

@@ -73,9 +73,9 @@ func TestReasonFor(t *testing.T) {
 func TestPhasesToStatusCapsObjects(t *testing.T) {
 	t.Parallel()
 	res := &apply.Result{Phases: []apply.PhaseResult{
-		{Name: "one", State: apply.PhaseComplete},
-		{Name: "two", State: apply.PhaseProgressing},
-		{Name: "three", State: apply.PhasePending},
+		{Name: "one", State: v1alpha1.PhaseComplete},
+		{Name: "two", State: v1alpha1.PhaseProgressing},
+		{Name: "three", State: v1alpha1.PhasePending},
 	}}
 	for i := range 15 {
 		res.Phases[1].NotAvailable = append(res.Phases[1].NotAvailable, apply.ObjectStatus{Ref: apply.ObjectRef{Version: "v1", Kind: "ConfigMap", Name: fmt.Sprint(i)}, Reason: "waiting"})
