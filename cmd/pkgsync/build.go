@@ -147,7 +147,7 @@ archive that "pkgsync push FILE.tar REF" uploads later.`,
 	flags := cmd.Flags()
 	flags.StringArrayVarP(&tags, "tag", "t", nil, "Reference REGISTRY/REPOSITORY:TAG to push to or record in --output (repeatable)")
 	flags.BoolVar(&push, "push", false, "Push the image to every --tag")
-	flags.StringVarP(&output, "output", "o", "", "Write the image as an OCI image layout tar archive to this file")
+	flags.StringVar(&output, "output", "", "Write the image as an OCI image layout tar archive to this file")
 	meta.ApplyFlags(flags)
 	registry.ApplyFlags(flags)
 	out.ApplyFlags(flags)

@@ -105,15 +105,15 @@ func TestBuildPushPull(t *testing.T) {
 	assert.Equal(t, "Pushed "+reg.Host+"/direct:v1@"+digest+"\n", out)
 
 	again := filepath.Join(tmp, "again")
-	out, err = runPkgsync(t, "pull", reg.Host+"/copy:v1@"+digest, "-o", again, "--registry-config", dockerConfig)
+	out, err = runPkgsync(t, "pull", reg.Host+"/copy:v1@"+digest, "--output", again, "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	assert.Equal(t, "Pulled "+reg.Host+"/copy:v1@"+digest+" into "+again+"\n", out)
 	assert.Equal(t, want, files(t, again))
 
 	// A pull never writes into a directory that holds something.
-	_, err = runPkgsync(t, "pull", reg.Host+"/demo:v1", "-o", again, "--registry-config", dockerConfig)
+	_, err = runPkgsync(t, "pull", reg.Host+"/demo:v1", "--output", again, "--registry-config", dockerConfig)
 	require.ErrorContains(t, err, "is not empty")
-	_, err = runPkgsync(t, "pull", reg.Host+"/demo:nope", "-o", filepath.Join(tmp, "none"), "--registry-config", dockerConfig)
+	_, err = runPkgsync(t, "pull", reg.Host+"/demo:nope", "--output", filepath.Join(tmp, "none"), "--registry-config", dockerConfig)
 	require.ErrorContains(t, err, "tag nope not found in "+reg.Host+"/demo")
 }
 
@@ -161,13 +161,13 @@ func TestRegistryFlagsTLSAndDockerConfig(t *testing.T) {
 	require.NoError(t, err)
 	digest := strings.TrimSpace(out)
 
-	out, err = runPkgsync(t, "pull", ref, "-o", filepath.Join(tmp, "a"), "--ca-file", reg.CAFile, "--registry-config", dockerConfig, "--output-format", "digest")
+	out, err = runPkgsync(t, "pull", ref, "--output", filepath.Join(tmp, "a"), "--ca-file", reg.CAFile, "--registry-config", dockerConfig, "--output-format", "digest")
 	require.NoError(t, err)
 	assert.Equal(t, digest+"\n", out)
 
-	_, err = runPkgsync(t, "pull", ref, "-o", filepath.Join(tmp, "b"), "--registry-config", dockerConfig)
+	_, err = runPkgsync(t, "pull", ref, "--output", filepath.Join(tmp, "b"), "--registry-config", dockerConfig)
 	require.ErrorContains(t, err, "--ca-file")
-	_, err = runPkgsync(t, "pull", ref, "-o", filepath.Join(tmp, "c"), "--ca-file", reg.CAFile, "--registry-config", filepath.Join(tmp, "empty.json"))
+	_, err = runPkgsync(t, "pull", ref, "--output", filepath.Join(tmp, "c"), "--ca-file", reg.CAFile, "--registry-config", filepath.Join(tmp, "empty.json"))
 	require.ErrorContains(t, err, "authentication required for "+reg.Host)
 }
 
@@ -213,7 +213,7 @@ func TestBuildValidatesPackage(t *testing.T) {
 			args := append([]string{"build"}, tt.args...)
 			args = append(args, "--tag", ref, "--push", "--registry-config", dockerConfig)
 			out, err := runPkgsync(t, args...)
-			_, pullErr := runPkgsync(t, "pull", ref, "-o", filepath.Join(t.TempDir(), "out"), "--registry-config", dockerConfig)
+			_, pullErr := runPkgsync(t, "pull", ref, "--output", filepath.Join(t.TempDir(), "out"), "--registry-config", dockerConfig)
 			if tt.wantErr == nil {
 				require.NoError(t, err)
 				assert.Contains(t, out, "Pushed "+ref)

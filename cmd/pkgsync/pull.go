@@ -62,7 +62,7 @@ checked against the size and path limits.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&dir, "output", "o", "", "Directory to write the package to (required; empty or absent)")
+	cmd.Flags().StringVar(&dir, "output", "", "Directory to write the package to (required; empty or absent)")
 	registry.ApplyFlags(cmd.Flags())
 	out.ApplyFlags(cmd.Flags())
 	return cmd

@@ -80,8 +80,8 @@ func acknowledgeRequest(obj client.Object, status *v1alpha1.RolloutStatus) {
 	}
 }
 
-// finalizeStatus records the observed generation once the outcome of this generation is known.
-func finalizeStatus(obj statusObject, status *v1alpha1.RolloutStatus) {
+// recordObservedGeneration records the observed generation once the outcome of this generation is known.
+func recordObservedGeneration(obj statusObject, status *v1alpha1.RolloutStatus) {
 	if conditions.IsReady(obj) || conditions.IsStalled(obj) {
 		status.ObservedGeneration = obj.GetGeneration()
 	}
@@ -155,7 +155,7 @@ func (r *report) recordInventory() func(context.Context, apply.Inventory) error 
 
 // finish patches the status and returns the reconcile error joined with any patch error.
 func (r *report) finish(ctx context.Context, retErr error) error {
-	finalizeStatus(r.obj, r.status)
+	recordObservedGeneration(r.obj, r.status)
 	if err := r.patcher.Patch(ctx, r.obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
 		// A resource whose finalizer was just removed is gone: nothing to report on.
 		if !r.obj.GetDeletionTimestamp().IsZero() && apierrors.IsNotFound(err) {
