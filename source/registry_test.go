@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -36,6 +37,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -424,7 +426,13 @@ func pushPackageOperatorImage(t *testing.T, host, repo, tag string) string {
 	manifest, err := img.RawManifest()
 	require.NoError(t, err)
 	desc := ocispec.Descriptor{MediaType: string(types.DockerManifestSchema2), Digest: digest.FromBytes(manifest), Size: int64(len(manifest))}
-	require.NoError(t, target.PushReference(ctx, desc, bytes.NewReader(manifest), tag))
+	err = target.PushReference(ctx, desc, bytes.NewReader(manifest), tag)
+	var resp *errcode.ErrorResponse
+	if errors.As(err, &resp) && resp.StatusCode == http.StatusUnsupportedMediaType {
+		t.Fatalf("the registry at %s refuses Docker schema2 manifests (%v), the format Package Operator images use; "+
+			"zot accepts them only with http.compat: [\"docker2s2\"] in its configuration", host, err)
+	}
+	require.NoError(t, err)
 	return desc.Digest.String()
 }
 
