@@ -1,7 +1,6 @@
 package apply_test
 
 import (
-	"pkgsync.dev/pkgsync/desired"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/desired"
 )
 
 // TestConfinedClassStaysInItsNamespace: objects of a confined class are checked against the

@@ -1,7 +1,6 @@
 package apply_test
 
 import (
-	"pkgsync.dev/pkgsync/desired"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +9,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/desired"
 )
 
 // TestSameObjectOnBothClusters: one package holds a ConfigMap of the same namespace and name for

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"pkgsync.dev/pkgsync/api/v1alpha1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
 // outcome is what applying one object did.

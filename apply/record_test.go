@@ -3,7 +3,6 @@ package apply_test
 import (
 	"context"
 	"errors"
-	"pkgsync.dev/pkgsync/desired"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +11,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/desired"
 )
 
 // TestRecordBeforeFirstWrite: the caller is told what a pass will create before it creates it,

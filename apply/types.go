@@ -3,12 +3,12 @@ package apply
 import (
 	"context"
 	"fmt"
-	"pkgsync.dev/pkgsync/desired"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/desired"
 )
 
 // Target is one cluster a phase class is applied to.

@@ -1,9 +1,8 @@
 package render
 
 import (
-	"pkgsync.dev/pkgsync/desired"
-
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/desired"
 )
 
 // Result is a rendered package.

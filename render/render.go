@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"pkgsync.dev/pkgsync/desired"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/desired"
 )
 
 // pkoPackageDir is where Package Operator images keep the package; a tree whose root has no

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"pkgsync.dev/pkgsync/desired"
 	"strconv"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/desired"
 )
 
 // objectDeploymentObject is what ObjectDeployment and ClusterObjectDeployment have in common.

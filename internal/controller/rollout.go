@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"pkgsync.dev/pkgsync/desired"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
@@ -12,6 +11,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/desired"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/render"
 )
