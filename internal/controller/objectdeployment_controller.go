@@ -6,9 +6,7 @@ import (
 	"strconv"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,60 +22,40 @@ type objectDeploymentObject interface {
 	GetStatus() *v1alpha1.ObjectDeploymentStatus
 }
 
-// ObjectDeploymentReconciler applies inline phases with the same engine as packages.
-type ObjectDeploymentReconciler[T objectDeploymentObject] struct {
-	client.Client
-	APIReader client.Reader
-	Recorder  record.EventRecorder
-	Metrics   runtimectrl.Metrics
-	Options   Options
-
-	newObject func() T
-	kind      string
-	rollouts  *rollouts
+// objectDeploymentSteps are the steps of ObjectDeployments and ClusterObjectDeployments within
+// the shared lifecycle: apply the inline phases with the same engine as packages.
+type objectDeploymentSteps[T objectDeploymentObject] struct {
+	options  Options
+	rollouts *rollouts
+	kind     string
 }
 
-// Reconcile implements reconcile.Reconciler.
-func (r *ObjectDeploymentReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	obj := r.newObject()
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	report := beginReport(r.Client, obj, &obj.GetStatus().RolloutStatus, r.Metrics, r.Recorder)
-	defer func() { retErr = report.finish(ctx, retErr) }()
+func (r *objectDeploymentSteps[T]) rolloutStatus(obj T) *v1alpha1.RolloutStatus {
+	return &obj.GetStatus().RolloutStatus
+}
+func (r *objectDeploymentSteps[T]) serviceAccount(T) string { return "" }
+func (r *objectDeploymentSteps[T]) suspended(obj T) bool    { return obj.GetSpec().Suspend }
 
-	owner := ownerOf(obj, r.kind)
-	status := &obj.GetStatus().RolloutStatus
-	if !obj.GetDeletionTimestamp().IsZero() {
-		return finalize(ctx, r.rollouts, r.APIReader, obj, owner, "", status, r.Options)
-	}
-	if err := report.ensureFinalizer(ctx); err != nil {
-		return ctrl.Result{}, err
-	}
+func (r *objectDeploymentSteps[T]) pass(ctx context.Context, obj T, rep *report, _ string) (ctrl.Result, error) {
 	spec := obj.GetSpec()
-	r.Metrics.RecordSuspend(ctx, obj, spec.Suspend)
-	acknowledgeRequest(obj, status)
-	if spec.Suspend {
-		return ctrl.Result{}, nil
-	}
-
+	status := &obj.GetStatus().RolloutStatus
 	phases, err := phasesOf(spec.Template.Spec)
 	if err != nil {
-		return conclude(ctx, obj, nil, err, spec.GetInterval(), r.Options.RetryInterval, r.Options.ProgressInterval, "")
+		return conclude(ctx, obj, nil, err, spec.GetInterval(), r.options.RetryInterval, r.options.ProgressInterval, "")
 	}
 	hc, err := r.rollouts.findHostedCluster(ctx, obj.GetNamespace())
 	if err != nil {
-		return conclude(ctx, obj, nil, err, spec.GetInterval(), r.Options.RetryInterval, r.Options.ProgressInterval, "")
+		return conclude(ctx, obj, nil, err, spec.GetInterval(), r.options.RetryInterval, r.options.ProgressInterval, "")
 	}
 	res, err := r.rollouts.apply(ctx, rolloutRequest{
-		owner:         owner,
+		owner:         ownerOf(obj, r.kind),
 		hostedCluster: hc,
 		phases:        phases,
 		probes:        spec.Template.Spec.AvailabilityProbes,
 		adopt:         spec.AdoptionPolicy,
 		prune:         true,
 		previous:      status.Inventory,
-		record:        report.recordInventory(),
+		record:        rep.recordInventory(),
 	})
 	recordPass(status, res)
 	if err == nil && res.Complete() {
@@ -86,7 +64,7 @@ func (r *ObjectDeploymentReconciler[T]) Reconcile(ctx context.Context, req ctrl.
 			status.History = pushHistory(status.History, revision, "")
 		}
 	}
-	return conclude(ctx, obj, res, err, spec.GetInterval(), r.Options.RetryInterval, r.Options.ProgressInterval,
+	return conclude(ctx, obj, res, err, spec.GetInterval(), r.options.RetryInterval, r.options.ProgressInterval,
 		fmt.Sprintf("applied generation %d", obj.GetGeneration()))
 }
 

@@ -9,11 +9,9 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
-	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/jitter"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,57 +39,37 @@ const historyLimit = 5
 // maxRenderTime bounds one render, within the reconcile's own deadline (spec.timeout).
 const maxRenderTime = 30 * time.Second
 
-// PackageReconciler reconciles Packages (namespaced) or ClusterPackages: resolve the tag, pull
-// and render when the digest or config changed, apply the phases, prune, report.
-type PackageReconciler[T packageObject] struct {
-	client.Client
-	// APIReader reads pull secrets and namespaces without caching every Secret of the cluster.
-	APIReader client.Reader
-	Source    *source.Client
-	Recorder  record.EventRecorder
-	Metrics   runtimectrl.Metrics
-	Options   Options
-
-	newObject func() T
-	kind      string
+// packageSteps are the steps of Packages (namespaced) and ClusterPackages within the shared
+// lifecycle: resolve the tag, pull and render when the digest or config changed, apply the
+// phases, prune, report.
+type packageSteps[T packageObject] struct {
+	// apiReader reads pull secrets without caching every Secret of the cluster.
+	apiReader client.Reader
+	source    *source.Client
+	options   Options
 	rollouts  *rollouts
 	renders   *renderCache
+	kind      string
 }
 
-// Reconcile implements reconcile.Reconciler.
-func (r *PackageReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	log := ctrl.LoggerFrom(ctx)
-	obj := r.newObject()
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	report := beginReport(r.Client, obj, &obj.GetStatus().RolloutStatus, r.Metrics, r.Recorder)
-	defer func() { retErr = report.finish(ctx, retErr) }()
+func (r *packageSteps[T]) rolloutStatus(obj T) *v1alpha1.RolloutStatus {
+	return &obj.GetStatus().RolloutStatus
+}
+func (r *packageSteps[T]) serviceAccount(obj T) string { return obj.GetSpec().ServiceAccountName }
+func (r *packageSteps[T]) suspended(obj T) bool        { return obj.GetSpec().Suspend }
 
-	if !obj.GetDeletionTimestamp().IsZero() {
-		return finalize(ctx, r.rollouts, r.APIReader, obj, ownerOf(obj, r.kind), obj.GetSpec().ServiceAccountName, &obj.GetStatus().RolloutStatus, r.Options)
-	}
-	if err := report.ensureFinalizer(ctx); err != nil {
-		return ctrl.Result{}, err
-	}
+func (r *packageSteps[T]) pass(ctx context.Context, obj T, rep *report, lastHandled string) (ctrl.Result, error) {
 	spec := obj.GetSpec()
-	r.Metrics.RecordSuspend(ctx, obj, spec.Suspend)
-	maxAge := resolveMaxAge(obj, spec.GetInterval(), time.Now())
-	acknowledgeRequest(obj, &obj.GetStatus().RolloutStatus)
-	if spec.Suspend {
-		log.V(1).Info("suspended, nothing written")
-		return ctrl.Result{}, nil
-	}
-
+	maxAge := resolveMaxAge(obj, lastHandled, spec.GetInterval(), time.Now())
 	// The deferred status patch runs after cancel, so it keeps the parent context.
 	rctx, cancel := context.WithTimeout(ctx, spec.GetTimeout())
 	defer cancel()
-	res, err := r.reconcile(rctx, obj, maxAge, report.recordInventory())
+	res, err := r.reconcile(rctx, obj, maxAge, rep.recordInventory())
 	return r.outcome(ctx, obj, res, err)
 }
 
 // reconcile resolves, pulls, renders and applies. It returns the apply result when it got that far.
-func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T, maxAge time.Duration, record func(context.Context, apply.Inventory) error) (*apply.Result, error) {
+func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Duration, record func(context.Context, apply.Inventory) error) (*apply.Result, error) {
 	spec, status := obj.GetSpec(), obj.GetStatus()
 	if !conditions.IsReady(obj) || conditions.GetReason(obj, meta.ReadyCondition) != v1alpha1.ReconciliationSucceededReason {
 		conditions.MarkReconciling(obj, v1alpha1.ProgressingReason, "reconciling %s", spec.Image)
@@ -105,7 +83,7 @@ func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T, maxAge time
 	if err != nil {
 		return nil, err
 	}
-	digest, err := r.Source.ResolveWithin(ctx, ref, creds, maxAge)
+	digest, err := r.source.ResolveWithin(ctx, ref, creds, maxAge)
 	if err != nil {
 		return nil, pullFailed(err)
 	}
@@ -144,14 +122,14 @@ func (r *PackageReconciler[T]) reconcile(ctx context.Context, obj T, maxAge time
 
 // render pulls (through the digest-keyed source cache) and renders, reusing the last render of
 // the same digest, configuration and environment.
-func (r *PackageReconciler[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, configDigest string, hc *hosted.HostedCluster) (*render.Result, error) {
+func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, configDigest string, hc *hosted.HostedCluster) (*render.Result, error) {
 	opts := render.Options{
 		Name:        obj.GetName(),
 		Namespace:   obj.GetNamespace(),
 		Labels:      obj.GetLabels(),
 		Annotations: userAnnotations(obj.GetAnnotations()),
 		Image:       ref.String(),
-		Environment: render.Environment{KubernetesVersion: r.Options.KubernetesVersion, HostedCluster: templateHostedCluster(hc)},
+		Environment: render.Environment{KubernetesVersion: r.options.KubernetesVersion, HostedCluster: templateHostedCluster(hc)},
 	}
 	if cfg := obj.GetSpec().Config; cfg != nil {
 		opts.Config = cfg.Raw
@@ -161,14 +139,14 @@ func (r *PackageReconciler[T]) render(ctx context.Context, obj T, ref source.Ref
 	if cached, ok := r.renders.get(key); ok {
 		// The render came from a package this resource's credentials could read; check they
 		// still can (free within source's access TTL), so that revoked access ends here too.
-		if err := r.Source.Authorize(ctx, ref, creds); err != nil {
+		if err := r.source.Authorize(ctx, ref, creds); err != nil {
 			return nil, pullFailed(err)
 		}
 		pulls.WithLabelValues("cached").Inc()
 		return cached, nil
 	}
 	start := time.Now()
-	artifact, err := r.Source.Pull(ctx, ref, creds)
+	artifact, err := r.source.Pull(ctx, ref, creds)
 	if err != nil {
 		pulls.WithLabelValues("failed").Inc()
 		return nil, pullFailed(err)
@@ -192,17 +170,17 @@ func (r *PackageReconciler[T]) render(ctx context.Context, obj T, ref source.Ref
 }
 
 // pullCredentials reads spec.pullSecretRef; nil means the client's defaults (anonymous).
-func (r *PackageReconciler[T]) pullCredentials(ctx context.Context, obj T) (source.Credentials, error) {
+func (r *packageSteps[T]) pullCredentials(ctx context.Context, obj T) (source.Credentials, error) {
 	ref := obj.GetSpec().PullSecretRef
 	if ref == nil {
 		return nil, nil
 	}
 	ns := obj.GetNamespace()
 	if ns == "" {
-		ns = r.Options.Namespace
+		ns = r.options.Namespace
 	}
 	var secret corev1.Secret
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &secret); err != nil {
+	if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &secret); err != nil {
 		return nil, &stageError{reason: v1alpha1.AuthenticationFailedReason, err: fmt.Errorf("read pull secret %s/%s: %w", ns, ref.Name, err)}
 	}
 	data, ok := secret.Data[corev1.DockerConfigJsonKey]
@@ -217,17 +195,17 @@ func (r *PackageReconciler[T]) pullCredentials(ctx context.Context, obj T) (sour
 }
 
 // outcome sets the Ready condition from the pass and decides when to come back.
-func (r *PackageReconciler[T]) outcome(ctx context.Context, obj T, res *apply.Result, err error) (ctrl.Result, error) {
+func (r *packageSteps[T]) outcome(ctx context.Context, obj T, res *apply.Result, err error) (ctrl.Result, error) {
 	spec := obj.GetSpec()
-	return conclude(ctx, obj, res, err, spec.GetInterval(), r.retryInterval(spec.RetryInterval), r.Options.ProgressInterval,
+	return conclude(ctx, obj, res, err, spec.GetInterval(), r.retryInterval(spec.RetryInterval), r.options.ProgressInterval,
 		fmt.Sprintf("applied revision %s", obj.GetStatus().LastAppliedRevision))
 }
 
-func (r *PackageReconciler[T]) retryInterval(d *metav1.Duration) time.Duration {
+func (r *packageSteps[T]) retryInterval(d *metav1.Duration) time.Duration {
 	if d != nil && d.Duration > 0 {
 		return d.Duration
 	}
-	return r.Options.RetryInterval
+	return r.options.RetryInterval
 }
 
 // ownerOf names the resource in ownership labels.
@@ -295,9 +273,9 @@ func jittered(d time.Duration) time.Duration { return jitter.JitteredIntervalDur
 // as `flux reconcile` writes it) takes one made after the request, and a new resource one made
 // after its creation: a whole wave of them then shares one answer that is still newer than what
 // was asked for. A changed spec always asks the registry. Ages are measured from now.
-func resolveMaxAge(obj packageObject, interval time.Duration, now time.Time) time.Duration {
+func resolveMaxAge(obj packageObject, lastHandled string, interval time.Duration, now time.Time) time.Duration {
 	status := obj.GetStatus()
-	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok && token != status.GetLastHandledReconcileRequest() {
+	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok && token != lastHandled {
 		requested, err := time.Parse(time.RFC3339Nano, token)
 		if err != nil {
 			return 0

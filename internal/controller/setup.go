@@ -114,40 +114,38 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	specChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{})
 
-	pkg := &PackageReconciler[*v1alpha1.Package]{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Source: cfg.Source, Recorder: recorder, Metrics: cfg.Metrics, Options: opts,
-		newObject: func() *v1alpha1.Package { return &v1alpha1.Package{} }, kind: v1alpha1.PackageKind, rollouts: ro, renders: renders,
+	lc := func() lifecycleBase {
+		return lifecycleBase{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: recorder, metrics: cfg.Metrics, options: opts, rollouts: ro}
 	}
-	b := ctrl.NewControllerManagedBy(mgr).Named("package").For(&v1alpha1.Package{}, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts)
-	b = watchHostedInputs(b, listInNamespace(mgr.GetClient(), func() client.ObjectList { return &v1alpha1.PackageList{} }))
-	if err := b.Complete(pkg); err != nil {
-		return fmt.Errorf("set up Package controller: %w", err)
+	// One row per kind: its reconciler, and for namespaced kinds the list that the hosted inputs
+	// (connector Secret, HostedCluster) of a namespace wake.
+	kinds := []struct {
+		name       string
+		object     client.Object
+		reconciler reconcile.Reconciler
+		list       func() client.ObjectList
+	}{
+		{"package", &v1alpha1.Package{}, newLifecycle(lc(), v1alpha1.PackageKind, func() *v1alpha1.Package { return &v1alpha1.Package{} },
+			&packageSteps[*v1alpha1.Package]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, kind: v1alpha1.PackageKind}),
+			func() client.ObjectList { return &v1alpha1.PackageList{} }},
+		{"clusterpackage", &v1alpha1.ClusterPackage{}, newLifecycle(lc(), v1alpha1.ClusterPackageKind, func() *v1alpha1.ClusterPackage { return &v1alpha1.ClusterPackage{} },
+			&packageSteps[*v1alpha1.ClusterPackage]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, kind: v1alpha1.ClusterPackageKind}),
+			nil},
+		{"objectdeployment", &v1alpha1.ObjectDeployment{}, newLifecycle(lc(), v1alpha1.ObjectDeploymentKind, func() *v1alpha1.ObjectDeployment { return &v1alpha1.ObjectDeployment{} },
+			&objectDeploymentSteps[*v1alpha1.ObjectDeployment]{options: opts, rollouts: ro, kind: v1alpha1.ObjectDeploymentKind}),
+			func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }},
+		{"clusterobjectdeployment", &v1alpha1.ClusterObjectDeployment{}, newLifecycle(lc(), v1alpha1.ClusterObjectDeploymentKind, func() *v1alpha1.ClusterObjectDeployment { return &v1alpha1.ClusterObjectDeployment{} },
+			&objectDeploymentSteps[*v1alpha1.ClusterObjectDeployment]{options: opts, rollouts: ro, kind: v1alpha1.ClusterObjectDeploymentKind}),
+			nil},
 	}
-
-	cpkg := &PackageReconciler[*v1alpha1.ClusterPackage]{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Source: cfg.Source, Recorder: recorder, Metrics: cfg.Metrics, Options: opts,
-		newObject: func() *v1alpha1.ClusterPackage { return &v1alpha1.ClusterPackage{} }, kind: v1alpha1.ClusterPackageKind, rollouts: ro, renders: renders,
-	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("clusterpackage").For(&v1alpha1.ClusterPackage{}, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts).Complete(cpkg); err != nil {
-		return fmt.Errorf("set up ClusterPackage controller: %w", err)
-	}
-
-	od := &ObjectDeploymentReconciler[*v1alpha1.ObjectDeployment]{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Metrics: cfg.Metrics, Options: opts,
-		newObject: func() *v1alpha1.ObjectDeployment { return &v1alpha1.ObjectDeployment{} }, kind: v1alpha1.ObjectDeploymentKind, rollouts: ro,
-	}
-	b = ctrl.NewControllerManagedBy(mgr).Named("objectdeployment").For(&v1alpha1.ObjectDeployment{}, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts)
-	b = watchHostedInputs(b, listInNamespace(mgr.GetClient(), func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }))
-	if err := b.Complete(od); err != nil {
-		return fmt.Errorf("set up ObjectDeployment controller: %w", err)
-	}
-
-	cod := &ObjectDeploymentReconciler[*v1alpha1.ClusterObjectDeployment]{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Metrics: cfg.Metrics, Options: opts,
-		newObject: func() *v1alpha1.ClusterObjectDeployment { return &v1alpha1.ClusterObjectDeployment{} }, kind: v1alpha1.ClusterObjectDeploymentKind, rollouts: ro,
-	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("clusterobjectdeployment").For(&v1alpha1.ClusterObjectDeployment{}, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts).Complete(cod); err != nil {
-		return fmt.Errorf("set up ClusterObjectDeployment controller: %w", err)
+	for _, k := range kinds {
+		b := ctrl.NewControllerManagedBy(mgr).Named(k.name).For(k.object, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts)
+		if k.list != nil {
+			b = watchHostedInputs(b, listInNamespace(mgr.GetClient(), k.list))
+		}
+		if err := b.Complete(k.reconciler); err != nil {
+			return fmt.Errorf("set up %s controller: %w", k.name, err)
+		}
 	}
 	return nil
 }
