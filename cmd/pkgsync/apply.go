@@ -137,8 +137,13 @@ func runApply(ctx context.Context, engine *apply.Engine, req apply.Request, flag
 		defer cancel()
 	}
 	lastProgress := ""
+	// lastSummary is where the last whole pass stood: a pass cut short by the timeout knows less.
+	lastSummary := ""
 	for {
 		res, err := engine.Apply(ctx, req)
+		if err == nil && res != nil {
+			lastSummary = res.Summary()
+		}
 		if res != nil {
 			req.Previous = res.Inventory
 			printChanges(stdout, res, flags.dryRun)
@@ -152,7 +157,10 @@ func runApply(ctx context.Context, engine *apply.Engine, req apply.Request, flag
 			return fmt.Errorf("%w: pass --hosted-kubeconfig for phases of class %s", err, v1alpha1.ClassHostedCluster)
 		}
 		if err != nil && flags.wait && ctx.Err() != nil && res != nil {
-			return fmt.Errorf("rollout not complete after %s: %s", flags.timeout, res.Summary())
+			if lastSummary == "" {
+				lastSummary = res.Summary()
+			}
+			return fmt.Errorf("rollout not complete after %s: %s", flags.timeout, lastSummary)
 		}
 		if err != nil {
 			return err
