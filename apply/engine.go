@@ -147,6 +147,7 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	}
 
 	var errs []error
+	budgets := map[string]context.Context{}
 	for i, ph := range req.Phases {
 		pr := &p.res.Phases[i]
 		target, ok := req.Targets[ph.Class]
@@ -155,7 +156,16 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 			break
 		}
 		pr.Target = target.Name
-		if err := e.applyPhase(ctx, p, ph, target, pr); err != nil {
+		pctx := ctx
+		if target.Budget > 0 {
+			if _, ok := budgets[ph.Class]; !ok {
+				bctx, cancel := context.WithTimeout(ctx, target.Budget)
+				defer cancel()
+				budgets[ph.Class] = bctx
+			}
+			pctx = budgets[ph.Class]
+		}
+		if err := e.applyPhase(pctx, p, ph, target, pr); err != nil {
 			errs = append(errs, fmt.Errorf("phase %s on %s: %w", ph.Name, target.Name, err))
 		}
 		if pr.State != v1alpha1.PhaseComplete && !req.DryRun {

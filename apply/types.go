@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,6 +19,10 @@ type Target struct {
 	Client client.Client
 	// Name appears in messages, for example "management cluster" or "hosted cluster clusters-foo".
 	Name string
+	// Budget, when set, bounds the time one pass spends on this cluster, across all its phases:
+	// a cluster that answers every request slowly then holds the caller's worker for at most
+	// this long, and is reported unavailable.
+	Budget time.Duration
 }
 
 // Owner is the resource on whose behalf objects are applied; it is written into ownership labels.

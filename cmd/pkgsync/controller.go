@@ -49,6 +49,10 @@ type controllerOptions struct {
 	connectorSecretKey    string
 	keepServiceHost       bool
 	hostedTimeout         time.Duration
+	hostedDialTimeout     time.Duration
+	hostedProbeInterval   time.Duration
+	hostedProbeMax        time.Duration
+	hostedBudget          time.Duration
 	hostedTeardownTimeout time.Duration
 	progressInterval      time.Duration
 	retryInterval         time.Duration
@@ -90,6 +94,10 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.StringVar(&o.connectorSecretKey, "hosted-kubeconfig-key", hosted.DefaultSecretKey, "Data key of the kubeconfig in the connector Secret")
 	fs.BoolVar(&o.keepServiceHost, "keep-kube-apiserver-host", false, "Do not rewrite the server host kube-apiserver to kube-apiserver.<namespace>.svc")
 	fs.DurationVar(&o.hostedTimeout, "hosted-request-timeout", 15*time.Second, "Timeout of each request to a hosted API server")
+	fs.DurationVar(&o.hostedDialTimeout, "hosted-dial-timeout", 5*time.Second, "Timeout of connecting to a hosted API server")
+	fs.DurationVar(&o.hostedProbeInterval, "hosted-probe-interval", 2*time.Second, "First wait before an unreachable hosted API server is probed again; doubles per failed probe")
+	fs.DurationVar(&o.hostedProbeMax, "hosted-probe-max-interval", 5*time.Minute, "Longest wait between probes of an unreachable hosted API server")
+	fs.DurationVar(&o.hostedBudget, "hosted-reconcile-budget", 30*time.Second, "Longest time one reconcile spends on one hosted cluster")
 	fs.DurationVar(&o.hostedTeardownTimeout, "hosted-teardown-timeout", 2*time.Minute, "How long deletion waits for an unreachable hosted cluster before letting its objects go")
 	fs.DurationVar(&o.progressInterval, "progress-interval", 5*time.Second, "How often a rollout waiting for availability is checked")
 	fs.DurationVar(&o.retryInterval, "retry-interval", 30*time.Second, "How soon a failed reconciliation is retried (spec.retryInterval overrides)")
@@ -171,6 +179,8 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		hc = hosted.NewClients(mgr.GetClient(), hosted.Options{
 			SecretName: o.connectorSecret, SecretKey: o.connectorSecretKey, KeepServiceHost: o.keepServiceHost,
 			Timeout: o.hostedTimeout, Scheme: scheme, Kubeconfig: o.kubeconfigPolicy,
+			DialTimeout: o.hostedDialTimeout, ProbeInterval: o.hostedProbeInterval, MaxProbeInterval: o.hostedProbeMax,
+			Budget: o.hostedBudget,
 		})
 	}
 	kubeVersion := ""

@@ -20,6 +20,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
 // statusObject is any pkgsync resource.
@@ -54,6 +55,12 @@ func conclude(ctx context.Context, obj statusObject, res *apply.Result, err erro
 		}
 		conditions.Delete(obj, meta.StalledCondition)
 		conditions.MarkReconciling(obj, v1alpha1.ProgressingWithRetryReason, "%s", err.Error())
+		var down *hosted.UnavailableError
+		if errors.As(err, &down) {
+			// Nothing is sent to the hosted cluster before its next probe; a probe that
+			// succeeds wakes the resource at once.
+			retry = max(time.Until(down.NextProbe)+time.Second, retry)
+		}
 		log.Info("reconciliation failed, will retry", "reason", reason, "error", err.Error(), "retryIn", retry.String())
 		// Retried on a fixed interval rather than the work queue's backoff: a hosted cluster or a
 		// registry that comes back should be noticed within one retry interval.
@@ -93,7 +100,10 @@ func announce(rec record.EventRecorder, obj statusObject, old *metav1.Condition)
 	if rec == nil || now == nil {
 		return
 	}
-	if old != nil && old.Status == now.Status && old.Reason == now.Reason && old.Message == now.Message {
+	// An unreachable hosted cluster's message names its next probe: one event per transition,
+	// not one per retry.
+	if old != nil && old.Status == now.Status && old.Reason == now.Reason &&
+		(old.Message == now.Message || now.Reason == v1alpha1.HostedClusterUnavailableReason) {
 		return
 	}
 	eventType := corev1.EventTypeNormal

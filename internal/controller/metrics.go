@@ -1,12 +1,15 @@
 package controller
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
 // metrics adds what Flux's reconcile metrics (duration, readiness, suspend) do not cover:
@@ -16,6 +19,10 @@ type metrics struct {
 	pulls        *prometheus.CounterVec
 	pullBytes    *prometheus.CounterVec
 	objects      *prometheus.CounterVec
+	// Hosted clusters: how many per health state, probe latency, time spent waiting on them.
+	hostedStates   *prometheus.GaugeVec
+	probeDuration  *prometheus.HistogramVec
+	hostedRequests prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -33,6 +40,19 @@ func newMetrics() *metrics {
 			Name: "pkgsync_pull_bytes_total",
 			Help: "Unpacked bytes of package images pulled and rendered (render cache misses).",
 		}, []string{"registry"}),
+		hostedStates: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pkgsync_hosted_clusters",
+			Help: "Hosted clusters with a cached client, by health state: Closed (reachable), Open (failing fast until a probe succeeds), Probing.",
+		}, []string{"state"}),
+		probeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pkgsync_hosted_probe_duration_seconds",
+			Help:    "Probes of unreachable hosted API servers, by outcome (success, failure).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+		}, []string{"outcome"}),
+		hostedRequests: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pkgsync_hosted_request_seconds_total",
+			Help: "Time spent waiting on hosted API servers, summed over every request.",
+		}),
 		objects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pkgsync_objects_applied_total",
 			Help: "Objects handled by apply passes, by action: created, configured, unchanged, pruned.",
@@ -53,8 +73,50 @@ func (m *metrics) register() error {
 	if m.pullBytes, err = registerOrReuse(m.pullBytes); err != nil {
 		return err
 	}
+	if m.hostedStates, err = registerOrReuse(m.hostedStates); err != nil {
+		return err
+	}
+	if m.probeDuration, err = registerOrReuse(m.probeDuration); err != nil {
+		return err
+	}
+	if m.hostedRequests, err = registerOrReuse(m.hostedRequests); err != nil {
+		return err
+	}
 	m.objects, err = registerOrReuse(m.objects)
 	return err
+}
+
+// observeHosted wires the hosted clients' observations into the metrics.
+func (m *metrics) observeHosted(c *hosted.Clients) {
+	c.Observe(func(took time.Duration) { m.hostedRequests.Add(took.Seconds()) },
+		func(_ string, took time.Duration, err error) {
+			outcome := "success"
+			if err != nil {
+				outcome = "failure"
+			}
+			m.probeDuration.WithLabelValues(outcome).Observe(took.Seconds())
+		})
+}
+
+// hostedStatesRunnable refreshes pkgsync_hosted_clusters every few seconds.
+type hostedStatesRunnable struct {
+	m *metrics
+	c *hosted.Clients
+}
+
+func (r hostedStatesRunnable) Start(ctx context.Context) error {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		for state, n := range r.c.States() {
+			r.m.hostedStates.WithLabelValues(string(state)).Set(float64(n))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
 }
 
 func registerOrReuse[C prometheus.Collector](c C) (C, error) {

@@ -3,12 +3,14 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/events"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
@@ -82,6 +85,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 
 	hostedClusterAPI := false
 	if cfg.Hosted != nil {
+		// The prober of unreachable hosted API servers runs beside the reconcile workers.
+		m.observeHosted(cfg.Hosted)
+		if err := mgr.Add(cfg.Hosted); err != nil {
+			return fmt.Errorf("add hosted-cluster prober: %w", err)
+		}
+		if err := mgr.Add(hostedStatesRunnable{m: m, c: cfg.Hosted}); err != nil {
+			return fmt.Errorf("add hosted-cluster metrics: %w", err)
+		}
 		if _, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version); err == nil {
 			hostedClusterAPI = true
 			if err := hosted.IndexHostedClusters(ctx, mgr.GetFieldIndexer()); err != nil {
@@ -91,12 +102,24 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		}
 	}
 	// watchHostedInputs wakes every resource of a hosted-control-plane namespace when its
-	// connector Secret appears or rotates, and when its HostedCluster becomes Available or
-	// is paused. Without the HostedCluster API installed at start-up, the Secret alone counts.
+	// connector Secret appears or rotates, when its HostedCluster becomes Available or is
+	// paused, and when its hosted API server answers a probe again after it did not.
 	watchHostedInputs := func(b *builder.Builder, inNamespace func(context.Context, string) []reconcile.Request) *builder.Builder {
 		if cfg.Hosted == nil {
 			return b
 		}
+		recovered := make(chan event.GenericEvent, 1024)
+		cfg.Hosted.OnRecovered(func(namespace string) {
+			ev := event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: namespace}}}
+			select {
+			case recovered <- ev:
+			default:
+				go func() { recovered <- ev }() // never block the prober
+			}
+		})
+		b = b.WatchesRawSource(crsource.Channel(recovered, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return inNamespace(ctx, o.GetNamespace())
+		})))
 		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			if o.GetName() != cfg.Hosted.SecretName() {
 				return nil
@@ -107,7 +130,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 			hc := &unstructured.Unstructured{}
 			hc.SetGroupVersionKind(hosted.HostedClusterGVK)
 			b = b.Watches(hc, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-				return inNamespace(ctx, hosted.ControlPlaneNamespace(o.GetNamespace(), o.GetName()))
+				ns := hosted.ControlPlaneNamespace(o.GetNamespace(), o.GetName())
+				if strings.Contains(hostedClusterState(o), "Available=True;") {
+					cfg.Hosted.Reset(ns) // HyperShift says the control plane is back: try it at once
+				}
+				return inNamespace(ctx, ns)
 			}), builder.WithPredicates(hostedClusterStateChanged{}))
 		}
 		return b

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +42,22 @@ type Options struct {
 	// Timeout bounds every request to a hosted API server, so that one unreachable hosted
 	// cluster holds a worker for at most this long.
 	Timeout time.Duration
+	// DialTimeout bounds connecting to a hosted API server (TCP), separately from Timeout, so
+	// that a dead address is noticed in seconds.
+	DialTimeout time.Duration
+	// ProbeInterval is the first wait before an unreachable hosted API server is probed again;
+	// each failed probe doubles it, up to MaxProbeInterval.
+	ProbeInterval, MaxProbeInterval time.Duration
+	// ProbeTimeout bounds one probe.
+	ProbeTimeout time.Duration
+	// Budget bounds the time one apply pass spends on one hosted cluster (apply.Target.Budget),
+	// so that a cluster that answers slowly costs only its own resources.
+	Budget time.Duration
+	// OnRequest, when set, is called after every request to a hosted API server with the time
+	// it took (for metrics).
+	OnRequest func(took time.Duration)
+	// OnProbe, when set, is called after every probe (for metrics).
+	OnProbe func(namespace string, took time.Duration, err error)
 	// IdleTTL evicts clients unused for this long.
 	IdleTTL time.Duration
 	// Scheme for the clients; nil means client-go's.
@@ -56,19 +75,22 @@ type Clients struct {
 	opts   Options
 	now    func() time.Time
 
-	mu      sync.Mutex
-	entries map[string]*entry
-	builds  int
+	mu        sync.Mutex
+	entries   map[string]*entry
+	builds    int
+	recovered []func(namespace string)
+	// probes counts the probes sent.
+	probes atomic.Int64
 }
 
 type entry struct {
 	dataHash [sha256.Size]byte
 	target   apply.Target
 	lastUsed time.Time
-	// downUntil holds requests back after the hosted API server failed to answer, so that
-	// one unreachable hosted cluster costs one timeout per cool-down, not one per reconcile.
-	downUntil time.Time
-	downErr   error
+	health   health
+	// probeURL and probeClient check the API server while the circuit is open.
+	probeURL    string
+	probeClient *http.Client
 }
 
 // NoCredentialsError says a namespace has no usable connector Secret.
@@ -95,6 +117,21 @@ func NewClients(reader client.Reader, opts Options) *Clients {
 	}
 	if opts.IdleTTL <= 0 {
 		opts.IdleTTL = 30 * time.Minute
+	}
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = 5 * time.Second
+	}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = 2 * time.Second
+	}
+	if opts.MaxProbeInterval < opts.ProbeInterval {
+		opts.MaxProbeInterval = max(5*time.Minute, opts.ProbeInterval)
+	}
+	if opts.ProbeTimeout <= 0 {
+		opts.ProbeTimeout = 3 * time.Second
+	}
+	if opts.Budget <= 0 {
+		opts.Budget = 2 * opts.Timeout
 	}
 	return &Clients{reader: reader, opts: opts, now: time.Now, entries: map[string]*entry{}}
 }
@@ -124,29 +161,34 @@ func (c *Clients) Target(ctx context.Context, namespace string) (apply.Target, e
 	c.evictIdle(now)
 	if e, ok := c.entries[namespace]; ok && e.dataHash == hash {
 		e.lastUsed = now
-		if now.Before(e.downUntil) {
+		if e.health.state != HealthClosed {
+			// Nothing is sent: the prober alone talks to a hosted API server that did not answer.
 			return apply.Target{}, &apply.TargetUnavailableError{Class: "hosted-cluster", Target: e.target.Name,
-				Err: fmt.Errorf("%w; next attempt after %s", e.downErr, e.downUntil.Format(time.RFC3339))}
+				Err: &UnavailableError{Namespace: namespace, Err: e.health.lastErr, NextProbe: e.health.nextProbe}}
 		}
 		return e.target, nil
 	}
-	target, err := c.build(namespace, data)
+	e, err := c.build(namespace, data)
 	if err != nil {
 		return apply.Target{}, err
 	}
-	c.entries[namespace] = &entry{dataHash: hash, target: target, lastUsed: now}
+	e.dataHash, e.lastUsed, e.health = hash, now, health{state: HealthClosed}
+	c.entries[namespace] = e
 	c.builds++
-	return target, nil
+	return e.target, nil
 }
 
-// MarkUnavailable records that the hosted API server of a namespace did not answer: Target
-// fails fast for one request timeout, then tries again. New credentials clear the mark.
+// Probes is the number of probes sent so far.
+func (c *Clients) Probes() int64 { return c.probes.Load() }
+
+// MarkUnavailable records that the hosted API server of a namespace did not answer: its
+// circuit opens, Target fails fast without touching the network, and the prober checks the
+// server once per backoff step. New credentials close the circuit.
 func (c *Clients) MarkUnavailable(namespace string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.entries[namespace]; ok {
-		e.downUntil = c.now().Add(c.opts.Timeout)
-		e.downErr = err
+	if e, ok := c.entries[namespace]; ok && e.health.state == HealthClosed {
+		c.open(e, err)
 	}
 }
 
@@ -172,20 +214,20 @@ func (c *Clients) evictIdle(now time.Time) {
 	}
 }
 
-func (c *Clients) build(namespace string, kubeconfig []byte) (apply.Target, error) {
+func (c *Clients) build(namespace string, kubeconfig []byte) (*entry, error) {
 	cfg, err := restConfigFromKubeconfig(kubeconfig, c.opts.Kubeconfig)
 	var refused *InsecureKubeconfigError
 	if errors.As(err, &refused) {
 		refused.Namespace, refused.Secret = namespace, c.opts.SecretName
-		return apply.Target{}, refused
+		return nil, refused
 	}
 	if err != nil {
-		return apply.Target{}, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: err.Error()}
+		return nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: err.Error()}
 	}
 	if !c.opts.KeepServiceHost {
 		cfg.Host, err = rewriteServiceHost(cfg.Host, namespace)
 		if err != nil {
-			return apply.Target{}, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: err.Error()}
+			return nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: err.Error()}
 		}
 	}
 	if cfg.ServerName == "" && cfg.Host != "" {
@@ -194,14 +236,27 @@ func (c *Clients) build(namespace string, kubeconfig []byte) (apply.Target, erro
 			cfg.ServerName = u.Hostname()
 		}
 	}
+	// Every request, discovery for the RESTMapper included, is bounded by Timeout; connecting
+	// by the shorter DialTimeout.
 	cfg.Timeout = c.opts.Timeout
+	cfg.Dial = (&net.Dialer{Timeout: c.opts.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.UserAgent = "pkgsync"
+	if c.opts.OnRequest != nil {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return timedTransport{rt, c.opts.OnRequest} })
+	}
 	cl, err := client.New(cfg, client.Options{Scheme: c.opts.Scheme})
 	if err != nil {
-		return apply.Target{}, fmt.Errorf("build client for hosted cluster of %s: %w", namespace, err)
+		return nil, fmt.Errorf("build client for hosted cluster of %s: %w", namespace, err)
 	}
-	return apply.Target{Client: cl, Name: "hosted cluster " + namespace}, nil
+	pc, err := probeClient(cfg, c.opts.ProbeTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("build probe client for hosted cluster of %s: %w", namespace, err)
+	}
+	return &entry{
+		target:   apply.Target{Client: cl, Name: "hosted cluster " + namespace, Budget: c.opts.Budget},
+		probeURL: strings.TrimSuffix(cfg.Host, "/") + "/readyz", probeClient: pc,
+	}, nil
 }
 
 // rewriteServiceHost turns https://kube-apiserver:6443 into

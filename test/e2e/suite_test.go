@@ -145,7 +145,8 @@ func startController(ctx context.Context, selector string, configure ...func(*co
 	if err != nil {
 		return nil, err
 	}
-	hc := hosted.NewClients(mgr.GetClient(), hosted.Options{Scheme: suite.scheme, Timeout: 3 * time.Second})
+	hc := hosted.NewClients(mgr.GetClient(), hosted.Options{Scheme: suite.scheme, Timeout: 3 * time.Second,
+		ProbeInterval: 250 * time.Millisecond, MaxProbeInterval: 2 * time.Second})
 	if suite.hostedClients == nil {
 		suite.hostedClients = hc
 	}
