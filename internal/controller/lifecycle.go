@@ -12,17 +12,17 @@ import (
 )
 
 // kindSteps is what one kind does within the lifecycle every kind shares.
-type kindSteps[T statusObject] interface {
+type kindSteps[T statusObject] struct {
 	// rolloutStatus is the part of the status every kind has.
-	rolloutStatus(obj T) *v1alpha1.RolloutStatus
+	rolloutStatus func(obj T) *v1alpha1.RolloutStatus
 	// serviceAccount is what the resource impersonates on the management cluster ("" for none).
-	serviceAccount(obj T) string
+	serviceAccount func(obj T) string
 	// suspended reports spec.suspend.
-	suspended(obj T) bool
+	suspended func(obj T) bool
 	// pass reconciles a resource that is neither being deleted nor suspended, and concludes.
 	// lastHandled is the reconcile request handled before this reconcile acknowledged the
 	// current one.
-	pass(ctx context.Context, obj T, rep *report, lastHandled string) (ctrl.Result, error)
+	pass func(ctx context.Context, obj T, rep *report, lastHandled string) (ctrl.Result, error)
 }
 
 // lifecycle reconciles one kind the way every pkgsync kind is reconciled: read the resource,

@@ -30,6 +30,11 @@ type objectDeploymentSteps[T objectDeploymentObject] struct {
 	kind     string
 }
 
+// steps returns the ObjectDeployment steps for the lifecycle.
+func (r *objectDeploymentSteps[T]) steps() kindSteps[T] {
+	return kindSteps[T]{rolloutStatus: r.rolloutStatus, serviceAccount: r.serviceAccount, suspended: r.suspended, pass: r.pass}
+}
+
 func (r *objectDeploymentSteps[T]) rolloutStatus(obj T) *v1alpha1.RolloutStatus {
 	return &obj.GetStatus().RolloutStatus
 }

@@ -52,6 +52,11 @@ type packageSteps[T packageObject] struct {
 	kind      string
 }
 
+// steps returns the package steps for the lifecycle.
+func (r *packageSteps[T]) steps() kindSteps[T] {
+	return kindSteps[T]{rolloutStatus: r.rolloutStatus, serviceAccount: r.serviceAccount, suspended: r.suspended, pass: r.pass}
+}
+
 func (r *packageSteps[T]) rolloutStatus(obj T) *v1alpha1.RolloutStatus {
 	return &obj.GetStatus().RolloutStatus
 }
