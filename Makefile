@@ -9,7 +9,10 @@ export GOFLAGS := -mod=mod
 
 BIN := $(CURDIR)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
-LDFLAGS := -X pkgsync.dev/pkgsync/internal/version.Version=$(VERSION)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+# Where the controller image is published; `pkgsync install` defaults to $(IMAGE_REPO):$(VERSION).
+IMAGE_REPO ?= ghcr.io/pkgsync/pkgsync
+LDFLAGS := $(foreach v,Version=$(VERSION) Commit=$(COMMIT) Repository=$(IMAGE_REPO),-X pkgsync.dev/pkgsync/internal/version.$(v))
 
 KUBE_VERSION := v1.36.3
 KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=36)
@@ -54,6 +57,30 @@ generate: $(BIN)/controller-gen ## Generate deep-copy functions, CRDs and RBAC f
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	@# controller-gen emits an empty CRD for PackageManifest, a file format rather than a resource.
 	rm -f config/crd/bases/_.yaml
+
+##@ Release
+
+# The commit time: the image records it instead of the build time, so the same commit gives the
+# same image digest (https://reproducible-builds.org/specs/source-date-epoch/).
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+PLATFORMS ?= linux/amd64,linux/arm64
+DIST := $(CURDIR)/dist
+# IMAGE=REGISTRY/REPOSITORY:TAG pushes the image there; without it the image is only written to
+# dist/pkgsync-image.tar, under the name it is published as.
+IMAGE ?=
+RELEASE_IMAGE = $(or $(IMAGE),$(IMAGE_REPO):$(VERSION))
+
+.PHONY: image
+image: build ## Build the controller image (linux/amd64, linux/arm64) into dist/pkgsync-image.tar, an OCI layout; IMAGE=REGISTRY/REPO:TAG also pushes it.
+	@mkdir -p $(DIST)
+	$(BIN)/pkgsync image --platform=$(PLATFORMS) --version=$(VERSION) --revision=$(COMMIT) --created=$(SOURCE_DATE_EPOCH) \
+		--output=$(DIST)/pkgsync-image.tar --tag=$(RELEASE_IMAGE) $(if $(IMAGE),--push) --output-format=digest > $(DIST)/pkgsync-image.digest
+	@echo "$(RELEASE_IMAGE)@$$(cat $(DIST)/pkgsync-image.digest)"
+
+.PHONY: release
+release: image ## Write dist/install.yaml: CRDs, RBAC and the controller, its image pinned by digest (IMAGE=... to push the image too).
+	$(BIN)/pkgsync install --export --image=$(RELEASE_IMAGE)@$$(cat $(DIST)/pkgsync-image.digest) > $(DIST)/install.yaml
+	@echo "Wrote $(DIST)/install.yaml"
 
 ##@ Benchmarks
 

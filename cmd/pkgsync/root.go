@@ -28,6 +28,9 @@ other phases go to the management cluster.`,
 		newValidateCmd(),
 		newApplyCmd(),
 		newControllerCmd(),
+		newInstallCmd(),
+		newUninstallCmd(),
+		newImageCmd(),
 		newVersionCmd(),
 	)
 	addRegistryHints(root)

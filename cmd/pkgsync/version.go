@@ -1,21 +1,56 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"runtime"
 
 	"github.com/spf13/cobra"
 
 	"pkgsync.dev/pkgsync/internal/version"
 )
 
+// versionInfo is what `pkgsync version` prints.
+type versionInfo struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	// Image is the controller image `pkgsync install` installs without --image.
+	Image    string `json:"image"`
+	Go       string `json:"go"`
+	Platform string `json:"platform"`
+}
+
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print the pkgsync version",
-		Args:  cobra.NoArgs,
+		Short: "Print the pkgsync version, commit, and the controller image it installs",
+		Long: `Version prints the version and commit of this binary and the controller image that
+"pkgsync install" installs by default (the image of the same release).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), version.Version)
-			return err
+			info := versionInfo{
+				Version:  version.Version,
+				Commit:   version.Revision(),
+				Image:    version.Image(),
+				Go:       runtime.Version(),
+				Platform: runtime.GOOS + "/" + runtime.GOARCH,
+			}
+			w := cmd.OutOrStdout()
+			switch output {
+			case "text":
+				_, err := fmt.Fprintf(w, "version:  %s\ncommit:   %s\nimage:    %s\ngo:       %s\nplatform: %s\n",
+					info.Version, info.Commit, info.Image, info.Go, info.Platform)
+				return err
+			case "json":
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(info)
+			default:
+				return usageError("--output must be text or json, not %q", output)
+			}
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "Output format: text or json")
+	return cmd
 }

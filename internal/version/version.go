@@ -1,5 +1,82 @@
-// Package version holds the pkgsync version, stamped at build time.
+// Package version holds the pkgsync version, commit and default controller image, stamped at
+// build time.
 package version
 
+import (
+	"runtime/debug"
+	"strings"
+)
+
+// Dev is the version of a binary built without stamps (go build, go install): no release.
+const Dev = "v0.0.0-dev"
+
 // Version is set with -ldflags "-X pkgsync.dev/pkgsync/internal/version.Version=...".
-var Version = "v0.0.0-dev"
+var Version = Dev
+
+// Commit is the source revision. Set with -ldflags "-X pkgsync.dev/pkgsync/internal/version.Commit=...";
+// left empty, Revision reads the revision the Go toolchain stamps into binaries built with
+// go build from a git checkout.
+var Commit = ""
+
+// Repository is the repository of the controller image, without tag. Set with -ldflags
+// "-X pkgsync.dev/pkgsync/internal/version.Repository=..." for builds that publish elsewhere.
+var Repository = "ghcr.io/pkgsync/pkgsync"
+
+// Source is the URL of the source repository, recorded as org.opencontainers.image.source.
+const Source = "https://github.com/pkgsync/pkgsync"
+
+// Revision returns the source revision of this binary: Commit when stamped, else the VCS
+// revision in the build information ("-dirty" appended when the tree had local changes), else
+// "unknown".
+func Revision() string {
+	if Commit != "" {
+		return Commit
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	revision, modified := "", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if revision == "" {
+		return "unknown"
+	}
+	if modified {
+		revision += "-dirty"
+	}
+	return revision
+}
+
+// Image is the controller image this binary installs by default: Repository tagged with
+// Version. A release's binary and its image carry the same version, so `pkgsync install` of a
+// release runs the controller of that release.
+// Characters a tag may not hold (such as "+" of semantic-version build metadata) become "-".
+func Image() string {
+	return Repository + ":" + Tag(Version)
+}
+
+// Tag turns a version into a valid image tag: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}, other
+// characters replaced by "-".
+func Tag(v string) string {
+	tag := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == '-':
+			return r
+		}
+		return '-'
+	}, v)
+	if tag == "" || tag[0] == '.' || tag[0] == '-' {
+		tag = "v" + tag
+	}
+	if len(tag) > 128 {
+		tag = tag[:128]
+	}
+	return tag
+}

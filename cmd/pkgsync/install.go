@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/config"
+	"pkgsync.dev/pkgsync/internal/version"
+	"pkgsync.dev/pkgsync/source"
+)
+
+// Dry-run modes of install.
+const (
+	dryRunNone   = "none"
+	dryRunClient = "client"
+	dryRunServer = "server"
+)
+
+// clusterFlags select the management cluster and where pkgsync lives in it.
+type clusterFlags struct {
+	kubeconfig string
+	namespace  string
+	wait       bool
+	timeout    time.Duration
+}
+
+func (o *clusterFlags) validate() error {
+	if errs := validation.IsDNS1123Label(o.namespace); len(errs) > 0 {
+		return usageError("--namespace %q: %s", o.namespace, strings.Join(errs, "; "))
+	}
+	if o.timeout <= 0 {
+		return usageError("--timeout %s: must be positive", o.timeout)
+	}
+	return nil
+}
+
+func (o *clusterFlags) ApplyFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default $KUBECONFIG, in-cluster, or ~/.kube/config)")
+	fs.StringVarP(&o.namespace, "namespace", "n", config.DefaultNamespace, "Namespace of the controller")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "How long --wait waits")
+}
+
+// installFlags are the flags of install besides the cluster.
+type installFlags struct {
+	image    string
+	dryRun   string
+	export   bool
+	lockdown bool
+}
+
+func (o *installFlags) ApplyFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.image, "image", "", "Controller image REGISTRY/REPOSITORY[:TAG][@DIGEST] (default "+version.Image()+", the image of this release)")
+	fs.StringVar(&o.dryRun, "dry-run", dryRunNone, `"client" prints what would be applied without contacting the cluster; "server" sends every object as a server-side dry run`)
+	fs.BoolVar(&o.export, "export", false, "Print the manifests as YAML instead of applying them (kubectl apply --server-side -f reads them)")
+	fs.BoolVar(&o.lockdown, "lockdown", false, "Install config/lockdown, for management clusters shared with tenants: namespaced resources "+
+		"act as the ServiceAccount pkgsync of their namespace (docs/operations.md, security model)")
+}
+
+func (o *installFlags) variant() config.Variant {
+	if o.lockdown {
+		return config.Lockdown
+	}
+	return config.Default
+}
+
+func newInstallCmd() *cobra.Command {
+	var (
+		cluster clusterFlags
+		flags   installFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "install [--image REF] [--namespace NS] [--dry-run=client|server] [--export]",
+		Short: "Install the pkgsync CRDs, RBAC and controller on a management cluster",
+		Long: `Install applies what config/default holds (config/lockdown with --lockdown), embedded in this
+binary, with server-side apply (field manager "pkgsync-install"): first the
+CustomResourceDefinitions, waiting until each is Established, then the Namespace, the
+ServiceAccount and RBAC, and the controller Deployment, running the image of this release
+(--image to choose another). It then waits until the Deployment is Available (--wait=false to
+return at once).
+
+Objects already as this release wants them are not written. Running install again, or with a
+newer binary, upgrades in place.
+
+--export prints the manifests instead of applying them, for GitOps repositories or
+"kubectl apply --server-side -f". Each object applied goes to stdout with what happened to it;
+progress goes to stderr.`,
+		Example: `  pkgsync install
+  pkgsync install --image registry.example.com/platform/pkgsync:v0.1.0 --kubeconfig mgmt.kubeconfig
+  pkgsync install --dry-run=server
+  pkgsync install --export > pkgsync.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !slices.Contains([]string{dryRunNone, dryRunClient, dryRunServer}, flags.dryRun) {
+				return usageError("--dry-run must be client or server, not %q", flags.dryRun)
+			}
+			if flags.export && flags.dryRun != dryRunNone {
+				return usageError("--export and --dry-run exclude each other: --export contacts no cluster")
+			}
+			if err := cluster.validate(); err != nil {
+				return err
+			}
+			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			img := flags.image
+			if img == "" {
+				img = version.Image()
+				if version.Version == version.Dev {
+					fmt.Fprintf(stderr, "warning: this pkgsync is not a release build (version %s): no image %s is published; "+
+						"pass --image\n", version.Version, img)
+				}
+			} else if _, err := source.ParseReference(img); err != nil {
+				return usageError("--image: %w", err)
+			}
+			objs, err := config.Render(config.Options{Variant: flags.variant(), Namespace: cluster.namespace, Image: img})
+			if err != nil {
+				return err
+			}
+			sortForInstall(objs)
+			switch {
+			case flags.export:
+				return writeManifests(stdout, objs, img)
+			case flags.dryRun == dryRunClient:
+				for _, obj := range objs {
+					fmt.Fprintf(stdout, "%s (dry run)\n", apply.RefOf(obj))
+				}
+				fmt.Fprintf(stderr, "dry run: would install pkgsync %s with image %s in namespace %s; nothing was sent to a cluster\n",
+					version.Version, img, cluster.namespace)
+				return nil
+			}
+			inst, err := newInstaller(cluster.kubeconfig, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			inst.dryRun = flags.dryRun == dryRunServer
+			inst.image = img
+			fmt.Fprintf(stderr, "installing pkgsync %s (config/%s) with image %s in namespace %s on %s\n",
+				version.Version, flags.variant(), img, cluster.namespace, inst.host)
+			return inst.install(cmd.Context(), objs, cluster)
+		},
+	}
+	cluster.ApplyFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&cluster.wait, "wait", true, "Wait until the controller Deployment is Available")
+	flags.ApplyFlags(cmd.Flags())
+	return cmd
+}
+
+// installRank orders the kinds of an install: what others depend on first, the controller last.
+var installRank = map[string]int{
+	"Namespace":                0,
+	"CustomResourceDefinition": 1,
+	"ServiceAccount":           2,
+	"ClusterRole":              3,
+	"ClusterRoleBinding":       4,
+	"Role":                     5,
+	"RoleBinding":              6,
+	"Deployment":               9,
+}
+
+// sortForInstall puts objs in install order (stable, so kustomize's order breaks ties).
+func sortForInstall(objs []*unstructured.Unstructured) {
+	rank := func(o *unstructured.Unstructured) int {
+		if r, ok := installRank[o.GetKind()]; ok {
+			return r
+		}
+		return 8
+	}
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
+}
+
+// writeManifests prints objs as one YAML stream, in install order.
+func writeManifests(w io.Writer, objs []*unstructured.Unstructured, img string) error {
+	if _, err := fmt.Fprintf(w, "# pkgsync %s: CRDs, RBAC and the controller (image %s).\n"+
+		"# Generated by pkgsync install --export. Apply with: kubectl apply --server-side -f FILE\n", version.Version, img); err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		data, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			return fmt.Errorf("export %s: %w", apply.RefOf(obj), err)
+		}
+		if _, err := fmt.Fprintf(w, "---\n%s", data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// install applies objs: CRDs first, until Established, then the rest; then waits for the
+// controller Deployment, when asked.
+func (i *installer) install(ctx context.Context, objs []*unstructured.Unstructured, cluster clusterFlags) error {
+	waitCtx, cancel := context.WithTimeout(ctx, cluster.timeout)
+	defer cancel()
+	crds, rest := splitCRDs(objs)
+	for _, obj := range crds {
+		if err := i.apply(ctx, obj); err != nil {
+			return err
+		}
+	}
+	if !i.dryRun && len(crds) > 0 {
+		fmt.Fprintf(i.stderr, "waiting for %d CustomResourceDefinitions to be Established\n", len(crds))
+		for _, crd := range crds {
+			if err := i.waitEstablished(waitCtx, crd, cluster.timeout); err != nil {
+				return err
+			}
+		}
+	}
+	for _, obj := range rest {
+		if err := i.apply(ctx, obj); err != nil {
+			return err
+		}
+	}
+	if i.dryRun {
+		fmt.Fprintf(i.stderr, "dry run: %s; nothing was changed\n", i.counts)
+		return nil
+	}
+	if cluster.wait {
+		for _, obj := range rest {
+			if obj.GetKind() == "Deployment" {
+				fmt.Fprintf(i.stderr, "waiting for %s to be Available (--timeout %s)\n", apply.RefOf(obj), cluster.timeout)
+				if err := i.waitAvailable(waitCtx, obj, cluster.timeout); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	fmt.Fprintf(i.stderr, "pkgsync installed: %s\n", i.counts)
+	return nil
+}
+
+// splitCRDs separates the CustomResourceDefinitions from the other objects, keeping the order.
+func splitCRDs(objs []*unstructured.Unstructured) (crds, rest []*unstructured.Unstructured) {
+	for _, obj := range objs {
+		if obj.GroupVersionKind().GroupKind() == config.CRDGroupKind {
+			crds = append(crds, obj)
+		} else {
+			rest = append(rest, obj)
+		}
+	}
+	return crds, rest
+}
