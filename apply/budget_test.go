@@ -36,14 +36,16 @@ func TestTargetBudgetBoundsASlowCluster(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	cfg := rest.CopyConfig(hosted.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return slowTransport{next: rt, delay: 200 * time.Millisecond} })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return slowTransport{next: rt, delay: 200 * time.Millisecond}
+	})
 	slow := newClient(t, cfg)
 	var objs []*unstructured.Unstructured
 	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
 		objs = append(objs, e.configMap(t, name, nil))
 	}
 	targets := map[string]apply.Target{
-		"":                           e.targets[""],
+		"":                          e.targets[""],
 		v1alpha1.ClassHostedCluster: {Client: slow, Name: "slow hosted cluster", Budget: 500 * time.Millisecond},
 	}
 	res, err := apply.NewEngine(apply.Options{}).Apply(t.Context(), apply.Request{Owner: e.owner, Targets: targets,

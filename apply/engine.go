@@ -11,6 +11,7 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -224,8 +225,13 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph desired.Phase, targ
 		if _, waits := crdOf[obj.GroupVersionKind().GroupKind()]; waits {
 			continue
 		}
-		if resolveNamespace(p.req, target, obj) == nil {
+		err := resolveNamespace(p.req, target, obj)
+		switch {
+		case err == nil:
 			intended = append(intended, RefOf(obj))
+		case !meta.IsNoMatchError(err) && !errors.Is(err, errNoNamespace):
+			// Discovery failed: every further object would wait out the same timeout.
+			return unreachable(fmt.Errorf("%s: look up kind: %w", RefOf(obj), err), ph.Class, target)
 		}
 	}
 	if err := p.record(ctx, pk, intended); err != nil {

@@ -114,7 +114,9 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 		if hostedErr != nil {
 			// The engine only knows the target is missing; say why.
 			err = hostedErr
-		} else if r.targets.hosted != nil {
+		} else if r.targets.hosted != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+			// A deadline of our own (the reconcile's timeout, the hosted budget) says the cluster is
+			// slow or the pass long, not that it is unreachable: opening the circuit would flap.
 			r.targets.hosted.MarkUnavailable(req.owner.Namespace, unavailable.Err)
 		}
 	}

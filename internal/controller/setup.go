@@ -114,7 +114,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 			select {
 			case recovered <- ev:
 			default:
-				go func() { recovered <- ev }() // never block the prober
+				// Never block the prober: the resources' requeue at the next probe time covers it.
 			}
 		})
 		b = b.WatchesRawSource(crsource.Channel(recovered, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {

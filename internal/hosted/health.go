@@ -165,6 +165,10 @@ func (c *Clients) probe(ctx context.Context, p dueProbe) {
 		c.mu.Unlock() // the entry was rebuilt (new credentials) or evicted meanwhile
 		return
 	}
+	if p.e.health.state != HealthProbing {
+		c.mu.Unlock() // Reset closed it meanwhile
+		return
+	}
 	if err != nil {
 		c.open(p.e, err)
 		c.mu.Unlock()
@@ -202,7 +206,7 @@ func (c *Clients) send(ctx context.Context, e *entry) error {
 func (c *Clients) Reset(namespace string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.entries[namespace]; ok && e.health.state == HealthOpen {
+	if e, ok := c.entries[namespace]; ok && e.health.state != HealthClosed {
 		e.health = health{state: HealthClosed}
 	}
 }
