@@ -43,6 +43,8 @@ type environment struct {
 	admin client.Client
 	// pusher pushes images straight to the registry, around the counting proxy.
 	pusher *source.Client
+	// dead are the hosted API servers of the dead hosted clusters (-dead-percent).
+	dead []*deadServer
 
 	// api counts the controller's requests to the management API server.
 	api           apiCounter
@@ -150,6 +152,8 @@ func (env *environment) startController(ctx context.Context, o options) (<-chan 
 	}
 	recorder := metrics.NewRecorder()
 	crmetrics.Registry.MustRegister(recorder.Collectors()...)
+	// hosted.NewClients' defaults are those of `pkgsync controller`'s flags: dial 5s, request
+	// 15s, probe every 2s doubling to 5m, probe timeout 3s, reconcile budget 30s.
 	env.hostedClients = hosted.NewClients(mgr.GetClient(), hosted.Options{Scheme: env.scheme})
 	err = controller.Setup(ctx, mgr, controller.Config{
 		Options:                 controller.Options{KubernetesVersion: "v1.36.3"},
@@ -173,6 +177,9 @@ func (env *environment) startController(ctx context.Context, o options) (<-chan 
 }
 
 func (env *environment) stop() {
+	for _, d := range env.dead {
+		_ = d.Close()
+	}
 	if env.proxy != nil {
 		_ = env.proxy.Close()
 	}

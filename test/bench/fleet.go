@@ -36,19 +36,50 @@ type fleet struct {
 	o          options
 	namespaces []string
 	image      string
+	// dead holds the Packages (namespace/name) whose hosted API server is a deadServer.
+	dead map[string]bool
+}
+
+// packages returns the keys (namespace/name) of the Packages whose hosted cluster is dead, or
+// of those whose hosted cluster is healthy.
+func (f *fleet) packages(dead bool) map[string]bool {
+	out := map[string]bool{}
+	for _, ns := range f.namespaces {
+		key := ns + "/" + packageName
+		if f.dead[key] == dead {
+			out[key] = true
+		}
+	}
+	return out
 }
 
 // setUp creates what HyperShift would have created before anyone installs a package:
 // HostedClusters (Available), their hosted-control-plane namespaces and connector Secrets. The
-// namespaces are spread over the hosted control planes round-robin.
+// namespaces are spread over the hosted control planes round-robin; -dead-percent of them,
+// spread evenly, get a connector Secret whose server is a deadServer of their own.
 func setUpFleet(ctx context.Context, env *environment, o options) (*fleet, error) {
-	f := &fleet{env: env, o: o, image: env.proxy.Host + "/" + repository + ":" + tag}
+	f := &fleet{env: env, o: o, image: env.proxy.Host + "/" + repository + ":" + tag, dead: map[string]bool{}}
 	kubeconfigs := make([][]byte, len(env.hosted))
 	for i, cp := range env.hosted {
 		var err error
 		if kubeconfigs[i], err = cp.Kubeconfig("pkgsync-connector", "system:masters"); err != nil {
 			return nil, err
 		}
+	}
+	connectors := make([][]byte, o.packages)
+	for i := range o.packages {
+		connectors[i] = kubeconfigs[i%len(kubeconfigs)]
+	}
+	for i := range deadIndices(o.packages, deadCount(o.packages, o.deadPercent)) {
+		d, err := startDeadServer()
+		if err != nil {
+			return nil, err
+		}
+		env.dead = append(env.dead, d)
+		if connectors[i], err = rewriteServer(connectors[i], d.URL()); err != nil {
+			return nil, err
+		}
+		f.dead[hosted.ControlPlaneNamespace(hostedClusterNamespace, hostedClusterName(i))+"/"+packageName] = true
 	}
 	if err := env.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hostedClusterNamespace}}); err != nil {
 		return nil, fmt.Errorf("create namespace %s: %w", hostedClusterNamespace, err)
@@ -70,7 +101,7 @@ func setUpFleet(ctx context.Context, env *environment, o options) (*fleet, error
 		}
 		secret := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: hosted.DefaultSecretName, Namespace: ns},
-			Data:       map[string][]byte{hosted.DefaultSecretKey: kubeconfigs[i%len(kubeconfigs)]},
+			Data:       map[string][]byte{hosted.DefaultSecretKey: connectors[i]},
 		}
 		if err := env.admin.Create(ctx, secret); err != nil {
 			return fmt.Errorf("create connector Secret in %s: %w", ns, err)

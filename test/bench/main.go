@@ -1,7 +1,9 @@
 // Command bench measures pkgsync's controller on a fleet of hosted-control-plane namespaces:
 // convergence, a forced no-op reconcile, steady-state interval reconciles and an update wave, on
 // real API servers (envtest) and a real registry process, with the controller in this process.
-// `make bench` runs it after the microbenchmarks; docs/benchmarks.md explains the method.
+// -dead-percent makes some hosted API servers dead; -compare-dead runs the fleet with none and
+// with some dead and prints the ratios. `make bench` runs it after the microbenchmarks;
+// docs/benchmarks.md explains the method.
 package main
 
 import (
@@ -20,6 +22,9 @@ type options struct {
 	interval, timeout                                   time.Duration
 	hostedClusters                                      bool
 	crdDir, logFile, memProfile                         string
+	// deadPercent of the hosted clusters have a hosted API server that never answers.
+	deadPercent float64
+	compare     compareOptions
 }
 
 func main() {
@@ -36,6 +41,8 @@ func main() {
 	fs.StringVar(&o.crdDir, "crds", "config/crd/bases", "pkgsync's CRDs")
 	fs.StringVar(&o.logFile, "log-file", "", "Write the controller's log here (default: discard)")
 	fs.StringVar(&o.memProfile, "memprofile", "", "Write a heap profile here after the last scenario")
+	fs.Float64Var(&o.deadPercent, "dead-percent", 0, "Percent of the hosted clusters whose API server accepts connections and never answers (at least one when above 0)")
+	o.compare.applyFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
@@ -43,8 +50,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -objects must be at least 4; -packages, -hosted-planes and -intervals at least 1")
 		os.Exit(2)
 	}
+	if o.deadPercent < 0 || o.deadPercent >= 100 {
+		fmt.Fprintln(os.Stderr, "bench: -dead-percent must be at least 0 and below 100")
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.compare.percents != "" {
+		if err := runCompare(ctx, fs, o.compare); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -76,8 +94,13 @@ func run(ctx context.Context, o options) error {
 	var s sampler
 	go s.run(ctx, 250*time.Millisecond)
 
-	progress("creating %d hosted-control-plane namespaces with connector Secrets", o.packages)
+	progress("creating %d hosted-control-plane namespaces with connector Secrets (%d with a dead hosted API server)", o.packages, deadCount(o.packages, o.deadPercent))
 	f, err := setUpFleet(ctx, env, o)
+	if err != nil {
+		return err
+	}
+	healthy, dead := f.packages(false), f.packages(true)
+	deadT, err := newTracker(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -89,7 +112,7 @@ func run(ctx context.Context, o options) error {
 	var results []*result
 	var errs []error
 	scenario := func(name string, body func(r *result) error) {
-		r := &result{name: name, packages: o.packages, objects: o.objects}
+		r := &result{name: name, packages: o.packages, healthy: len(healthy), dead: len(dead), objects: o.objects}
 		s.reset()
 		before, err := env.snapshot(ctx)
 		if err == nil {
@@ -107,25 +130,27 @@ func run(ctx context.Context, o options) error {
 
 	progress("converge: creating %d Packages of %s (%d objects each)", o.packages, f.image, o.objects)
 	scenario("converge", func(r *result) error {
-		done := t.expect(o.packages, readyOn(v1, ""))
+		done := t.expect(healthy, readyOn(v1, ""))
+		deadDone := deadT.expect(dead, unavailable(""))
 		start := time.Now()
 		created, err := f.createPackages(ctx)
 		if err != nil {
 			return err
 		}
-		return r.waitFor(ctx, t, done, start, created, o.timeout)
+		return errors.Join(r.waitFor(ctx, t, done, start, created, o.timeout), r.waitForDead(ctx, deadT, deadDone, start, o.timeout))
 	})
 
 	progress("noop: requesting a reconcile of every Package, nothing changed")
 	scenario("noop", func(r *result) error {
 		token := time.Now().Format(time.RFC3339Nano)
-		done := t.expect(o.packages, readyOn(v1, token))
+		done := t.expect(healthy, readyOn(v1, token))
+		deadDone := deadT.expect(dead, unavailable(token))
 		start := time.Now()
 		requested, err := f.requestReconcile(ctx, token)
 		if err != nil {
 			return err
 		}
-		return r.waitFor(ctx, t, done, start, requested, o.timeout)
+		return errors.Join(r.waitFor(ctx, t, done, start, requested, o.timeout), r.waitForDead(ctx, deadT, deadDone, start, o.timeout))
 	})
 
 	progress("steady: watching %d intervals of %s", o.intervals, o.interval)
@@ -138,7 +163,7 @@ func run(ctx context.Context, o options) error {
 		case <-time.After(window):
 		}
 		r.duration = time.Since(start)
-		r.reached = o.packages
+		r.reached = len(healthy)
 		return nil
 	})
 
@@ -150,12 +175,13 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		token := time.Now().Format(time.RFC3339Nano)
-		done := t.expect(o.packages, readyOn(v2, token))
+		done := t.expect(healthy, readyOn(v2, token))
+		deadDone := deadT.expect(dead, unavailable(token))
 		requested, err := f.requestReconcile(ctx, token)
 		if err != nil {
 			return err
 		}
-		return r.waitFor(ctx, t, done, start, requested, o.timeout)
+		return errors.Join(r.waitFor(ctx, t, done, start, requested, o.timeout), r.waitForDead(ctx, deadT, deadDone, start, o.timeout))
 	})
 
 	printReport(os.Stdout, o, results, time.Since(started))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
 // figures are the numbers of one scenario, in the order of the BENCH line.
@@ -32,19 +34,23 @@ func (r *result) figures() *figures {
 	f := &figures{values: map[string]string{}}
 	f.add("scenario", "%s", r.name)
 	f.add("packages", "%d", r.packages)
+	f.add("healthy", "%d", r.healthy)
+	f.add("dead", "%d", r.dead)
 	f.add("objects", "%d", r.objects)
 	f.add("reached", "%d", r.reached)
 	f.add("total_s", "%.2f", r.duration.Seconds())
 	f.add("p50_s", "%.2f", percentile(r.latencies, 50).Seconds())
 	f.add("p90_s", "%.2f", percentile(r.latencies, 90).Seconds())
 	f.add("max_s", "%.2f", percentile(r.latencies, 100).Seconds())
-	objs := float64(r.packages * r.objects)
+	objs := float64(r.healthy * r.objects)
 	perSecond := 0.0
 	if r.duration > 0 && r.name != "steady" {
 		perSecond = objs / r.duration.Seconds()
 	}
 	f.add("objects_per_s", "%.0f", perSecond)
 	f.add("reconciles", "%d", r.reconciles)
+	f.add("reconciles_over_5s", "%d", r.slowReconciles)
+	f.add("slowest_reconcile_le_s", "%g", r.slowestReconcile)
 	perReconcile := 0.0
 	if r.reconciles > 0 {
 		perReconcile = r.cpu / float64(r.reconciles)
@@ -74,6 +80,11 @@ func (r *result) figures() *figures {
 	f.add("registry_manifest_get", "%d", r.registry["GET manifests"])
 	f.add("registry_blob_get", "%d", r.registry["GET blobs"])
 
+	f.add("dead_unavailable", "%d", r.deadReached)
+	f.add("dead_unavailable_s", "%.2f", r.deadDuration.Seconds())
+	f.add("probes", "%d", r.probes)
+	f.add("dead_connections", "%d", r.deadConnections)
+
 	f.add("heap_peak_mib", "%.1f", mib(r.mem.PeakHeap))
 	f.add("heap_live_mib", "%.1f", mib(r.mem.LiveHeap))
 	f.add("rss_peak_mib", "%.1f", mib(r.mem.PeakRSS))
@@ -84,15 +95,25 @@ func (r *result) figures() *figures {
 // summary is the one-line progress message of a scenario.
 func (r *result) summary() string {
 	f := r.figures()
-	return fmt.Sprintf("%s/%d Ready in %ss, %s reconciles, %s mgmt writes, %s hosted writes, %s registry requests",
-		f.values["reached"], r.packages, f.values["total_s"], f.values["reconciles"], f.values["mgmt_writes"],
+	s := fmt.Sprintf("%s/%d Ready in %ss, %s reconciles, %s mgmt writes, %s hosted writes, %s registry requests",
+		f.values["reached"], r.healthy, f.values["total_s"], f.values["reconciles"], f.values["mgmt_writes"],
 		f.values["hosted_writes"], f.values["registry_requests"])
+	if r.dead > 0 {
+		s += fmt.Sprintf("; dead: %s/%d %s by %ss, %s probes, %s connections to dead servers, %s reconciles over 5s (slowest <= %ss)",
+			f.values["dead_unavailable"], r.dead, v1alpha1.HostedClusterUnavailableReason, f.values["dead_unavailable_s"],
+			f.values["probes"], f.values["dead_connections"], f.values["reconciles_over_5s"], f.values["slowest_reconcile_le_s"])
+	}
+	return s
 }
 
 func printReport(w io.Writer, o options, results []*result, elapsed time.Duration) {
-	fmt.Fprintf(w, "\npkgsync fleet benchmark: %d Packages x %d objects (%d hosted), %d hosted control planes, "+
+	dead := ""
+	if n := deadCount(o.packages, o.deadPercent); n > 0 {
+		dead = fmt.Sprintf(", %d of them (%g %%) with a dead hosted API server", n, o.deadPercent)
+	}
+	fmt.Fprintf(w, "\npkgsync fleet benchmark: %d Packages x %d objects (%d hosted)%s, %d hosted control planes, "+
 		"concurrency %d, interval %s, %d CPUs, %s, run took %s\n\n",
-		o.packages, o.objects, o.objects/2, o.hostedPlanes, o.workers, o.interval, runtime.NumCPU(), runtime.Version(), elapsed.Round(time.Second))
+		o.packages, o.objects, o.objects/2, dead, o.hostedPlanes, o.workers, o.interval, runtime.NumCPU(), runtime.Version(), elapsed.Round(time.Second))
 	rows := []struct{ label, key string }{
 		{"Packages at goal", "reached"},
 		{"wall time (s)", "total_s"},
@@ -106,10 +127,18 @@ func printReport(w io.Writer, o options, results []*result, elapsed time.Duratio
 		{"hosted writes / reads (objects)", "hosted_writes hosted_reads"},
 		{"object reads per object per reconcile", "reads_per_object_reconcile"},
 		{"hosted clients built", "hosted_clients_built"},
+		{"reconciles over 5 s / slowest at most (s)", "reconciles_over_5s slowest_reconcile_le_s"},
 		{"registry: all / HEAD / GET manifest / GET blob", "registry_requests registry_head registry_manifest_get registry_blob_get"},
 		{"heap peak / live (MiB)", "heap_peak_mib heap_live_mib"},
 		{"process peak RSS (MiB)", "rss_peak_mib"},
 		{"goroutines peak", "goroutines_peak"},
+	}
+	if deadCount(o.packages, o.deadPercent) > 0 {
+		rows[0].label = "healthy Packages at goal"
+		rows = append(rows[:2], append([]struct{ label, key string }{
+			{"dead at HostedClusterUnavailable / by (s)", "dead_unavailable dead_unavailable_s"},
+			{"probes / connections to dead servers", "probes dead_connections"},
+		}, rows[2:]...)...)
 	}
 	figs := make([]*figures, len(results))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

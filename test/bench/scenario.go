@@ -3,42 +3,112 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
 // result is what one scenario cost.
 type result struct {
-	name     string
-	packages int
-	objects  int // per Package
-	// duration is from the scenario's first request to the last Package reaching its state.
+	name string
+	// packages is the fleet; healthy those whose hosted cluster answers, the ones the scenario
+	// times; dead the others.
+	packages, healthy, dead int
+	objects                 int // per Package
+	// duration is from the scenario's first request to the last healthy Package reaching its state.
 	duration time.Duration
-	// latencies are per Package, from its own request (create, reconcile request) on.
+	// latencies are per healthy Package, from its own request (create, reconcile request) on.
 	latencies []time.Duration
-	// reached counts the Packages that got there before the timeout.
-	reached    int
-	reconciles int
-	cpu        float64
-	mem        memory
+	// reached counts the healthy Packages that got there before the timeout.
+	reached int
+	// deadReached counts the dead Packages that reached Ready=False HostedClusterUnavailable
+	// (having handled the scenario's request), deadDuration when the last of them did.
+	deadReached  int
+	deadDuration time.Duration
+	reconciles   int
+	// slowReconciles took more than slowReconcile: a worker held that long. slowestReconcile is
+	// the bucket bound of the slowest reconcile (it took at most that, more than the bound below).
+	slowReconciles   int
+	slowestReconcile float64
+	cpu              float64
+	mem              memory
 	// mgmt is counted at the controller's transport, hosted at the hosted API servers,
 	// registry at the proxy in front of it.
 	mgmt, hosted, registry counts
 	hostedClients          int
+	// probes the prober sent; deadConnections the dead hosted API servers accepted (probes and
+	// reconciles).
+	probes, deadConnections int
 }
+
+// slowReconcile is a bucket bound of controller_runtime_reconcile_time_seconds: a reconcile
+// that took longer waited on something, a dead hosted API server in this benchmark.
+const slowReconcile = 5.0
 
 // snapshot is every counter at one moment.
 type snapshot struct {
-	at                     time.Time
-	cpu                    float64
-	reconciles             int
-	mgmt, hosted, registry counts
-	hostedClients          int
+	at                      time.Time
+	cpu                     float64
+	reconciles              int
+	reconcileTimes          histogram
+	mgmt, hosted, registry  counts
+	hostedClients           int
+	probes, deadConnections int
+}
+
+// histogram is a cumulative Prometheus histogram: count observations, bounds ascending,
+// cumulative[i] of them at most bounds[i].
+type histogram struct {
+	count      uint64
+	bounds     []float64
+	cumulative []uint64
+}
+
+// minus returns the observations made since before, of the same histogram.
+func (h histogram) minus(before histogram) histogram {
+	out := histogram{count: h.count - before.count, bounds: h.bounds, cumulative: slices.Clone(h.cumulative)}
+	for i := range out.cumulative {
+		if i < len(before.cumulative) {
+			out.cumulative[i] -= before.cumulative[i]
+		}
+	}
+	return out
+}
+
+// over counts the observations above bound (a bucket bound).
+func (h histogram) over(bound float64) int {
+	for i, b := range h.bounds {
+		if b == bound {
+			return int(h.count - h.cumulative[i])
+		}
+	}
+	return 0
+}
+
+// maxBound is the smallest bucket bound that every observation is under (+Inf past the last,
+// 0 without observations).
+func (h histogram) maxBound() float64 {
+	if h.count == 0 {
+		return 0
+	}
+	for i, b := range h.bounds {
+		if h.cumulative[i] == h.count {
+			return b
+		}
+	}
+	return math.Inf(1)
 }
 
 func (env *environment) snapshot(ctx context.Context) (snapshot, error) {
 	s := snapshot{at: time.Now(), cpu: cpuSeconds(), mgmt: env.api.snapshot(), registry: env.proxy.snapshot(), hosted: counts{}}
+	s.probes = int(env.hostedClients.Probes())
+	for _, d := range env.dead {
+		s.deadConnections += int(d.accepted.Load())
+	}
 	for _, cp := range env.hosted {
 		c, err := serverCounts(ctx, cp.Config)
 		if err != nil {
@@ -49,39 +119,53 @@ func (env *environment) snapshot(ctx context.Context) (snapshot, error) {
 		}
 	}
 	var err error
-	if s.reconciles, err = reconcileTotal(); err != nil {
+	if s.reconciles, s.reconcileTimes, err = reconcileTotals(); err != nil {
 		return s, err
 	}
 	_, s.hostedClients = env.hostedClients.Stats()
 	return s, nil
 }
 
-// reconcileTotal reads controller-runtime's reconcile counter of the Package controller.
-func reconcileTotal() (int, error) {
+// reconcileTotals reads controller-runtime's reconcile counter and reconcile-time histogram of
+// the Package controller.
+func reconcileTotals() (total int, times histogram, err error) {
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
-		return 0, fmt.Errorf("gather controller metrics: %w", err)
+		return 0, times, fmt.Errorf("gather controller metrics: %w", err)
 	}
-	n := 0
 	for _, fam := range families {
-		if fam.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
 		for _, m := range fam.GetMetric() {
+			ours := false
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "package" {
-					n += int(m.GetCounter().GetValue())
+				ours = ours || l.GetName() == "controller" && l.GetValue() == "package"
+			}
+			if !ours {
+				continue
+			}
+			switch fam.GetName() {
+			case "controller_runtime_reconcile_total":
+				total += int(m.GetCounter().GetValue())
+			case "controller_runtime_reconcile_time_seconds":
+				h := m.GetHistogram()
+				times.count = h.GetSampleCount()
+				for _, b := range h.GetBucket() {
+					times.bounds = append(times.bounds, b.GetUpperBound())
+					times.cumulative = append(times.cumulative, b.GetCumulativeCount())
 				}
 			}
 		}
 	}
-	return n, nil
+	return total, times, nil
 }
 
 // between fills the counters of r from two snapshots.
 func (r *result) between(before, after snapshot) {
 	r.cpu = after.cpu - before.cpu
 	r.reconciles = after.reconciles - before.reconciles
+	times := after.reconcileTimes.minus(before.reconcileTimes)
+	r.slowReconciles, r.slowestReconcile = times.over(slowReconcile), times.maxBound()
+	r.probes = after.probes - before.probes
+	r.deadConnections = after.deadConnections - before.deadConnections
 	r.mgmt = after.mgmt.minus(before.mgmt)
 	r.hosted = after.hosted.minus(before.hosted)
 	r.registry = after.registry.minus(before.registry)
@@ -96,7 +180,7 @@ func (r *result) waitFor(ctx context.Context, t *tracker, done <-chan struct{}, 
 	select {
 	case <-done:
 	case <-timer.C:
-		waitErr = fmt.Errorf("%s: only %d of %d Packages got there within %s", r.name, len(t.times()), r.packages, timeout)
+		waitErr = fmt.Errorf("%s: only %d of %d healthy Packages got there within %s", r.name, len(t.times()), r.healthy, timeout)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -114,6 +198,29 @@ func (r *result) waitFor(ctx context.Context, t *tracker, done <-chan struct{}, 
 	r.duration = last.Sub(start)
 	if waitErr != nil {
 		r.duration = time.Since(start)
+	}
+	return waitErr
+}
+
+// waitForDead waits, after the healthy Packages, until the dead ones reached
+// HostedClusterUnavailable (done closes) or timeout passes since start. The scenario ends only
+// then, so that the next one starts with every Package settled; its wall time stays that of the
+// healthy Packages.
+func (r *result) waitForDead(ctx context.Context, t *tracker, done <-chan struct{}, start time.Time, timeout time.Duration) error {
+	timer := time.NewTimer(max(0, timeout-time.Since(start)))
+	defer timer.Stop()
+	var waitErr error
+	select {
+	case <-done:
+	case <-timer.C:
+		waitErr = fmt.Errorf("%s: only %d of %d dead Packages reached %s within %s", r.name, len(t.times()), r.dead, v1alpha1.HostedClusterUnavailableReason, timeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	reached := t.times()
+	r.deadReached = len(reached)
+	for _, at := range reached {
+		r.deadDuration = max(r.deadDuration, at.Sub(start))
 	}
 	return waitErr
 }

@@ -16,10 +16,11 @@ import (
 // tracker records when each Package first reaches the state a scenario waits for. It listens
 // to the controller's own Package informer, so watching costs no extra request or memory.
 type tracker struct {
-	mu      sync.Mutex
-	want    func(*v1alpha1.Package) bool
+	mu   sync.Mutex
+	want func(*v1alpha1.Package) bool
+	// keys are the Packages (namespace/name) the scenario waits for.
+	keys    map[string]bool
 	reached map[string]time.Time
-	total   int
 	done    chan struct{}
 }
 
@@ -39,11 +40,15 @@ func newTracker(ctx context.Context, env *environment) (*tracker, error) {
 	return t, nil
 }
 
-// expect starts a scenario: the returned channel closes once total Packages passed want.
-func (t *tracker) expect(total int, want func(*v1alpha1.Package) bool) <-chan struct{} {
+// expect starts a scenario: the returned channel closes once every Package of keys passed want
+// (at once when keys is empty).
+func (t *tracker) expect(keys map[string]bool, want func(*v1alpha1.Package) bool) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.want, t.total, t.reached, t.done = want, total, map[string]time.Time{}, make(chan struct{})
+	t.want, t.keys, t.reached, t.done = want, keys, map[string]time.Time{}, make(chan struct{})
+	if len(keys) == 0 {
+		close(t.done)
+	}
 	return t.done
 }
 
@@ -55,15 +60,15 @@ func (t *tracker) observe(obj any) {
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.reached == nil || !t.want(pkg) {
+	key := pkg.Namespace + "/" + pkg.Name
+	if t.reached == nil || !t.keys[key] || !t.want(pkg) {
 		return
 	}
-	key := pkg.Namespace + "/" + pkg.Name
 	if _, seen := t.reached[key]; seen {
 		return
 	}
 	t.reached[key] = now
-	if len(t.reached) == t.total {
+	if len(t.reached) == len(t.keys) {
 		close(t.done)
 	}
 }
@@ -88,5 +93,17 @@ func readyOn(revision, token string) func(*v1alpha1.Package) bool {
 		}
 		c := apimeta.FindStatusCondition(p.Status.Conditions, meta.ReadyCondition)
 		return c != nil && c.Status == "True" && p.Status.ObservedGeneration == p.Generation
+	}
+}
+
+// unavailable tells whether a Package whose hosted cluster is dead is where it should be:
+// Ready=False HostedClusterUnavailable and, when token is set, has handled that reconcile request.
+func unavailable(token string) func(*v1alpha1.Package) bool {
+	return func(p *v1alpha1.Package) bool {
+		if token != "" && p.Status.LastHandledReconcileAt != token {
+			return false
+		}
+		c := apimeta.FindStatusCondition(p.Status.Conditions, meta.ReadyCondition)
+		return c != nil && c.Status == "False" && c.Reason == v1alpha1.HostedClusterUnavailableReason
 	}
 }
