@@ -114,9 +114,9 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 		if hostedErr != nil {
 			// The engine only knows the target is missing; say why.
 			err = hostedErr
-		} else if r.targets.hosted != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
-			// A deadline of our own (the reconcile's timeout, the hosted budget) says the cluster is
-			// slow or the pass long, not that it is unreachable: opening the circuit would flap.
+		} else if r.targets.hosted != nil && ctx.Err() == nil {
+			// The reconcile's own timeout running out says the pass was long, not that the
+			// cluster is unreachable.
 			r.targets.hosted.MarkUnavailable(req.owner.Namespace, unavailable.Err)
 		}
 	}
