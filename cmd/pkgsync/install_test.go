@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -97,10 +98,10 @@ var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1
 
 var pkgsyncCRDs = []string{"packages.pkgsync.dev", "clusterpackages.pkgsync.dev", "objectdeployments.pkgsync.dev", "clusterobjectdeployments.pkgsync.dev"}
 
-func getCRD(t *testing.T, c client.Client, name string) (*unstructured.Unstructured, error) {
+func getCRD(ctx context.Context, c client.Client, name string) (*unstructured.Unstructured, error) {
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(crdGVK)
-	err := c.Get(t.Context(), client.ObjectKey{Name: name}, crd)
+	err := c.Get(ctx, client.ObjectKey{Name: name}, crd)
 	return crd, err
 }
 
@@ -115,7 +116,7 @@ func deploymentImage(d *appsv1.Deployment) string {
 
 // markAvailable plays kube-controller-manager, which envtest does not run: the Deployment
 // reports its current generation rolled out and available.
-func markAvailable(t *testing.T, c client.Client, d *appsv1.Deployment) error {
+func markAvailable(ctx context.Context, c client.Client, d *appsv1.Deployment) error {
 	d.Status = appsv1.DeploymentStatus{
 		ObservedGeneration: d.Generation,
 		Replicas:           1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
@@ -126,7 +127,7 @@ func markAvailable(t *testing.T, c client.Client, d *appsv1.Deployment) error {
 				LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now()},
 		},
 	}
-	return c.Status().Update(t.Context(), d)
+	return c.Status().Update(ctx, d)
 }
 
 // TestInstallUninstall installs pkgsync on a real API server, installs again, waits for the
@@ -149,7 +150,7 @@ func TestInstallUninstall(t *testing.T) {
 		assert.Contains(t, stdout, "Namespace "+ns+" created (dry run)")
 		assert.Contains(t, stdout, "Deployment.apps "+ns+"/"+config.DeploymentName+" created (dry run; not checked by the API server: namespace "+ns+" does not exist yet)")
 		assert.Contains(t, stderr, "nothing was changed")
-		_, err = getCRD(t, c, "packages.pkgsync.dev")
+		_, err = getCRD(t.Context(), c, "packages.pkgsync.dev")
 		assert.True(t, apierrors.IsNotFound(err), "no CRD: %v", err)
 	})
 
@@ -159,7 +160,7 @@ func TestInstallUninstall(t *testing.T) {
 		require.NoError(t, err, stderr)
 		assert.NotEmpty(t, writes.list())
 		for _, name := range pkgsyncCRDs {
-			crd, err := getCRD(t, c, name)
+			crd, err := getCRD(t.Context(), c, name)
 			require.NoError(t, err)
 			established, _ := condition(crd, "Established")
 			assert.True(t, established, "%s is Established when install returns", name)
@@ -216,7 +217,7 @@ func TestInstallUninstall(t *testing.T) {
 			if !assert.Equal(ct, newImage, deploymentImage(&d)) {
 				return
 			}
-			assert.NoError(ct, markAvailable(t, c, &d))
+			assert.NoError(ct, markAvailable(t.Context(), c, &d))
 		}, installEventually, installTick)
 		select {
 		case err := <-done:
@@ -271,7 +272,7 @@ func TestInstallUninstall(t *testing.T) {
 		// The CRDs go once the API server has deleted their resources, the Package among them.
 		assert.EventuallyWithT(t, func(ct *assert.CollectT) {
 			for _, name := range pkgsyncCRDs {
-				_, err := getCRD(t, c, name)
+				_, err := getCRD(t.Context(), c, name)
 				assert.True(ct, apierrors.IsNotFound(err), "%s: %v", name, err)
 			}
 		}, installEventually, installTick)
