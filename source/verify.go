@@ -1,0 +1,286 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sigstore/sigstore/pkg/signature/payload"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote"
+)
+
+// Where and how cosign stores signatures of an image: a manifest tagged ALG-HEX.sig in the
+// image's repository, one layer per signature. Each layer is a simple-signing payload naming the
+// signed digest; its annotation holds the base64 signature of the payload.
+const (
+	// SimpleSigningMediaType is the media type of a signature layer (the payload).
+	SimpleSigningMediaType = "application/vnd.dev.cosign.simplesigning.v1+json"
+	// SignatureAnnotation holds the base64 signature of the layer's payload.
+	SignatureAnnotation = "dev.cosignproject.cosign/signature"
+	// signatureTagSuffix ends the tag of an image's signatures.
+	signatureTagSuffix = ".sig"
+)
+
+// Bounds on what a verification reads from the registry, whoever wrote it.
+const (
+	// maxSignatureLayers bounds the signatures read per image; cosign adds one per signing.
+	maxSignatureLayers = 64
+	// maxPayloadBytes bounds one payload; cosign's are a few hundred bytes.
+	maxPayloadBytes = 64 << 10
+	// maxSignatureBytes bounds one decoded signature.
+	maxSignatureBytes = 8 << 10
+)
+
+// Causes of a failed verification, for errors.Is.
+var (
+	// ErrNoSignature: the registry holds no signature for the digest.
+	ErrNoSignature = errors.New("no signature found")
+	// ErrSignatureInvalid: signatures exist, but none verifies with the keys for this digest.
+	ErrSignatureInvalid = errors.New("no signature verifies")
+)
+
+// SignatureTag is the tag cosign stores the signatures of digest under: sha256-HEX.sig.
+func SignatureTag(dgst string) string {
+	return strings.Replace(dgst, ":", "-", 1) + signatureTagSuffix
+}
+
+// Verification says which key verified which digest.
+type Verification struct {
+	// Digest is the verified manifest digest.
+	Digest string
+	// Key names the key that verified a signature.
+	Key string
+	// Signature is the reference of the signature manifest.
+	Signature Reference
+}
+
+// Sign signs the image ref names (pinned to its digest) with key and stores the signature as
+// cosign does: a layer added to the manifest tagged SignatureTag(digest) in the same repository,
+// so that `cosign verify --key` and Verify accept it. A tag is resolved first. Signing an image
+// twice with the same key adds no second layer. It returns the signature manifest's reference.
+func (c *Client) Sign(ctx context.Context, ref Reference, key *SigningKey, creds Credentials) (Reference, error) {
+	repo, err := c.repository(ctx, ref, creds)
+	if err != nil {
+		return Reference{}, fmt.Errorf("sign %s: %w", ref, err)
+	}
+	dgst := ref.Digest
+	if dgst == "" {
+		desc, err := repo.Resolve(ctx, ref.Tag)
+		if err != nil {
+			return Reference{}, fmt.Errorf("sign %s: %w", ref, c.explain(ref, err))
+		}
+		dgst = desc.Digest.String()
+	}
+	imageName, err := name.NewDigest(ref.Name() + "@" + dgst)
+	if err != nil {
+		return Reference{}, fmt.Errorf("sign %s: %w", ref, err)
+	}
+	body, err := payload.Cosign{Image: imageName}.MarshalJSON()
+	if err != nil {
+		return Reference{}, fmt.Errorf("sign %s: payload: %w", ref, err)
+	}
+	sig, err := key.signer.SignMessage(bytes.NewReader(body))
+	if err != nil {
+		return Reference{}, fmt.Errorf("sign %s: %w", ref, err)
+	}
+	layer := content.NewDescriptorFromBytes(SimpleSigningMediaType, body)
+	layer.Annotations = map[string]string{SignatureAnnotation: base64.StdEncoding.EncodeToString(sig)}
+
+	sigRef := Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: SignatureTag(dgst)}
+	existing, err := c.readSignatureManifest(ctx, repo, sigRef)
+	if err != nil && !errors.Is(err, ErrNoSignature) {
+		return Reference{}, fmt.Errorf("sign %s: %w", ref, err)
+	}
+	layers := []ocispec.Descriptor{}
+	if existing != nil {
+		for _, l := range existing.Layers {
+			// A signature by the same key over the same payload is replaced, not repeated.
+			if l.Digest == layer.Digest && key.signer.VerifySignature(bytes.NewReader(decodeSignature(l)), bytes.NewReader(body)) == nil {
+				continue
+			}
+			layers = append(layers, l)
+		}
+	}
+	layers = append(layers, layer)
+	if err := pushBlob(ctx, repo, layer, body); err != nil {
+		return Reference{}, fmt.Errorf("sign %s: push payload: %w", ref, c.explain(sigRef, err))
+	}
+	diffIDs := make([]digest.Digest, len(layers))
+	for i, l := range layers {
+		diffIDs[i] = l.Digest
+	}
+	config, err := json.Marshal(ocispec.Image{RootFS: ocispec.RootFS{Type: "layers", DiffIDs: diffIDs}})
+	if err != nil {
+		return Reference{}, fmt.Errorf("sign %s: %w", ref, err)
+	}
+	configDesc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageConfig, config)
+	if err := pushBlob(ctx, repo, configDesc, config); err != nil {
+		return Reference{}, fmt.Errorf("sign %s: push config: %w", ref, c.explain(sigRef, err))
+	}
+	manifest, err := json.Marshal(ocispec.Manifest{
+		Versioned: specs.Versioned{SchemaVersion: 2},
+		MediaType: ocispec.MediaTypeImageManifest,
+		Config:    configDesc,
+		Layers:    layers,
+	})
+	if err != nil {
+		return Reference{}, fmt.Errorf("sign %s: %w", ref, err)
+	}
+	manifestDesc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, manifest)
+	if err := repo.PushReference(ctx, manifestDesc, bytes.NewReader(manifest), sigRef.Tag); err != nil {
+		return Reference{}, fmt.Errorf("sign %s: push signature: %w", ref, c.explain(sigRef, err))
+	}
+	return sigRef.WithDigest(manifestDesc.Digest.String()), nil
+}
+
+// pushBlob uploads a blob unless the registry has it.
+func pushBlob(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor, data []byte) error {
+	ok, err := repo.Exists(ctx, desc)
+	if err != nil || ok {
+		return err
+	}
+	if err := repo.Push(ctx, desc, bytes.NewReader(data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		return err
+	}
+	return nil
+}
+
+// Verify checks that the image ref names carries a cosign signature, in the registry next to
+// it, made by one of keys over its digest. A tag is resolved first; verify a digest-pinned
+// reference to be sure that what is verified is what is pulled. Each signature's payload must
+// name the digest (a signature copied from another image does not count). Transparency-log
+// entries are not checked: the keys are the trust. The error wraps ErrNoSignature when the
+// registry holds no signature for the digest and ErrSignatureInvalid when none of those it
+// holds verifies.
+func (c *Client) Verify(ctx context.Context, ref Reference, keys *PublicKeys, creds Credentials) (*Verification, error) {
+	if keys == nil || len(keys.keys) == 0 {
+		return nil, fmt.Errorf("verify %s: no public key given", ref)
+	}
+	cred, err := c.credential(ctx, ref.Registry, creds)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", ref, err)
+	}
+	dgst, err := c.resolve(ctx, ref, cred)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", ref, err)
+	}
+	repo := c.repositoryWith(ref, cred)
+	sigRef := Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: SignatureTag(dgst)}
+	manifest, err := c.readSignatureManifest(ctx, repo, sigRef)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s@%s: %w", ref.Name(), dgst, err)
+	}
+	var failures []string
+	for i, layer := range manifest.Layers {
+		if i == maxSignatureLayers {
+			failures = append(failures, fmt.Sprintf("%d more signatures not read (at most %d are)", len(manifest.Layers)-i, maxSignatureLayers))
+			break
+		}
+		key, err := c.verifyLayer(ctx, repo, sigRef, layer, dgst, keys)
+		if err == nil {
+			return &Verification{Digest: dgst, Key: key, Signature: sigRef}, nil
+		}
+		failures = append(failures, fmt.Sprintf("signature %d: %v", i+1, err))
+	}
+	if len(failures) == 0 {
+		return nil, fmt.Errorf("verify %s@%s: %w: the signature manifest %s holds no signature", ref.Name(), dgst, ErrNoSignature, sigRef)
+	}
+	return nil, fmt.Errorf("verify %s@%s: %w with the keys %s: %s", ref.Name(), dgst, ErrSignatureInvalid, keys, strings.Join(failures, "; "))
+}
+
+// readSignatureManifest fetches the signature manifest sigRef names, bounded in size. A missing
+// tag is ErrNoSignature.
+func (c *Client) readSignatureManifest(ctx context.Context, repo *remote.Repository, sigRef Reference) (*ocispec.Manifest, error) {
+	desc, rc, err := repo.FetchReference(ctx, sigRef.Tag)
+	if errors.Is(err, errdef.ErrNotFound) {
+		return nil, fmt.Errorf("%w: the registry has no %s", ErrNoSignature, sigRef)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read signatures %s: %w", sigRef, c.explain(sigRef, err))
+	}
+	defer rc.Close()
+	if desc.Size > maxManifestBytes {
+		return nil, fmt.Errorf("read signatures %s: manifest of %d bytes: %w (at most %d)", sigRef, desc.Size, ErrLimit, maxManifestBytes)
+	}
+	data, err := content.ReadAll(rc, desc)
+	if err != nil {
+		return nil, fmt.Errorf("read signatures %s: %w", sigRef, err)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("read signatures %s: %w", sigRef, err)
+	}
+	return &m, nil
+}
+
+// verifyLayer checks one signature layer: its payload (digest-verified on download) must carry a
+// signature one of keys made, and name dgst. It returns the name of that key.
+func (c *Client) verifyLayer(ctx context.Context, repo *remote.Repository, sigRef Reference, layer ocispec.Descriptor, dgst string, keys *PublicKeys) (string, error) {
+	if layer.MediaType != SimpleSigningMediaType {
+		return "", fmt.Errorf("media type %q is not %s", layer.MediaType, SimpleSigningMediaType)
+	}
+	encoded, ok := layer.Annotations[SignatureAnnotation]
+	if !ok {
+		return "", fmt.Errorf("no %s annotation", SignatureAnnotation)
+	}
+	if base64.StdEncoding.DecodedLen(len(encoded)) > maxSignatureBytes {
+		return "", fmt.Errorf("signature of %d bytes: %w (at most %d)", base64.StdEncoding.DecodedLen(len(encoded)), ErrLimit, maxSignatureBytes)
+	}
+	sig, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return "", fmt.Errorf("signature annotation: %w", err)
+	}
+	if layer.Size > maxPayloadBytes {
+		return "", fmt.Errorf("payload of %d bytes: %w (at most %d)", layer.Size, ErrLimit, maxPayloadBytes)
+	}
+	rc, err := repo.Fetch(ctx, layer)
+	if err != nil {
+		return "", fmt.Errorf("fetch payload %s: %w", layer.Digest, c.explain(sigRef, err))
+	}
+	defer rc.Close()
+	body, err := content.ReadAll(rc, layer)
+	if err != nil {
+		return "", fmt.Errorf("fetch payload %s: %w", layer.Digest, err)
+	}
+	key := ""
+	for _, k := range keys.keys {
+		if k.verifier.VerifySignature(bytes.NewReader(sig), bytes.NewReader(body)) == nil {
+			key = k.name
+			break
+		}
+	}
+	if key == "" {
+		return "", errors.New("made by none of the keys")
+	}
+	// Only a verified payload is parsed: its claims mean nothing before.
+	var claims payload.SimpleContainerImage
+	if err := json.Unmarshal(body, &claims); err != nil {
+		return "", fmt.Errorf("payload signed by %s: %w", key, err)
+	}
+	if claims.Critical.Type != payload.CosignSignatureType {
+		return "", fmt.Errorf("payload signed by %s is of type %q, not %q", key, claims.Critical.Type, payload.CosignSignatureType)
+	}
+	if got := claims.Critical.Image.DockerManifestDigest; got != dgst {
+		return "", fmt.Errorf("signed by %s, but for %s, not %s", key, got, dgst)
+	}
+	return key, nil
+}
+
+// decodeSignature returns a layer's signature, or nil.
+func decodeSignature(layer ocispec.Descriptor) []byte {
+	sig, err := base64.StdEncoding.DecodeString(layer.Annotations[SignatureAnnotation])
+	if err != nil {
+		return nil
+	}
+	return sig
+}

@@ -1,0 +1,236 @@
+package source
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"pkgsync.dev/pkgsync/test/testenv"
+)
+
+// newKey makes a cosign-format key pair and loads its private half.
+func newKey(t *testing.T) (*SigningKey, []byte) {
+	t.Helper()
+	priv, pub, err := GenerateSigningKey([]byte("pw"))
+	require.NoError(t, err)
+	key, err := LoadSigningKey(priv, []byte("pw"))
+	require.NoError(t, err)
+	return key, pub
+}
+
+func mustKeys(t *testing.T, named map[string][]byte) *PublicKeys {
+	t.Helper()
+	keys, err := ParsePublicKeys(named)
+	require.NoError(t, err)
+	return keys
+}
+
+// pushOther pushes a package with other content under HOST/REPO:TAG and returns its digest.
+func pushOther(t *testing.T, c *Client, ref Reference, content string) string {
+	t.Helper()
+	dir := newPackageDir(t)
+	writeTree(t, dir, map[string]string{"deploy/extra.yaml": content})
+	img, err := Build(dir, BuildOptions{Version: "1.0.1"})
+	require.NoError(t, err)
+	_, err = c.Push(t.Context(), img, []Reference{ref}, nil)
+	require.NoError(t, err)
+	return img.Digest
+}
+
+func TestSignAndVerify(t *testing.T) {
+	t.Parallel()
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	c := newClient(t, Options{})
+	ctx := t.Context()
+	img, ref := pushPackage(t, c, reg.Host, "signed", nil)
+	keyA, pubA := newKey(t)
+	keyB, pubB := newKey(t)
+
+	// Unsigned: refused, and said so.
+	_, err := c.Verify(ctx, ref, mustKeys(t, map[string][]byte{"a.pub": pubA}), nil)
+	require.ErrorIs(t, err, ErrNoSignature)
+	assert.ErrorContains(t, err, SignatureTag(img.Digest))
+
+	sigRef, err := c.Sign(ctx, ref, keyA, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "sha256-"+strings.TrimPrefix(img.Digest, "sha256:")+".sig", sigRef.Tag)
+
+	v, err := c.Verify(ctx, ref, mustKeys(t, map[string][]byte{"a.pub": pubA}), nil)
+	require.NoError(t, err)
+	assert.Equal(t, img.Digest, v.Digest)
+	assert.Equal(t, "a.pub", v.Key)
+
+	// Another key: refused, naming the keys.
+	_, err = c.Verify(ctx, ref, mustKeys(t, map[string][]byte{"b.pub": pubB}), nil)
+	require.ErrorIs(t, err, ErrSignatureInvalid)
+	assert.ErrorContains(t, err, "[b.pub]")
+	assert.ErrorContains(t, err, "made by none of the keys")
+
+	// Any key of the set may match.
+	v, err = c.Verify(ctx, ref.WithDigest(img.Digest), mustKeys(t, map[string][]byte{"b.pub": pubB, "a.pub": pubA}), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "a.pub", v.Key)
+
+	// Signing again with the same key replaces its signature; another key adds one.
+	_, err = c.Sign(ctx, ref, keyA, nil)
+	require.NoError(t, err)
+	m, err := c.readSignatureManifest(ctx, c.repositoryWith(ref, auth.EmptyCredential), sigRef)
+	require.NoError(t, err)
+	assert.Len(t, m.Layers, 1)
+	_, err = c.Sign(ctx, ref, keyB, nil)
+	require.NoError(t, err)
+	m, err = c.readSignatureManifest(ctx, c.repositoryWith(ref, auth.EmptyCredential), sigRef)
+	require.NoError(t, err)
+	assert.Len(t, m.Layers, 2)
+	for _, pub := range [][]byte{pubA, pubB} {
+		_, err = c.Verify(ctx, ref, mustKeys(t, map[string][]byte{"k.pub": pub}), nil)
+		require.NoError(t, err)
+	}
+
+	// Tampered: a new, unsigned digest under the signed tag is refused.
+	newDigest := pushOther(t, c, ref, "kind: ConfigMap\n")
+	require.NotEqual(t, img.Digest, newDigest)
+	_, err = c.Verify(ctx, ref, mustKeys(t, map[string][]byte{"a.pub": pubA}), nil)
+	require.ErrorIs(t, err, ErrNoSignature)
+	assert.ErrorContains(t, err, newDigest)
+}
+
+// A signature is bound to its digest: the signature manifest of one image copied to the
+// signature tag of another does not verify the other.
+func TestVerifyRefusesReplayedSignature(t *testing.T) {
+	t.Parallel()
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	c := newClient(t, Options{})
+	ctx := t.Context()
+	img, ref := pushPackage(t, c, reg.Host, "replay", nil)
+	key, pub := newKey(t)
+	sigRef, err := c.Sign(ctx, ref.WithDigest(img.Digest), key, nil)
+	require.NoError(t, err)
+
+	evil := pushOther(t, c, mustRef(t, reg.Host+"/replay:evil"), "kind: Secret\n")
+	repo := c.repositoryWith(ref, auth.EmptyCredential)
+	desc, rc, err := repo.FetchReference(ctx, sigRef.Tag)
+	require.NoError(t, err)
+	data, err := content.ReadAll(rc, desc)
+	require.NoError(t, rc.Close())
+	require.NoError(t, err)
+	require.NoError(t, repo.PushReference(ctx, desc, bytes.NewReader(data), SignatureTag(evil)))
+
+	_, err = c.Verify(ctx, mustRef(t, reg.Host+"/replay:evil"), mustKeys(t, map[string][]byte{"k.pub": pub}), nil)
+	require.ErrorIs(t, err, ErrSignatureInvalid)
+	assert.ErrorContains(t, err, "but for "+img.Digest+", not "+evil)
+}
+
+// What the registry serves under a signature tag is bounded and checked before it is believed.
+func TestVerifyRefusesMalformedSignatures(t *testing.T) {
+	t.Parallel()
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	c := newClient(t, Options{})
+	ctx := t.Context()
+	_, pub := newKey(t)
+	keys := mustKeys(t, map[string][]byte{"k.pub": pub})
+	big := bytes.Repeat([]byte("x"), maxPayloadBytes+1)
+
+	cases := []struct {
+		name   string
+		layers func(repo string) []ocispec.Descriptor
+		want   string
+	}{
+		{"no layers", func(string) []ocispec.Descriptor { return nil }, "holds no signature"},
+		{"wrong media type", func(string) []ocispec.Descriptor {
+			d := content.NewDescriptorFromBytes("application/octet-stream", []byte("{}"))
+			return []ocispec.Descriptor{d}
+		}, "is not " + SimpleSigningMediaType},
+		{"no signature annotation", func(string) []ocispec.Descriptor {
+			return []ocispec.Descriptor{content.NewDescriptorFromBytes(SimpleSigningMediaType, []byte("{}"))}
+		}, "no " + SignatureAnnotation},
+		{"oversized payload", func(repo string) []ocispec.Descriptor {
+			d := content.NewDescriptorFromBytes(SimpleSigningMediaType, big)
+			d.Annotations = map[string]string{SignatureAnnotation: base64.StdEncoding.EncodeToString([]byte("sig"))}
+			require.NoError(t, pushBlob(ctx, c.repositoryWith(mustRef(t, reg.Host+"/"+repo), auth.EmptyCredential), d, big))
+			return []ocispec.Descriptor{d}
+		}, "limit exceeded"},
+		{"oversized signature", func(string) []ocispec.Descriptor {
+			d := content.NewDescriptorFromBytes(SimpleSigningMediaType, []byte("{}"))
+			d.Annotations = map[string]string{SignatureAnnotation: base64.StdEncoding.EncodeToString(make([]byte, maxSignatureBytes+3))}
+			return []ocispec.Descriptor{d}
+		}, "limit exceeded"},
+		{"forged signature", func(repo string) []ocispec.Descriptor {
+			body := []byte(`{"critical":{"type":"cosign container image signature"}}`)
+			d := content.NewDescriptorFromBytes(SimpleSigningMediaType, body)
+			d.Annotations = map[string]string{SignatureAnnotation: base64.StdEncoding.EncodeToString([]byte("not a signature"))}
+			require.NoError(t, pushBlob(ctx, c.repositoryWith(mustRef(t, reg.Host+"/"+repo), auth.EmptyCredential), d, body))
+			return []ocispec.Descriptor{d}
+		}, "made by none of the keys"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			repoName := "malformed" + string(rune('a'+i))
+			img, ref := pushPackage(t, c, reg.Host, repoName, nil)
+			pushSignatureManifest(t, c, ref, img.Digest, tc.layers(repoName))
+			_, err := c.Verify(ctx, ref, keys, nil)
+			require.Error(t, err)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// pushSignatureManifest tags a manifest with layers as the signatures of dgst.
+func pushSignatureManifest(t *testing.T, c *Client, ref Reference, dgst string, layers []ocispec.Descriptor) {
+	t.Helper()
+	repo := c.repositoryWith(ref, auth.EmptyCredential)
+	config := []byte("{}")
+	configDesc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageConfig, config)
+	require.NoError(t, pushBlob(t.Context(), repo, configDesc, config))
+	if layers == nil {
+		layers = []ocispec.Descriptor{}
+	}
+	data, err := json.Marshal(ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: configDesc, Layers: layers})
+	require.NoError(t, err)
+	desc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, data)
+	require.NoError(t, repo.PushReference(t.Context(), desc, bytes.NewReader(data), SignatureTag(dgst)))
+}
+
+func TestSigningKeys(t *testing.T) {
+	t.Parallel()
+	priv, pub, err := GenerateSigningKey([]byte("secret"))
+	require.NoError(t, err)
+	assert.Contains(t, string(priv), "BEGIN ENCRYPTED SIGSTORE PRIVATE KEY")
+
+	_, err = LoadSigningKey(priv, []byte("wrong"))
+	require.ErrorContains(t, err, "is the password right?")
+	_, err = LoadSigningKey(pub, []byte("secret"))
+	require.ErrorContains(t, err, "is not an encrypted cosign private key")
+	_, err = LoadSigningKey([]byte("garbage"), nil)
+	require.ErrorContains(t, err, "no PEM block")
+
+	key, err := LoadSigningKey(priv, []byte("secret"))
+	require.NoError(t, err)
+	got, err := key.PublicKeyPEM()
+	require.NoError(t, err)
+	assert.Equal(t, string(pub), string(got))
+
+	_, err = ParsePublicKeys(nil)
+	require.ErrorContains(t, err, "no public key")
+	_, err = ParsePublicKeys(map[string][]byte{"bad.pub": []byte("nope")})
+	require.ErrorContains(t, err, "public key bad.pub")
+
+	// The ID names the keys, not their names or order.
+	_, pub2, err := GenerateSigningKey([]byte("x"))
+	require.NoError(t, err)
+	one := mustKeys(t, map[string][]byte{"a": pub, "b": pub2})
+	two := mustKeys(t, map[string][]byte{"z": pub2, "y": pub})
+	three := mustKeys(t, map[string][]byte{"a": pub})
+	assert.Equal(t, one.ID(), two.ID())
+	assert.NotEqual(t, one.ID(), three.ID())
+	assert.Equal(t, []string{"a", "b"}, one.Names())
+}
