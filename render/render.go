@@ -76,9 +76,17 @@ func render(ctx context.Context, fsys fs.FS, opts Options, allowMissing bool) (*
 	if err != nil {
 		return nil, err
 	}
+	data := templateData(opts, manifest, cfg)
+	// Filters are evaluated only against a complete, valid configuration, like templates.
+	flt, filterErrs := newFilters(ctx, manifestFile, manifest, data, configOK)
+	errs = append(errs, filterErrs...)
+	if flt == nil {
+		return nil, errs
+	}
 	r := &renderer{
 		manifest: manifest,
-		tp:       newTemplater(ctx, tree.helpers, tree.helperOrder, templateData(opts, manifest, cfg)),
+		tp:       newTemplater(ctx, tree.helpers, tree.helperOrder, data),
+		filters:  flt,
 		phases:   map[string]int{},
 		seen:     map[objectKey]string{},
 	}
@@ -198,6 +206,7 @@ type objectKey struct {
 type renderer struct {
 	manifest *v1alpha1.PackageManifest
 	tp       *templater
+	filters  *filters
 	phases   map[string]int
 	seen     map[objectKey]string
 	result   Result
@@ -226,6 +235,9 @@ func (r *renderer) load(ctx context.Context, t *tree, renderTemplates bool) {
 			return
 		}
 		name, isTemplate := strings.CutSuffix(p, ".gotmpl")
+		if r.filters.excluded(p, name) {
+			continue
+		}
 		if isTemplate {
 			if _, clash := t.files[name]; clash {
 				r.fail(&Error{File: p, Err: fmt.Errorf("both %s and %s exist: a template renders to the name without .gotmpl", p, name)})
@@ -360,6 +372,14 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 		e.Err = err
 		r.fail(&e)
 	}
+	keep, err := r.filters.keep(obj)
+	if err != nil {
+		fail("metadata.annotations."+conditionAnnotation, err)
+		return
+	}
+	if !keep {
+		return
+	}
 	ann := obj.GetAnnotations()
 	own, pko := ann[v1alpha1.PhaseAnnotation], ann[pkoPhaseAnnotation]
 	if own != "" && pko != "" && own != pko {
@@ -384,6 +404,7 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 	}
 	delete(ann, v1alpha1.PhaseAnnotation)
 	delete(ann, pkoPhaseAnnotation)
+	delete(ann, conditionAnnotation)
 	if len(ann) == 0 {
 		unstructured.RemoveNestedField(obj.Object, "metadata", "annotations")
 	} else {

@@ -17,6 +17,9 @@ const (
 	PackageOperatorManifestAPIVersion = "manifests.package-operator.run/v1alpha1"
 	// PackageOperatorPhaseAnnotation is Package Operator's phase annotation, read like pkgsync's.
 	PackageOperatorPhaseAnnotation = "package-operator.run/phase"
+	// PackageOperatorConditionAnnotation holds a CEL expression; an object whose expression is
+	// false is left out of the render. The annotation is removed from the rendered object.
+	PackageOperatorConditionAnnotation = "package-operator.run/condition"
 	// PackageOperatorImageDir is the directory of a Package Operator image that holds the
 	// package; pkgsync re-roots such an image there.
 	PackageOperatorImageDir = "package"
@@ -58,6 +61,44 @@ type PackageManifestSpec struct {
 	// Images names the container images templates may refer to as .images.NAME.
 	// +optional
 	Images []PackageImage `json:"images,omitempty"`
+
+	// Filter leaves objects and files out of the render by CEL expressions.
+	// +optional
+	Filter PackageFilter `json:"filter,omitempty"`
+}
+
+// PackageFilter holds the CEL expressions that leave parts of a package out.
+type PackageFilter struct {
+	// Conditions are named CEL expressions, evaluated once per render in order; later
+	// expressions (and the condition annotation, and Paths) read their results as cond.NAME.
+	// +optional
+	Conditions []NamedCondition `json:"conditions,omitempty"`
+
+	// Paths leave out every file matching Glob when Expression is false.
+	// +optional
+	Paths []PathFilter `json:"paths,omitempty"`
+}
+
+// NamedCondition is a CEL expression whose result other expressions read as cond.NAME.
+type NamedCondition struct {
+	// Name is a CEL identifier: a letter or _, then letters, digits or _.
+	// +required
+	Name string `json:"name"`
+
+	// Expression is a CEL expression returning a bool.
+	// +required
+	Expression string `json:"expression"`
+}
+
+// PathFilter leaves out the files matching Glob when Expression is false.
+type PathFilter struct {
+	// Glob matches package-relative file paths; ** matches any number of directories.
+	// +required
+	Glob string `json:"glob"`
+
+	// Expression is a CEL expression returning a bool; false leaves the files out.
+	// +required
+	Expression string `json:"expression"`
 }
 
 // PackageScope says where a package may be installed.
