@@ -17,6 +17,9 @@ const (
 	PhaseProgressingReason = "PhaseProgressing"
 	// PullFailedReason: the image reference could not be resolved or pulled.
 	PullFailedReason = "PullFailed"
+	// VerificationFailedReason: spec.verify is set and the image's digest has no signature that
+	// verifies with the keys given, or the keys cannot be read.
+	VerificationFailedReason = "VerificationFailed"
 	// AuthenticationFailedReason: the registry refused the credentials or the pull secret is unusable.
 	AuthenticationFailedReason = "AuthenticationFailed"
 	// RenderFailedReason: the package is broken (manifest, templates, kustomize, phases).

@@ -85,6 +85,13 @@ type PackageSpec struct {
 	// +optional
 	// +kubebuilder:default=true
 	Prune *bool `json:"prune,omitempty"`
+
+	// Verify, when set, requires a valid signature on the image's digest before it is pulled
+	// and rendered. A digest that is unsigned or whose signatures do not verify is never
+	// applied: the last applied revision stays, and Ready is False with reason
+	// VerificationFailed. A digest is verified once per key set.
+	// +optional
+	Verify *Verification `json:"verify,omitempty"`
 }
 
 // PackageStatus is the observed state of a package installation.

@@ -80,6 +80,8 @@ func newBuildCmd() *cobra.Command {
 		tags     []string
 		push     bool
 		output   string
+		sign     bool
+		keyFlags signingKeyFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "build DIR --tag REF [--tag REF...] [--push] [--output FILE.tar]",
@@ -92,9 +94,11 @@ or the schema's defaults; configuration values the schema requires may be missin
 executed only when the configuration is complete, and parsed otherwise.
 
 With --push the image goes to every --tag; with --output it is written as an OCI image layout
-archive that "pkgsync push FILE.tar REF" uploads later.`,
+archive that "pkgsync push FILE.tar REF" uploads later. With --sign --key cosign.key the pushed
+image is signed as "pkgsync sign" does (the key's password from $COSIGN_PASSWORD).`,
 		Example: `  pkgsync build ./my-package --tag registry.example.com/team/my-package:v1 --push
-  pkgsync build ./my-package --tag registry.example.com/team/my-package:v1 --output my-package.tar`,
+  pkgsync build ./my-package --tag registry.example.com/team/my-package:v1 --output my-package.tar
+  pkgsync build ./my-package --tag registry.example.com/team/my-package:v1 --push --sign --key cosign.key`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError("build takes one package directory, got %d arguments", len(args))
@@ -111,6 +115,16 @@ archive that "pkgsync push FILE.tar REF" uploads later.`,
 			}
 			if push && len(refs) == 0 {
 				return usageError("--push needs at least one --tag")
+			}
+			if sign && !push {
+				return usageError("--sign needs --push: signatures are stored in the registry")
+			}
+			var key *source.SigningKey
+			if sign {
+				// Before the build: a wrong password should not cost a push.
+				if key, err = keyFlags.load(cmd.ErrOrStderr()); err != nil {
+					return err
+				}
 			}
 			opts, err := meta.options()
 			if err != nil {
@@ -138,6 +152,19 @@ archive that "pkgsync push FILE.tar REF" uploads later.`,
 					return err
 				}
 			}
+			if sign {
+				client, err := registry.client(cmd.ErrOrStderr(), refs...)
+				if err != nil {
+					return err
+				}
+				pinned := make([]source.Reference, len(refs))
+				for i, ref := range refs {
+					pinned[i] = ref.WithDigest(img.Digest)
+				}
+				if err := signImages(cmd, client, key, pinned, text); err != nil {
+					return err
+				}
+			}
 			if !text {
 				fmt.Fprintln(stdout, img.Digest)
 			}
@@ -148,6 +175,8 @@ archive that "pkgsync push FILE.tar REF" uploads later.`,
 	flags.StringArrayVarP(&tags, "tag", "t", nil, "Reference REGISTRY/REPOSITORY:TAG to push to or record in --output (repeatable)")
 	flags.BoolVar(&push, "push", false, "Push the image to every --tag")
 	flags.StringVar(&output, "output", "", "Write the image as an OCI image layout tar archive to this file")
+	flags.BoolVar(&sign, "sign", false, "Sign the pushed image with --key, as \"pkgsync sign\" does")
+	keyFlags.ApplyFlags(flags)
 	meta.ApplyFlags(flags)
 	registry.ApplyFlags(flags)
 	out.ApplyFlags(flags)

@@ -49,6 +49,7 @@ type packageSteps[T packageObject] struct {
 	options   Options
 	rollouts  *rollouts
 	renders   *renderCache
+	verifier  *signatureVerifier
 	kind      string
 }
 
@@ -93,6 +94,10 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		return nil, pullFailed(err)
 	}
 	status.LastAttemptedRevision = digest
+	// Before anything of the digest is pulled or a cached render of it is used.
+	if err := r.verifier.verify(ctx, obj, ref.WithDigest(digest), creds); err != nil {
+		return nil, err
+	}
 	configDigest := configDigestOf(spec)
 
 	hc, err := r.rollouts.findHostedCluster(ctx, obj.GetNamespace())

@@ -81,6 +81,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		recorder:              recorder,
 	}
 	renders := newRenderCache(opts.RenderCacheSize)
+	verifier := newSignatureVerifier(mgr.GetAPIReader(), cfg.Source, opts.Namespace)
 	ctrlOpts := controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)}
 
 	hostedClusterAPI := false
@@ -153,10 +154,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		list       func() client.ObjectList
 	}{
 		{"package", &v1alpha1.Package{}, newLifecycle(lc(), v1alpha1.PackageKind, func() *v1alpha1.Package { return &v1alpha1.Package{} },
-			(&packageSteps[*v1alpha1.Package]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, kind: v1alpha1.PackageKind}).steps()),
+			(&packageSteps[*v1alpha1.Package]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, verifier: verifier, kind: v1alpha1.PackageKind}).steps()),
 			func() client.ObjectList { return &v1alpha1.PackageList{} }},
 		{"clusterpackage", &v1alpha1.ClusterPackage{}, newLifecycle(lc(), v1alpha1.ClusterPackageKind, func() *v1alpha1.ClusterPackage { return &v1alpha1.ClusterPackage{} },
-			(&packageSteps[*v1alpha1.ClusterPackage]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, kind: v1alpha1.ClusterPackageKind}).steps()),
+			(&packageSteps[*v1alpha1.ClusterPackage]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, verifier: verifier, kind: v1alpha1.ClusterPackageKind}).steps()),
 			nil},
 		{"objectdeployment", &v1alpha1.ObjectDeployment{}, newLifecycle(lc(), v1alpha1.ObjectDeploymentKind, func() *v1alpha1.ObjectDeployment { return &v1alpha1.ObjectDeployment{} },
 			(&objectDeploymentSteps[*v1alpha1.ObjectDeployment]{options: opts, rollouts: ro, kind: v1alpha1.ObjectDeploymentKind}).steps()),

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/test/testenv"
+)
+
+// writeKeyPair writes cosign.key (encrypted with password) and cosign.pub into dir.
+func writeKeyPair(t *testing.T, dir, password string) (keyFile, pubFile string) {
+	t.Helper()
+	priv, pub, err := source.GenerateSigningKey([]byte(password))
+	require.NoError(t, err)
+	keyFile, pubFile = filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
+	require.NoError(t, os.WriteFile(keyFile, priv, 0o600))
+	require.NoError(t, os.WriteFile(pubFile, pub, 0o600))
+	return keyFile, pubFile
+}
+
+// Not parallel: the key's password comes from the environment.
+func TestSignAndVerifyCommands(t *testing.T) {
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	tmp := t.TempDir()
+	dockerConfig := filepath.Join(tmp, "config.json")
+	key, pub := writeKeyPair(t, filepath.Join(tmp), "s3cret")
+	otherDir := filepath.Join(tmp, "other")
+	require.NoError(t, os.MkdirAll(otherDir, 0o755))
+	otherKey, otherPub := writeKeyPair(t, otherDir, "s3cret")
+	t.Setenv(passwordEnv, "s3cret")
+
+	ref := reg.Host + "/signed:v1"
+	out, err := runPkgsync(t, "build", writePackage(t), "--tag", ref, "--push", "--sign", "--key", key, "--registry-config", dockerConfig)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	digest := strings.Fields(lines[0])[2]
+	assert.True(t, strings.HasPrefix(lines[2], "Signed "+ref+"@"+digest+" (signature "+reg.Host+"/signed:"+source.SignatureTag(digest)+"@sha256:"), lines[2])
+
+	out, err = runPkgsync(t, "verify", ref, "--key", pub, "--registry-config", dockerConfig)
+	require.NoError(t, err)
+	assert.Equal(t, "Verified "+reg.Host+"/signed@"+digest+" with cosign.pub\n", out)
+
+	// Another key: exit code 1, the keys named.
+	_, err = runPkgsync(t, "verify", ref, "--key", otherPub, "--registry-config", dockerConfig)
+	require.ErrorIs(t, err, source.ErrSignatureInvalid)
+	assert.Equal(t, 1, exitCodeOf(err))
+	// Any of several keys.
+	_, err = runPkgsync(t, "verify", ref, "--key", otherPub, "--key", pub, "--registry-config", dockerConfig)
+	require.NoError(t, err)
+
+	// Unsigned: refused; `pkgsync sign` then signs the tag's digest.
+	unsigned := reg.Host + "/signed:v2"
+	_, err = runPkgsync(t, "push", writePackage(t), unsigned, "--version", "2", "--registry-config", dockerConfig)
+	require.NoError(t, err)
+	_, err = runPkgsync(t, "verify", unsigned, "--key", otherPub, "--registry-config", dockerConfig)
+	require.ErrorIs(t, err, source.ErrNoSignature)
+	out, err = runPkgsync(t, "sign", unsigned, "--key", otherKey, "--registry-config", dockerConfig)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(out, "Signed "+unsigned+" (signature "), out)
+	_, err = runPkgsync(t, "verify", unsigned, "--key", otherPub, "--registry-config", dockerConfig)
+	require.NoError(t, err)
+
+	// A wrong password fails before anything is pushed; --sign needs --push.
+	t.Setenv(passwordEnv, "wrong")
+	_, err = runPkgsync(t, "build", writePackage(t), "--tag", reg.Host+"/signed:v3", "--push", "--sign", "--key", key, "--registry-config", dockerConfig)
+	require.ErrorContains(t, err, "is the password right?")
+	_, err = runPkgsync(t, "verify", reg.Host+"/signed:v3", "--key", pub, "--registry-config", dockerConfig)
+	require.ErrorContains(t, err, "tag v3 not found")
+	_, err = runPkgsync(t, "build", writePackage(t), "--tag", ref, "--sign", "--key", key)
+	assert.Equal(t, 2, exitCodeOf(err))
+	_, err = runPkgsync(t, "verify", ref)
+	assert.Equal(t, 2, exitCodeOf(err))
+}
+
+// exitCodeOf is the exit code main gives err.
+func exitCodeOf(err error) int {
+	var code exitCodeError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &code):
+		return code.code
+	}
+	return 1
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"pkgsync.dev/pkgsync/source"
+)
+
+func newVerifyCmd() *cobra.Command {
+	var (
+		registry registryOptions
+		keys     []string
+	)
+	cmd := &cobra.Command{
+		Use:   "verify REF --key cosign.pub [--key other.pub...]",
+		Short: "Verify the cosign signature of a package image",
+		Long: `Verify checks that the image REF names (a tag is resolved to its digest first) carries a
+cosign signature, stored in the registry next to it under the tag sha256-<digest>.sig, made by
+one of the --key public keys over that digest: what the controller checks for a Package with
+spec.verify. Signatures made by "pkgsync sign" and by "cosign sign --key" both count. No
+transparency log is consulted: the keys are the trust.
+
+It exits 0 when a signature verifies and 1 when none does.`,
+		Example: `  pkgsync verify registry.example.com/team/my-package:v1 --key cosign.pub`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError("verify takes one image reference, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			refs, err := parseReferences(args[0])
+			if err != nil {
+				return err
+			}
+			if len(keys) == 0 {
+				return usageError("--key is required: a public key file (cosign.pub) to verify with")
+			}
+			named := map[string][]byte{}
+			for _, path := range keys {
+				data, err := os.ReadFile(path)
+				if err != nil {
+					return fmt.Errorf("read --key: %w", err)
+				}
+				named[filepath.Base(path)] = data
+			}
+			set, err := source.ParsePublicKeys(named)
+			if err != nil {
+				return fmt.Errorf("--key: %w", err)
+			}
+			client, err := registry.client(cmd.ErrOrStderr(), refs...)
+			if err != nil {
+				return err
+			}
+			v, err := client.Verify(cmd.Context(), refs[0], set, nil)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Verified %s@%s with %s\n", refs[0].Name(), v.Digest, v.Key)
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&keys, "key", nil, "Public key file in PEM (cosign.pub); any of several may match (repeatable)")
+	registry.ApplyFlags(cmd.Flags())
+	return cmd
+}

@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/source"
+)
+
+// signedPackage is one ConfigMap whose data says which version it is.
+func signedPackage(version string) map[string]string {
+	return map[string]string{
+		"manifest.yaml": "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: signed\nspec:\n  phases:\n  - name: config\n",
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: signed\n  annotations:\n    pkgsync.dev/phase: config\ndata:\n" +
+			"  version: \"" + version + "\"\n",
+	}
+}
+
+// signingKey makes a cosign-format key pair; it returns the loaded private key and the public PEM.
+func signingKey(t *testing.T) (*source.SigningKey, []byte) {
+	t.Helper()
+	priv, pub, err := source.GenerateSigningKey([]byte("e2e"))
+	require.NoError(t, err)
+	key, err := source.LoadSigningKey(priv, []byte("e2e"))
+	require.NoError(t, err)
+	return key, pub
+}
+
+// waitForVerdict requests a reconcile and waits for Ready to have status and reason; it returns
+// the Ready condition.
+func waitForVerdict(t *testing.T, pkg *v1alpha1.Package, status metav1.ConditionStatus, reason string) metav1.Condition {
+	t.Helper()
+	requestReconcile(t, pkg)
+	token := pkg.Annotations[meta.ReconcileRequestAnnotation]
+	var ready metav1.Condition
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		var got v1alpha1.Package
+		if !assert.NoError(ct, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), &got)) {
+			return
+		}
+		assert.Equal(ct, token, got.Status.LastHandledReconcileAt, "reconcile request handled")
+		c := apimeta.FindStatusCondition(got.Status.Conditions, meta.ReadyCondition)
+		if assert.NotNil(ct, c) {
+			assert.Equal(ct, status, c.Status, c.Message)
+			assert.Equal(ct, reason, c.Reason, c.Message)
+			ready = *c
+		}
+		*pkg = got
+	}, timeout, interval)
+	return ready
+}
+
+func putKeys(t *testing.T, ns string, keys map[string][]byte) {
+	t.Helper()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "signing-keys"}, Data: keys}
+	if err := suite.mgmtClient.Create(t.Context(), secret); err != nil {
+		require.NoError(t, suite.mgmtClient.Update(t.Context(), secret))
+	}
+}
+
+// A Package with spec.verify applies only digests signed by a key of its Secret: a tampered tag
+// (a new, unsigned digest) or a signature by another key is refused and the last good revision
+// stays; a key added to the Secret counts at the next reconcile.
+func TestPackageVerification(t *testing.T) {
+	ns := newNamespace(t)
+	repo := "e2e/" + ns + "/signed"
+	image := suite.registry.Host + "/" + repo + ":v1"
+	ref, err := source.ParseReference(image)
+	require.NoError(t, err)
+	keyA, pubA := signingKey(t)
+	keyB, pubB := signingKey(t)
+
+	digest1 := pushPackage(t, writePackage(t, signedPackage("1")), repo+":v1")
+	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest1), keyA, nil)
+	require.NoError(t, err)
+	putKeys(t, ns, map[string][]byte{"cosign.pub": pubA})
+
+	pkg := newPackage(ns, "signed", image, "")
+	pkg.Spec.Verify = &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "signing-keys"}}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+	t.Cleanup(func() { deleteAndWaitVerify(t, pkg) })
+	waitForVerdict(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.Equal(t, digest1, pkg.Status.LastAppliedRevision)
+	assert.Equal(t, "1", configMapData(t, ns, "signed")["version"])
+
+	// Tampered: a new digest under the signed tag, unsigned.
+	digest2 := pushPackage(t, writePackage(t, signedPackage("2")), repo+":v1")
+	ready := waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
+	assert.Contains(t, ready.Message, "no signature found")
+	assert.Contains(t, ready.Message, digest2)
+	assert.Contains(t, ready.Message, "Secret "+ns+"/signing-keys")
+	assert.Equal(t, digest1, pkg.Status.LastAppliedRevision, "the last good revision stays")
+	assert.Equal(t, "1", configMapData(t, ns, "signed")["version"], "nothing of the unsigned digest is applied")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		var events corev1.EventList
+		if !assert.NoError(ct, suite.mgmtClient.List(t.Context(), &events, client.InNamespace(ns))) {
+			return
+		}
+		found := false
+		for _, e := range events.Items {
+			found = found || (e.Type == corev1.EventTypeWarning && e.Reason == v1alpha1.VerificationFailedReason && e.InvolvedObject.Name == "signed")
+		}
+		assert.True(ct, found, "a Warning event VerificationFailed")
+	}, timeout, interval)
+
+	// Signed, but by a key the Secret does not hold.
+	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest2), keyB, nil)
+	require.NoError(t, err)
+	ready = waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
+	assert.Contains(t, ready.Message, "no signature verifies with the keys [cosign.pub]")
+	assert.Equal(t, digest1, pkg.Status.LastAppliedRevision)
+
+	// Key rotation: the new key in the Secret is read at the next reconcile.
+	putKeys(t, ns, map[string][]byte{"cosign.pub": pubB})
+	waitForVerdict(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.Equal(t, digest2, pkg.Status.LastAppliedRevision)
+	assert.Equal(t, "2", configMapData(t, ns, "signed")["version"])
+
+	// A Secret without public keys says what it lacks.
+	putKeys(t, ns, map[string][]byte{"cosign.key": []byte("private")})
+	ready = waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
+	assert.Contains(t, ready.Message, "has no key ending in .pub (it has [cosign.key])")
+}
+
+// deleteAndWaitVerify deletes the Package and waits until its finalizer has run. It runs as a
+// cleanup, after the test's context is cancelled.
+func deleteAndWaitVerify(t *testing.T, pkg *v1alpha1.Package) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	require.NoError(t, client.IgnoreNotFound(suite.mgmtClient.Delete(ctx, pkg)))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		var got v1alpha1.Package
+		err := suite.mgmtClient.Get(ctx, client.ObjectKeyFromObject(pkg), &got)
+		assert.True(ct, apierrors.IsNotFound(err), "deleted: %v", err)
+	}, timeout, interval)
+}
