@@ -385,11 +385,14 @@ spec:
 	assert.ErrorContains(t, err, apply.RecreateAnnotation)
 
 	// Opting in: the first pass deletes, a later one creates the new Job.
+	// The condition runs in another goroutine: nothing in it reports to t (get and e.obj do).
+	recreate, like := req(job("migrate:2", true)), job("", false)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		_, err := engine.Apply(t.Context(), req(job("migrate:2", true)))
+		_, err := engine.Apply(t.Context(), recreate)
 		assert.NoError(c, err)
-		live, ok := get(t, e.mgmt, job("", false))
-		if !assert.True(c, ok) {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(like.GroupVersionKind())
+		if !assert.NoError(c, e.mgmt.Get(t.Context(), client.ObjectKeyFromObject(like), live)) {
 			return
 		}
 		containers, _, _ := unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")

@@ -77,16 +77,16 @@ func TestNoOpReconcileWritesNothing(t *testing.T) {
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
 	markDeploymentAvailable(t, suite.mgmtClient, ns, "app")
 	waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		readyCondition(t, pkg)
-		assert.Equal(ct, pkg.Generation, pkg.Status.ObservedGeneration)
-	}, timeout, interval)
+	eventually(t, func(a *attempt) {
+		readyCondition(a, pkg)
+		assert.Equal(a, pkg.Generation, pkg.Status.ObservedGeneration)
+	})
 
 	const objects, reconciles = 3, 3
 	before := suite.requests.get(ns)
-	require.Eventually(t, func() bool {
-		return suite.requests.get(ns)["GET"]-before["GET"] >= objects*reconciles
-	}, timeout, interval, "the Package reconciles on its interval")
+	eventually(t, func(a *attempt) {
+		assert.GreaterOrEqual(a, suite.requests.get(ns)["GET"]-before["GET"], objects*reconciles)
+	}, "the Package reconciles on its interval")
 	after := suite.requests.get(ns)
 	for _, method := range []string{"POST", "PUT", "PATCH", "DELETE"} {
 		assert.Equal(t, before[method], after[method], "%s requests during no-op reconciles", method)

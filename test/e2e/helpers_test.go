@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"os"
@@ -15,15 +16,20 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/source"
@@ -31,6 +37,43 @@ import (
 )
 
 var nsCounter atomic.Int32
+
+// testingT is what the helpers of this package report to: the test itself outside a wait, an
+// attempt of eventually inside one. A wait's condition runs in another goroutine: a failure
+// reported there to the test's *testing.T would end the test instead of trying again.
+type testingT interface {
+	require.TestingT
+	Helper()
+	Context() context.Context
+}
+
+// attempt is one run of an eventually condition: failures reported to it (require's included)
+// end this run and the condition is tried again, until the wait's timeout.
+type attempt struct {
+	*assert.CollectT
+	ctx context.Context
+}
+
+// Helper is a no-op: failures of an attempt are reported by the wait that made it.
+func (*attempt) Helper() {}
+
+// Context is the test's context: an attempt ends with the test.
+func (a *attempt) Context() context.Context { return a.ctx }
+
+// eventually runs condition every interval until one run reports no failure, and fails the
+// test with the last run's failures after timeout.
+func eventually(t *testing.T, condition func(a *attempt), msgAndArgs ...any) {
+	t.Helper()
+	eventuallyWithin(t, t.Context(), condition, msgAndArgs...)
+}
+
+// eventuallyWithin is eventually for cleanups, which run after the test's context has ended.
+func eventuallyWithin(t *testing.T, ctx context.Context, condition func(a *attempt), msgAndArgs ...any) {
+	t.Helper()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		condition(&attempt{CollectT: ct, ctx: ctx})
+	}, timeout, interval, msgAndArgs...)
+}
 
 // newNamespace creates a namespace on the management cluster, deleted when the test ends.
 func newNamespace(t *testing.T) string {
@@ -43,10 +86,103 @@ func newNamespace(t *testing.T) string {
 	return name
 }
 
+// createNamespace creates a namespace on the management cluster and empties it when the test
+// ends (see cleanNamespace).
 func createNamespace(t *testing.T, c client.Client, name string, labels map[string]string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	require.NoError(t, c.Create(t.Context(), ns))
+	t.Cleanup(func() { cleanNamespace(t, name) })
+}
+
+// namespacedKinds are the kinds tests and packages create in a management namespace, deleted
+// by cleanNamespace once the pkgsync resources there are gone.
+var namespacedKinds = []client.ObjectList{
+	&corev1.SecretList{}, &corev1.ConfigMapList{}, &corev1.ServiceAccountList{}, &rbacv1.RoleList{},
+	&rbacv1.RoleBindingList{}, &appsv1.DeploymentList{}, hostedClusterList(),
+}
+
+// cleanNamespace deletes what a test left in a management namespace and waits until it is
+// gone: first the pkgsync resources, which the controller tears down (the test's own
+// controllers must still run: register this cleanup before theirs stop), then every other
+// object, then the namespace itself. envtest runs no namespace controller, so the namespace
+// stays Terminating and is not waited for; the hosted client of the namespace is dropped, so
+// counters of hosted clients and probes see only the tests that follow.
+func cleanNamespace(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.WithoutCancel(t.Context())
+	for _, list := range []client.ObjectList{&v1alpha1.PackageList{}, &v1alpha1.ObjectDeploymentList{}} {
+		require.NoError(t, suite.mgmtClient.List(ctx, list, client.InNamespace(ns)))
+		require.NoError(t, apimeta.EachListItem(list, func(o runtime.Object) error {
+			deleteAndWait(t, o.(client.Object))
+			return nil
+		}))
+	}
+	for _, list := range namespacedKinds {
+		obj := itemOf(t, list)
+		require.NoError(t, client.IgnoreNotFound(suite.mgmtClient.DeleteAllOf(ctx, obj, client.InNamespace(ns))))
+	}
+	eventuallyWithin(t, ctx, func(a *attempt) {
+		for _, list := range namespacedKinds {
+			if assert.NoError(a, suite.mgmtClient.List(ctx, list, client.InNamespace(ns))) {
+				assert.Zero(a, apimeta.LenList(list), "%T left in namespace %s", list, ns)
+			}
+		}
+	}, "objects of namespace %s deleted", ns)
+	suite.hostedClients.Forget(ns)
+	require.NoError(t, client.IgnoreNotFound(suite.mgmtClient.Delete(ctx, namespaceObj(ns))))
+}
+
+// deleteAndWait deletes a pkgsync resource, or any object, when the test ends and waits until
+// it is gone. Namespaces its teardown deletes, on either cluster, are finalized on the way,
+// as the namespace controller envtest lacks would.
+func deleteAndWait(t *testing.T, obj client.Object) {
+	t.Helper()
+	ctx := context.WithoutCancel(t.Context())
+	require.NoError(t, client.IgnoreNotFound(suite.mgmtClient.Delete(ctx, obj)))
+	eventuallyWithin(t, ctx, func(a *attempt) {
+		for _, cp := range []*testenv.ControlPlane{suite.mgmt, suite.hosted} {
+			finalizeOwnedNamespaces(a, cp.Config, obj)
+		}
+		err := suite.mgmtClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		assert.True(a, apierrors.IsNotFound(err), "%T %s still there: %v", obj, client.ObjectKeyFromObject(obj), err)
+	}, "deleted at the end of the test")
+}
+
+// finalizeOwnedNamespaces finalizes the terminating namespaces of a cluster that carry the
+// ownership labels of owner.
+func finalizeOwnedNamespaces(t testingT, cfg *rest.Config, owner client.Object) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	selector := labels.SelectorFromSet(labels.Set{apply.LabelOwnerNamespace: owner.GetNamespace(), apply.LabelOwnerName: owner.GetName()})
+	list, err := cs.CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{LabelSelector: selector.String()})
+	require.NoError(t, err)
+	for _, ns := range list.Items {
+		finalizeNamespace(t, cfg, ns.Name)
+	}
+}
+
+// hostedClusterList is a list of HyperShift HostedClusters, whose types pkgsync does not import.
+func hostedClusterList() *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(hosted.HostedClusterGVK.GroupVersion().WithKind(hosted.HostedClusterGVK.Kind + "List"))
+	return l
+}
+
+// itemOf returns an empty object of the kind a list holds.
+func itemOf(t *testing.T, list client.ObjectList) client.Object {
+	t.Helper()
+	if u, ok := list.(*unstructured.UnstructuredList); ok {
+		item := &unstructured.Unstructured{}
+		item.SetGroupVersionKind(u.GroupVersionKind().GroupVersion().WithKind(strings.TrimSuffix(u.GetKind(), "List")))
+		return item
+	}
+	gvk, err := apiutil.GVKForObject(list, suite.scheme)
+	require.NoError(t, err)
+	obj, err := suite.scheme.New(gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List")))
+	require.NoError(t, err)
+	return obj.(client.Object)
 }
 
 // newHCPNamespace makes a hosted-control-plane namespace, with an Available HostedCluster
@@ -118,8 +254,9 @@ func markDeploymentAvailable(t *testing.T, c client.Client, namespace, name stri
 	}, timeout, interval)
 }
 
-// readyCondition returns the Ready condition of a pkgsync resource, nil when it has none.
-func readyCondition(t *testing.T, obj client.Object) *metav1.Condition {
+// readyCondition reads a pkgsync resource into obj and returns its Ready condition, nil when
+// it has none.
+func readyCondition(t testingT, obj client.Object) *metav1.Condition {
 	t.Helper()
 	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(obj), obj))
 	getter, ok := obj.(interface{ GetConditions() []metav1.Condition })
@@ -131,18 +268,18 @@ func readyCondition(t *testing.T, obj client.Object) *metav1.Condition {
 func waitForReady(t *testing.T, obj client.Object, status metav1.ConditionStatus, reason string) *metav1.Condition {
 	t.Helper()
 	var last *metav1.Condition
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		last = readyCondition(t, obj)
-		if assert.NotNil(ct, last, "no Ready condition yet") {
-			assert.Equal(ct, status, last.Status, "Ready: %s", last.Message)
-			assert.Equal(ct, reason, last.Reason, "Ready: %s", last.Message)
+	eventually(t, func(a *attempt) {
+		last = readyCondition(a, obj)
+		if assert.NotNil(a, last, "no Ready condition yet") {
+			assert.Equal(a, status, last.Status, "Ready: %s", last.Message)
+			assert.Equal(a, reason, last.Reason, "Ready: %s", last.Message)
 		}
-	}, timeout, interval)
+	})
 	return last
 }
 
 // exists reports whether an object exists on a cluster.
-func exists(t *testing.T, c client.Client, apiVersion, kind, namespace, name string) bool {
+func exists(t testingT, c client.Client, apiVersion, kind, namespace, name string) bool {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(apiVersion)
@@ -191,7 +328,7 @@ func rewriteServer(t *testing.T, kubeconfig []byte, server string) []byte {
 
 // finalizeNamespace plays the namespace controller, which envtest lacks: once a namespace is
 // terminating and empty of our objects, its kubernetes finalizer is removed so it goes.
-func finalizeNamespace(t *testing.T, cfg *rest.Config, name string) {
+func finalizeNamespace(t testingT, cfg *rest.Config, name string) {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)

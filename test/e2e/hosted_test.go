@@ -80,10 +80,10 @@ func TestHostedAddonAcrossClusters(t *testing.T) {
 	assert.False(t, exists(t, suite.hostedClient, "v1", "Namespace", "", "addon-e2e"), "hosted phase waits for the HostedCluster")
 
 	setHostedClusterAvailable(t, hc, true)
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		readyCondition(t, pkg)
-		assert.Equal(ct, "deploy", pkg.Status.Phase)
-	}, timeout, interval)
+	eventually(t, func(a *attempt) {
+		readyCondition(a, pkg)
+		assert.Equal(a, "deploy", pkg.Status.Phase)
+	})
 	assert.True(t, exists(t, suite.hostedClient, "v1", "Namespace", "", "addon-e2e"), "phase 1 is in the hosted cluster")
 	assert.True(t, exists(t, suite.hostedClient, "rbac.authorization.k8s.io/v1", "ClusterRole", "", "hosted-addon-operator"))
 	assert.True(t, exists(t, suite.mgmtClient, "apps/v1", "Deployment", hcp, "addon-operator"), "phase 2 is on the management cluster")
@@ -93,13 +93,13 @@ func TestHostedAddonAcrossClusters(t *testing.T) {
 	markDeploymentAvailable(t, suite.mgmtClient, hcp, "addon-operator")
 	waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 	assert.True(t, exists(t, suite.hostedClient, "v1", "ConfigMap", "addon-e2e", "hosted-addon-config"))
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		readyCondition(t, pkg)
-		if assert.Len(ct, pkg.Status.Phases, 3) {
-			assert.Equal(ct, v1alpha1.ClassHostedCluster, pkg.Status.Phases[0].Class)
-			assert.Equal(ct, "", pkg.Status.Phases[1].Class)
+	eventually(t, func(a *attempt) {
+		readyCondition(a, pkg)
+		if assert.Len(a, pkg.Status.Phases, 3) {
+			assert.Equal(a, v1alpha1.ClassHostedCluster, pkg.Status.Phases[0].Class)
+			assert.Equal(a, "", pkg.Status.Phases[1].Class)
 		}
-	}, timeout, interval)
+	})
 
 	// Teardown runs in reverse phase order across clusters: a finalizer holds the hosted
 	// configuration (phase 3), and the management Deployment (phase 2) must wait for it.
@@ -108,10 +108,10 @@ func TestHostedAddonAcrossClusters(t *testing.T) {
 	hostedConfig.Finalizers = append(hostedConfig.Finalizers, "e2e.pkgsync.dev/hold")
 	require.NoError(t, suite.hostedClient.Update(t.Context(), hostedConfig))
 	require.NoError(t, suite.mgmtClient.Delete(t.Context(), pkg))
-	require.Eventually(t, func() bool {
-		require.NoError(t, suite.hostedClient.Get(t.Context(), client.ObjectKeyFromObject(hostedConfig), hostedConfig))
-		return !hostedConfig.DeletionTimestamp.IsZero()
-	}, timeout, interval)
+	eventually(t, func(a *attempt) {
+		require.NoError(a, suite.hostedClient.Get(a.Context(), client.ObjectKeyFromObject(hostedConfig), hostedConfig))
+		assert.False(a, hostedConfig.DeletionTimestamp.IsZero(), "phase configure is being deleted")
+	})
 	cond = readyCondition(t, pkg)
 	require.NotNil(t, cond)
 	assert.Contains(t, cond.Message, "deleting phase configure")
@@ -119,10 +119,11 @@ func TestHostedAddonAcrossClusters(t *testing.T) {
 	hostedConfig.Finalizers = nil
 	require.NoError(t, suite.hostedClient.Update(t.Context(), hostedConfig))
 
-	require.Eventually(t, func() bool {
-		finalizeNamespace(t, suite.hosted.Config, "addon-e2e")
-		return apierrors.IsNotFound(suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
-	}, timeout, interval)
+	eventually(t, func(a *attempt) {
+		finalizeNamespace(a, suite.hosted.Config, "addon-e2e")
+		err := suite.mgmtClient.Get(a.Context(), client.ObjectKeyFromObject(pkg), pkg)
+		assert.True(a, apierrors.IsNotFound(err), "Package still there: %v", err)
+	})
 	assert.False(t, exists(t, suite.hostedClient, "v1", "ConfigMap", "addon-e2e", "hosted-addon-config"))
 	assert.False(t, exists(t, suite.mgmtClient, "apps/v1", "Deployment", hcp, "addon-operator"))
 	assert.False(t, exists(t, suite.hostedClient, "rbac.authorization.k8s.io/v1", "ClusterRole", "", "hosted-addon-operator"))
@@ -191,7 +192,9 @@ func TestHostedCredentialRotation(t *testing.T) {
 	kubeconfig, err := suite.hosted.Kubeconfig("rotation-b", "system:masters")
 	require.NoError(t, err)
 	putConnectorSecret(t, hcp, kubeconfig)
-	require.Eventually(t, func() bool { return exists(t, suite.hostedClient, "v1", "ConfigMap", "rotation", "settings") }, timeout, interval)
+	eventually(t, func(a *attempt) {
+		assert.True(a, exists(a, suite.hostedClient, "v1", "ConfigMap", "rotation", "settings"), "settings restored with the new credentials")
+	})
 	_, buildsAfter := suite.hostedClients.Stats()
 	assert.Equal(t, builds+1, buildsAfter, "the client is rebuilt once for the new credentials")
 }
@@ -229,9 +232,10 @@ func TestTeardownWhenNamespaceTerminates(t *testing.T) {
 	putConnectorSecret(t, hcp, rewriteServer(t, kubeconfig, "https://127.0.0.1:1"))
 	require.NoError(t, suite.mgmtClient.Delete(t.Context(), namespaceObj(hcp)))
 	require.NoError(t, suite.mgmtClient.Delete(t.Context(), od))
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(od), od))
-	}, timeout, interval, "deletion must not hang on an unreachable hosted cluster")
+	eventually(t, func(a *attempt) {
+		err := suite.mgmtClient.Get(a.Context(), client.ObjectKeyFromObject(od), od)
+		assert.True(a, apierrors.IsNotFound(err), "ObjectDeployment still there: %v", err)
+	}, "deletion must not hang on an unreachable hosted cluster")
 	assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", hcp, "leaving-operator"), "management objects are still removed")
 }
 
@@ -258,11 +262,11 @@ func (p *tcpProxy) start(t *testing.T) {
 		addr = "127.0.0.1:0"
 	}
 	var l net.Listener
-	require.Eventually(t, func() bool {
+	eventually(t, func(a *attempt) { // the port of the stopped listener may take a moment to free
 		var err error
 		l, err = net.Listen("tcp", addr)
-		return err == nil
-	}, timeout, interval)
+		assert.NoError(a, err)
+	})
 	p.mu.Lock()
 	p.listener, p.addr = l, l.Addr().String()
 	p.mu.Unlock()

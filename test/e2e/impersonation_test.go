@@ -41,5 +41,7 @@ func TestServiceAccountLimitsPackage(t *testing.T) {
 	require.NoError(t, suite.mgmtClient.Get(t.Context(), clientKey(role), role))
 	role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"*"}})
 	require.NoError(t, suite.mgmtClient.Update(t.Context(), role))
-	require.Eventually(t, func() bool { return exists(t, suite.mgmtClient, "apps/v1", "Deployment", ns, "app") }, timeout, interval)
+	eventually(t, func(a *attempt) {
+		assert.True(a, exists(a, suite.mgmtClient, "apps/v1", "Deployment", ns, "app"), "Deployment applied once the Role allows it")
+	})
 }

@@ -90,7 +90,7 @@ func newPackage(ns, name, image string, config string) *v1alpha1.Package {
 	return p
 }
 
-func configMapData(t *testing.T, ns, name string) map[string]string {
+func configMapData(t testingT, ns, name string) map[string]string {
 	t.Helper()
 	var cm corev1.ConfigMap
 	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &cm))
@@ -102,10 +102,10 @@ func waitForHandledRequest(t *testing.T, pkg *v1alpha1.Package) {
 	t.Helper()
 	requestReconcile(t, pkg)
 	token := pkg.Annotations[meta.ReconcileRequestAnnotation]
-	require.Eventually(t, func() bool {
-		readyCondition(t, pkg)
-		return pkg.Status.LastHandledReconcileAt == token
-	}, timeout, interval, "reconcile request %s handled", token)
+	eventually(t, func(a *attempt) {
+		readyCondition(a, pkg)
+		assert.Equal(a, token, pkg.Status.LastHandledReconcileAt)
+	}, "reconcile request %s handled", token)
 }
 
 // requestReconcile sets Flux's reconcile-now annotation.
@@ -131,38 +131,38 @@ func TestPackageLifecycle(t *testing.T) {
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
 
 	// Phase deploy waits for the Deployment: nothing sets its status but us.
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		cond := readyCondition(t, pkg)
-		if assert.NotNil(ct, cond) {
-			assert.Equal(ct, v1alpha1.PhaseProgressingReason, cond.Reason)
+	eventually(t, func(a *attempt) {
+		cond := readyCondition(a, pkg)
+		if assert.NotNil(a, cond) {
+			assert.Equal(a, v1alpha1.PhaseProgressingReason, cond.Reason)
 		}
-		assert.Equal(ct, "deploy", pkg.Status.Phase)
-	}, timeout, interval)
+		assert.Equal(a, "deploy", pkg.Status.Phase)
+	})
 	assert.Equal(t, "from the Package", configMapData(t, ns, "app-config")["message"])
 	markDeploymentAvailable(t, suite.mgmtClient, ns, "app")
 	waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 	// The patch helper writes conditions before the rest of the status.
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		readyCondition(t, pkg)
-		assert.Equal(ct, digest1, pkg.Status.LastAppliedRevision)
-		assert.Equal(ct, pkg.Generation, pkg.Status.ObservedGeneration)
-	}, timeout, interval)
+	eventually(t, func(a *attempt) {
+		readyCondition(a, pkg)
+		assert.Equal(a, digest1, pkg.Status.LastAppliedRevision)
+		assert.Equal(a, pkg.Generation, pkg.Status.ObservedGeneration)
+	})
 	require.NotNil(t, pkg.Status.Inventory)
 	assert.Len(t, pkg.Status.History, 1)
 
 	t.Run("events tell the rollout", func(t *testing.T) {
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		eventually(t, func(a *attempt) {
 			var events corev1.EventList
-			require.NoError(t, suite.mgmtClient.List(t.Context(), &events, client.InNamespace(ns)))
+			require.NoError(a, suite.mgmtClient.List(a.Context(), &events, client.InNamespace(ns)))
 			messages := map[string]string{}
 			for _, e := range events.Items {
 				if e.InvolvedObject.Kind == v1alpha1.PackageKind && e.InvolvedObject.Name == "app" {
 					messages[e.Reason] = e.Message
 				}
 			}
-			assert.Contains(ct, messages[v1alpha1.PhaseProgressingReason], "phase deploy")
-			assert.Contains(ct, messages[v1alpha1.ReconciliationSucceededReason], digest1)
-		}, timeout, interval)
+			assert.Contains(a, messages[v1alpha1.PhaseProgressingReason], "phase deploy")
+			assert.Contains(a, messages[v1alpha1.ReconciliationSucceededReason], digest1)
+		})
 	})
 
 	t.Run("kubectl wait sees Ready", func(t *testing.T) {
@@ -181,10 +181,10 @@ func TestPackageLifecycle(t *testing.T) {
 		digest2 := pushPackage(t, writePackage(t, v2), "e2e/"+ns+"/app:stable")
 		require.NotEqual(t, digest1, digest2)
 		requestReconcile(t, pkg)
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			readyCondition(t, pkg)
-			assert.Equal(ct, digest2, pkg.Status.LastAppliedRevision)
-		}, timeout, interval)
+		eventually(t, func(a *attempt) {
+			readyCondition(a, pkg)
+			assert.Equal(a, digest2, pkg.Status.LastAppliedRevision)
+		})
 		assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "app-extra"), "object that left the package is pruned")
 		assert.True(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "app-config"))
 		assert.Len(t, pkg.Status.History, 2)
@@ -194,9 +194,9 @@ func TestPackageLifecycle(t *testing.T) {
 		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
 		pkg.Spec.Config = &apiextensionsv1.JSON{Raw: []byte(`{"message":"changed"}`)}
 		require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			assert.Equal(ct, "changed", configMapData(t, ns, "app-config")["message"])
-		}, timeout, interval)
+		eventually(t, func(a *attempt) {
+			assert.Equal(a, "changed", configMapData(a, ns, "app-config")["message"])
+		})
 		waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 	})
 
@@ -252,15 +252,17 @@ func TestPackageLifecycle(t *testing.T) {
 		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
 		pkg.Spec.Suspend = false
 		require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
-		require.Eventually(t, func() bool { return exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "app-config") }, timeout, interval)
+		eventually(t, func(a *attempt) {
+			assert.True(a, exists(a, suite.mgmtClient, "v1", "ConfigMap", ns, "app-config"), "ConfigMap app-config restored")
+		})
 	})
 
 	t.Run("delete tears down", func(t *testing.T) {
 		require.NoError(t, suite.mgmtClient.Delete(t.Context(), pkg))
-		require.Eventually(t, func() bool {
-			err := suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg)
-			return apierrors.IsNotFound(err)
-		}, timeout, interval)
+		eventually(t, func(a *attempt) {
+			err := suite.mgmtClient.Get(a.Context(), client.ObjectKeyFromObject(pkg), pkg)
+			assert.True(a, apierrors.IsNotFound(err), "Package still there: %v", err)
+		})
 		assert.False(t, exists(t, suite.mgmtClient, "apps/v1", "Deployment", ns, "app"))
 		assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "app-config"))
 	})
@@ -284,9 +286,9 @@ func TestNewImagePickedUpOnInterval(t *testing.T) {
 
 	files["extra.yaml"] = strings.Replace(files["extra.yaml"], `version: "1"`, `version: "2"`, 1)
 	digest2 := pushPackage(t, writePackage(t, files), "e2e/"+ns+"/app:latest")
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		readyCondition(t, pkg)
-		assert.Equal(ct, digest2, pkg.Status.LastAppliedRevision)
-		assert.Equal(ct, "2", configMapData(t, ns, "app-extra")["version"])
-	}, timeout, interval)
+	eventually(t, func(a *attempt) {
+		readyCondition(a, pkg)
+		assert.Equal(a, digest2, pkg.Status.LastAppliedRevision)
+		assert.Equal(a, "2", configMapData(a, ns, "app-extra")["version"])
+	})
 }

@@ -27,33 +27,37 @@ func TestControllerRestartResumesRollout(t *testing.T) {
 	stopped, err := startController(ctx, shardLabel+"=restart")
 	require.NoError(t, err)
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		readyCondition(t, pkg)
-		assert.Equal(ct, "deploy", pkg.Status.Phase)
-		assert.NotNil(ct, pkg.Status.Inventory)
-	}, timeout, interval)
+	eventually(t, func(a *attempt) {
+		readyCondition(a, pkg)
+		assert.Equal(a, "deploy", pkg.Status.Phase)
+		assert.NotNil(a, pkg.Status.Inventory)
+	})
 	stop()
 	<-stopped
 
 	markDeploymentAvailable(t, suite.mgmtClient, ns, "app")
-	ctx, stop = context.WithCancel(t.Context())
+	// Not the test's context, which ends before the cleanups: the Package is deleted by this
+	// controller when the test ends.
+	ctx, stop = context.WithCancel(context.Background())
 	stopped, err = startController(ctx, shardLabel+"=restart")
 	require.NoError(t, err)
 	t.Cleanup(func() { stop(); <-stopped })
+	// Only this test's controller reconciles the Package: it is deleted while that one runs.
+	t.Cleanup(func() { deleteAndWait(t, pkg) })
 
 	waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		readyCondition(t, pkg)
-		if assert.NotNil(ct, pkg.Status.Inventory) {
+	eventually(t, func(a *attempt) {
+		readyCondition(a, pkg)
+		if assert.NotNil(a, pkg.Status.Inventory) {
 			var ids []string
 			for _, ph := range pkg.Status.Inventory.Phases {
 				ids = append(ids, ph.Objects...)
 			}
-			assert.ElementsMatch(ct, []string{
+			assert.ElementsMatch(a, []string{
 				"/v1/ConfigMap/" + ns + "/app-config", "/v1/ConfigMap/" + ns + "/app-extra", "apps/v1/Deployment/" + ns + "/app",
 			}, ids)
 		}
-	}, timeout, interval)
+	})
 	var cms corev1.ConfigMapList
 	require.NoError(t, suite.mgmtClient.List(t.Context(), &cms, client.InNamespace(ns), client.MatchingLabels{ownerLabel: "app"}))
 	assert.Len(t, cms.Items, 2)

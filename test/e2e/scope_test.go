@@ -48,14 +48,16 @@ func TestClusterPackage(t *testing.T) {
 		Spec:       v1alpha1.PackageSpec{Image: suite.registry.Host + "/e2e/wide:v1", Interval: &metav1.Duration{Duration: time.Hour}},
 	}
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), cp))
+	t.Cleanup(func() { deleteAndWait(t, cp) })
 	waitForReady(t, cp, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 	assert.True(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", target, "wide"))
 
 	require.NoError(t, suite.mgmtClient.Delete(t.Context(), cp))
-	require.Eventually(t, func() bool {
-		finalizeNamespace(t, suite.mgmt.Config, target)
-		return apierrors.IsNotFound(suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(cp), cp))
-	}, timeout, interval)
+	eventually(t, func(a *attempt) {
+		finalizeNamespace(a, suite.mgmt.Config, target)
+		err := suite.mgmtClient.Get(a.Context(), client.ObjectKeyFromObject(cp), cp)
+		assert.True(a, apierrors.IsNotFound(err), "ClusterPackage still there: %v", err)
+	})
 	assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", target, "wide"))
 }
 
