@@ -149,6 +149,25 @@ func deleteAndWait(t *testing.T, obj client.Object) {
 	}, "deleted at the end of the test")
 }
 
+// deleteHostedNamespaceAtEnd deletes a namespace of the hosted cluster, and the objects
+// inlineDeployment puts in it, when the test ends: for tests whose teardown cannot reach the
+// hosted cluster, so that no later test finds them owned by a resource long gone.
+func deleteHostedNamespaceAtEnd(t *testing.T, name string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(t.Context())
+		for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}} {
+			require.NoError(t, suite.hostedClient.DeleteAllOf(ctx, obj, client.InNamespace(name)))
+		}
+		require.NoError(t, client.IgnoreNotFound(suite.hostedClient.Delete(ctx, namespaceObj(name))))
+		eventuallyWithin(t, ctx, func(a *attempt) {
+			finalizeNamespace(a, suite.hosted.Config, name)
+			err := suite.hostedClient.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+			assert.True(a, apierrors.IsNotFound(err), "hosted namespace %s still there: %v", name, err)
+		}, "hosted namespace %s deleted at the end of the test", name)
+	})
+}
+
 // finalizeOwnedNamespaces finalizes the terminating namespaces of a cluster that carry the
 // ownership labels of owner.
 func finalizeOwnedNamespaces(t testingT, cfg *rest.Config, owner client.Object) {
@@ -327,12 +346,14 @@ func rewriteServer(t *testing.T, kubeconfig []byte, server string) []byte {
 }
 
 // finalizeNamespace plays the namespace controller, which envtest lacks: once a namespace is
-// terminating and empty of our objects, its kubernetes finalizer is removed so it goes.
+// terminating and empty of our objects, its kubernetes finalizer is removed so it goes. It
+// works in cleanups too, which run after the test's context has ended.
 func finalizeNamespace(t testingT, cfg *rest.Config, name string) {
 	t.Helper()
+	ctx := context.WithoutCancel(t.Context())
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	ns, err := cs.CoreV1().Namespaces().Get(t.Context(), name, metav1.GetOptions{})
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return
 	}
@@ -341,7 +362,7 @@ func finalizeNamespace(t testingT, cfg *rest.Config, name string) {
 		return
 	}
 	ns.Spec.Finalizers = nil
-	_, err = cs.CoreV1().Namespaces().Finalize(t.Context(), ns, metav1.UpdateOptions{})
+	_, err = cs.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{})
 	if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		require.NoError(t, err)
 	}

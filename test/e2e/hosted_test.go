@@ -208,6 +208,7 @@ func TestHostedClusterUnreachableRecovers(t *testing.T) {
 
 	od := inlineDeployment(t, hcp, "flaky", "flaky")
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), od))
+	t.Cleanup(func() { deleteAndWait(t, od) }) // while the proxy still answers: it stops after
 	waitForReady(t, od, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 
 	proxy.stop()
@@ -223,6 +224,7 @@ func TestHostedClusterUnreachableRecovers(t *testing.T) {
 func TestTeardownWhenNamespaceTerminates(t *testing.T) {
 	hcp := newHCPNamespace(t, "terminating")
 	od := inlineDeployment(t, hcp, "leaving", "leaving")
+	deleteHostedNamespaceAtEnd(t, "leaving") // the teardown cannot reach it
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), od))
 	waitForReady(t, od, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 
