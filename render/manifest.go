@@ -25,6 +25,12 @@ var ignoredRootFiles = sets.New("manifest.yaml", "manifest.yml", "manifest.lock.
 // readManifest finds, decodes and checks the package manifest. pkgsync's own format is decoded
 // strictly; Package Operator's is decoded leniently, since it has fields pkgsync does not use.
 func readManifest(fsys fs.FS) (*v1alpha1.PackageManifest, string, Errors) {
+	m, name, _, errs := readManifestFormat(fsys)
+	return m, name, errs
+}
+
+// readManifestFormat is readManifest, also telling whether the manifest is Package Operator's.
+func readManifestFormat(fsys fs.FS) (*v1alpha1.PackageManifest, string, bool, Errors) {
 	var name string
 	var data []byte
 	for _, n := range manifestFiles {
@@ -33,13 +39,13 @@ func readManifest(fsys fs.FS) (*v1alpha1.PackageManifest, string, Errors) {
 			continue
 		}
 		if err != nil {
-			return nil, n, Errors{&Error{File: n, Err: fmt.Errorf("read manifest: %w", err)}}
+			return nil, n, false, Errors{&Error{File: n, Err: fmt.Errorf("read manifest: %w", err)}}
 		}
 		name, data = n, b
 		break
 	}
 	if name == "" {
-		return nil, "", Errors{&Error{File: "manifest.yaml", Err: errors.New("missing: a package needs a manifest.yaml at its root")}}
+		return nil, "", false, Errors{&Error{File: "manifest.yaml", Err: errors.New("missing: a package needs a manifest.yaml at its root")}}
 	}
 
 	var head struct {
@@ -47,10 +53,10 @@ func readManifest(fsys fs.FS) (*v1alpha1.PackageManifest, string, Errors) {
 		Kind       string `json:"kind"`
 	}
 	if err := yaml.Unmarshal(data, &head); err != nil {
-		return nil, name, Errors{yamlError(name, document{index: 1, startLine: 1}, err)}
+		return nil, name, false, Errors{yamlError(name, document{index: 1, startLine: 1}, err)}
 	}
 	if head.Kind != v1alpha1.PackageManifestKind {
-		return nil, name, Errors{&Error{File: name, Field: "kind", Err: fmt.Errorf("must be %s, not %q", v1alpha1.PackageManifestKind, head.Kind)}}
+		return nil, name, false, Errors{&Error{File: name, Field: "kind", Err: fmt.Errorf("must be %s, not %q", v1alpha1.PackageManifestKind, head.Kind)}}
 	}
 	m := &v1alpha1.PackageManifest{}
 	var err error
@@ -60,14 +66,14 @@ func readManifest(fsys fs.FS) (*v1alpha1.PackageManifest, string, Errors) {
 	case pkoManifestAPIVersion:
 		err = yaml.Unmarshal(data, m)
 	default:
-		return nil, name, Errors{&Error{File: name, Field: "apiVersion", Err: fmt.Errorf("must be %s (or %s), not %q", v1alpha1.GroupVersion, pkoManifestAPIVersion, head.APIVersion)}}
+		return nil, name, false, Errors{&Error{File: name, Field: "apiVersion", Err: fmt.Errorf("must be %s (or %s), not %q", v1alpha1.GroupVersion, pkoManifestAPIVersion, head.APIVersion)}}
 	}
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: ")
-		return nil, name, Errors{&Error{File: name, Err: fmt.Errorf("decode manifest: %s", msg)}}
+		return nil, name, false, Errors{&Error{File: name, Err: fmt.Errorf("decode manifest: %s", msg)}}
 	}
 	m.APIVersion = v1alpha1.GroupVersion.String()
-	return m, name, checkManifest(name, m)
+	return m, name, head.APIVersion == pkoManifestAPIVersion, checkManifest(name, m)
 }
 
 // checkManifest reports every inconsistency of a decoded manifest.

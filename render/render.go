@@ -49,10 +49,12 @@ func render(ctx context.Context, fsys fs.FS, opts Options, allowMissing bool) (*
 	if err != nil {
 		return nil, err
 	}
-	manifest, manifestFile, errs := readManifest(fsys)
+	manifest, manifestFile, pko, errs := readManifestFormat(fsys)
 	if manifest == nil {
 		return nil, errs
 	}
+	images, imageErrs := lockedImages(fsys, manifestFile, manifest, pko)
+	errs = append(errs, imageErrs...)
 
 	if opts.Name == "" {
 		opts.Name = manifest.Name
@@ -72,11 +74,14 @@ func render(ctx context.Context, fsys fs.FS, opts Options, allowMissing bool) (*
 		configOK = len(cfgErrs) == 0 && !missing
 	}
 
+	// Templates and filters would only add confusing errors without the images they read.
+	configOK = configOK && len(imageErrs) == 0
+
 	tree, err := readTree(ctx, fsys)
 	if err != nil {
 		return nil, err
 	}
-	data := templateData(opts, manifest, cfg)
+	data := templateData(opts, images, cfg)
 	// Filters are evaluated only against a complete, valid configuration, like templates.
 	flt, filterErrs := newFilters(ctx, manifestFile, manifest, data, configOK)
 	errs = append(errs, filterErrs...)

@@ -109,7 +109,7 @@ func TestRenderThreePhaseExample(t *testing.T) {
 func TestRenderPackageOperatorFormat(t *testing.T) {
 	t.Parallel()
 	res, err := Render(t.Context(), os.DirFS("testdata/packages/pko"), Options{Name: "addon", Namespace: "clusters-demo", Environment: hostedEnv})
-	require.NoError(t, err, "the manifest's Package Operator-only fields, the lock file and .hidden/ must be ignored")
+	require.NoError(t, err, "Package Operator-only fields and .hidden/ must be ignored, the lock file read")
 
 	assert.Equal(t, v1alpha1.GroupVersion.String(), res.Manifest.APIVersion, "manifest converted to pkgsync's format")
 	require.Len(t, res.Phases, 2)

@@ -12,8 +12,6 @@ import (
 
 	"github.com/Masterminds/sprig/v3"
 	"sigs.k8s.io/yaml"
-
-	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
 // unsafeFuncs are the sprig functions a package template must not use: they read the
@@ -197,11 +195,7 @@ func shorten(msg string) string {
 
 // templateData builds the context templates see, with Package Operator's names, and for
 // convenience .package.name and .package.namespace.
-func templateData(opts Options, m *v1alpha1.PackageManifest, cfg map[string]any) map[string]any {
-	images := map[string]any{}
-	for _, img := range m.Spec.Images {
-		images[img.Name] = img.Image
-	}
+func templateData(opts Options, images, cfg map[string]any) map[string]any {
 	env := map[string]any{
 		"kubernetes": map[string]any{"version": opts.Environment.KubernetesVersion},
 	}

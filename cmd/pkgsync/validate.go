@@ -29,6 +29,9 @@ Exits 1 when the package or configuration is invalid.`,
 					for _, p := range problems {
 						fmt.Fprintln(cmd.ErrOrStderr(), p)
 					}
+					if hint := lockHint(err, args[0]); hint != "" {
+						fmt.Fprintln(cmd.ErrOrStderr(), hint)
+					}
 					return exitCodeError{code: 1, err: fmt.Errorf("%s: %d problem(s) found", args[0], len(problems))}
 				}
 				return exitCodeError{code: 1, err: fmt.Errorf("validate %s: %w", args[0], err)}
