@@ -18,9 +18,8 @@ const conditionAnnotation = v1alpha1.PackageOperatorConditionAnnotation
 // for one render.
 type filters struct {
 	cel *celEvaluator
-	// evaluate is false when the render has no complete, valid configuration: expressions are
-	// then compiled (their syntax does not depend on the configuration) but not evaluated, and
-	// nothing is left out.
+	// evaluate is false when the render has no complete, valid configuration: expressions that
+	// cannot be evaluated without it are then kept (true) rather than reported.
 	evaluate bool
 	// excludedGlobs are the globs of spec.filter.paths whose expression is false.
 	excludedGlobs []string
@@ -85,12 +84,19 @@ func newFilters(ctx context.Context, file string, m *v1alpha1.PackageManifest, d
 	return f, errs
 }
 
-// check compiles an expression and, when the render evaluates, evaluates it. Without
-// evaluation the result is true: nothing is left out.
+// check compiles and evaluates an expression. Without a complete configuration, an expression
+// that cannot be evaluated (it reads a value the configuration lacks) counts as true: nothing
+// is left out on a guess; compile errors are reported either way.
 func (f *filters) check(expr string) (bool, error) {
 	if !f.evaluate {
-		_, err := f.cel.compile(expr)
-		return true, err
+		if _, err := f.cel.compile(expr); err != nil {
+			return false, err
+		}
+		v, err := f.cel.eval(expr)
+		if err != nil {
+			return true, nil //nolint:nilerr // unknown without the configuration: kept
+		}
+		return v, nil
 	}
 	return f.cel.eval(expr)
 }

@@ -12,6 +12,9 @@ type Options struct {
 	Labels map[string]string
 	// Annotations of the Package object.
 	Annotations map[string]string
+	// Component selects a component of a multi-component package (components/NAME); empty
+	// means the root package.
+	Component string
 	// Image is the package image reference; .package.image in templates.
 	Image string
 

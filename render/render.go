@@ -49,6 +49,59 @@ func render(ctx context.Context, fsys fs.FS, opts Options, allowMissing bool) (*
 	if err != nil {
 		return nil, err
 	}
+	c, errs := selectComponent(fsys, opts.Component)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	res, err := renderComponent(ctx, c, opts, allowMissing)
+	if !c.skipComponents {
+		return res, err
+	}
+	// The root of a multi-component package: components/ must be laid out right, and a build
+	// checks every component as it checks the root.
+	names, layoutErrs := componentNames(fsys)
+	if err != nil {
+		var rootErrs Errors
+		if !errors.As(err, &rootErrs) {
+			return nil, err
+		}
+		errs = append(errs, rootErrs...)
+	}
+	errs = append(errs, layoutErrs...)
+	if allowMissing {
+		for _, name := range names {
+			opts.Component = name
+			c, cErrs := selectComponent(fsys, name)
+			if len(cErrs) == 0 {
+				_, err := renderComponent(ctx, c, opts, allowMissing)
+				var compErrs Errors
+				if err != nil && !errors.As(err, &compErrs) {
+					return nil, err
+				}
+				cErrs = compErrs
+			}
+			errs = append(errs, cErrs...)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return res, nil
+}
+
+// renderComponent renders one component: the root package or one of components/.
+func renderComponent(ctx context.Context, c component, opts Options, allowMissing bool) (*Result, error) {
+	res, err := renderTree(ctx, c, opts, allowMissing)
+	var errs Errors
+	if errors.As(err, &errs) {
+		return nil, c.rebase(errs)
+	}
+	return res, err
+}
+
+// renderTree renders the package tree of one component.
+func renderTree(ctx context.Context, c component, opts Options, allowMissing bool) (*Result, error) {
+	fsys := c.fsys
 	manifest, manifestFile, pko, errs := readManifestFormat(fsys)
 	if manifest == nil {
 		return nil, errs
@@ -77,7 +130,7 @@ func render(ctx context.Context, fsys fs.FS, opts Options, allowMissing bool) (*
 	// Templates and filters would only add confusing errors without the images they read.
 	configOK = configOK && len(imageErrs) == 0
 
-	tree, err := readTree(ctx, fsys)
+	tree, err := readTree(ctx, fsys, c.skipComponents)
 	if err != nil {
 		return nil, err
 	}
@@ -161,9 +214,10 @@ type tree struct {
 	order       []string          // files in walk (lexical) order
 }
 
-// readTree reads every file of the package except dot-files, dot-directories and the
-// manifest itself. Files whose name starts with "_" are template helpers.
-func readTree(ctx context.Context, fsys fs.FS) (*tree, error) {
+// readTree reads every file of the package except dot-files, dot-directories, the manifest
+// itself and, with skipComponents, components/. Files whose name starts with "_" are template
+// helpers.
+func readTree(ctx context.Context, fsys fs.FS, skipComponents bool) (*tree, error) {
 	t := &tree{helpers: map[string]string{}, files: map[string]string{}}
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -177,6 +231,9 @@ func readTree(ctx context.Context, fsys fs.FS) (*tree, error) {
 				return fs.SkipDir
 			}
 			return nil
+		}
+		if skipComponents && d.IsDir() && p == componentsDir {
+			return fs.SkipDir
 		}
 		if d.IsDir() || !d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0 {
 			return nil

@@ -49,6 +49,7 @@ func TestRenderGolden(t *testing.T) {
 		{"kustomize-dirs", "testdata/packages/kustomize-dirs", Options{Config: []byte(`{"message": "from config"}`)}},
 		{"pko-filter", "testdata/packages/pko-filter", Options{Namespace: "apps", Environment: hostedEnv}},
 		{"pko-filter-ha", "testdata/packages/pko-filter", Options{Namespace: "apps", Config: []byte(`{"mode": "ha", "monitoring": true, "endpoint": "http://metrics:9090"}`), Environment: hostedEnv}},
+		{"pko-components-backend", "testdata/packages/pko-components", Options{Name: "addon", Namespace: "clusters-demo", Component: "backend", Environment: hostedEnv}},
 		{"config", "testdata/packages/config", Options{Config: []byte(`{"name": "abc", "unknown": 1, "free": {"x": 1}}`)}},
 	}
 	for _, tt := range tests {

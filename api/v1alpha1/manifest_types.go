@@ -62,10 +62,19 @@ type PackageManifestSpec struct {
 	// +optional
 	Images []PackageImage `json:"images,omitempty"`
 
+	// Components, when set (components: {}), makes this a multi-component package: each
+	// directory of components/ is a package of its own, installed by a Package naming it in
+	// spec.component, and components/ is not part of the root package.
+	// +optional
+	Components *PackageComponents `json:"components,omitempty"`
+
 	// Filter leaves objects and files out of the render by CEL expressions.
 	// +optional
 	Filter PackageFilter `json:"filter,omitempty"`
 }
+
+// PackageComponents enables multi-component packages. It has no fields.
+type PackageComponents struct{}
 
 // PackageFilter holds the CEL expressions that leave parts of a package out.
 type PackageFilter struct {

@@ -36,6 +36,15 @@ type PackageSpec struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Config *apiextensionsv1.JSON `json:"config,omitempty"`
 
+	// Component selects one component of a multi-component package (the directory
+	// components/NAME of a package whose manifest sets spec.components); empty installs the
+	// root package. Naming a component of a package without components, or one it does not
+	// have, fails the render (Ready=False, reason RenderFailed).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+	Component string `json:"component,omitempty"`
+
 	// Interval is how often the tag is re-resolved and drift is corrected. The controller spreads it by ±10 % (--interval-jitter-percentage).
 	// +optional
 	// +kubebuilder:default="10m"

@@ -22,6 +22,7 @@ type renderInputs struct {
 	namespace         string
 	kubernetesVersion string
 	hostedCluster     string
+	component         string
 	// registry reaches the registry when the package is given as a reference.
 	registry registryOptions
 }
@@ -31,13 +32,14 @@ func (o *renderInputs) ApplyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.name, "name", "", "name of the Package, seen by templates as .package.metadata.name (default: the manifest's name)")
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the Package, seen by templates as .package.metadata.namespace")
 	fs.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Kubernetes version templates see as .environment.kubernetes.version")
+	fs.StringVar(&o.component, "component", "", "component of a multi-component package to render (components/NAME), as a Package's spec.component selects it")
 	fs.StringVar(&o.hostedCluster, "hosted-cluster", "", "NAMESPACE/NAME of a HyperShift HostedCluster, to render as in its hosted-control-plane namespace")
 	o.registry.ApplyFlags(fs)
 }
 
 // options turns the flags into render options.
 func (o *renderInputs) options() (render.Options, error) {
-	opts := render.Options{Name: o.name, Namespace: o.namespace}
+	opts := render.Options{Name: o.name, Namespace: o.namespace, Component: o.component}
 	opts.Environment.KubernetesVersion = o.kubernetesVersion
 	if o.configFile != "" {
 		data, err := os.ReadFile(o.configFile)

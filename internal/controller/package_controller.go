@@ -139,6 +139,7 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 		Labels:      obj.GetLabels(),
 		Annotations: userAnnotations(obj.GetAnnotations()),
 		Image:       ref.String(),
+		Component:   obj.GetSpec().Component,
 		Environment: render.Environment{KubernetesVersion: r.options.KubernetesVersion, HostedCluster: templateHostedCluster(hc)},
 	}
 	if cfg := obj.GetSpec().Config; cfg != nil {
