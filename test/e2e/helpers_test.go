@@ -103,18 +103,26 @@ var namespacedKinds = []client.ObjectList{
 }
 
 // cleanNamespace deletes what a test left in a management namespace and waits until it is
-// gone: first the pkgsync resources, which the controller tears down (the test's own
-// controllers must still run: register this cleanup before theirs stop), then every other
-// object, then the namespace itself. envtest runs no namespace controller, so the namespace
-// stays Terminating and is not waited for; the hosted client of the namespace is dropped, so
-// counters of hosted clients and probes see only the tests that follow.
+// gone: first the pkgsync resources, which the suite's controller tears down, then every other
+// object, then the namespace itself. Resources with a shard label belong to a controller of
+// the test's own, stopped by now (its cleanup was registered after the namespace's, so it ran
+// first): the test deletes them while that controller runs (deleteAndWait), and any left here
+// lose their finalizer, which no controller would remove. envtest runs no namespace
+// controller, so the namespace stays Terminating and is not waited for; the hosted client of
+// the namespace is dropped, so counters of hosted clients and probes see only later tests.
 func cleanNamespace(t *testing.T, ns string) {
 	t.Helper()
 	ctx := context.WithoutCancel(t.Context())
 	for _, list := range []client.ObjectList{&v1alpha1.PackageList{}, &v1alpha1.ObjectDeploymentList{}} {
 		require.NoError(t, suite.mgmtClient.List(ctx, list, client.InNamespace(ns)))
 		require.NoError(t, apimeta.EachListItem(list, func(o runtime.Object) error {
-			deleteAndWait(t, o.(client.Object))
+			obj := o.(client.Object)
+			if _, sharded := obj.GetLabels()[shardLabel]; sharded && len(obj.GetFinalizers()) > 0 {
+				patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+				obj.SetFinalizers(nil)
+				require.NoError(t, client.IgnoreNotFound(suite.mgmtClient.Patch(ctx, obj, patch)))
+			}
+			deleteAndWait(t, obj)
 			return nil
 		}))
 	}
