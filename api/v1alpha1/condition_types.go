@@ -20,6 +20,9 @@ const (
 	// VerificationFailedReason: spec.verify is set and the image's digest has no signature that
 	// verifies with the keys given, or the keys cannot be read.
 	VerificationFailedReason = "VerificationFailed"
+	// VerificationRequiredReason: the controller requires signatures (--require-signatures) and
+	// the resource has no spec.verify.
+	VerificationRequiredReason = "VerificationRequired"
 	// AuthenticationFailedReason: the registry refused the credentials or the pull secret is unusable.
 	AuthenticationFailedReason = "AuthenticationFailed"
 	// RenderFailedReason: the package is broken (manifest, templates, kustomize, phases).

@@ -27,18 +27,25 @@ type signatureVerifier struct {
 	source    *source.Client
 	// namespace holds the key Secrets of cluster-scoped resources.
 	namespace string
-	verified  *lru.Cache // of the verifying key's name, keyed by repository, digest and key set ID
+	// require refuses resources without spec.verify (--require-signatures).
+	require  bool
+	verified *lru.Cache // of the verifying key's name, keyed by repository, digest and key set ID
 }
 
-func newSignatureVerifier(apiReader client.Reader, src *source.Client, namespace string) *signatureVerifier {
-	return &signatureVerifier{apiReader: apiReader, source: src, namespace: namespace, verified: lru.New(verifiedEntries)}
+func newSignatureVerifier(apiReader client.Reader, src *source.Client, namespace string, require bool) *signatureVerifier {
+	return &signatureVerifier{apiReader: apiReader, source: src, namespace: namespace, require: require, verified: lru.New(verifiedEntries)}
 }
 
 // verify checks the signature of ref (pinned to a digest) when spec.verify is set. Failures are
-// VerificationFailed stage errors naming the Secret, its keys and what failed.
+// VerificationFailed stage errors naming the Secret, its keys and what failed. Without
+// spec.verify it refuses the resource when signatures are required.
 func (v *signatureVerifier) verify(ctx context.Context, obj packageObject, ref source.Reference, creds source.Credentials) error {
 	spec := obj.GetSpec().Verify
 	if spec == nil {
+		if v.require {
+			return &stageError{reason: v1alpha1.VerificationRequiredReason,
+				err: fmt.Errorf("the controller runs with --require-signatures and spec.verify is not set: name a Secret of cosign public keys in spec.verify.secretRef to install %s", ref.Name())}
+		}
 		return nil
 	}
 	ns := obj.GetNamespace()

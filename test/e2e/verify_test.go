@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -143,4 +144,39 @@ func deleteAndWaitVerify(t *testing.T, pkg *v1alpha1.Package) {
 		err := suite.mgmtClient.Get(ctx, client.ObjectKeyFromObject(pkg), &got)
 		assert.True(ct, apierrors.IsNotFound(err), "deleted: %v", err)
 	}, timeout, interval)
+}
+
+// TestRequireSignatures: with --require-signatures a Package without spec.verify is refused
+// before anything of it is pulled, and one with spec.verify and a signed digest is installed.
+func TestRequireSignatures(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped, err := startController(ctx, shardLabel+"=require-signatures", func(o *controller.Options) { o.RequireSignatures = true })
+	require.NoError(t, err)
+	t.Cleanup(func() { cancel(); <-stopped })
+
+	ns := newNamespace(t)
+	repo := "e2e/" + ns + "/required"
+	image := suite.registry.Host + "/" + repo + ":v1"
+	digest := pushPackage(t, writePackage(t, signedPackage("1")), repo+":v1")
+
+	unverified := newPackage(ns, "unverified", image, "")
+	unverified.Labels = map[string]string{shardLabel: "require-signatures"}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), unverified))
+	t.Cleanup(func() { deleteAndWaitVerify(t, unverified) })
+	cond := waitForReady(t, unverified, metav1.ConditionFalse, v1alpha1.VerificationRequiredReason)
+	assert.Contains(t, cond.Message, "--require-signatures")
+	assert.Empty(t, unverified.Status.LastAppliedRevision)
+
+	ref, err := source.ParseReference(image)
+	require.NoError(t, err)
+	key, pub := signingKey(t)
+	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest), key, nil)
+	require.NoError(t, err)
+	putKeys(t, ns, map[string][]byte{"cosign.pub": pub})
+	verified := newPackage(ns, "verified", image, "")
+	verified.Labels = map[string]string{shardLabel: "require-signatures"}
+	verified.Spec.Verify = &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "signing-keys"}}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), verified))
+	t.Cleanup(func() { deleteAndWaitVerify(t, verified) })
+	waitForReady(t, verified, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 }
