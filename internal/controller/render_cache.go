@@ -32,6 +32,15 @@ func (c *renderCache) put(key string, r *render.Result) { c.cache.Add(key, r) }
 // renderKey fingerprints the inputs of a render.
 func renderKey(digest, configDigest string, opts render.Options) string {
 	opts.Config = nil // represented by configDigest
+	// Templates see no labels and empty labels alike (render turns both into an empty map), so
+	// the key must too: a Package whose only annotation is the reconcile request has an empty
+	// map after userAnnotations, and must not render again for it.
+	if len(opts.Labels) == 0 {
+		opts.Labels = nil
+	}
+	if len(opts.Annotations) == 0 {
+		opts.Annotations = nil
+	}
 	data, _ := json.Marshal(opts)
 	h := sha256.New()
 	h.Write([]byte(digest))
