@@ -29,8 +29,20 @@ type Options struct {
 type Environment struct {
 	// KubernetesVersion of the management cluster, for example v1.36.3.
 	KubernetesVersion string
+	// OpenShiftVersion of the management cluster (ClusterVersion's desired version), empty
+	// when it is not OpenShift.
+	OpenShiftVersion string
+	// Proxy is the cluster-wide egress proxy (OpenShift's Proxy object), nil when none.
+	Proxy *Proxy
 	// HostedCluster is set when the package is installed into a hosted-control-plane namespace.
 	HostedCluster *HostedCluster
+}
+
+// Proxy is a cluster-wide egress proxy configuration.
+type Proxy struct {
+	HTTPProxy  string
+	HTTPSProxy string
+	NoProxy    string
 }
 
 // HostedCluster identifies the HyperShift HostedCluster behind a hosted-control-plane namespace.
@@ -41,4 +53,8 @@ type HostedCluster struct {
 	Namespace string
 	// HostedClusterNamespace is the hosted-control-plane namespace on the management cluster.
 	HostedClusterNamespace string
+	// Labels and Annotations of the HostedCluster object.
+	Labels, Annotations map[string]string
+	// NodeSelector is the HostedCluster's spec.nodeSelector: where its control plane's pods run.
+	NodeSelector map[string]string
 }

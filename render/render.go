@@ -106,6 +106,16 @@ func renderTree(ctx context.Context, c component, opts Options, allowMissing boo
 	if manifest == nil {
 		return nil, errs
 	}
+	if cErrs := checkConstraintSpecs(manifestFile, manifest); len(cErrs) > 0 {
+		return nil, append(errs, cErrs...)
+	}
+	// Constraints come first: a package the cluster cannot run renders nothing. A build has no
+	// cluster to check them against.
+	if !allowMissing && len(errs) == 0 {
+		if err := CheckConstraints(manifest, opts.Environment); err != nil {
+			return nil, err
+		}
+	}
 	images, imageErrs := lockedImages(fsys, manifestFile, manifest, pko)
 	errs = append(errs, imageErrs...)
 

@@ -199,11 +199,21 @@ func templateData(opts Options, images, cfg map[string]any) map[string]any {
 	env := map[string]any{
 		"kubernetes": map[string]any{"version": opts.Environment.KubernetesVersion},
 	}
+	if v := opts.Environment.OpenShiftVersion; v != "" {
+		env["openShift"] = map[string]any{"version": v}
+	}
+	if p := opts.Environment.Proxy; p != nil {
+		env["proxy"] = map[string]any{"httpProxy": p.HTTPProxy, "httpsProxy": p.HTTPSProxy, "noProxy": p.NoProxy}
+	}
 	if hc := opts.Environment.HostedCluster; hc != nil {
 		env["hyperShift"] = map[string]any{
 			"hostedCluster": map[string]any{
-				"metadata":               map[string]any{"name": hc.Name, "namespace": hc.Namespace},
+				"metadata": map[string]any{
+					"name": hc.Name, "namespace": hc.Namespace,
+					"labels": stringMap(hc.Labels), "annotations": stringMap(hc.Annotations),
+				},
 				"hostedClusterNamespace": hc.HostedClusterNamespace,
+				"nodeSelector":           stringMap(hc.NodeSelector),
 			},
 		}
 	}

@@ -27,6 +27,16 @@ const (
 	AuthenticationFailedReason = "AuthenticationFailed"
 	// RenderFailedReason: the package is broken (manifest, templates, kustomize, phases).
 	RenderFailedReason = "RenderFailed"
+	// PlatformConstraintViolatedReason: the package's spec.constraints[].platform does not
+	// include the cluster's platform; nothing is applied.
+	PlatformConstraintViolatedReason = "PlatformConstraintViolated"
+	// PlatformVersionConstraintViolatedReason: the cluster's Kubernetes or OpenShift version is
+	// outside the package's spec.constraints[].platformVersion range; nothing is applied.
+	PlatformVersionConstraintViolatedReason = "PlatformVersionConstraintViolated"
+	// UniqueInScopeConstraintViolatedReason: the package allows one installation per scope
+	// (spec.constraints[].uniqueInScope) and another resource already installs it; nothing is
+	// applied.
+	UniqueInScopeConstraintViolatedReason = "UniqueInScopeConstraintViolated"
 	// InvalidConfigReason: spec.config does not satisfy the package's configuration schema.
 	InvalidConfigReason = "InvalidConfig"
 	// CollisionReason: an object exists and is not owned by this resource.

@@ -68,10 +68,54 @@ type PackageManifestSpec struct {
 	// +optional
 	Components *PackageComponents `json:"components,omitempty"`
 
+	// Constraints must all hold in the cluster before anything of the package is applied.
+	// +optional
+	Constraints []PackageConstraint `json:"constraints,omitempty"`
+
 	// Filter leaves objects and files out of the render by CEL expressions.
 	// +optional
 	Filter PackageFilter `json:"filter,omitempty"`
 }
+
+// PackageConstraint is one condition the cluster must meet; exactly one field is set.
+type PackageConstraint struct {
+	// Platform lists the platforms the package runs on: Kubernetes, OpenShift.
+	// +optional
+	Platform []PlatformName `json:"platform,omitempty"`
+
+	// PlatformVersion requires a version of a platform.
+	// +optional
+	PlatformVersion *PlatformVersionConstraint `json:"platformVersion,omitempty"`
+
+	// UniqueInScope allows one installation of the package per scope: per namespace for a
+	// Package, per cluster for a ClusterPackage.
+	// +optional
+	UniqueInScope *UniqueInScopeConstraint `json:"uniqueInScope,omitempty"`
+}
+
+// PlatformName names a platform of a constraint.
+type PlatformName string
+
+const (
+	// PlatformKubernetes is any Kubernetes cluster, OpenShift included.
+	PlatformKubernetes PlatformName = "Kubernetes"
+	// PlatformOpenShift is an OpenShift cluster: one with a ClusterVersion.
+	PlatformOpenShift PlatformName = "OpenShift"
+)
+
+// PlatformVersionConstraint requires the version of a platform to be in a range.
+type PlatformVersionConstraint struct {
+	// Name of the platform: Kubernetes or OpenShift.
+	// +required
+	Name PlatformName `json:"name"`
+
+	// Range is a semantic version range, for example ">=1.30" or ">=4.14 <4.17".
+	// +required
+	Range string `json:"range"`
+}
+
+// UniqueInScopeConstraint has no fields.
+type UniqueInScopeConstraint struct{}
 
 // PackageComponents enables multi-component packages. It has no fields.
 type PackageComponents struct{}

@@ -191,6 +191,10 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 			kubeVersion = v.GitVersion
 		}
 	}
+	openShiftVersion, proxy, err := openShiftEnvironment(cmd.Context(), restConfig)
+	if err != nil {
+		return err
+	}
 	recorder := metrics.NewRecorder()
 	crmetrics.Registry.MustRegister(recorder.Collectors()...)
 
@@ -199,6 +203,8 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		Options: controller.Options{
 			Namespace:             o.namespace,
 			KubernetesVersion:     kubeVersion,
+			OpenShiftVersion:      openShiftVersion,
+			Proxy:                 proxy,
 			ProgressInterval:      o.progressInterval,
 			RetryInterval:         o.retryInterval,
 			AllowCrossNamespace:   o.allowCrossNamespace,

@@ -23,6 +23,7 @@ type renderInputs struct {
 	kubernetesVersion string
 	hostedCluster     string
 	component         string
+	openShiftVersion  string
 	// registry reaches the registry when the package is given as a reference.
 	registry registryOptions
 }
@@ -32,6 +33,7 @@ func (o *renderInputs) ApplyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.name, "name", "", "name of the Package, seen by templates as .package.metadata.name (default: the manifest's name)")
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the Package, seen by templates as .package.metadata.namespace")
 	fs.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Kubernetes version templates see as .environment.kubernetes.version")
+	fs.StringVar(&o.openShiftVersion, "openshift-version", "", "OpenShift version templates see as .environment.openShift.version and constraints check (empty: not OpenShift)")
 	fs.StringVar(&o.component, "component", "", "component of a multi-component package to render (components/NAME), as a Package's spec.component selects it")
 	fs.StringVar(&o.hostedCluster, "hosted-cluster", "", "NAMESPACE/NAME of a HyperShift HostedCluster, to render as in its hosted-control-plane namespace")
 	o.registry.ApplyFlags(fs)
@@ -41,6 +43,7 @@ func (o *renderInputs) ApplyFlags(fs *pflag.FlagSet) {
 func (o *renderInputs) options() (render.Options, error) {
 	opts := render.Options{Name: o.name, Namespace: o.namespace, Component: o.component}
 	opts.Environment.KubernetesVersion = o.kubernetesVersion
+	opts.Environment.OpenShiftVersion = o.openShiftVersion
 	if o.configFile != "" {
 		data, err := os.ReadFile(o.configFile)
 		if err != nil {

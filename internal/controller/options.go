@@ -1,6 +1,10 @@
 package controller
 
-import "time"
+import (
+	"time"
+
+	"pkgsync.dev/pkgsync/render"
+)
 
 // fieldOwner is the field manager of status patches.
 const fieldOwner = "pkgsync"
@@ -11,6 +15,11 @@ type Options struct {
 	Namespace string
 	// KubernetesVersion of the management cluster, for templates.
 	KubernetesVersion string
+	// OpenShiftVersion of the management cluster, for templates and constraints; empty when it
+	// is not OpenShift.
+	OpenShiftVersion string
+	// Proxy is the management cluster's egress proxy, for templates; nil when none.
+	Proxy *render.Proxy
 	// ProgressInterval is how soon a rollout waiting for availability is looked at again.
 	ProgressInterval time.Duration
 	// RetryInterval is how soon a failed reconciliation is retried, unless the resource says.

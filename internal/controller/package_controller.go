@@ -106,7 +106,10 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	}
 	rendered, err := r.render(ctx, obj, ref.WithDigest(digest), creds, configDigest, hc)
 	if err != nil {
-		return nil, err
+		return nil, constraintViolated(err)
+	}
+	if err := r.checkUniqueInScope(ctx, obj, rendered.Manifest); err != nil {
+		return nil, constraintViolated(err)
 	}
 	res, err := r.rollouts.apply(ctx, rolloutRequest{
 		owner:          ownerOf(obj, r.kind),
@@ -133,6 +136,10 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 // render pulls (through the digest-keyed source cache) and renders, reusing the last render of
 // the same digest, configuration and environment.
 func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, configDigest string, hc *hosted.HostedCluster) (*render.Result, error) {
+	env, err := r.rollouts.templateEnvironment(ctx, r.options, hc)
+	if err != nil {
+		return nil, err
+	}
 	opts := render.Options{
 		Name:        obj.GetName(),
 		Namespace:   obj.GetNamespace(),
@@ -140,7 +147,7 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 		Annotations: userAnnotations(obj.GetAnnotations()),
 		Image:       ref.String(),
 		Component:   obj.GetSpec().Component,
-		Environment: render.Environment{KubernetesVersion: r.options.KubernetesVersion, HostedCluster: templateHostedCluster(hc)},
+		Environment: env,
 	}
 	if cfg := obj.GetSpec().Config; cfg != nil {
 		opts.Config = cfg.Raw
