@@ -145,3 +145,29 @@ func copyDir(t *testing.T, dir string) fstest.MapFS {
 	require.NoError(t, err)
 	return out
 }
+
+func TestUnsupportedPackageOperatorFieldsAreRefused(t *testing.T) {
+	t.Parallel()
+	for field, body := range map[string]string{
+		"spec.dependencies": "  dependencies:\n  - image: {name: dep, package: quay.io/x/dep, range: '>=1'}\n",
+		"spec.repositories": "  repositories:\n  - image: quay.io/x/repo:v1\n",
+	} {
+		fsys := fstest.MapFS{"manifest.yaml": {Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: r}\nspec:\n  phases: [{name: deploy}]\n" + body)}}
+		err := ValidateStructure(t.Context(), fsys, Options{})
+		require.Error(t, err, field)
+		assert.Contains(t, err.Error(), "manifest.yaml: "+field+": not supported")
+	}
+}
+
+// package-operator.run/condition-map maps conditions into Package Operator's own APIs, which
+// pkgsync does not have: the annotation is applied as it is, nothing is mapped.
+func TestConditionMapAnnotationIsAppliedAsIs(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"manifest.yaml": {Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: r}\nspec:\n  phases: [{name: deploy}]\n")},
+		"cm.yaml":       {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  annotations:\n    package-operator.run/phase: deploy\n    package-operator.run/condition-map: 'Available => my-prefix/Available'\n")},
+	}
+	res, err := Render(t.Context(), fsys, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"package-operator.run/condition-map": "Available => my-prefix/Available"}, res.Phases[0].Objects[0].GetAnnotations())
+}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -65,6 +66,11 @@ func readManifestFormat(fsys fs.FS) (*v1alpha1.PackageManifest, string, bool, Er
 		err = yaml.UnmarshalStrict(data, m)
 	case pkoManifestAPIVersion:
 		err = yaml.Unmarshal(data, m)
+		if err == nil {
+			if errs := unsupportedPKOFields(name, data); len(errs) > 0 {
+				return nil, name, false, errs
+			}
+		}
 	default:
 		return nil, name, false, Errors{&Error{File: name, Field: "apiVersion", Err: fmt.Errorf("must be %s (or %s), not %q", v1alpha1.GroupVersion, pkoManifestAPIVersion, head.APIVersion)}}
 	}
@@ -159,6 +165,30 @@ func checkManifest(file string, m *v1alpha1.PackageManifest) Errors {
 			if n != 1 {
 				bad(pf, "exactly one of condition, fieldsEqual or cel must be set")
 			}
+		}
+	}
+	return errs
+}
+
+// unsupportedPKOFields refuses the Package Operator manifest fields pkgsync does not implement,
+// so that a package relying on them fails loudly instead of installing without them.
+func unsupportedPKOFields(file string, data []byte) Errors {
+	var probe struct {
+		Spec struct {
+			Dependencies json.RawMessage `json:"dependencies"`
+			Repositories json.RawMessage `json:"repositories"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &probe); err != nil {
+		return nil // reported by the decode of the manifest itself
+	}
+	var errs Errors
+	for _, f := range []struct {
+		field string
+		raw   json.RawMessage
+	}{{"spec.dependencies", probe.Spec.Dependencies}, {"spec.repositories", probe.Spec.Repositories}} {
+		if len(f.raw) > 0 && string(f.raw) != "null" && string(f.raw) != "[]" {
+			errs = append(errs, &Error{File: file, Field: f.field, Err: errors.New("not supported: pkgsync does not resolve or install package dependencies; install each package with its own Package")})
 		}
 	}
 	return errs

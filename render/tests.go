@@ -1,0 +1,146 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"regexp"
+
+	"sigs.k8s.io/yaml"
+)
+
+// FixturesDir is where a package keeps the expected renders of its test.template cases, next
+// to its manifest. As a dot-directory it is never part of a render.
+const FixturesDir = ".test-fixtures"
+
+// TestCase is one test.template case of a manifest: a name and the render options its context
+// gives.
+type TestCase struct {
+	// Name of the case; its fixture is FixturesDir/NAME.yaml.
+	Name string
+	// Options are the render options of the case's context.
+	Options Options
+}
+
+// TemplateTests are the test cases of a package's manifest (test.template, as Package
+// Operator's tooling reads them) and what the manifest's test section asks for that pkgsync
+// does not do (test.kubeconform), to be reported as skipped.
+type TemplateTests struct {
+	// Dir is the package root within the tree: "." or "package" (Package Operator's image
+	// layout). Fixtures live in Dir/FixturesDir.
+	Dir string
+	// Cases in the manifest's order.
+	Cases []TestCase
+	// Skipped names the parts of the test section that are not run, with why.
+	Skipped []string
+}
+
+// testCaseNameRE keeps case names usable as file names inside FixturesDir.
+var testCaseNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]*$`)
+
+// manifestTests is the test section of a manifest.
+type manifestTests struct {
+	Test struct {
+		Template []struct {
+			Name    string `json:"name"`
+			Context struct {
+				Package struct {
+					Metadata struct {
+						Name        string            `json:"name"`
+						Namespace   string            `json:"namespace"`
+						Labels      map[string]string `json:"labels"`
+						Annotations map[string]string `json:"annotations"`
+					} `json:"metadata"`
+					Image string `json:"image"`
+				} `json:"package"`
+				Config      json.RawMessage `json:"config"`
+				Environment struct {
+					Kubernetes struct {
+						Version string `json:"version"`
+					} `json:"kubernetes"`
+					OpenShift *struct {
+						Version string `json:"version"`
+					} `json:"openShift"`
+					HyperShift *struct {
+						HostedCluster *struct {
+							Metadata struct {
+								Name        string            `json:"name"`
+								Namespace   string            `json:"namespace"`
+								Labels      map[string]string `json:"labels"`
+								Annotations map[string]string `json:"annotations"`
+							} `json:"metadata"`
+							HostedClusterNamespace string            `json:"hostedClusterNamespace"`
+							NodeSelector           map[string]string `json:"nodeSelector"`
+						} `json:"hostedCluster"`
+					} `json:"hyperShift"`
+				} `json:"environment"`
+			} `json:"context"`
+		} `json:"template"`
+		Kubeconform json.RawMessage `json:"kubeconform"`
+	} `json:"test"`
+}
+
+// ReadTemplateTests reads the test section of a package's manifest.
+func ReadTemplateTests(fsys fs.FS) (*TemplateTests, error) {
+	root, err := packageRoot(fsys)
+	if err != nil {
+		return nil, err
+	}
+	out := &TemplateTests{Dir: "."}
+	if root != fsys {
+		out.Dir = pkoPackageDir
+	}
+	m, file, errs := readManifest(root)
+	if m == nil || len(errs) > 0 {
+		return nil, errs
+	}
+	data, err := fs.ReadFile(root, file)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", file, err)
+	}
+	var mt manifestTests
+	if err := yaml.Unmarshal(data, &mt); err != nil {
+		return nil, &Error{File: file, Field: "test", Err: fmt.Errorf("decode: %w", err)}
+	}
+	var bad Errors
+	seen := map[string]bool{}
+	for i, tc := range mt.Test.Template {
+		field := fmt.Sprintf("test.template[%d].name", i)
+		switch {
+		case !testCaseNameRE.MatchString(tc.Name):
+			bad = append(bad, &Error{File: file, Field: field, Err: fmt.Errorf("%q: a case name is a file name in %s: letters, digits, '.', '_' and '-', starting with a letter or digit", tc.Name, FixturesDir)})
+			continue
+		case seen[tc.Name]:
+			bad = append(bad, &Error{File: file, Field: field, Err: fmt.Errorf("duplicate case %q", tc.Name)})
+			continue
+		}
+		seen[tc.Name] = true
+		c := tc.Context
+		opts := Options{
+			Name: c.Package.Metadata.Name, Namespace: c.Package.Metadata.Namespace,
+			Labels: c.Package.Metadata.Labels, Annotations: c.Package.Metadata.Annotations,
+			Image: c.Package.Image, Environment: Environment{KubernetesVersion: c.Environment.Kubernetes.Version},
+		}
+		if len(c.Config) > 0 && string(c.Config) != "null" {
+			opts.Config = c.Config
+		}
+		if c.Environment.OpenShift != nil {
+			opts.Environment.OpenShiftVersion = c.Environment.OpenShift.Version
+		}
+		if hs := c.Environment.HyperShift; hs != nil && hs.HostedCluster != nil {
+			hc := hs.HostedCluster
+			opts.Environment.HostedCluster = &HostedCluster{
+				Name: hc.Metadata.Name, Namespace: hc.Metadata.Namespace, HostedClusterNamespace: hc.HostedClusterNamespace,
+				Labels: hc.Metadata.Labels, Annotations: hc.Metadata.Annotations, NodeSelector: hc.NodeSelector,
+			}
+		}
+		out.Cases = append(out.Cases, TestCase{Name: tc.Name, Options: opts})
+	}
+	if len(bad) > 0 {
+		return nil, bad
+	}
+	if len(mt.Test.Kubeconform) > 0 && string(mt.Test.Kubeconform) != "null" {
+		out.Skipped = append(out.Skipped, "test.kubeconform: skipped: pkgsync does not validate rendered objects against schemas")
+	}
+	return out, nil
+}
