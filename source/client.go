@@ -44,6 +44,8 @@ type Client struct {
 
 	// resolutions remembers recent tag resolutions for ResolveWithin.
 	resolutions *resolutionCache
+	// tagLists remembers recent tag listings for TagsWithin.
+	tagLists *tagListCache
 }
 
 // NewClient returns a Client. It fails only on an unusable CA bundle.
@@ -79,6 +81,7 @@ func NewClient(opts Options) (*Client, error) {
 		memory:      newMemoryCache(opts.CacheBytes),
 		access:      newAccessCache(opts.AccessTTL),
 		resolutions: newResolutionCache(),
+		tagLists:    newTagListCache(),
 	}
 	if opts.CacheDir != "" {
 		c.disk = &diskCache{dir: opts.CacheDir}

@@ -1,0 +1,117 @@
+package source
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"pkgsync.dev/pkgsync/test/testenv"
+)
+
+func TestVersionRangeHighest(t *testing.T) {
+	t.Parallel()
+	tags := []string{"v1.3.0", "1.4.0", "1.4.2", "1.5.0-rc.1", "2.0.0", "latest", "sha256-abc.sig", "1.4.2-rc.1"}
+	cases := []struct {
+		rng, want string
+	}{
+		{">=1.4.0 <2.0.0", "1.4.2"},
+		{">=1.4.0, <2.0.0", "1.4.2"},
+		{"^1", "1.4.2"},
+		{"~1.3", "v1.3.0"},
+		{">=1.5.0-0 <2.0.0", "1.5.0-rc.1"}, // a pre-release only when the range asks for one
+		{">=1.0.0", "2.0.0"},
+		{"<1.0.0 || >=2.0.0", "2.0.0"},
+		{">=3", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rng, func(t *testing.T) {
+			t.Parallel()
+			r, err := ParseVersionRange(tc.rng)
+			require.NoError(t, err)
+			got, ok := r.Highest(tags)
+			assert.Equal(t, tc.want != "", ok)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	_, err := ParseVersionRange("not a range")
+	require.ErrorContains(t, err, `version range "not a range"`)
+}
+
+func TestResolveVersion(t *testing.T) {
+	t.Parallel()
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	pusher := newClient(t, Options{})
+	ctx := t.Context()
+	digests := map[string]string{}
+	for _, tag := range []string{"1.0.0", "1.1.0", "2.0.0-rc.1", "latest", "v0.9.0"} {
+		digests[tag] = pushOther(t, pusher, mustRef(t, reg.Host+"/versions:"+tag), "version: "+tag+"\n")
+	}
+
+	counter := newCountingTransport()
+	c := newClient(t, Options{Transport: counter})
+	c.tagLists.pageSize = 2 // five tags: three pages
+	rng, err := ParseVersionRange(">=1.0.0 <2.0.0")
+	require.NoError(t, err)
+	repo := mustRef(t, reg.Host+"/versions")
+
+	got, err := c.ResolveVersion(ctx, repo, rng, nil, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, reg.Host+"/versions:1.1.0@"+digests["1.1.0"], got.String())
+	assert.Equal(t, 3, counter.count("GET other"), "three pages of tags: %v", counter.requests)
+	assert.Equal(t, 1, counter.count("HEAD manifests"))
+
+	// A new higher tag: not seen within maxAge (one listing per interval is shared), seen after.
+	digests["1.2.0"] = pushOther(t, pusher, mustRef(t, reg.Host+"/versions:1.2.0"), "version: 1.2.0\n")
+	got, err = c.ResolveVersion(ctx, repo, rng, nil, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, "1.1.0", got.Tag)
+	assert.Equal(t, 3, counter.count("GET other"), "no request within maxAge")
+	got, err = c.ResolveVersion(ctx, repo, rng, nil, 0)
+	require.NoError(t, err)
+	assert.Equal(t, reg.Host+"/versions:1.2.0@"+digests["1.2.0"], got.String())
+	// Six tags in pages of two: the registry links a fourth, empty page after a full third.
+	assert.Equal(t, 3+4, counter.count("GET other"))
+
+	// Pre-releases only when asked for.
+	pre, err := ParseVersionRange(">=2.0.0-0")
+	require.NoError(t, err)
+	got, err = c.ResolveVersion(ctx, repo, pre, nil, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, "2.0.0-rc.1", got.Tag)
+
+	// No match names what there is.
+	none, err := ParseVersionRange(">=3.0.0")
+	require.NoError(t, err)
+	_, err = c.ResolveVersion(ctx, repo, none, nil, time.Hour)
+	require.ErrorIs(t, err, ErrNoMatchingVersion)
+	assert.ErrorContains(t, err, `">=3.0.0" (5 version tags, the highest [2.0.0-rc.1 1.2.0 1.1.0 1.0.0 v0.9.0])`)
+
+	_, err = c.ResolveVersion(ctx, mustRef(t, reg.Host+"/missing"), rng, nil, 0)
+	require.ErrorContains(t, err, "not found")
+}
+
+// A repository with more tags than the bound is refused, not read to the end.
+func TestTagsBounded(t *testing.T) {
+	t.Parallel()
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	pusher := newClient(t, Options{})
+	img, ref := pushPackage(t, pusher, reg.Host, "many", nil)
+	for _, tag := range []string{"a", "b", "c", "d"} {
+		_, err := pusher.Push(t.Context(), img, []Reference{mustRef(t, reg.Host+"/many:"+tag)}, nil)
+		require.NoError(t, err)
+	}
+	counter := newCountingTransport()
+	c := newClient(t, Options{Transport: counter})
+	c.tagLists.pageSize, c.tagLists.maxTags = 2, 3
+	_, err := c.Tags(t.Context(), ref, nil)
+	require.ErrorIs(t, err, ErrLimit)
+	assert.ErrorContains(t, err, "more than 3 tags")
+	assert.Equal(t, 2, counter.count("GET other"), "the listing stops at the bound")
+
+	c.tagLists.maxTags = 5
+	tags, err := c.Tags(t.Context(), ref, nil)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"v1", "a", "b", "c", "d"}, tags)
+}
