@@ -52,6 +52,9 @@ type pass struct {
 	// recorded holds what the caller has stored of the inventory: Previous, and what Record took.
 	recorded map[key]bool
 	intended []intendedRef
+	// recordCtx is the caller's context: Record writes the caller's status, on the management
+	// cluster, and must not run under (or use up) a hosted target's budget.
+	recordCtx context.Context
 }
 
 // intendedRef is an object Record was told about.
@@ -61,7 +64,7 @@ type intendedRef struct {
 }
 
 // record hands Record the intended inventory when refs holds objects not recorded yet.
-func (p *pass) record(ctx context.Context, ph phaseKey, refs []ObjectRef) error {
+func (p *pass) record(ph phaseKey, refs []ObjectRef) error {
 	if p.req.Record == nil || p.req.DryRun {
 		return nil
 	}
@@ -89,7 +92,7 @@ func (p *pass) record(ctx context.Context, ph phaseKey, refs []ObjectRef) error 
 	for _, ref := range fresh {
 		b.add(ph.name, ph.class, ref)
 	}
-	if err := p.req.Record(ctx, b.build()); err != nil {
+	if err := p.req.Record(p.recordCtx, b.build()); err != nil {
 		return fmt.Errorf("record the inventory before writing: %w", err)
 	}
 	for _, ref := range fresh {
@@ -123,7 +126,7 @@ type phaseKey struct{ name, class string }
 // it prunes the previous objects that left the package. The caller stores Result.Inventory and
 // calls again (requeues) until Result.Complete. The Result is returned even with an error.
 func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
-	p := &pass{req: req, res: &Result{}, inv: newInventoryBuilder(), desired: map[key]phaseKey{}, applied: map[key]phaseKey{}, recorded: map[key]bool{}}
+	p := &pass{req: req, res: &Result{}, inv: newInventoryBuilder(), desired: map[key]phaseKey{}, applied: map[key]phaseKey{}, recorded: map[key]bool{}, recordCtx: ctx}
 	for _, ph := range req.Previous.Phases {
 		for _, ref := range ph.Objects {
 			p.recorded[ref.key(ph.Class)] = true
@@ -234,7 +237,7 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph desired.Phase, targ
 			return unreachable(fmt.Errorf("%s: look up kind: %w", RefOf(obj), err), ph.Class, target)
 		}
 	}
-	if err := p.record(ctx, pk, intended); err != nil {
+	if err := p.record(pk, intended); err != nil {
 		return err
 	}
 
@@ -251,7 +254,7 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph desired.Phase, targ
 			continue
 		}
 		if resolveNamespace(p.req, target, obj) == nil {
-			if err := p.record(ctx, pk, []ObjectRef{RefOf(obj)}); err != nil {
+			if err := p.record(pk, []ObjectRef{RefOf(obj)}); err != nil {
 				errs = append(errs, err)
 				break
 			}
@@ -263,6 +266,12 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph desired.Phase, targ
 		}
 		if err != nil {
 			errs = append(errs, err)
+			if !p.req.DryRun && mayHaveWritten(err) && resolveNamespace(p.req, target, obj) == nil {
+				// The answer was lost, not a refusal: the object may exist now. Track it, so
+				// that teardown and prune still find it (they delete only what carries the
+				// owner's labels, so an object that was never written costs one lookup).
+				p.inv.add(ph.Name, ph.Class, RefOf(obj))
+			}
 			var unavailable *TargetUnavailableError
 			if errors.As(err, &unavailable) {
 				// The cluster is not answering: every further object would wait out its own
@@ -302,6 +311,17 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph desired.Phase, targ
 		pr.State = v1alpha1.PhaseComplete
 	}
 	return errors.Join(errs...)
+}
+
+// mayHaveWritten reports whether a failed write may still have reached the API server: every
+// error but an answer from the server itself (a refusal such as 409 or 422 leaves nothing behind),
+// or a server-side timeout, whose write may still complete.
+func mayHaveWritten(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsInternalError(err)
 }
 
 // prepare copies the rendered objects, adds the ownership labels and the desired-state hash, drops

@@ -123,6 +123,8 @@ type report struct {
 	recorder record.EventRecorder
 	start    time.Time
 	oldReady *metav1.Condition
+	// acknowledge records the reconcile request being handled in the final patch.
+	acknowledge bool
 }
 
 func beginReport(c client.Client, obj statusObject, status *v1alpha1.RolloutStatus, m runtimectrl.Metrics, rec record.EventRecorder) *report {
@@ -165,6 +167,9 @@ func (r *report) recordInventory() func(context.Context, apply.Inventory) error 
 
 // finish patches the status and returns the reconcile error joined with any patch error.
 func (r *report) finish(ctx context.Context, retErr error) error {
+	if r.acknowledge {
+		acknowledgeRequest(r.obj, r.status)
+	}
 	recordObservedGeneration(r.obj, r.status)
 	if err := r.patcher.Patch(ctx, r.obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
 		// A resource whose finalizer was just removed is gone: nothing to report on.

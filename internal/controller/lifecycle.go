@@ -68,7 +68,9 @@ func (l *lifecycle[T]) Reconcile(ctx context.Context, req ctrl.Request) (result 
 	suspended := l.steps.suspended(obj)
 	l.metrics.RecordSuspend(ctx, obj, suspended)
 	lastHandled := status.GetLastHandledReconcileRequest()
-	acknowledgeRequest(obj, status)
+	// The request is acknowledged in the final status patch, not in the ones the pass writes
+	// on the way (the intended inventory): a controller killed mid-pass handles it again.
+	rep.acknowledge = true
 	if suspended {
 		ctrl.LoggerFrom(ctx).V(1).Info("suspended, nothing written")
 		return ctrl.Result{}, nil

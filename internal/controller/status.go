@@ -123,7 +123,7 @@ func withRegistryHint(err error) error {
 func isStalling(reason string) bool {
 	switch reason {
 	case v1alpha1.RenderFailedReason, v1alpha1.InvalidConfigReason, v1alpha1.ScopeViolationReason,
-		v1alpha1.InsecureKubeconfigReason, v1alpha1.NotHostedControlPlaneReason:
+		v1alpha1.InsecureKubeconfigReason, v1alpha1.NotHostedControlPlaneReason, v1alpha1.VerificationRequiredReason:
 		return true
 	}
 	return false

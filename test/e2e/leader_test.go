@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,8 +17,8 @@ type leaderState struct {
 	reconciles float64
 }
 
-func leaderStateOf(t *testing.T, ct *assert.CollectT, p *controllerProc, lease string) (leaderState, bool) {
-	m, err := p.scrape(t.Context())
+func leaderStateOf(ctx context.Context, ct *assert.CollectT, p *controllerProc, lease string) (leaderState, bool) {
+	m, err := p.scrape(ctx)
 	if !assert.NoError(ct, err) {
 		return leaderState{}, false
 	}
@@ -43,7 +44,7 @@ func TestLeaderElection(t *testing.T) {
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		var states []leaderState
 		for _, p := range procs {
-			s, ok := leaderStateOf(t, ct, p, lease)
+			s, ok := leaderStateOf(t.Context(), ct, p, lease)
 			if !ok {
 				return
 			}
@@ -69,7 +70,7 @@ func TestLeaderElection(t *testing.T) {
 	// The lease expires (15s after its last renewal) and the follower takes over.
 	waitForReady(t, second, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
-		if s, ok := leaderStateOf(t, ct, follower, lease); ok {
+		if s, ok := leaderStateOf(t.Context(), ct, follower, lease); ok {
 			assert.True(ct, s.leading, "the follower leads now")
 			assert.Positive(ct, s.reconciles)
 		}

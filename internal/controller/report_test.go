@@ -1,0 +1,52 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
+)
+
+// TestRequestAcknowledgedOnlyAtTheEnd: the status written in the middle of a pass (the intended
+// inventory, before the first write) does not acknowledge the reconcile request yet. A
+// controller killed after that write handles the request again instead of losing it.
+func TestRequestAcknowledgedOnlyAtTheEnd(t *testing.T) {
+	t.Parallel()
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	pkg := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "team", Name: "addon", Finalizers: []string{v1alpha1.FinalizerName},
+		Annotations: map[string]string{meta.ReconcileRequestAnnotation: "now"},
+	}}
+	var handled []string // lastHandledReconcileAt as each status patch wrote it
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pkg).WithStatusSubresource(pkg).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			handled = append(handled, obj.(*v1alpha1.Package).Status.LastHandledReconcileAt)
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+
+	steps := packageSteps[*v1alpha1.Package]{}
+	ks := steps.steps()
+	ks.pass = func(ctx context.Context, _ *v1alpha1.Package, rep *report, lastHandled string) (ctrl.Result, error) {
+		assert.Empty(t, lastHandled, "the request was not handled before")
+		inv := apply.Inventory{Phases: []apply.InventoryPhase{{Name: "one", Objects: []apply.ObjectRef{{Version: "v1", Kind: "ConfigMap", Namespace: "team", Name: "a"}}}}}
+		return ctrl.Result{}, rep.recordInventory()(ctx, inv)
+	}
+	l := newLifecycle(lifecycleBase{client: c}, "Package", func() *v1alpha1.Package { return &v1alpha1.Package{} }, ks)
+	_, err := l.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pkg)})
+	require.NoError(t, err)
+	require.Len(t, handled, 2, "the mid-pass record and the final status")
+	assert.Empty(t, handled[0], "the mid-pass record does not acknowledge the request")
+	assert.Equal(t, "now", handled[1], "the final status does")
+}
