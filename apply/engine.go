@@ -317,7 +317,16 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph desired.Phase, targ
 // error but an answer from the server itself (a refusal such as 409 or 422 leaves nothing behind),
 // or a server-side timeout, whose write may still complete.
 func mayHaveWritten(err error) bool {
-	var status apierrors.APIStatus
+	var (
+		status    apierrors.APIStatus
+		collision *CollisionError
+		conflict  *ConflictError
+		immutable *ImmutableFieldError
+		scope     *ScopeError
+	)
+	if errors.As(err, &collision) || errors.As(err, &conflict) || errors.As(err, &immutable) || errors.As(err, &scope) {
+		return false // refused before or by the server: nothing was written
+	}
 	if !errors.As(err, &status) {
 		return true
 	}
