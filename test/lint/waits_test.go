@@ -102,10 +102,11 @@ func TestOuterTUsesFindsTheMistake(t *testing.T) {
 		name, body string
 		want       int
 	}{
-		{"require on the test's t", `require.Eventually(t, func() bool { require.NoError(t, err); return true }, d, d)`, 1},
-		{"helper given the test's t", `require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.True(ct, exists(t, c, "x")) }, d, d)`, 1},
-		{"e2e wrapper", `eventually(t, func(a *attempt) { readyCondition(t, pkg) })`, 1},
-		{"t.Fatal", `assert.Eventually(s, func() bool { s.Fatal("x"); return true }, d, d)`, 1},
+		// The bad conditions live in testdata, so that this file holds none of them itself.
+		{"require on the test's t", "@require-on-outer-t.txt", 1},
+		{"helper given the test's t", "@helper-given-outer-t.txt", 1},
+		{"e2e wrapper", "@e2e-wrapper.txt", 1},
+		{"t.Fatal", "@fatal.txt", 1},
 		{"its context and name", `require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.NoError(ct, c.Get(t.Context(), k, &o), t.Name()) }, d, d)`, 0},
 		{"the collector", `eventually(t, func(a *attempt) { readyCondition(a, pkg); assert.True(a, exists(a, c, "x")) })`, 0},
 		{"a condition that shadows t", `require.EventuallyWithT(t, func(t *assert.CollectT) { assert.True(t, ok) }, d, d)`, 0},
@@ -114,8 +115,14 @@ func TestOuterTUsesFindsTheMistake(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			body := tc.body
+			if name, ok := strings.CutPrefix(body, "@"); ok {
+				b, err := os.ReadFile(filepath.Join("testdata", name))
+				require.NoError(t, err)
+				body = string(b)
+			}
 			fset := token.NewFileSet()
-			file, err := parser.ParseFile(fset, "x_test.go", "package x\nfunc f() {\n"+tc.body+"\n}\n", 0)
+			file, err := parser.ParseFile(fset, "x_test.go", "package x\nfunc f() {\n"+body+"\n}\n", 0)
 			require.NoError(t, err)
 			assert.Len(t, outerTUses(fset, file), tc.want)
 		})
