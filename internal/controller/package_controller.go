@@ -136,10 +136,6 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 // render pulls (through the digest-keyed source cache) and renders, reusing the last render of
 // the same digest, configuration and environment.
 func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, configDigest string, hc *hosted.HostedCluster) (*render.Result, error) {
-	env, err := r.rollouts.templateEnvironment(ctx, r.options, hc)
-	if err != nil {
-		return nil, err
-	}
 	opts := render.Options{
 		Name:        obj.GetName(),
 		Namespace:   obj.GetNamespace(),
@@ -147,7 +143,7 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 		Annotations: userAnnotations(obj.GetAnnotations()),
 		Image:       ref.String(),
 		Component:   obj.GetSpec().Component,
-		Environment: env,
+		Environment: templateEnvironment(r.options, hc),
 	}
 	if cfg := obj.GetSpec().Config; cfg != nil {
 		opts.Config = cfg.Raw

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -18,26 +17,9 @@ import (
 
 // templateEnvironment is what a package's templates see under .environment: the management
 // cluster's versions and proxy, and the HostedCluster behind a hosted-control-plane namespace
-// with its labels, annotations and node selector (read from the manager's cache).
-func (r *rollouts) templateEnvironment(ctx context.Context, opts Options, hc *hosted.HostedCluster) (render.Environment, error) {
-	env := render.Environment{KubernetesVersion: opts.KubernetesVersion, OpenShiftVersion: opts.OpenShiftVersion, Proxy: opts.Proxy}
-	env.HostedCluster = templateHostedCluster(hc)
-	if hc == nil {
-		return env, nil
-	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(hosted.HostedClusterGVK)
-	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: hc.Name}, obj); err != nil {
-		return env, fmt.Errorf("read HostedCluster %s/%s for the template context: %w", hc.Namespace, hc.Name, err)
-	}
-	env.HostedCluster.Labels = obj.GetLabels()
-	env.HostedCluster.Annotations = obj.GetAnnotations()
-	nodeSelector, _, err := unstructured.NestedStringMap(obj.Object, "spec", "nodeSelector")
-	if err != nil {
-		return env, fmt.Errorf("HostedCluster %s/%s: spec.nodeSelector: %w", hc.Namespace, hc.Name, err)
-	}
-	env.HostedCluster.NodeSelector = nodeSelector
-	return env, nil
+// with its labels, annotations and node selector (as findHostedCluster read them).
+func templateEnvironment(opts Options, hc *hosted.HostedCluster) render.Environment {
+	return render.Environment{KubernetesVersion: opts.KubernetesVersion, OpenShiftVersion: opts.OpenShiftVersion, Proxy: opts.Proxy, HostedCluster: templateHostedCluster(hc)}
 }
 
 // constraintReasons are the Ready reasons of the constraints a package's manifest declares.

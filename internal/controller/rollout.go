@@ -243,7 +243,8 @@ func templateHostedCluster(hc *hosted.HostedCluster) *render.HostedCluster {
 	if hc == nil {
 		return nil
 	}
-	return &render.HostedCluster{Name: hc.Name, Namespace: hc.Namespace, HostedClusterNamespace: hc.ControlPlaneNamespace}
+	return &render.HostedCluster{Name: hc.Name, Namespace: hc.Namespace, HostedClusterNamespace: hc.ControlPlaneNamespace,
+		Labels: hc.Labels, Annotations: hc.Annotations, NodeSelector: hc.NodeSelector}
 }
 
 // serviceAccountFor returns the ServiceAccount a resource impersonates on the management

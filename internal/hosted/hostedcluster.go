@@ -3,6 +3,7 @@ package hosted
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,6 +26,9 @@ type HostedCluster struct {
 	// Paused is true while HyperShift's reconciliation is paused (ReconciliationActive=False):
 	// the API server runs, but secrets and certificates are not refreshed.
 	Paused bool
+	// Labels, Annotations and NodeSelector (spec.nodeSelector) are what package templates see
+	// of it; copies, never the cache's maps.
+	Labels, Annotations, NodeSelector map[string]string
 }
 
 // ControlPlaneNamespace returns the hosted-control-plane namespace HyperShift uses for a
@@ -58,7 +62,11 @@ func FindHostedCluster(ctx context.Context, reader client.Reader, namespace stri
 		if ControlPlaneNamespace(hc.GetNamespace(), hc.GetName()) != namespace {
 			continue
 		}
-		out := &HostedCluster{Name: hc.GetName(), Namespace: hc.GetNamespace(), ControlPlaneNamespace: namespace, Message: "no Available condition yet"}
+		out := &HostedCluster{Name: hc.GetName(), Namespace: hc.GetNamespace(), ControlPlaneNamespace: namespace, Message: "no Available condition yet",
+			Labels: maps.Clone(hc.GetLabels()), Annotations: maps.Clone(hc.GetAnnotations())}
+		// NestedStringMap copies; a malformed nodeSelector leaves it empty (HyperShift's own
+		// validation rejects one).
+		out.NodeSelector, _, _ = unstructured.NestedStringMap(hc.Object, "spec", "nodeSelector")
 		conds, _, _ := unstructured.NestedSlice(hc.Object, "status", "conditions")
 		for _, c := range conds {
 			cm, ok := c.(map[string]any)

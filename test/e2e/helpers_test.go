@@ -294,12 +294,19 @@ func readyCondition(t testingT, obj client.Object) *metav1.Condition {
 // waitForReady waits until Ready has status and reason.
 func waitForReady(t *testing.T, obj client.Object, status metav1.ConditionStatus, reason string) *metav1.Condition {
 	t.Helper()
+	return waitForReadyMessage(t, obj, status, reason, "")
+}
+
+// waitForReadyMessage waits until Ready has the status and reason and its message contains text.
+func waitForReadyMessage(t *testing.T, obj client.Object, status metav1.ConditionStatus, reason, text string) *metav1.Condition {
+	t.Helper()
 	var last *metav1.Condition
 	eventually(t, func(a *attempt) {
 		last = readyCondition(a, obj)
 		if assert.NotNil(a, last, "no Ready condition yet") {
 			assert.Equal(a, status, last.Status, "Ready: %s", last.Message)
 			assert.Equal(a, reason, last.Reason, "Ready: %s", last.Message)
+			assert.Contains(a, last.Message, text)
 		}
 	})
 	return last

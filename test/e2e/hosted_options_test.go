@@ -7,12 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -135,17 +133,7 @@ func TestHostedUnavailableCoolDown(t *testing.T) {
 	createPackage(t, od)
 	// The first failure opens the circuit; from then on reconciles fail fast and say when the
 	// prober tries again.
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		var got v1alpha1.ObjectDeployment
-		if !assert.NoError(ct, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(od), &got)) {
-			return
-		}
-		c := apimeta.FindStatusCondition(got.Status.Conditions, meta.ReadyCondition)
-		if assert.NotNil(ct, c) {
-			assert.Equal(ct, v1alpha1.HostedClusterUnavailableReason, c.Reason)
-			assert.Contains(ct, c.Message, "next probe at")
-		}
-	}, timeout, interval)
+	waitForReadyMessage(t, od, metav1.ConditionFalse, v1alpha1.HostedClusterUnavailableReason, "next probe at")
 	require.Positive(t, dead.accepted.Load(), "the first reconcile tried the hosted API server")
 
 	odReconciles := map[string]string{"controller": "objectdeployment"}

@@ -87,17 +87,7 @@ func TestPullSecretRef(t *testing.T) {
 		Data:       map[string][]byte{"config.json": []byte(dockerConfig)},
 	}
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), opaque))
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		var got v1alpha1.Package
-		if !assert.NoError(ct, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), &got)) {
-			return
-		}
-		c := apimeta.FindStatusCondition(got.Status.Conditions, meta.ReadyCondition)
-		if assert.NotNil(ct, c) {
-			assert.Equal(ct, v1alpha1.AuthenticationFailedReason, c.Reason)
-			assert.Contains(ct, c.Message, "must be of type "+string(corev1.SecretTypeDockerConfigJson))
-		}
-	}, timeout, interval)
+	waitForReadyMessage(t, pkg, metav1.ConditionFalse, v1alpha1.AuthenticationFailedReason, "must be of type "+string(corev1.SecretTypeDockerConfigJson))
 	assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "private"))
 
 	// The right Secret, named by the Package: its credentials are used.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,16 +40,6 @@ func managementKubeconfig(t *testing.T) string {
 	return path
 }
 
-// freeLoopbackPort returns a loopback port nothing listens on right now.
-func freeLoopbackPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
-
 // runController starts `pkgsync controller` for the resources labelled shardLabel=shard, with a
 // metrics endpoint of its own, fast progress and retry intervals, and args appended (later
 // flags win). The process is killed with SIGKILL when the test ends; its log is printed when
@@ -58,7 +47,7 @@ func freeLoopbackPort(t *testing.T) string {
 func runController(t *testing.T, shard string, args ...string) *controllerProc {
 	t.Helper()
 	bin := crashBinary(t)
-	metricsAddr := freeLoopbackPort(t)
+	metricsAddr := refusedAddress(t)
 	p := &controllerProc{metricsURL: "http://" + metricsAddr + "/metrics", logPath: filepath.Join(t.TempDir(), "controller.log"), exited: make(chan struct{})}
 	log, err := os.Create(p.logPath)
 	require.NoError(t, err)
