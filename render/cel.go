@@ -19,6 +19,9 @@ const (
 	celMaxExpressionBytes = 10_000
 	// celMaxNesting bounds how deep an expression may nest.
 	celMaxNesting = 64
+	// celMaxExpressions bounds the different expressions one render compiles: a template can
+	// build expressions in a loop, and each compiled program is kept for the render.
+	celMaxExpressions = 1000
 )
 
 // conditionNameRE is what a named condition's name must look like: a CEL identifier.
@@ -69,6 +72,9 @@ func (c *celEvaluator) compile(expr string) (cel.Program, error) {
 	if p, ok := c.programs[expr]; ok {
 		return p, nil
 	}
+	if len(c.programs) >= celMaxExpressions {
+		return nil, fmt.Errorf("over %d different CEL expressions in one render", celMaxExpressions)
+	}
 	if len(expr) > celMaxExpressionBytes {
 		return nil, fmt.Errorf("expression is %d bytes, over the %d byte limit", len(expr), celMaxExpressionBytes)
 	}
@@ -105,6 +111,16 @@ func (c *celEvaluator) eval(expr string) (bool, error) {
 		return false, fmt.Errorf("must return a bool, not %s", out.Type().TypeName())
 	}
 	return bool(b), nil
+}
+
+// templateFunc is the cel template function: {{ cel "EXPRESSION" }} evaluates an expression
+// like the condition annotation does, in the template context with the named conditions.
+func (c *celEvaluator) templateFunc(expr string) (bool, error) {
+	v, err := c.eval(expr)
+	if err != nil {
+		return false, celError(expr, err)
+	}
+	return v, nil
 }
 
 // celError is a CEL expression that did not compile or evaluate.

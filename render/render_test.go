@@ -397,7 +397,7 @@ func TestRenderPackageRules(t *testing.T) {
 
 func TestTemplateFunctionsAreSafe(t *testing.T) {
 	t.Parallel()
-	fm := newTemplater(t.Context(), nil, nil, nil).funcs
+	fm := newTemplater(t.Context(), nil, nil, nil, nil).funcs
 	for _, name := range unsafeFuncs {
 		assert.NotContains(t, fm, name)
 	}

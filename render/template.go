@@ -46,10 +46,15 @@ type templater struct {
 	funcs   template.FuncMap // bounded functions, without include
 }
 
-// newTemplater prepares the templates of one render, which stop when ctx is done.
-func newTemplater(ctx context.Context, helpers map[string]string, order []string, data map[string]any) *templater {
+// newTemplater prepares the templates of one render, which stop when ctx is done. cel is the
+// cel template function; nil leaves it out.
+func newTemplater(ctx context.Context, helpers map[string]string, order []string, data map[string]any, cel func(string) (bool, error)) *templater {
 	b := &budget{ctx: ctx, limits: defaultTemplateLimits}
-	return &templater{helpers: helpers, order: order, data: data, budget: b, funcs: b.funcs()}
+	fm := b.funcs()
+	if cel != nil {
+		fm["cel"] = b.bound("cel", cel)
+	}
+	return &templater{helpers: helpers, order: order, data: data, budget: b, funcs: fm}
 }
 
 // funcs returns the safe function set, each function bounded by b, without include.

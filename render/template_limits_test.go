@@ -246,7 +246,7 @@ func TestTemplateBudgets(t *testing.T) {
 			if tt.isCtx != nil {
 				cancel()
 			}
-			tp := newTemplater(ctx, nil, nil, map[string]any{})
+			tp := newTemplater(ctx, nil, nil, map[string]any{}, nil)
 			tp.budget.limits = tt.limits
 			_, err := tp.execute("x.gotmpl", tt.src)
 			require.NotNil(t, err)
