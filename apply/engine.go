@@ -207,9 +207,13 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 // applyPhase applies the objects of one phase and records which are not available.
 func (e *Engine) applyPhase(ctx context.Context, p *pass, ph desired.Phase, target Target, pr *PhaseResult) error {
 	pr.State = v1alpha1.PhaseProgressing
-	objs, err := prepare(ph.Objects, p.req.Owner)
+	objs, origin, err := prepare(ph.Objects, p.req.Owner)
 	if err != nil {
 		return err
+	}
+	mappings := map[int][]desired.ConditionMapping{}
+	for _, m := range ph.ConditionMappings {
+		mappings[m.Object] = append(mappings[m.Object], m)
 	}
 	// Custom resources wait for the CRDs of the same phase to be Established.
 	crdOf := map[schema.GroupKind]ObjectRef{}
@@ -294,6 +298,7 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph desired.Phase, targ
 		if p.req.DryRun {
 			continue
 		}
+		p.res.Conditions = append(p.res.Conditions, mapConditions(out.live, mappings[origin[obj]])...)
 		if out.waiting != "" {
 			pr.NotAvailable = append(pr.NotAvailable, ObjectStatus{Ref: ref, Reason: out.waiting})
 			continue
@@ -335,13 +340,16 @@ func mayHaveWritten(err error) bool {
 
 // prepare copies the rendered objects, adds the ownership labels and the desired-state hash, drops
 // what apply must not send (status, server-set metadata), and orders CRDs first, then Namespaces, then the rest as rendered.
-func prepare(objs []*unstructured.Unstructured, owner Owner) ([]*unstructured.Unstructured, error) {
-	out := make([]*unstructured.Unstructured, 0, len(objs))
-	for _, o := range objs {
+// origin maps each copy to the index of its object in objs.
+func prepare(objs []*unstructured.Unstructured, owner Owner) (out []*unstructured.Unstructured, origin map[*unstructured.Unstructured]int, err error) {
+	out = make([]*unstructured.Unstructured, 0, len(objs))
+	origin = make(map[*unstructured.Unstructured]int, len(objs))
+	for i, o := range objs {
 		c, err := canonicalCopy(o)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", RefOf(o), err)
+			return nil, nil, fmt.Errorf("%s: %w", RefOf(o), err)
 		}
+		origin[c] = i
 		delete(c.Object, "status")
 		for _, f := range []string{"creationTimestamp", "resourceVersion", "uid", "generation", "managedFields"} {
 			unstructured.RemoveNestedField(c.Object, "metadata", f)
@@ -367,7 +375,7 @@ func prepare(objs []*unstructured.Unstructured, owner Owner) ([]*unstructured.Un
 		return 2
 	}
 	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
-	return out, nil
+	return out, origin, nil
 }
 
 // canonicalCopy copies an object through JSON. Unlike DeepCopy it accepts any JSON-marshalable

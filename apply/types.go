@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -119,6 +120,9 @@ type Result struct {
 	Inventory Inventory
 	// Changes lists every object touched or checked, in order; in dry-run what would happen.
 	Changes []Change
+	// Conditions are the conditions of applied objects that the phases' condition mappings
+	// name, under their destination types, from the objects reached in this pass.
+	Conditions []metav1.Condition
 	// Created, Updated, Unchanged and Pruned count Changes by action.
 	Created, Updated, Unchanged, Pruned int
 }

@@ -158,16 +158,3 @@ func TestUnsupportedPackageOperatorFieldsAreRefused(t *testing.T) {
 		assert.Contains(t, err.Error(), "manifest.yaml: "+field+": not supported")
 	}
 }
-
-// package-operator.run/condition-map maps conditions into Package Operator's own APIs, which
-// pkgsync does not have: the annotation is applied as it is, nothing is mapped.
-func TestConditionMapAnnotationIsAppliedAsIs(t *testing.T) {
-	t.Parallel()
-	fsys := fstest.MapFS{
-		"manifest.yaml": {Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: r}\nspec:\n  phases: [{name: deploy}]\n")},
-		"cm.yaml":       {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  annotations:\n    package-operator.run/phase: deploy\n    package-operator.run/condition-map: 'Available => my-prefix/Available'\n")},
-	}
-	res, err := Render(t.Context(), fsys, Options{})
-	require.NoError(t, err)
-	assert.Equal(t, map[string]string{"package-operator.run/condition-map": "Available => my-prefix/Available"}, res.Phases[0].Objects[0].GetAnnotations())
-}

@@ -157,6 +157,7 @@ func renderTree(ctx context.Context, c component, opts Options, allowMissing boo
 		filters:  flt,
 		phases:   map[string]int{},
 		seen:     map[objectKey]string{},
+		mappedBy: map[string]string{},
 	}
 	for i, p := range manifest.Spec.Phases {
 		r.phases[p.Name] = i
@@ -281,6 +282,8 @@ type renderer struct {
 	filters  *filters
 	phases   map[string]int
 	seen     map[objectKey]string
+	// mappedBy names the object that maps each destination condition type, for errors.
+	mappedBy map[string]string
 	result   Result
 	errs     Errors
 }
@@ -453,6 +456,13 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 		return
 	}
 	ann := obj.GetAnnotations()
+	var mappings []desired.ConditionMapping
+	if value, ok := ann[conditionMapAnnotation]; ok {
+		if mappings, err = parseConditionMap(value); err != nil {
+			fail("metadata.annotations."+conditionMapAnnotation, err)
+			return
+		}
+	}
 	own, pko := ann[v1alpha1.PhaseAnnotation], ann[pkoPhaseAnnotation]
 	if own != "" && pko != "" && own != pko {
 		fail("metadata.annotations", fmt.Errorf("%s %q and %s %q disagree; keep one", v1alpha1.PhaseAnnotation, own, pkoPhaseAnnotation, pko))
@@ -477,6 +487,7 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 	delete(ann, v1alpha1.PhaseAnnotation)
 	delete(ann, pkoPhaseAnnotation)
 	delete(ann, conditionAnnotation)
+	delete(ann, conditionMapAnnotation)
 	if len(ann) == 0 {
 		unstructured.RemoveNestedField(obj.Object, "metadata", "annotations")
 	} else {
@@ -494,7 +505,18 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 		fail("metadata.name", fmt.Errorf("duplicate object, already defined in %s", prev))
 		return
 	}
+	for _, m := range mappings {
+		if prev, dup := r.mappedBy[m.Destination]; dup {
+			fail("metadata.annotations."+conditionMapAnnotation, fmt.Errorf("destination %q is already mapped by %s", m.Destination, prev))
+			return
+		}
+	}
 	r.seen[key] = where
+	for _, m := range mappings {
+		r.mappedBy[m.Destination] = where
+		m.Object = len(p.Objects)
+		p.ConditionMappings = append(p.ConditionMappings, m)
+	}
 	p.Objects = append(p.Objects, obj)
 }
 

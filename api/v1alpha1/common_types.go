@@ -91,7 +91,8 @@ type RolloutStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Reconciling, Stalled.
+	// Conditions: Ready, Reconciling, Stalled, plus the conditions of applied objects that the
+	// package maps (package-operator.run/condition-map), whose types have a domain prefix.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 

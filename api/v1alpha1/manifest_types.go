@@ -20,6 +20,10 @@ const (
 	// PackageOperatorConditionAnnotation holds a CEL expression; an object whose expression is
 	// false is left out of the render. The annotation is removed from the rendered object.
 	PackageOperatorConditionAnnotation = "package-operator.run/condition"
+	// PackageOperatorConditionMapAnnotation maps conditions of an object into the status of the
+	// resource that installs it, one "SOURCE => prefix/DESTINATION" per line. The annotation is
+	// removed from the rendered object.
+	PackageOperatorConditionMapAnnotation = "package-operator.run/condition-map"
 	// PackageOperatorImageDir is the directory of a Package Operator image that holds the
 	// package; pkgsync re-roots such an image there.
 	PackageOperatorImageDir = "package"

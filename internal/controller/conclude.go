@@ -43,6 +43,7 @@ func recordPass(status *v1alpha1.RolloutStatus, res *apply.Result) {
 // retry interval, with Stalled when only a change of spec or package can help.
 func conclude(ctx context.Context, obj statusObject, res *apply.Result, err error, interval, retry, progress time.Duration, successMsg string) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
+	reportMappedConditions(obj, res)
 	switch {
 	case err != nil:
 		reason := reasonFor(err)
