@@ -46,7 +46,7 @@ func readManifestFormat(fsys fs.FS) (*v1alpha1.PackageManifest, string, bool, Er
 		break
 	}
 	if name == "" {
-		return nil, "", false, Errors{&Error{File: "manifest.yaml", Err: errors.New("missing: a package needs a manifest.yaml at its root")}}
+		return nil, "", false, Errors{&Error{File: "manifest.yaml", Err: errors.New("missing: a package needs a manifest.yaml at its root (or in package/, as in a Package Operator image)")}}
 	}
 
 	var head struct {

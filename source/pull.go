@@ -16,8 +16,6 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
-
-	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
 // Media types of pkgsync's own package images.
@@ -43,8 +41,6 @@ const (
 	// sharedPullTimeout bounds a pull that merged callers share: it runs on after the caller
 	// that started it gives up, so that the others still get their result.
 	sharedPullTimeout = 10 * time.Minute
-	// packageDir is where Package Operator images keep the package.
-	packageDir = v1alpha1.PackageOperatorImageDir
 )
 
 // Format names the image format an artifact was read from.
@@ -53,7 +49,8 @@ type Format string
 const (
 	// FormatPkgsync is pkgsync's own OCI artifact: the package at the root of one layer.
 	FormatPkgsync Format = "pkgsync"
-	// FormatPackageOperator is a Package Operator image: the package under package/ in its layers.
+	// FormatPackageOperator is a Package Operator (container) image: its layers hold the
+	// package under package/, where render finds it.
 	FormatPackageOperator Format = "package-operator"
 )
 
@@ -66,7 +63,8 @@ type Artifact struct {
 	Format Format
 	// Annotations are the manifest annotations (org.opencontainers.image.*).
 	Annotations map[string]string
-	// FS is the package directory: manifest.yaml at its root.
+	// FS holds the files of the image's layers as they are: the package at the root for
+	// pkgsync's format, under package/ for Package Operator's (render reads either).
 	FS fs.FS
 
 	// size is what the artifact costs in the memory cache.
@@ -192,12 +190,6 @@ func (c *Client) pull(ctx context.Context, ref Reference, cred auth.Credential) 
 	}
 
 	files := u.files
-	if format == FormatPackageOperator {
-		var ok bool
-		if files, ok = subtree(u.files, packageDir); !ok {
-			return nil, fmt.Errorf("image has no %s/ directory: it is neither a pkgsync nor a Package Operator package", packageDir)
-		}
-	}
 	return &Artifact{
 		Digest:      ref.Digest,
 		Format:      format,
@@ -219,8 +211,8 @@ func imageFormat(doc manifestDoc) (Format, error) {
 	if kind == "" {
 		kind = doc.Config.MediaType
 	}
-	return "", fmt.Errorf("image of type %q is not a package: want artifact type %s or a container image with a %s/ directory",
-		kind, ArtifactType, packageDir)
+	return "", fmt.Errorf("image of type %q is not a package: want artifact type %s or a Package Operator (container) image",
+		kind, ArtifactType)
 }
 
 // layerCompression tells whether a layer media type is gzip-compressed; other compressions

@@ -39,6 +39,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
+	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -379,13 +380,18 @@ func TestTLS(t *testing.T) {
 
 // pkoLayer is a Package Operator image's single layer: the package under package/, next to
 // files that are not part of it.
+const (
+	pkoManifest = "apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: pko\nspec:\n  phases: [{name: deploy}]\n"
+	pkoObject   = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pko-cm\n  annotations: {package-operator.run/phase: deploy}\n"
+)
+
 func pkoLayer(t *testing.T) []byte {
 	t.Helper()
 	return makeTar(t,
 		tarEntry{name: "package/", typeflag: tar.TypeDir},
-		file("package/manifest.yaml", "apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: pko\n"),
+		file("package/manifest.yaml", pkoManifest),
 		tarEntry{name: "package/deploy/", typeflag: tar.TypeDir},
-		file("package/deploy/deployment.yaml", "kind: Deployment\n"),
+		file("package/deploy/cm.yaml", pkoObject),
 		file("README.md", "not part of the package"),
 	)
 }
@@ -445,10 +451,19 @@ func TestPullPackageOperatorImage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, dgst, a.Digest)
 	assert.Equal(t, FormatPackageOperator, a.Format)
+	// The image's files as they are: render finds the package under package/, as it does in
+	// a directory holding an unpacked image (render: TestRenderGolden/pko).
 	assert.Equal(t, map[string]string{
-		"manifest.yaml":          "apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: pko\n",
-		"deploy/deployment.yaml": "kind: Deployment\n",
+		"package/manifest.yaml":  pkoManifest,
+		"package/deploy/cm.yaml": pkoObject,
+		"README.md":              "not part of the package",
 	}, readTree(t, a.FS))
+	res, err := render.Render(t.Context(), a.FS, render.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, "pko", res.Manifest.Name)
+	require.Len(t, res.Phases, 1)
+	require.Len(t, res.Phases[0].Objects, 1)
+	assert.Equal(t, "pko-cm", res.Phases[0].Objects[0].GetName())
 }
 
 func TestPullRejectsOtherArtifacts(t *testing.T) {

@@ -152,18 +152,6 @@ func (u *unpacker) cleanPath(name string) (string, error) {
 	return clean, nil
 }
 
-// subtree returns the files under dir, re-rooted, or false when there are none.
-func subtree(files fstest.MapFS, dir string) (fstest.MapFS, bool) {
-	out := fstest.MapFS{}
-	prefix := dir + "/"
-	for name, f := range files {
-		if rest, ok := strings.CutPrefix(name, prefix); ok {
-			out[rest] = f
-		}
-	}
-	return out, len(out) > 0 || files[dir] != nil
-}
-
 // boundedReader fails once more than left bytes were read.
 type boundedReader struct {
 	r      io.Reader
