@@ -61,6 +61,11 @@ type manifestTests struct {
 					OpenShift *struct {
 						Version string `json:"version"`
 					} `json:"openShift"`
+					Proxy *struct {
+						HTTPProxy  string `json:"httpProxy"`
+						HTTPSProxy string `json:"httpsProxy"`
+						NoProxy    string `json:"noProxy"`
+					} `json:"proxy"`
 					HyperShift *struct {
 						HostedCluster *struct {
 							Metadata struct {
@@ -126,6 +131,9 @@ func ReadTemplateTests(fsys fs.FS) (*TemplateTests, error) {
 		}
 		if c.Environment.OpenShift != nil {
 			opts.Environment.OpenShiftVersion = c.Environment.OpenShift.Version
+		}
+		if p := c.Environment.Proxy; p != nil {
+			opts.Environment.Proxy = &Proxy{HTTPProxy: p.HTTPProxy, HTTPSProxy: p.HTTPSProxy, NoProxy: p.NoProxy}
 		}
 		if hs := c.Environment.HyperShift; hs != nil && hs.HostedCluster != nil {
 			hc := hs.HostedCluster

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/pko/golden")
+
+// Package Operator fixtures of our own (testdata/pko, see its README.md), each run through
+// pkgsync validate, render and test as a user would.
+const pkoFixtures = "testdata/pko"
+
+// golden compares got with testdata/pko/golden/NAME, or writes it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	file := filepath.Join(pkoFixtures, "golden", name)
+	if *updateGolden {
+		require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+		require.NoError(t, os.WriteFile(file, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(file)
+	require.NoError(t, err, "run go test ./cmd/pkgsync -run TestPackageOperatorFixtures -update to write %s", file)
+	assert.Equal(t, string(want), got, file)
+}
+
+// TestPackageOperatorFixturesValid runs the package using every supported rule: validate
+// accepts it, test finds every case equal to its fixture, and render with the flags matching a
+// case's context prints exactly that case's fixture.
+func TestPackageOperatorFixturesValid(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(pkoFixtures, "valid", "shop")
+
+	stdout, stderr, err := runCLI(t, "validate", dir, "--kubernetes-version", "v1.36.3")
+	require.NoError(t, err, stderr)
+	assert.Equal(t, dir+": valid\n", stdout)
+
+	stdout, stderr, err = runCLI(t, "test", dir)
+	require.NoError(t, err, stderr)
+	assert.Equal(t, "ok defaults\nok hosted-ha\n", stdout, "every case equals its committed fixture")
+	assert.Equal(t, "test.kubeconform: skipped: pkgsync does not validate rendered objects against schemas\n", stderr)
+
+	stdout, stderr, err = runCLI(t, "render", dir, "--name", "shop", "--namespace", "shop-ns", "--kubernetes-version", "v1.36.3")
+	require.NoError(t, err, stderr)
+	fixture, err := os.ReadFile(filepath.Join(dir, ".test-fixtures", "defaults.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, string(fixture), stdout, "render gives what test's defaults case expects")
+
+	// The component, selected as a Package's spec.component selects it.
+	stdout, stderr, err = runCLI(t, "validate", dir, "--component", "backend")
+	require.NoError(t, err, stderr)
+	assert.Equal(t, dir+": valid\n", stdout)
+	stdout, stderr, err = runCLI(t, "render", dir, "--component", "backend", "--namespace", "shop-ns")
+	require.NoError(t, err, stderr)
+	golden(t, "shop-backend.yaml", stdout)
+}
+
+// TestPackageOperatorFixturesInvalid runs each package that breaks rules: validate reports
+// every problem with its file, object and field, render refuses the package, and test fails
+// its cases. What they print is compared with golden files.
+func TestPackageOperatorFixturesInvalid(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// flags are given to validate and render.
+		flags []string
+		// validates is set when validate accepts the package (only test finds the problem).
+		validates bool
+	}{
+		{name: "filter"},
+		{name: "condition-annotation"},
+		{name: "condition-map"},
+		{name: "cel-template"},
+		{name: "images-unlocked"},
+		{name: "images-stale"},
+		{name: "components"},
+		{name: "components-select", flags: []string{"--component", "nested"}},
+		{name: "components-select", flags: []string{"--component", "missing"}},
+		{name: "constraints"},
+		{name: "constraints-violated", flags: []string{"--kubernetes-version", "v1.36.3"}},
+		{name: "unsupported"},
+		{name: "phases"},
+		{name: "config", flags: []string{"--config", filepath.Join(pkoFixtures, "invalid", "config", ".bad-config.yaml")}},
+		{name: "test-cases", validates: true},
+	}
+	for _, tt := range tests {
+		name := tt.name
+		if len(tt.flags) > 0 && tt.flags[0] == "--component" {
+			name += "-component-" + tt.flags[1]
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(pkoFixtures, "invalid", tt.name)
+			normalize := func(s string) string { return strings.ReplaceAll(s, dir, "DIR") }
+
+			stdout, stderr, err := runCLI(t, append([]string{"validate", dir}, tt.flags...)...)
+			if tt.validates {
+				require.NoError(t, err, stderr)
+			} else {
+				require.Error(t, err)
+				assert.Empty(t, stdout)
+				golden(t, "invalid-"+name+".validate.txt", normalize(stderr+"error: "+err.Error()+"\n"))
+			}
+
+			_, _, err = runCLI(t, append([]string{"render", dir}, tt.flags...)...)
+			if tt.validates {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err, "render refuses what validate refuses")
+			}
+
+			if len(tt.flags) > 0 && tt.flags[0] == "--component" {
+				return // test runs the root's cases
+			}
+			stdout, stderr, err = runCLI(t, "test", dir)
+			require.Error(t, err)
+			golden(t, "invalid-"+name+".test.txt", normalize(stdout+stderr+"error: "+err.Error()+"\n"))
+			_, statErr := os.Stat(filepath.Join(dir, ".test-fixtures"))
+			assert.True(t, os.IsNotExist(statErr), "a failing case writes no fixture")
+		})
+	}
+}

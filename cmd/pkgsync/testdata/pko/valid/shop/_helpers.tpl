@@ -1,0 +1,4 @@
+{{- define "labels" -}}
+app.kubernetes.io/name: shop
+app.kubernetes.io/instance: {{ .package.metadata.name }}
+{{- end -}}
