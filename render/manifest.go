@@ -71,6 +71,11 @@ func readManifestFormat(fsys fs.FS) (*v1alpha1.PackageManifest, string, bool, Er
 				return nil, name, false, errs
 			}
 		}
+		for i := range m.Spec.Phases {
+			if m.Spec.Phases[i].Class == pkoDefaultClass {
+				m.Spec.Phases[i].Class = "" // Package Operator's built-in controller: the management cluster
+			}
+		}
 	default:
 		return nil, name, false, Errors{&Error{File: name, Field: "apiVersion", Err: fmt.Errorf("must be %s (or %s), not %q", v1alpha1.GroupVersion, pkoManifestAPIVersion, head.APIVersion)}}
 	}

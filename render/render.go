@@ -456,6 +456,10 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 		return
 	}
 	ann := obj.GetAnnotations()
+	if _, ok := ann[pkoExternalAnnotation]; ok {
+		fail("metadata.annotations."+pkoExternalAnnotation, errors.New("not supported: pkgsync applies every object of a package, it cannot only observe one; remove the object or the annotation"))
+		return
+	}
 	var mappings []desired.ConditionMapping
 	if value, ok := ann[conditionMapAnnotation]; ok {
 		if mappings, err = parseConditionMap(value); err != nil {

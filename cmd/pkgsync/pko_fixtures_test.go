@@ -46,7 +46,8 @@ func TestPackageOperatorFixturesValid(t *testing.T) {
 	assert.Equal(t, "ok defaults\nok hosted-ha\n", stdout, "every case equals its committed fixture")
 	assert.Equal(t, "test.kubeconform: skipped: pkgsync does not validate rendered objects against schemas\n", stderr)
 
-	stdout, stderr, err = runCLI(t, "render", dir, "--name", "shop", "--namespace", "shop-ns", "--kubernetes-version", "v1.36.3")
+	// Without --name the Package is named like the manifest (shop), as the defaults case.
+	stdout, stderr, err = runCLI(t, "render", dir, "--namespace", "shop-ns", "--kubernetes-version", "v1.36.3")
 	require.NoError(t, err, stderr)
 	fixture, err := os.ReadFile(filepath.Join(dir, ".test-fixtures", "defaults.yaml"))
 	require.NoError(t, err)
