@@ -87,7 +87,8 @@ type RevisionHistoryEntry struct {
 type RolloutStatus struct {
 	meta.ReconcileRequestStatus `json:",inline"`
 
-	// ObservedGeneration is the last generation reconciled.
+	// ObservedGeneration is the last generation whose outcome is final (Ready or Stalled); -1
+	// before the first.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
