@@ -237,7 +237,9 @@ func (e *Engine) applyPhase(ctx context.Context, p *pass, ph desired.Phase, targ
 		case err == nil:
 			intended = append(intended, RefOf(obj))
 		case !meta.IsNoMatchError(err) && !errors.Is(err, errNoNamespace):
-			// Discovery failed: every further object would wait out the same timeout.
+			// Discovery failed: every further object would wait out the same timeout. Nothing of
+			// the phase was written: it is still pending, as it is when its target is missing.
+			pr.State = v1alpha1.PhasePending
 			return unreachable(fmt.Errorf("%s: look up kind: %w", RefOf(obj), err), ph.Class, target)
 		}
 	}

@@ -101,8 +101,8 @@ func announce(rec record.EventRecorder, obj statusObject, old *metav1.Condition)
 	if rec == nil || now == nil {
 		return
 	}
-	// An unreachable hosted cluster's message names its next probe: one event per transition,
-	// not one per retry.
+	// One event per transition to an unreachable hosted cluster, not one per retry, even when
+	// the message changes (the HostedCluster's own message, a circuit opened anew).
 	if old != nil && old.Status == now.Status && old.Reason == now.Reason &&
 		(old.Message == now.Message || now.Reason == v1alpha1.HostedClusterUnavailableReason) {
 		return

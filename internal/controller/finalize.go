@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,12 +11,14 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
 // finalize makes one teardown pass for a resource being deleted and lets the resource go once
@@ -29,6 +32,16 @@ func finalize(ctx context.Context, r *rollouts, reader client.Reader, obj status
 		return ctrl.Result{}, nil
 	}
 	done, err := teardownPass(ctx, r, reader, obj, owner, serviceAccount, status, opts)
+	var down *hosted.UnavailableError
+	if errors.As(err, &down) {
+		// Nothing is sent to the hosted cluster before its next probe; a probe that succeeds
+		// wakes the resource at once, and the teardown timeout lets its objects go.
+		wait := max(time.Until(down.NextProbe)+time.Second, opts.RetryInterval)
+		if letGo := time.Until(obj.GetDeletionTimestamp().Add(opts.HostedTeardownTimeout)); letGo > 0 {
+			wait = min(wait, letGo+time.Second)
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -36,7 +49,32 @@ func finalize(ctx context.Context, r *rollouts, reader client.Reader, obj status
 		return ctrl.Result{RequeueAfter: opts.ProgressInterval}, nil
 	}
 	controllerutil.RemoveFinalizer(obj, v1alpha1.FinalizerName)
+	r.forgetHostedIfUnused(ctx, owner.Namespace, obj)
 	return ctrl.Result{}, nil
+}
+
+// forgetHostedIfUnused drops the hosted client of a namespace, and its circuit, once the last
+// resource there that could use it is gone: a dead hosted cluster whose resources were all
+// deleted is probed no more. When the list fails the client stays; the idle timeout ends it.
+func (r *rollouts) forgetHostedIfUnused(ctx context.Context, namespace string, deleted client.Object) {
+	if r.targets.hosted == nil || namespace == "" {
+		return
+	}
+	for _, list := range []client.ObjectList{&v1alpha1.PackageList{}, &v1alpha1.ObjectDeploymentList{}} {
+		if err := r.reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
+			return
+		}
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			return
+		}
+		for _, item := range items {
+			if o, ok := item.(client.Object); !ok || o.GetUID() != deleted.GetUID() {
+				return
+			}
+		}
+	}
+	r.targets.hosted.Forget(namespace)
 }
 
 // teardownPass deletes what the inventory holds, a phase at a time, and reports whether all is gone.

@@ -21,6 +21,7 @@ type metrics struct {
 	objects      *prometheus.CounterVec
 	// Hosted clusters: how many per health state, probe latency, time spent waiting on them.
 	hostedStates   *prometheus.GaugeVec
+	nextProbe      *prometheus.GaugeVec
 	probeDuration  *prometheus.HistogramVec
 	hostedRequests prometheus.Counter
 }
@@ -44,6 +45,10 @@ func newMetrics() *metrics {
 			Name: "pkgsync_hosted_clusters",
 			Help: "Hosted clusters with a cached client, by health state: Closed (reachable), Open (failing fast until a probe succeeds), Probing.",
 		}, []string{"state"}),
+		nextProbe: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pkgsync_hosted_next_probe_timestamp_seconds",
+			Help: "When the hosted API server of a hosted-control-plane namespace whose circuit is open is probed next (Unix time); no series for reachable ones.",
+		}, []string{"namespace"}),
 		probeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "pkgsync_hosted_probe_duration_seconds",
 			Help:    "Probes of unreachable hosted API servers, by outcome (success, failure).",
@@ -76,6 +81,9 @@ func (m *metrics) register() error {
 	if m.hostedStates, err = registerOrReuse(m.hostedStates); err != nil {
 		return err
 	}
+	if m.nextProbe, err = registerOrReuse(m.nextProbe); err != nil {
+		return err
+	}
 	if m.probeDuration, err = registerOrReuse(m.probeDuration); err != nil {
 		return err
 	}
@@ -98,7 +106,8 @@ func (m *metrics) observeHosted(c *hosted.Clients) {
 		})
 }
 
-// hostedStatesRunnable refreshes pkgsync_hosted_clusters every few seconds.
+// hostedStatesRunnable refreshes pkgsync_hosted_clusters and
+// pkgsync_hosted_next_probe_timestamp_seconds every few seconds.
 type hostedStatesRunnable struct {
 	m *metrics
 	c *hosted.Clients
@@ -110,6 +119,10 @@ func (r hostedStatesRunnable) Start(ctx context.Context) error {
 	for {
 		for state, n := range r.c.States() {
 			r.m.hostedStates.WithLabelValues(string(state)).Set(float64(n))
+		}
+		r.m.nextProbe.Reset()
+		for ns, at := range r.c.NextProbes() {
+			r.m.nextProbe.WithLabelValues(ns).Set(float64(at.Unix()))
 		}
 		select {
 		case <-ctx.Done():

@@ -114,13 +114,30 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 		if hostedErr != nil {
 			// The engine only knows the target is missing; say why.
 			err = hostedErr
-		} else if r.targets.hosted != nil && ctx.Err() == nil {
-			// The reconcile's own timeout running out says the pass was long, not that the
-			// cluster is unreachable.
-			r.targets.hosted.MarkUnavailable(req.owner.Namespace, unavailable.Err)
+		} else {
+			err = r.openCircuit(ctx, req.owner.Namespace, err, unavailable)
 		}
 	}
 	return res, err
+}
+
+// openCircuit records that the hosted API server of namespace did not answer during a pass
+// (unavailable, found in err), so that the namespace's resources stop sending to it until a probe
+// gets an answer, and returns the error to report: the circuit's, which reads the same on every
+// retry until it closes. The reconcile's own deadline running out says the pass was long, not
+// that the cluster is unreachable: err is returned as it is then.
+func (r *rollouts) openCircuit(ctx context.Context, namespace string, err error, unavailable *apply.TargetUnavailableError) error {
+	if r.targets.hosted == nil || namespace == "" || ctx.Err() != nil || errors.Is(unavailable.Err, apply.ErrNoTarget) {
+		return err
+	}
+	var down *hosted.UnavailableError
+	if errors.As(err, &down) {
+		return err // the circuit was open already
+	}
+	if opened := r.targets.hosted.MarkUnavailable(namespace, unavailable.Err); opened != nil {
+		return opened
+	}
+	return err
 }
 
 // gateOnHostedCluster holds hosted-cluster phases while the HostedCluster behind the namespace
@@ -189,10 +206,15 @@ func (r *rollouts) teardown(ctx context.Context, owner apply.Owner, serviceAccou
 	}
 	res, err := r.engine.Teardown(ctx, apply.TeardownRequest{Owner: owner, Inventory: current, Targets: tgts})
 	var unavailable *apply.TargetUnavailableError
-	if err != nil && policy.letGoUnreachableHosted && errors.As(err, &unavailable) && unavailable.Class == classHosted {
-		// The hosted API server went away during the pass: let its objects go.
-		current, letGo = splitInventory(current, isHosted, letGo)
-		res, err = r.engine.Teardown(ctx, apply.TeardownRequest{Owner: owner, Inventory: current, Targets: tgts})
+	if err != nil && hostedErr == nil && errors.As(err, &unavailable) && unavailable.Class == classHosted {
+		// Teardown uses the circuit as apply passes do: the next passes, and the other resources
+		// of the namespace, send nothing until a probe gets an answer.
+		err = r.openCircuit(ctx, owner.Namespace, err, unavailable)
+		if policy.letGoUnreachableHosted {
+			// The hosted API server went away during the pass: let its objects go.
+			current, letGo = splitInventory(current, isHosted, letGo)
+			res, err = r.engine.Teardown(ctx, apply.TeardownRequest{Owner: owner, Inventory: current, Targets: tgts})
+		}
 	}
 	if err != nil && policy.namespaceTerminating && owner.Namespace != "" {
 		inNamespace := func(class string, ref apply.ObjectRef) bool { return class == "" && ref.Namespace == owner.Namespace }

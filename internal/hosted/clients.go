@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/apply"
@@ -144,6 +146,7 @@ func (c *Clients) Target(ctx context.Context, namespace string) (apply.Target, e
 	var secret corev1.Secret
 	err := c.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.opts.SecretName}, &secret)
 	if apierrors.IsNotFound(err) {
+		c.Forget(namespace) // and its circuit: nothing is probed for a deleted connector Secret
 		return apply.Target{}, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: "Secret not found"}
 	}
 	if err != nil {
@@ -163,8 +166,7 @@ func (c *Clients) Target(ctx context.Context, namespace string) (apply.Target, e
 		e.lastUsed = now
 		if e.health.state != HealthClosed {
 			// Nothing is sent: the prober alone talks to a hosted API server that did not answer.
-			return apply.Target{}, &apply.TargetUnavailableError{Class: "hosted-cluster", Target: e.target.Name,
-				Err: &UnavailableError{Namespace: namespace, Err: e.health.lastErr, NextProbe: e.health.nextProbe}}
+			return apply.Target{}, unavailable(namespace, e)
 		}
 		return e.target, nil
 	}
@@ -183,16 +185,24 @@ func (c *Clients) Probes() int64 { return c.probes.Load() }
 
 // MarkUnavailable records that the hosted API server of a namespace did not answer: its
 // circuit opens, Target fails fast without touching the network, and the prober checks the
-// server once per backoff step. New credentials close the circuit.
-func (c *Clients) MarkUnavailable(namespace string, err error) {
+// server once per backoff step. New credentials close the circuit. It returns the error Target
+// returns from now on (wrapping an *UnavailableError), so that the failure that opened the
+// circuit reads the same as every retry after it; nil when the namespace has no client.
+func (c *Clients) MarkUnavailable(namespace string, err error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.entries[namespace]; ok && e.health.state == HealthClosed {
+	e, ok := c.entries[namespace]
+	if !ok {
+		return nil
+	}
+	if e.health.state == HealthClosed {
 		c.open(e, err)
 	}
+	return unavailable(namespace, e)
 }
 
-// Forget drops the client of a namespace, when no resource there needs it any more.
+// Forget drops the client of a namespace and its circuit, when no resource there needs it any
+// more: an open circuit is no longer probed.
 func (c *Clients) Forget(namespace string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -237,11 +247,25 @@ func (c *Clients) build(namespace string, kubeconfig []byte) (*entry, error) {
 		}
 	}
 	// Every request, discovery for the RESTMapper included, is bounded by Timeout; connecting
-	// by the shorter DialTimeout.
+	// and the TLS handshake each by the shorter DialTimeout.
 	cfg.Timeout = c.opts.Timeout
-	cfg.Dial = (&net.Dialer{Timeout: c.opts.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.UserAgent = "pkgsync"
+	// The probe has a transport of its own, without the request timing: a probe is not time spent
+	// waiting on the hosted API server by a reconcile, and its connections never queue behind the
+	// reconciles' ones.
+	probeCfg, err := withShortHandshake(cfg, c.opts.DialTimeout)
+	if err != nil {
+		return nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: err.Error()}
+	}
+	probeCfg.Timeout = c.opts.ProbeTimeout
+	pc, err := rest.HTTPClientFor(probeCfg)
+	if err != nil {
+		return nil, fmt.Errorf("build probe client for hosted cluster of %s: %w", namespace, err)
+	}
+	if cfg, err = withShortHandshake(cfg, c.opts.DialTimeout); err != nil {
+		return nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: err.Error()}
+	}
 	if c.opts.OnRequest != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return timedTransport{rt, c.opts.OnRequest} })
 	}
@@ -249,14 +273,41 @@ func (c *Clients) build(namespace string, kubeconfig []byte) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build client for hosted cluster of %s: %w", namespace, err)
 	}
-	pc, err := probeClient(cfg, c.opts.ProbeTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("build probe client for hosted cluster of %s: %w", namespace, err)
-	}
 	return &entry{
 		target:   apply.Target{Client: cl, Name: "hosted cluster " + namespace, Budget: c.opts.Budget},
 		probeURL: strings.TrimSuffix(cfg.Host, "/") + "/readyz", probeClient: pc,
 	}, nil
+}
+
+// withShortHandshake returns a copy of cfg with a transport of its own whose TCP connect and
+// TLS handshake are each bounded by timeout. client-go's transport waits up to 10 s for a
+// handshake, and a hosted API server behind a dead tunnel accepts the connection and never
+// answers: that wait, not the dial, is what a dead cluster costs a reconcile. rest.Config has no
+// field for it, so the transport is built here from the config's own TLS settings, the way
+// client-go builds it; authentication headers are still added by client-go. Exec plugins and
+// auth providers (allowed only by opt-in) may supply client certificates at run time, which a
+// transport of one's own cannot take: those keep client-go's transport, with the dial bounded.
+func withShortHandshake(cfg *rest.Config, timeout time.Duration) (*rest.Config, error) {
+	dial := (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
+	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
+		out := rest.CopyConfig(cfg)
+		out.Dial = dial
+		return out, nil
+	}
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("TLS settings: %w", err)
+	}
+	out := rest.CopyConfig(cfg)
+	out.TLSClientConfig = rest.TLSClientConfig{}
+	out.Transport = utilnet.SetTransportDefaults(&http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		TLSHandshakeTimeout: timeout,
+		TLSClientConfig:     tlsConfig,
+		MaxIdleConnsPerHost: 25,
+		DialContext:         dial,
+	})
+	return out, nil
 }
 
 // rewriteServiceHost turns https://kube-apiserver:6443 into

@@ -8,7 +8,12 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/rest"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
 )
 
 // Health is where a hosted cluster stands for the controller: a circuit breaker per
@@ -29,24 +34,36 @@ const (
 )
 
 // UnavailableError says a hosted cluster's circuit is open: nothing was sent to it.
+//
+// Its message stays the same for as long as the circuit is open, so that the retries of a dead
+// cluster's resources, one per probe step, write no status: it names the failure that opened
+// the circuit and when, not the next probe time (NextProbe, which the caller requeues at, and
+// the pkgsync_hosted_next_probe_timestamp_seconds metric carry that).
 type UnavailableError struct {
 	Namespace string
-	// Err is the failure that opened the circuit, or the last failed probe.
+	// Err is the failure that opened the circuit.
 	Err error
+	// Since is when the circuit opened.
+	Since time.Time
 	// NextProbe is when the prober tries the API server again.
 	NextProbe time.Time
 }
 
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("hosted API server of %s does not answer: %v; next probe at %s", e.Namespace, e.Err, e.NextProbe.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("hosted API server of %s has not answered since %s: %v; nothing is sent to it until a probe gets an answer, then its resources are reconciled at once",
+		e.Namespace, e.Since.UTC().Format(time.RFC3339), e.Err)
 }
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // health is the circuit of one entry; Clients.mu guards it.
 type health struct {
-	state     Health
-	failures  int
+	state    Health
+	failures int
+	// openErr and openedAt are the failure that opened the circuit and when: what status
+	// reports, unchanged by later failed probes.
+	openErr   error
+	openedAt  time.Time
 	lastErr   error
 	nextProbe time.Time
 }
@@ -65,10 +82,20 @@ func (c *Clients) backoff(n int) time.Duration {
 
 // open records a failure of the hosted API server of an entry. Caller holds c.mu.
 func (c *Clients) open(e *entry, err error) {
+	now := c.now()
+	if e.health.openErr == nil {
+		e.health.openErr, e.health.openedAt = err, now
+	}
 	e.health.failures++
 	e.health.lastErr = err
 	e.health.state = HealthOpen
-	e.health.nextProbe = c.now().Add(c.backoff(e.health.failures))
+	e.health.nextProbe = now.Add(c.backoff(e.health.failures))
+}
+
+// unavailable is the error of a namespace whose circuit is open. Caller holds c.mu.
+func unavailable(namespace string, e *entry) error {
+	return &apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Target: e.target.Name,
+		Err: &UnavailableError{Namespace: namespace, Err: e.health.openErr, Since: e.health.openedAt, NextProbe: e.health.nextProbe}}
 }
 
 // OnRecovered registers a function called with the namespace whose hosted API server answers
@@ -94,6 +121,20 @@ func (c *Clients) States() map[Health]int {
 	out := map[Health]int{HealthClosed: 0, HealthOpen: 0, HealthProbing: 0}
 	for _, e := range c.entries {
 		out[e.health.state]++
+	}
+	return out
+}
+
+// NextProbes returns, per namespace whose circuit is open, when its hosted API server is probed
+// next (for metrics: status does not carry it, so that a retry writes nothing).
+func (c *Clients) NextProbes() map[string]time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]time.Time{}
+	for ns, e := range c.entries {
+		if e.health.state != HealthClosed {
+			out[ns] = e.health.nextProbe
+		}
 	}
 	return out
 }
@@ -136,11 +177,13 @@ type dueProbe struct {
 	e         *entry
 }
 
-// dueProbes marks the open circuits whose next probe is due as probing and returns them.
+// dueProbes marks the open circuits whose next probe is due as probing and returns them. Clients
+// unused for IdleTTL go first: an open circuit whose resources are gone is not probed forever.
 func (c *Clients) dueProbes() []dueProbe {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
+	c.evictIdle(now)
 	var out []dueProbe
 	for ns, e := range c.entries {
 		if e.health.state == HealthOpen && !now.Before(e.health.nextProbe) {
@@ -155,6 +198,12 @@ func (c *Clients) dueProbes() []dueProbe {
 // but a server error means the server is reachable: the circuit closes, and whatever else is
 // wrong (credentials, RBAC) shows in the next reconcile.
 func (c *Clients) probe(ctx context.Context, p dueProbe) {
+	if !c.hasSecret(ctx, p.namespace) {
+		// The connector Secret is gone (the hosted cluster is being deleted): nothing will use
+		// this client again, and nothing is probed for it.
+		c.forgetEntry(p.namespace, p.e)
+		return
+	}
 	start := time.Now()
 	err := c.send(ctx, p.e)
 	if c.opts.OnProbe != nil {
@@ -179,6 +228,23 @@ func (c *Clients) probe(ctx context.Context, p dueProbe) {
 	c.mu.Unlock()
 	for _, fn := range fns {
 		fn(p.namespace)
+	}
+}
+
+// hasSecret reports whether the connector Secret of a namespace may still exist: only a
+// NotFound from the reader says it does not.
+func (c *Clients) hasSecret(ctx context.Context, namespace string) bool {
+	var secret corev1.Secret
+	err := c.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.opts.SecretName}, &secret)
+	return !apierrors.IsNotFound(err)
+}
+
+// forgetEntry drops the client of a namespace if it is still e.
+func (c *Clients) forgetEntry(namespace string, e *entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries[namespace] == e {
+		delete(c.entries, namespace)
 	}
 }
 
@@ -222,11 +288,4 @@ func (t timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
 	t.observe(time.Since(start))
 	return resp, err
-}
-
-// probeClient returns an HTTP client for the probe, with the hosted client's credentials and TLS.
-func probeClient(cfg *rest.Config, timeout time.Duration) (*http.Client, error) {
-	pc := rest.CopyConfig(cfg)
-	pc.Timeout = timeout
-	return rest.HTTPClientFor(pc)
 }

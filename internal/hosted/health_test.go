@@ -3,15 +3,19 @@ package hosted
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"pkgsync.dev/pkgsync/apply"
@@ -41,7 +45,8 @@ func TestCircuit(t *testing.T) {
 
 	_, err := c.Target(t.Context(), "clusters-a")
 	require.NoError(t, err)
-	c.MarkUnavailable("clusters-a", errors.New("dial tcp: i/o timeout"))
+	opened := c.MarkUnavailable("clusters-a", errors.New("dial tcp: i/o timeout"))
+	require.Error(t, opened, "the error of the failure that opened the circuit")
 	assert.Equal(t, 1, c.States()[HealthOpen])
 
 	before := requests.Load()
@@ -61,6 +66,9 @@ func TestCircuit(t *testing.T) {
 	// Failed probes (503) keep it open, one per backoff step.
 	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.GreaterOrEqual(ct, c.Probes(), int64(3)) }, 5*time.Second, 5*time.Millisecond)
 	assert.Equal(t, 0, c.States()[HealthClosed])
+	_, err = c.Target(t.Context(), "clusters-a")
+	assert.EqualError(t, err, opened.Error(), "the message stays that of the opening failure, whatever the probes: a retry writes no status")
+	assert.NotContains(t, err.Error(), "503", "no probe error in the message")
 	select {
 	case ns := <-woken:
 		t.Fatalf("woken %s while the server answers 503", ns)
@@ -78,7 +86,7 @@ func TestCircuit(t *testing.T) {
 	require.NoError(t, err, "the circuit is closed")
 
 	// Reset closes an open circuit at once (the HostedCluster turned Available).
-	c.MarkUnavailable("clusters-a", errors.New("refused"))
+	require.Error(t, c.MarkUnavailable("clusters-a", errors.New("refused")))
 	c.Reset("clusters-a")
 	_, err = c.Target(t.Context(), "clusters-a")
 	require.NoError(t, err)
@@ -92,4 +100,127 @@ func TestBackoffIsCapped(t *testing.T) {
 		assert.GreaterOrEqual(t, got, want, "step %d", n)
 		assert.LessOrEqual(t, got, want+want/5, "step %d: at most 20 %% jitter", n)
 	}
+}
+
+// newProbedServer returns a TLS server that answers every request with 503 (so probes fail and
+// circuits stay open) and a connector Secret's kubeconfig for it.
+func newProbedServer(t *testing.T) []byte {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	return hostileKubeconfig(t, srv.URL, pemCert(&capturingServer{Server: srv}), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
+}
+
+// startProber runs the prober of c until the test ends.
+func startProber(t *testing.T, c *Clients) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestProbesAreNotRequests: the time of probes is not counted as time reconciles spend waiting
+// on hosted API servers (OnRequest); only requests of the hosted client are.
+func TestProbesAreNotRequests(t *testing.T) {
+	t.Parallel()
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", newProbedServer(t))).Build()
+	c := NewClients(reader, Options{ProbeInterval: 20 * time.Millisecond, MaxProbeInterval: 40 * time.Millisecond, ProbeTimeout: time.Second})
+	var requests, probes atomic.Int64
+	c.Observe(func(time.Duration) { requests.Add(1) }, func(string, time.Duration, error) { probes.Add(1) })
+
+	target, err := c.Target(t.Context(), "clusters-a")
+	require.NoError(t, err)
+	require.Error(t, target.Client.Get(t.Context(), client.ObjectKey{Namespace: "x", Name: "y"}, &corev1.ConfigMap{}), "the server answers 503")
+	sent := requests.Load()
+	require.Positive(t, sent, "requests of the hosted client are observed")
+
+	require.Error(t, c.MarkUnavailable("clusters-a", errors.New("refused")))
+	startProber(t, c)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.GreaterOrEqual(ct, probes.Load(), int64(3)) }, 5*time.Second, 5*time.Millisecond)
+	assert.Equal(t, sent, requests.Load(), "probes are observed as probes only")
+}
+
+// TestHandshakeBoundedByDialTimeout: a hosted API server that accepts the connection and never
+// answers costs a request the dial timeout (the TLS handshake), not client-go's 10 s handshake
+// timeout nor the request timeout.
+func TestHandshakeBoundedByDialTimeout(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, conn) // never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, conn := range held {
+			conn.Close()
+		}
+	})
+	kc := hostileKubeconfig(t, "https://"+l.Addr().String(), pemCert(newCapturingServer(t)), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kc)).Build()
+	c := NewClients(reader, Options{Timeout: 8 * time.Second, DialTimeout: 100 * time.Millisecond})
+	target, err := c.Target(t.Context(), "clusters-a")
+	require.NoError(t, err)
+	err = target.Client.Get(t.Context(), client.ObjectKey{Namespace: "x", Name: "y"}, &corev1.ConfigMap{})
+	assert.ErrorContains(t, err, "TLS handshake timeout", "the handshake gave up, not the request")
+}
+
+// TestDeletedSecretIsNotProbed: when the connector Secret of a namespace whose circuit is open
+// is deleted, its client and circuit are forgotten and nothing more is probed for it, while the
+// other open circuits are still probed.
+func TestDeletedSecretIsNotProbed(t *testing.T) {
+	t.Parallel()
+	kc := newProbedServer(t)
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kc), connectorSecret("clusters-b", kc)).Build()
+	c := NewClients(reader, Options{ProbeInterval: 20 * time.Millisecond, MaxProbeInterval: 40 * time.Millisecond, ProbeTimeout: time.Second})
+	var mu sync.Mutex
+	probes := map[string]int{}
+	c.Observe(nil, func(ns string, _ time.Duration, _ error) { mu.Lock(); probes[ns]++; mu.Unlock() })
+	count := func(ns string) int { mu.Lock(); defer mu.Unlock(); return probes[ns] }
+	for _, ns := range []string{"clusters-a", "clusters-b"} {
+		_, err := c.Target(t.Context(), ns)
+		require.NoError(t, err)
+		require.Error(t, c.MarkUnavailable(ns, errors.New("refused")))
+	}
+	startProber(t, c)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.GreaterOrEqual(ct, count("clusters-a"), 2) }, 5*time.Second, 5*time.Millisecond)
+
+	require.NoError(t, reader.Delete(t.Context(), connectorSecret("clusters-a", nil)))
+	a, b := count("clusters-a"), count("clusters-b")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.GreaterOrEqual(ct, count("clusters-b")-b, 4) }, 5*time.Second, 5*time.Millisecond)
+	assert.LessOrEqual(t, count("clusters-a")-a, 1, "at most the probe in flight when the Secret went")
+	assert.Equal(t, 1, c.States()[HealthOpen]+c.States()[HealthProbing], "only clusters-b keeps a circuit")
+}
+
+// TestIdleOpenCircuitIsEvicted: an open circuit whose namespace nothing uses any more is evicted
+// after IdleTTL by the prober itself, without any further use of the cache, and not probed.
+func TestIdleOpenCircuitIsEvicted(t *testing.T) {
+	t.Parallel()
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", newProbedServer(t))).Build()
+	c := NewClients(reader, Options{IdleTTL: time.Hour})
+	now := time.Now()
+	c.now = func() time.Time { return now }
+	_, err := c.Target(t.Context(), "clusters-a")
+	require.NoError(t, err)
+	require.Error(t, c.MarkUnavailable("clusters-a", errors.New("refused")))
+
+	now = now.Add(2 * time.Hour)
+	assert.Empty(t, c.dueProbes(), "nothing to probe")
+	cached, _ := c.Stats()
+	assert.Zero(t, cached)
 }

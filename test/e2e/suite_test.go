@@ -10,6 +10,7 @@ import (
 
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/metrics"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -32,6 +33,9 @@ const (
 	timeout  = 60 * time.Second
 	interval = 100 * time.Millisecond
 
+	// hostedRequestTimeout bounds each request of the shared controller to a hosted API server.
+	hostedRequestTimeout = 3 * time.Second
+
 	// shardLabel keeps resources of the restart test away from the shared controller.
 	shardLabel = "e2e.pkgsync.dev/shard"
 )
@@ -45,6 +49,8 @@ var suite struct {
 	mgmtClient, hostedClient client.Client
 	source                   *source.Client
 	hostedClients            *hosted.Clients
+	// reconcileMetrics holds the Flux reconcile metrics (gotk_*) of the shared controller.
+	reconcileMetrics *prometheus.Registry
 	// requests counts what the in-process controllers send to the management cluster.
 	requests requestCounter
 }
@@ -145,10 +151,13 @@ func startController(ctx context.Context, selector string, configure ...func(*co
 	if err != nil {
 		return nil, err
 	}
-	hc := hosted.NewClients(mgr.GetClient(), hosted.Options{Scheme: suite.scheme, Timeout: 3 * time.Second,
+	hc := hosted.NewClients(mgr.GetClient(), hosted.Options{Scheme: suite.scheme, Timeout: hostedRequestTimeout,
 		ProbeInterval: 250 * time.Millisecond, MaxProbeInterval: 2 * time.Second})
+	recorder := metrics.NewRecorder()
 	if suite.hostedClients == nil {
 		suite.hostedClients = hc
+		suite.reconcileMetrics = prometheus.NewRegistry()
+		suite.reconcileMetrics.MustRegister(recorder.Collectors()...)
 	}
 	opts := controller.Options{
 		KubernetesVersion:     "v1.36.3",
@@ -163,7 +172,7 @@ func startController(ctx context.Context, selector string, configure ...func(*co
 		Options:                 opts,
 		Source:                  suite.source,
 		Hosted:                  hc,
-		Metrics:                 runtimectrl.NewMetrics(mgr, metrics.NewRecorder(), v1alpha1.FinalizerName),
+		Metrics:                 runtimectrl.NewMetrics(mgr, recorder, v1alpha1.FinalizerName),
 		MaxConcurrentReconciles: 4,
 	})
 	if err != nil {
