@@ -47,6 +47,8 @@ var suite struct {
 	hostedClients            *hosted.Clients
 	// requests counts what the in-process controllers send to the management cluster.
 	requests requestCounter
+	// registryRequests counts what source (controllers and tests) sends to registries.
+	registryRequests *registryCounter
 }
 
 func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
@@ -108,7 +110,8 @@ func setupSuite(dir string) error {
 	if suite.hostedClient, err = client.New(suite.hosted.Config, client.Options{Scheme: suite.scheme}); err != nil {
 		return err
 	}
-	suite.source, err = source.NewClient(source.Options{})
+	suite.registryRequests = newRegistryCounter()
+	suite.source, err = source.NewClient(source.Options{Transport: suite.registryRequests})
 	return err
 }
 

@@ -18,8 +18,8 @@ import (
 	"pkgsync.dev/pkgsync/source"
 )
 
-// signedPackage is one ConfigMap whose data says which version it is.
-func signedPackage(version string) map[string]string {
+// versionedPackage is one ConfigMap (named signed) whose data says which version it is.
+func versionedPackage(version string) map[string]string {
 	return map[string]string{
 		"manifest.yaml": "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: signed\nspec:\n  phases:\n  - name: config\n",
 		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: signed\n  annotations:\n    pkgsync.dev/phase: config\ndata:\n" +
@@ -81,7 +81,7 @@ func TestPackageVerification(t *testing.T) {
 	keyA, pubA := signingKey(t)
 	keyB, pubB := signingKey(t)
 
-	digest1 := pushPackage(t, writePackage(t, signedPackage("1")), repo+":v1")
+	digest1 := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
 	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest1), keyA, nil)
 	require.NoError(t, err)
 	putKeys(t, ns, map[string][]byte{"cosign.pub": pubA})
@@ -95,7 +95,7 @@ func TestPackageVerification(t *testing.T) {
 	assert.Equal(t, "1", configMapData(t, ns, "signed")["version"])
 
 	// Tampered: a new digest under the signed tag, unsigned.
-	digest2 := pushPackage(t, writePackage(t, signedPackage("2")), repo+":v1")
+	digest2 := pushPackage(t, writePackage(t, versionedPackage("2")), repo+":v1")
 	ready := waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
 	assert.Contains(t, ready.Message, "no signature found")
 	assert.Contains(t, ready.Message, digest2)
@@ -157,7 +157,7 @@ func TestRequireSignatures(t *testing.T) {
 	ns := newNamespace(t)
 	repo := "e2e/" + ns + "/required"
 	image := suite.registry.Host + "/" + repo + ":v1"
-	digest := pushPackage(t, writePackage(t, signedPackage("1")), repo+":v1")
+	digest := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
 
 	unverified := newPackage(ns, "unverified", image, "")
 	unverified.Labels = map[string]string{shardLabel: "require-signatures"}
