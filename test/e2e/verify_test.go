@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"testing"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -179,4 +180,52 @@ func TestRequireSignatures(t *testing.T) {
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), verified))
 	t.Cleanup(func() { deleteAndWaitVerify(t, verified) })
 	waitForReady(t, verified, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+}
+
+// A digest is verified once per key set: reconciles and other resources with the same keys
+// reuse the verdict (no request for the signatures), and a key added to the Secret is a new key
+// set, verified once more.
+func TestVerificationCachedPerKeySet(t *testing.T) {
+	ns := newNamespace(t)
+	repo := "e2e/" + ns + "/cached"
+	image := suite.registry.Host + "/" + repo + ":v1"
+	ref, err := source.ParseReference(image)
+	require.NoError(t, err)
+	digest := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
+	keyA, pubA := signingKey(t)
+	_, pubB := signingKey(t)
+	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest), keyA, nil)
+	require.NoError(t, err)
+	signatures := func() int {
+		return suite.registryRequests.count(http.MethodGet, "/v2/"+repo+"/manifests/"+source.SignatureTag(digest))
+	}
+	before := signatures()
+
+	verified := func(ns string) *v1alpha1.Package {
+		pkg := newPackage(ns, "signed", image, "")
+		pkg.Spec.Verify = &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "signing-keys"}}
+		require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+		t.Cleanup(func() { deleteAndWaitVerify(t, pkg) })
+		return pkg
+	}
+	putKeys(t, ns, map[string][]byte{"cosign.pub": pubA})
+	first := verified(ns)
+	waitForVerdict(t, first, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	perVerification := signatures() - before
+	require.Positive(t, perVerification, "the signatures were read")
+
+	for range 3 {
+		waitForVerdict(t, first, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	}
+	other := newNamespace(t)
+	putKeys(t, other, map[string][]byte{"same-key.pub": pubA})
+	second := verified(other)
+	waitForVerdict(t, second, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.Equal(t, before+perVerification, signatures(), "reconciles and a resource with the same keys reuse the verdict")
+
+	putKeys(t, ns, map[string][]byte{"cosign.pub": pubA, "next.pub": pubB})
+	for range 3 {
+		waitForVerdict(t, first, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	}
+	assert.Equal(t, before+2*perVerification, signatures(), "a new key set is verified once")
 }
