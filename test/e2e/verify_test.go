@@ -17,6 +17,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 // versionedPackage is one ConfigMap (named signed) whose data says which version it is.
@@ -228,4 +229,62 @@ func TestVerificationCachedPerKeySet(t *testing.T) {
 		waitForVerdict(t, first, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 	}
 	assert.Equal(t, before+2*perVerification, signatures(), "a new key set is verified once")
+}
+
+// Keyless: a Package with spec.verify.matchOIDCIdentity applies a digest signed with a
+// certificate of the Secret's trusted root for a matching identity, offline; another identity
+// or another root is refused, and the Secret must hold the root.
+func TestPackageKeylessVerification(t *testing.T) {
+	ns := newNamespace(t)
+	repo := "e2e/" + ns + "/keyless"
+	image := suite.registry.Host + "/" + repo + ":v1"
+	digest := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
+	sigstore, err := testenv.NewSigstore()
+	require.NoError(t, err)
+	trusted, err := sigstore.TrustedRoot()
+	require.NoError(t, err)
+	other, err := testenv.NewSigstore()
+	require.NoError(t, err)
+	otherTrusted, err := other.TrustedRoot()
+	require.NoError(t, err)
+	bundle, err := sigstore.SignImage(suite.registry.Host+"/"+repo, digest, source.SignPredicateType, "release@example.com", "https://issuer.example")
+	require.NoError(t, err)
+	_, err = testenv.AttachBundle(t.Context(), suite.registry.Host, repo, digest, bundle, source.SignPredicateType)
+	require.NoError(t, err)
+
+	putKeys(t, ns, map[string][]byte{v1alpha1.TrustedRootKey: trusted})
+	pkg := newPackage(ns, "signed", image, "")
+	pkg.Spec.Verify = &v1alpha1.Verification{
+		SecretRef:         meta.LocalObjectReference{Name: "signing-keys"},
+		MatchOIDCIdentity: []v1alpha1.OIDCIdentityMatch{{Issuer: `https://issuer\.example`, Subject: `release@example\.com`}},
+	}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+	t.Cleanup(func() { deleteAndWaitVerify(t, pkg) })
+	waitForVerdict(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.Equal(t, digest, pkg.Status.LastAppliedRevision)
+
+	// Another identity: refused, the last good revision kept.
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
+	pkg.Spec.Verify.MatchOIDCIdentity[0].Subject = `ci@example\.com`
+	require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+	ready := waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
+	assert.Contains(t, ready.Message, "no identity matches")
+	assert.Contains(t, ready.Message, "the trusted root of Secret "+ns+"/signing-keys and spec.verify.matchOIDCIdentity")
+	assert.Equal(t, digest, pkg.Status.LastAppliedRevision)
+
+	// The right identity with another root: refused.
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
+	pkg.Spec.Verify.MatchOIDCIdentity[0].Subject = `release@example\.com`
+	require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+	putKeys(t, ns, map[string][]byte{v1alpha1.TrustedRootKey: otherTrusted})
+	ready = waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
+	assert.Contains(t, ready.Message, "transparency log")
+
+	// No trusted root in the Secret: said so.
+	putKeys(t, ns, map[string][]byte{"cosign.pub": trusted})
+	ready = waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
+	assert.Contains(t, ready.Message, "has no trusted_root.json")
+
+	putKeys(t, ns, map[string][]byte{v1alpha1.TrustedRootKey: trusted})
+	waitForVerdict(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 }
