@@ -17,6 +17,11 @@ const (
 	PhaseProgressingReason = "PhaseProgressing"
 	// PullFailedReason: the image reference could not be resolved or pulled.
 	PullFailedReason = "PullFailed"
+	// NoMatchingVersionReason: spec.semver is set and no tag of the repository is a version the
+	// range accepts; looked at again at the next interval.
+	NoMatchingVersionReason = "NoMatchingVersion"
+	// InvalidVersionRangeReason: spec.semver is not a version range.
+	InvalidVersionRangeReason = "InvalidVersionRange"
 	// VerificationFailedReason: spec.verify is set and the image's digest has no signature that
 	// verifies with the keys given, or the keys cannot be read.
 	VerificationFailedReason = "VerificationFailed"

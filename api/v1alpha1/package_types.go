@@ -21,14 +21,29 @@ const (
 )
 
 // PackageSpec says which package to install and how.
+// +kubebuilder:validation:XValidation:rule="!has(self.semver) || (!self.image.contains('@') && !self.image.matches(':[^/]*$'))",message="spec.semver chooses the tag: spec.image must name the repository without a tag or digest (registry.example.com/addons/monitoring)"
 type PackageSpec struct {
 	// Image is the package image: repository with a tag, a digest, or both
 	// (registry.example.com/addons/monitoring:v1.2.0@sha256:...). With both, the digest wins and
-	// the tag is informational.
+	// the tag is informational. With spec.semver it is the repository alone, without tag or
+	// digest.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	Image string `json:"image"`
+
+	// Semver, when set, chooses the tag: the tags of the repository named by spec.image are
+	// listed and the highest version the range accepts is installed, re-evaluated every
+	// interval. The syntax is github.com/Masterminds/semver's: ">=1.4.0 <2.0.0", "~1.4", "^1",
+	// "1.x"; comparisons separated by spaces or commas must all hold, "||" separates
+	// alternatives. Tags that are not versions are ignored and a leading v is allowed (v1.4.2).
+	// Pre-releases (1.5.0-rc.1) count only when the range names a pre-release itself
+	// (">=1.5.0-0"). No tag in the range: Ready=False, reason NoMatchingVersion, looked at again
+	// at the next interval. A range that does not parse stalls (reason InvalidVersionRange).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Semver string `json:"semver,omitempty"`
 
 	// Config is the package configuration, validated, pruned and defaulted against the package's
 	// configuration schema.
@@ -111,9 +126,19 @@ type PackageStatus struct {
 	// +optional
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
 
+	// LastAttemptedTag is the tag that lastAttemptedRevision was resolved from: with
+	// spec.semver, the highest tag the range accepted; otherwise the tag of spec.image (empty
+	// for an image given by digest alone). Flux writes the pair as TAG@DIGEST.
+	// +optional
+	LastAttemptedTag string `json:"lastAttemptedTag,omitempty"`
+
 	// LastAppliedRevision is the image digest of the last revision applied completely.
 	// +optional
 	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+
+	// LastAppliedTag is the tag that lastAppliedRevision was resolved from.
+	// +optional
+	LastAppliedTag string `json:"lastAppliedTag,omitempty"`
 
 	// LastAppliedConfigDigest is the sha256 of the configuration of the last complete revision.
 	// +optional
@@ -127,6 +152,7 @@ type PackageStatus struct {
 // +kubebuilder:resource:shortName=pkg,categories=pkgsync
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
 // +kubebuilder:printcolumn:name="Revision",type="string",JSONPath=".status.lastAppliedRevision",priority=1
+// +kubebuilder:printcolumn:name="Tag",type="string",JSONPath=".status.lastAppliedTag",priority=1
 // +kubebuilder:printcolumn:name="Phase",type="string",JSONPath=".status.phase"
 // +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
@@ -154,6 +180,7 @@ type PackageList struct {
 // +kubebuilder:resource:scope=Cluster,shortName=cpkg,categories=pkgsync
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
 // +kubebuilder:printcolumn:name="Revision",type="string",JSONPath=".status.lastAppliedRevision",priority=1
+// +kubebuilder:printcolumn:name="Tag",type="string",JSONPath=".status.lastAppliedTag",priority=1
 // +kubebuilder:printcolumn:name="Phase",type="string",JSONPath=".status.phase"
 // +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"

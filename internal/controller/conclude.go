@@ -62,6 +62,9 @@ func conclude(ctx context.Context, obj statusObject, res *apply.Result, err erro
 			// succeeds wakes the resource at once.
 			retry = max(time.Until(down.NextProbe)+time.Second, retry)
 		}
+		if isWaitingForInterval(reason) {
+			retry = jittered(interval)
+		}
 		log.Info("reconciliation failed, will retry", "reason", reason, "error", err.Error(), "retryIn", retry.String())
 		// Retried on a fixed interval rather than the work queue's backoff: a hosted cluster or a
 		// registry that comes back should be noticed within one retry interval.

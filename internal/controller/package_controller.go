@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -89,13 +90,14 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err != nil {
 		return nil, err
 	}
-	digest, err := r.source.ResolveWithin(ctx, ref, creds, maxAge)
+	ref, err = r.resolve(ctx, spec, ref, creds, maxAge)
 	if err != nil {
-		return nil, pullFailed(err)
+		return nil, err
 	}
-	status.LastAttemptedRevision = digest
+	digest := ref.Digest
+	status.LastAttemptedRevision, status.LastAttemptedTag = digest, ref.Tag
 	// Before anything of the digest is pulled or a cached render of it is used.
-	if err := r.verifier.verify(ctx, obj, ref.WithDigest(digest), creds); err != nil {
+	if err := r.verifier.verify(ctx, obj, ref, creds); err != nil {
 		return nil, err
 	}
 	configDigest := configDigestOf(spec)
@@ -104,7 +106,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err != nil {
 		return nil, err
 	}
-	rendered, err := r.render(ctx, obj, ref.WithDigest(digest), creds, configDigest, hc)
+	rendered, err := r.render(ctx, obj, ref, creds, configDigest, hc)
 	if err != nil {
 		return nil, constraintViolated(err)
 	}
@@ -127,10 +129,37 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		if status.LastAppliedRevision != digest || status.LastAppliedConfigDigest != configDigest {
 			status.History = pushHistory(status.History, digest, configDigest)
 		}
-		status.LastAppliedRevision = digest
+		status.LastAppliedRevision, status.LastAppliedTag = digest, ref.Tag
 		status.LastAppliedConfigDigest = configDigest
 	}
 	return res, err
+}
+
+// resolve pins ref to a digest: the tag of spec.image, or with spec.semver the highest tag of
+// the repository the range accepts. Tag resolutions and listings younger than maxAge, made
+// for any resource, are reused.
+func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpec, ref source.Reference, creds source.Credentials, maxAge time.Duration) (source.Reference, error) {
+	if spec.Semver == "" {
+		digest, err := r.source.ResolveWithin(ctx, ref, creds, maxAge)
+		if err != nil {
+			return source.Reference{}, pullFailed(err)
+		}
+		return ref.WithDigest(digest), nil
+	}
+	rng, err := source.ParseVersionRange(spec.Semver)
+	if err != nil {
+		return source.Reference{}, &stageError{reason: v1alpha1.InvalidVersionRangeReason,
+			err: fmt.Errorf("spec.semver: %w (write a range such as \">=1.4.0 <2.0.0\", \"~1.4\" or \"^1\")", err)}
+	}
+	chosen, err := r.source.ResolveVersion(ctx, ref, rng, creds, maxAge)
+	if errors.Is(err, source.ErrNoMatchingVersion) {
+		return source.Reference{}, &stageError{reason: v1alpha1.NoMatchingVersionReason,
+			err: fmt.Errorf("spec.semver: %w; looked at again in %s", err, spec.GetInterval())}
+	}
+	if err != nil {
+		return source.Reference{}, pullFailed(err)
+	}
+	return chosen, nil
 }
 
 // render pulls (through the digest-keyed source cache) and renders, reusing the last render of
@@ -299,7 +328,9 @@ func resolveMaxAge(obj packageObject, lastHandled string, interval time.Duration
 	switch {
 	case status.LastAttemptedRevision == "":
 		// Creation timestamps have second precision: round the age down to stay on the safe side.
-		return max(now.Sub(obj.GetCreationTimestamp().Time)-time.Second, 0)
+		// Never older than an interval reconcile would take: a resource that has not resolved
+		// yet (no tag in its semver range, say) must still see new tags.
+		return min(max(now.Sub(obj.GetCreationTimestamp().Time)-time.Second, 0), interval/2)
 	case status.ObservedGeneration != obj.GetGeneration() && conditions.IsReady(obj):
 		return 0
 	}

@@ -123,8 +123,15 @@ func withRegistryHint(err error) error {
 func isStalling(reason string) bool {
 	switch reason {
 	case v1alpha1.RenderFailedReason, v1alpha1.InvalidConfigReason, v1alpha1.ScopeViolationReason,
-		v1alpha1.InsecureKubeconfigReason, v1alpha1.NotHostedControlPlaneReason, v1alpha1.VerificationRequiredReason:
+		v1alpha1.InsecureKubeconfigReason, v1alpha1.NotHostedControlPlaneReason, v1alpha1.VerificationRequiredReason,
+		v1alpha1.InvalidVersionRangeReason:
 		return true
 	}
 	return false
+}
+
+// isWaitingForInterval reports whether a failure depends on something that is only looked at
+// again at the interval (a new tag in the registry), so retrying sooner cannot help.
+func isWaitingForInterval(reason string) bool {
+	return reason == v1alpha1.NoMatchingVersionReason
 }

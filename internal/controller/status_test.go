@@ -127,6 +127,12 @@ func TestResolveMaxAge(t *testing.T) {
 	})
 	assert.Equal(t, 4*time.Second, resolveMaxAge(fresh, fresh.Status.GetLastHandledReconcileRequest(), interval, now), "a new resource takes resolutions made since its creation, less the timestamp's second of precision")
 
+	neverResolved := pkg(func(p *v1alpha1.Package) {
+		p.Status.LastAttemptedRevision = ""
+		p.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+	})
+	assert.Equal(t, interval/2, resolveMaxAge(neverResolved, neverResolved.Status.GetLastHandledReconcileRequest(), interval, now), "a resource that never resolved (no tag in its range) still sees new tags every interval")
+
 	justCreated := pkg(func(p *v1alpha1.Package) {
 		p.Status.LastAttemptedRevision = ""
 		p.CreationTimestamp = metav1.NewTime(now)

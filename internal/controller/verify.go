@@ -18,9 +18,10 @@ import (
 // verifiedEntries bounds the digests remembered as verified, per repository and key set.
 const verifiedEntries = 4096
 
-// signatureVerifier checks spec.verify: the keys come from the resource's Secret on every
-// reconcile (so a rotation counts at once), and a digest verified with a key set is remembered,
-// so the registry is asked once per digest and key set.
+// signatureVerifier checks spec.verify: the keys (or the trusted root) come from the
+// resource's Secret on every reconcile (so a rotation counts at once), and a digest verified
+// with a key set (or a trusted root and identities) is remembered, so the registry is asked
+// once per digest and key set.
 type signatureVerifier struct {
 	// apiReader reads the key Secrets without caching every Secret of the cluster.
 	apiReader client.Reader
@@ -52,31 +53,64 @@ func (v *signatureVerifier) verify(ctx context.Context, obj packageObject, ref s
 	if ns == "" {
 		ns = v.namespace
 	}
-	secretName := ns + "/" + spec.SecretRef.Name
-	keys, err := v.keys(ctx, client.ObjectKey{Namespace: ns, Name: spec.SecretRef.Name})
-	if err != nil {
-		return &stageError{reason: v1alpha1.VerificationFailedReason, err: err}
+	key := client.ObjectKey{Namespace: ns, Name: spec.SecretRef.Name}
+	secretName := key.String()
+	var secret corev1.Secret
+	if err := v.apiReader.Get(ctx, key, &secret); err != nil {
+		return &stageError{reason: v1alpha1.VerificationFailedReason, err: fmt.Errorf("read the verification Secret of spec.verify.secretRef %s: %w", key, err)}
 	}
-	cacheKey := ref.Name() + "@" + ref.Digest + "\x00" + keys.ID()
+	var (
+		trustID, trust string
+		check          func() (*source.Verification, error)
+	)
+	if len(spec.MatchOIDCIdentity) > 0 {
+		policy, err := keylessPolicy(key, &secret, spec.MatchOIDCIdentity)
+		if err != nil {
+			return &stageError{reason: v1alpha1.VerificationFailedReason, err: err}
+		}
+		trustID, trust = "keyless\x00"+policy.ID(), "the trusted root of Secret "+secretName+" and spec.verify.matchOIDCIdentity"
+		check = func() (*source.Verification, error) { return v.source.VerifyKeyless(ctx, ref, policy, creds) }
+	} else {
+		keys, err := publicKeys(key, &secret)
+		if err != nil {
+			return &stageError{reason: v1alpha1.VerificationFailedReason, err: err}
+		}
+		trustID, trust = keys.ID(), "the keys of Secret "+secretName
+		check = func() (*source.Verification, error) { return v.source.Verify(ctx, ref, keys, creds) }
+	}
+	cacheKey := ref.Name() + "@" + ref.Digest + "\x00" + trustID
 	if _, ok := v.verified.Get(cacheKey); ok {
 		return nil
 	}
-	verified, err := v.source.Verify(ctx, ref, keys, creds)
+	verified, err := check()
 	if err != nil {
 		return &stageError{reason: v1alpha1.VerificationFailedReason,
-			err: fmt.Errorf("%w (spec.verify: the keys of Secret %s)", withRegistryHint(err), secretName)}
+			err: fmt.Errorf("%w (spec.verify: %s)", withRegistryHint(err), trust)}
 	}
 	v.verified.Add(cacheKey, verified.Key)
-	ctrl.LoggerFrom(ctx).V(1).Info("signature verified", "revision", ref.Digest, "key", verified.Key, "secret", secretName)
+	ctrl.LoggerFrom(ctx).V(1).Info("signature verified", "revision", ref.Digest, "signer", verified.Key, "secret", secretName)
 	return nil
 }
 
-// keys reads the public keys of a Secret: every data key ending in .pub.
-func (v *signatureVerifier) keys(ctx context.Context, key client.ObjectKey) (*source.PublicKeys, error) {
-	var secret corev1.Secret
-	if err := v.apiReader.Get(ctx, key, &secret); err != nil {
-		return nil, fmt.Errorf("read the verification keys of spec.verify.secretRef %s: %w", key, err)
+// keylessPolicy reads the trusted root of a Secret and the identities of spec.verify.
+func keylessPolicy(key client.ObjectKey, secret *corev1.Secret, match []v1alpha1.OIDCIdentityMatch) (*source.KeylessPolicy, error) {
+	trusted, ok := secret.Data[v1alpha1.TrustedRootKey]
+	if !ok {
+		return nil, fmt.Errorf("the Secret %s (spec.verify.secretRef) has no %s, which keyless verification (spec.verify.matchOIDCIdentity) needs: add the Sigstore trusted root (cosign trusted-root create)", key, v1alpha1.TrustedRootKey)
 	}
+	ids := make([]source.OIDCIdentity, len(match))
+	for i, m := range match {
+		ids[i] = source.OIDCIdentity{Issuer: m.Issuer, Subject: m.Subject}
+	}
+	policy, err := source.NewKeylessPolicy(trusted, ids)
+	if err != nil {
+		return nil, fmt.Errorf("spec.verify.matchOIDCIdentity with the Secret %s: %w", key, err)
+	}
+	return policy, nil
+}
+
+// publicKeys reads the public keys of a Secret: every data key ending in .pub.
+func publicKeys(key client.ObjectKey, secret *corev1.Secret) (*source.PublicKeys, error) {
 	named := map[string][]byte{}
 	var others []string
 	for name, data := range secret.Data {

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -32,6 +33,10 @@ const (
 	crdDir      = "config/crd/bases"
 	packageName = "demo"
 	repository  = "demo/hosted-addon"
+	// signingKeysSecret holds the public key the Package verifies signatures with.
+	signingKeysSecret = "signing-keys"
+	// signingKeyPassword encrypts the demo's throw-away private key ($COSIGN_PASSWORD).
+	signingKeyPassword = "demo"
 )
 
 // errInterrupted says the user stopped the demo (Ctrl-C or SIGTERM).
@@ -52,6 +57,9 @@ type demo struct {
 	kcmCtx             context.Context
 	stopKCM            context.CancelFunc
 	image              string
+	// signingKey is the cosign-format private key file the demo signs with; publicKey its PEM.
+	signingKey string
+	publicKey  []byte
 }
 
 func (d *demo) run(ctx context.Context) error {
@@ -109,9 +117,12 @@ func (d *demo) story(ctx context.Context, abort context.CancelCauseFunc) error {
 		return err
 	}
 
-	d.out.step("Build the example package and push it to the registry")
+	d.out.step("Build the example package, push it to the registry and sign it")
 	d.image = d.registry.Host + "/" + repository + ":v1"
-	if err := d.runPkgsync(ctx, "build", packageDir, "--tag", d.image, "--push"); err != nil {
+	if err := d.makeSigningKey(); err != nil {
+		return err
+	}
+	if err := d.runPkgsync(ctx, "build", packageDir, "--tag", d.image, "--push", "--sign", "--key", d.signingKey); err != nil {
 		return err
 	}
 	v1, err := d.resolve(ctx)
@@ -249,6 +260,20 @@ func (d *demo) startController(abort context.CancelCauseFunc) error {
 	return nil
 }
 
+// makeSigningKey writes a throw-away key pair in cosign's format, as `cosign generate-key-pair`
+// would.
+func (d *demo) makeSigningKey() error {
+	private, public, err := source.GenerateSigningKey([]byte(signingKeyPassword))
+	if err != nil {
+		return fmt.Errorf("generate a signing key: %w", err)
+	}
+	d.signingKey, d.publicKey = filepath.Join(d.dir, "cosign.key"), public
+	if err := os.WriteFile(d.signingKey, private, 0o600); err != nil {
+		return fmt.Errorf("write the signing key: %w", err)
+	}
+	return nil
+}
+
 // createPackage creates the Package in the HCP namespace and returns a watch narrating it.
 func (d *demo) createPackage(ctx context.Context) (*packageWatch, error) {
 	d.out.step("Create a Package in the hosted-control-plane namespace and watch the rollout")
@@ -261,16 +286,24 @@ func (d *demo) createPackage(ctx context.Context) (*packageWatch, error) {
 			// Set explicitly: a Go client always sends this struct field, so a zero value would
 			// be stored as 0s instead of the CRD's default.
 			Interval: &metav1.Duration{Duration: v1alpha1.DefaultInterval},
+			Verify:   &v1alpha1.Verification{Provider: v1alpha1.VerificationProviderCosign, SecretRef: meta.LocalObjectReference{Name: signingKeysSecret}},
 		},
 	}
 	manifest, err := yaml.Marshal(map[string]any{
 		"apiVersion": pkg.APIVersion, "kind": pkg.Kind,
 		"metadata": map[string]any{"namespace": pkg.Namespace, "name": pkg.Name},
-		"spec":     map[string]any{"image": pkg.Spec.Image, "config": map[string]any{"replicas": 2, "logLevel": "debug"}},
+		"spec": map[string]any{"image": pkg.Spec.Image, "config": map[string]any{"replicas": 2, "logLevel": "debug"},
+			"verify": map[string]any{"provider": "cosign", "secretRef": map[string]any{"name": signingKeysSecret}}},
 	})
 	if err != nil {
 		return nil, err
 	}
+	keys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hcpNamespace, Name: signingKeysSecret},
+		Data: map[string][]byte{"cosign.pub": d.publicKey}}
+	if err := d.mc.Create(ctx, keys); err != nil {
+		return nil, fmt.Errorf("create Secret %s/%s: %w", hcpNamespace, signingKeysSecret, err)
+	}
+	d.out.say("created Secret %s/%s with cosign.pub: spec.verify applies only digests it verifies a signature of, checked before anything is pulled", hcpNamespace, signingKeysSecret)
 	if err := d.mc.Create(ctx, pkg); err != nil {
 		return nil, fmt.Errorf("create Package %s/%s: %w", hcpNamespace, packageName, err)
 	}
@@ -299,6 +332,9 @@ func (d *demo) update(ctx context.Context, watch *packageWatch, v1 string) error
 	}
 	d.out.say("version 2 (%s): the greeting default is now %q, and Role %s is gone", v2dir, v2Greeting, v2DroppedRole)
 	if err := d.runPkgsync(ctx, "push", v2dir, d.image); err != nil {
+		return err
+	}
+	if err := d.runPkgsync(ctx, "sign", d.image, "--key", d.signingKey); err != nil {
 		return err
 	}
 	v2, err := d.resolve(ctx)

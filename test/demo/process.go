@@ -19,6 +19,7 @@ func (d *demo) runPkgsync(ctx context.Context, args ...string) error {
 	cmd := exec.CommandContext(ctx, d.pkgsyncBin, args...)
 	// Killed with the demo even if the demo itself is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Env = append(os.Environ(), "COSIGN_PASSWORD="+signingKeyPassword)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

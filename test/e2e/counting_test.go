@@ -63,6 +63,38 @@ func namespaceOf(path string) string {
 	return ""
 }
 
+// registryCounter counts the requests the suite's source client (the controllers' and the
+// tests') sends to registries, by method and path, so tests can assert what reconciles cost
+// the registry. Each test uses repositories of its own, so paths keep tests apart.
+type registryCounter struct {
+	base   http.RoundTripper
+	mu     sync.Mutex
+	counts map[string]int // "METHOD /v2/REPOSITORY/..." → count
+}
+
+func newRegistryCounter() *registryCounter {
+	return &registryCounter{base: http.DefaultTransport.(*http.Transport).Clone(), counts: map[string]int{}}
+}
+
+func (c *registryCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.counts[r.Method+" "+r.URL.Path]++
+	c.mu.Unlock()
+	return c.base.RoundTrip(r)
+}
+
+// count returns how many METHOD requests went to path (/v2/REPOSITORY/tags/list).
+func (c *registryCounter) count(method, path string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[method+" "+path]
+}
+
+// tagLists counts the tag listings of a repository of the suite's registry.
+func (c *registryCounter) tagLists(repo string) int {
+	return c.count(http.MethodGet, "/v2/"+repo+"/tags/list")
+}
+
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

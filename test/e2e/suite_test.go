@@ -53,6 +53,8 @@ var suite struct {
 	reconcileMetrics *prometheus.Registry
 	// requests counts what the in-process controllers send to the management cluster.
 	requests requestCounter
+	// registryRequests counts what source (controllers and tests) sends to registries.
+	registryRequests *registryCounter
 }
 
 func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
@@ -114,7 +116,8 @@ func setupSuite(dir string) error {
 	if suite.hostedClient, err = client.New(suite.hosted.Config, client.Options{Scheme: suite.scheme}); err != nil {
 		return err
 	}
-	suite.source, err = source.NewClient(source.Options{})
+	suite.registryRequests = newRegistryCounter()
+	suite.source, err = source.NewClient(source.Options{Transport: suite.registryRequests})
 	return err
 }
 

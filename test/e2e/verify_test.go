@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"testing"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -16,10 +17,11 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
-// signedPackage is one ConfigMap whose data says which version it is.
-func signedPackage(version string) map[string]string {
+// versionedPackage is one ConfigMap (named signed) whose data says which version it is.
+func versionedPackage(version string) map[string]string {
 	return map[string]string{
 		"manifest.yaml": "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: signed\nspec:\n  phases:\n  - name: config\n",
 		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: signed\n  annotations:\n    pkgsync.dev/phase: config\ndata:\n" +
@@ -81,7 +83,7 @@ func TestPackageVerification(t *testing.T) {
 	keyA, pubA := signingKey(t)
 	keyB, pubB := signingKey(t)
 
-	digest1 := pushPackage(t, writePackage(t, signedPackage("1")), repo+":v1")
+	digest1 := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
 	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest1), keyA, nil)
 	require.NoError(t, err)
 	putKeys(t, ns, map[string][]byte{"cosign.pub": pubA})
@@ -95,7 +97,7 @@ func TestPackageVerification(t *testing.T) {
 	assert.Equal(t, "1", configMapData(t, ns, "signed")["version"])
 
 	// Tampered: a new digest under the signed tag, unsigned.
-	digest2 := pushPackage(t, writePackage(t, signedPackage("2")), repo+":v1")
+	digest2 := pushPackage(t, writePackage(t, versionedPackage("2")), repo+":v1")
 	ready := waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
 	assert.Contains(t, ready.Message, "no signature found")
 	assert.Contains(t, ready.Message, digest2)
@@ -157,7 +159,7 @@ func TestRequireSignatures(t *testing.T) {
 	ns := newNamespace(t)
 	repo := "e2e/" + ns + "/required"
 	image := suite.registry.Host + "/" + repo + ":v1"
-	digest := pushPackage(t, writePackage(t, signedPackage("1")), repo+":v1")
+	digest := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
 
 	unverified := newPackage(ns, "unverified", image, "")
 	unverified.Labels = map[string]string{shardLabel: "require-signatures"}
@@ -179,4 +181,110 @@ func TestRequireSignatures(t *testing.T) {
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), verified))
 	t.Cleanup(func() { deleteAndWaitVerify(t, verified) })
 	waitForReady(t, verified, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+}
+
+// A digest is verified once per key set: reconciles and other resources with the same keys
+// reuse the verdict (no request for the signatures), and a key added to the Secret is a new key
+// set, verified once more.
+func TestVerificationCachedPerKeySet(t *testing.T) {
+	ns := newNamespace(t)
+	repo := "e2e/" + ns + "/cached"
+	image := suite.registry.Host + "/" + repo + ":v1"
+	ref, err := source.ParseReference(image)
+	require.NoError(t, err)
+	digest := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
+	keyA, pubA := signingKey(t)
+	_, pubB := signingKey(t)
+	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest), keyA, nil)
+	require.NoError(t, err)
+	signatures := func() int {
+		return suite.registryRequests.count(http.MethodGet, "/v2/"+repo+"/manifests/"+source.SignatureTag(digest))
+	}
+	before := signatures()
+
+	verified := func(ns string) *v1alpha1.Package {
+		pkg := newPackage(ns, "signed", image, "")
+		pkg.Spec.Verify = &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "signing-keys"}}
+		require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+		t.Cleanup(func() { deleteAndWaitVerify(t, pkg) })
+		return pkg
+	}
+	putKeys(t, ns, map[string][]byte{"cosign.pub": pubA})
+	first := verified(ns)
+	waitForVerdict(t, first, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	perVerification := signatures() - before
+	require.Positive(t, perVerification, "the signatures were read")
+
+	for range 3 {
+		waitForVerdict(t, first, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	}
+	other := newNamespace(t)
+	putKeys(t, other, map[string][]byte{"same-key.pub": pubA})
+	second := verified(other)
+	waitForVerdict(t, second, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.Equal(t, before+perVerification, signatures(), "reconciles and a resource with the same keys reuse the verdict")
+
+	putKeys(t, ns, map[string][]byte{"cosign.pub": pubA, "next.pub": pubB})
+	for range 3 {
+		waitForVerdict(t, first, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	}
+	assert.Equal(t, before+2*perVerification, signatures(), "a new key set is verified once")
+}
+
+// Keyless: a Package with spec.verify.matchOIDCIdentity applies a digest signed with a
+// certificate of the Secret's trusted root for a matching identity, offline; another identity
+// or another root is refused, and the Secret must hold the root.
+func TestPackageKeylessVerification(t *testing.T) {
+	ns := newNamespace(t)
+	repo := "e2e/" + ns + "/keyless"
+	image := suite.registry.Host + "/" + repo + ":v1"
+	digest := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
+	sigstore, err := testenv.NewSigstore()
+	require.NoError(t, err)
+	trusted, err := sigstore.TrustedRoot()
+	require.NoError(t, err)
+	other, err := testenv.NewSigstore()
+	require.NoError(t, err)
+	otherTrusted, err := other.TrustedRoot()
+	require.NoError(t, err)
+	bundle, err := sigstore.SignImage(suite.registry.Host+"/"+repo, digest, source.SignPredicateType, "release@example.com", "https://issuer.example")
+	require.NoError(t, err)
+	_, err = testenv.AttachBundle(t.Context(), suite.registry.Host, repo, digest, bundle, source.SignPredicateType)
+	require.NoError(t, err)
+
+	putKeys(t, ns, map[string][]byte{v1alpha1.TrustedRootKey: trusted})
+	pkg := newPackage(ns, "signed", image, "")
+	pkg.Spec.Verify = &v1alpha1.Verification{
+		SecretRef:         meta.LocalObjectReference{Name: "signing-keys"},
+		MatchOIDCIdentity: []v1alpha1.OIDCIdentityMatch{{Issuer: `https://issuer\.example`, Subject: `release@example\.com`}},
+	}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+	t.Cleanup(func() { deleteAndWaitVerify(t, pkg) })
+	waitForVerdict(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.Equal(t, digest, pkg.Status.LastAppliedRevision)
+
+	// Another identity: refused, the last good revision kept.
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
+	pkg.Spec.Verify.MatchOIDCIdentity[0].Subject = `ci@example\.com`
+	require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+	ready := waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
+	assert.Contains(t, ready.Message, "no identity matches")
+	assert.Contains(t, ready.Message, "the trusted root of Secret "+ns+"/signing-keys and spec.verify.matchOIDCIdentity")
+	assert.Equal(t, digest, pkg.Status.LastAppliedRevision)
+
+	// The right identity with another root: refused.
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
+	pkg.Spec.Verify.MatchOIDCIdentity[0].Subject = `release@example\.com`
+	require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+	putKeys(t, ns, map[string][]byte{v1alpha1.TrustedRootKey: otherTrusted})
+	ready = waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
+	assert.Contains(t, ready.Message, "transparency log")
+
+	// No trusted root in the Secret: said so.
+	putKeys(t, ns, map[string][]byte{"cosign.pub": trusted})
+	ready = waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
+	assert.Contains(t, ready.Message, "has no trusted_root.json")
+
+	putKeys(t, ns, map[string][]byte{v1alpha1.TrustedRootKey: trusted})
+	waitForVerdict(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 }
