@@ -209,12 +209,16 @@ const (
 // MemberCounts counts members.
 type MemberCounts struct {
 	// Total members.
+	// +optional
 	Total int32 `json:"total"`
 	// Updated members: on the target revision.
+	// +optional
 	Updated int32 `json:"updated"`
 	// Ready members: Ready on the revision they are on.
+	// +optional
 	Ready int32 `json:"ready"`
 	// Failed members: failed on the target revision.
+	// +optional
 	Failed int32 `json:"failed"`
 }
 

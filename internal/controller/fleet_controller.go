@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -20,13 +21,14 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/source"
 )
 
-// +kubebuilder:rbac:groups=pkgsync.dev,resources=hostedclusterpackages,verbs=get;list;watch
+// +kubebuilder:rbac:groups=pkgsync.dev,resources=hostedclusterpackages,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=pkgsync.dev,resources=hostedclusterpackages/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=pkgsync.dev,resources=packages,verbs=create;delete
 
@@ -63,21 +65,38 @@ type fleetReconciler struct {
 	// hostedClusterAPI is false when the HostedCluster API is not installed.
 	hostedClusterAPI bool
 	now              func() time.Time
+	writes           memberWrites
+	// statuses holds the status last written per fleet UID.
+	statuses sync.Map
 }
 
 // Reconcile implements reconcile.Reconciler.
 func (r *fleetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	fleet := &v1alpha1.HostedClusterPackage{}
 	if err := r.client.Get(ctx, req.NamespacedName, fleet); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.writes.forget(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !fleet.DeletionTimestamp.IsZero() {
-		// Members carry the fleet as owner: the garbage collector deletes them, and each one's
-		// finalizer tears its objects down.
-		return ctrl.Result{}, nil
-	}
 	start := r.now()
+	if written, ok := r.statuses.Load(fleet.UID); ok {
+		// This controller is the only writer of a fleet's status: what it wrote last is newer
+		// than, or the same as, what the cache may still show.
+		fleet.Status = *written.(*v1alpha1.HostedClusterPackageStatus).DeepCopy()
+	}
 	patcher := patch.NewSerialPatcher(fleet, r.client)
+	if !fleet.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, fleet, patcher)
+	}
+	if !controllerutil.ContainsFinalizer(fleet, v1alpha1.FinalizerName) {
+		// Before any member exists: deleting the fleet removes its members, and waits for their
+		// teardown, whether or not a garbage collector runs.
+		controllerutil.AddFinalizer(fleet, v1alpha1.FinalizerName)
+		if err := patcher.Patch(ctx, fleet, patch.WithFieldOwner(fieldOwner)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
 	oldReady := conditions.Get(fleet, meta.ReadyCondition).DeepCopy()
 	lastHandled := fleet.Status.GetLastHandledReconcileRequest()
 	defer func() {
@@ -88,11 +107,14 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 			fleet.Status.ObservedGeneration = fleet.Generation
 		}
 		if err := patcher.Patch(ctx, fleet, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
+			r.statuses.Delete(fleet.UID)
 			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
+		} else {
+			r.statuses.Store(fleet.UID, fleet.Status.DeepCopy())
 		}
 		r.metrics.RecordDuration(ctx, fleet, start)
 		r.metrics.RecordReadiness(ctx, fleet)
-		announce(r.recorder, fleet, oldReady)
+		announceFleet(r.recorder, fleet, oldReady)
 	}()
 
 	r.metrics.RecordSuspend(ctx, fleet, fleet.Spec.Suspend)
@@ -186,6 +208,42 @@ func (r *fleetReconciler) reconcileFleet(ctx context.Context, fleet *v1alpha1.Ho
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
+// finalize deletes every member and removes the finalizer once they are gone (each member's
+// own finalizer tears its objects down first). Member deletions wake the fleet.
+func (r *fleetReconciler) finalize(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, patcher *patch.SerialPatcher) (ctrl.Result, error) {
+	owned := &v1alpha1.PackageList{}
+	if err := r.client.List(ctx, owned, client.MatchingLabels{v1alpha1.FleetLabel: fleet.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list members: %w", err)
+	}
+	left := 0
+	for i := range owned.Items {
+		p := &owned.Items[i]
+		if p.Name != fleet.Name || !isOwnedBy(p, fleet) {
+			continue
+		}
+		left++
+		if p.DeletionTimestamp.IsZero() {
+			if err := r.client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("delete member %s/%s: %w", p.Namespace, p.Name, err)
+			}
+		}
+	}
+	if left > 0 {
+		conditions.MarkFalse(fleet, meta.ReadyCondition, v1alpha1.DeletingReason, "waiting for %d member(s) to be torn down", left)
+		if err := patcher.Patch(ctx, fleet, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
+	}
+	r.writes.forget(fleet.Name)
+	r.statuses.Delete(fleet.UID)
+	controllerutil.RemoveFinalizer(fleet, v1alpha1.FinalizerName)
+	if err := patcher.Patch(ctx, fleet, patch.WithFieldOwner(fieldOwner)); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
 // resolveTarget resolves the template's tag, once per interval for the whole fleet, and names
 // the revision it makes with the template.
 func (r *fleetReconciler) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (*v1alpha1.FleetRevision, error) {
@@ -200,7 +258,11 @@ func (r *fleetReconciler) resolveTarget(ctx context.Context, fleet *v1alpha1.Hos
 	}
 	maxAge := tmpl.GetInterval() / 2
 	if token, ok := meta.ReconcileAnnotationValue(fleet.GetAnnotations()); ok && token != lastHandled {
+		// A request is answered by any resolution made after it (Flux's tokens are times).
 		maxAge = 0
+		if requested, err := time.Parse(time.RFC3339Nano, token); err == nil {
+			maxAge = max(r.now().Sub(requested), 0)
+		}
 	}
 	digest, err := r.source.ResolveWithin(ctx, ref, creds, maxAge)
 	if err != nil {
@@ -252,7 +314,7 @@ func (r *fleetReconciler) members(ctx context.Context, fleet *v1alpha1.HostedClu
 		if p := fleet.Spec.Rollout.Partitions; p != nil {
 			m.partition = hc.GetLabels()[p.LabelKey]
 		}
-		m.pkg = byNamespace[m.namespace]
+		m.pkg, m.pending = r.writes.view(fleet, m.namespace, byNamespace[m.namespace])
 		if m.pkg == nil {
 			other := &v1alpha1.Package{}
 			err := r.client.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: fleet.Name}, other)
@@ -288,10 +350,29 @@ func (r *fleetReconciler) keepMember(ctx context.Context, fleet *v1alpha1.Hosted
 	if err != nil {
 		return &stageError{reason: v1alpha1.InvalidConfigReason, err: err}
 	}
-	if m.pkg != nil && memberUpToDate(m.pkg, desired) {
+	if m.pending && m.revision() == src.name {
+		return nil // written moments ago; the cache has not caught up
+	}
+	if m.pkg != nil && !m.pending && memberUpToDate(m.pkg, desired) {
 		return nil
 	}
-	return applyMember(ctx, r.client, desired)
+	existing := m.pkg
+	if m.pending {
+		// The cache is behind the fleet's own write: read the member as it is now.
+		existing = &v1alpha1.Package{}
+		if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: fleet.Name}, existing); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("read member %s/%s: %w", m.namespace, fleet.Name, err)
+			}
+			existing = nil
+		}
+	}
+	generation, err := writeMember(ctx, r.client, existing, desired)
+	if err != nil {
+		return err
+	}
+	r.writes.record(fleet, m.namespace, generation, src.name)
+	return nil
 }
 
 // removeStrayMembers deletes the fleet's members whose HostedCluster is gone or no longer
@@ -376,6 +457,22 @@ func (r *fleetReconciler) report(fleet *v1alpha1.HostedClusterPackage, plan roll
 		conditions.MarkFalse(fleet, meta.ReadyCondition, RolloutProgressingReason, "%s", msg)
 		conditions.MarkReconciling(fleet, RolloutProgressingReason, "%s", msg)
 	}
+}
+
+// announceFleet emits an event when Ready changes status or reason: progress within a rollout
+// is told by the partition events, not by one event per member.
+func announceFleet(rec record.EventRecorder, fleet *v1alpha1.HostedClusterPackage, old *metav1.Condition) {
+	now := conditions.Get(fleet, meta.ReadyCondition)
+	if now == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason) {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	switch now.Reason {
+	case RolloutProgressingReason, RolloutPausedReason, v1alpha1.DeletingReason, v1alpha1.ReconciliationSucceededReason:
+	default:
+		eventType = corev1.EventTypeWarning
+	}
+	rec.Event(fleet, eventType, now.Reason, now.Message)
 }
 
 // announcePartitions emits an event per partition transition: start, finish, halt, resume.

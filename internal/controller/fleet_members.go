@@ -8,22 +8,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
-// fleetFieldOwner is the field manager of member Packages: the fleet owns every field it sets
-// and takes them back from anyone who edits them.
+// fleetFieldOwner is the field manager of the fleet's writes to member Packages.
 const fleetFieldOwner = "pkgsync-fleet"
 
 // fleetRevisionSource is what a member's spec is made from: a revision's pinned image, template
@@ -202,18 +201,103 @@ func memberUpToDate(existing, desired *v1alpha1.Package) bool {
 	return false
 }
 
-// applyMember writes a member with server-side apply, taking every field it sets back from
-// whoever changed it.
-func applyMember(ctx context.Context, c client.Client, desired *v1alpha1.Package) error {
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
-	if err != nil {
-		return fmt.Errorf("member %s/%s: %w", desired.Namespace, desired.Name, err)
+// writeMember creates a member, or replaces an existing one's spec and takes back the labels,
+// annotations and owner reference the fleet sets, and returns the generation the API server
+// gave it. The whole spec is replaced, not merged: a field someone added by hand is drift too.
+func writeMember(ctx context.Context, c client.Client, existing, desired *v1alpha1.Package) (int64, error) {
+	if existing == nil || existing.UID == "" {
+		if err := c.Create(ctx, desired, client.FieldOwner(fleetFieldOwner)); err != nil {
+			return 0, fmt.Errorf("create member %s/%s: %w", desired.Namespace, desired.Name, err)
+		}
+		return desired.Generation, nil
 	}
-	u := &unstructured.Unstructured{Object: content}
-	delete(u.Object, "status")
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fleetFieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply member %s/%s: %w", desired.Namespace, desired.Name, err)
+	updated := existing.DeepCopy()
+	updated.Spec = desired.Spec
+	if updated.Labels == nil {
+		updated.Labels = map[string]string{}
 	}
-	return nil
+	maps.Copy(updated.Labels, desired.Labels)
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
+	}
+	maps.Copy(updated.Annotations, desired.Annotations)
+	owned := false
+	for _, ref := range updated.OwnerReferences {
+		owned = owned || ref.UID == desired.OwnerReferences[0].UID
+	}
+	if !owned {
+		updated.OwnerReferences = append(updated.OwnerReferences, desired.OwnerReferences[0])
+	}
+	// Optimistic concurrency: a member changed since the cache saw it is written on a later pass.
+	if err := c.Update(ctx, updated, client.FieldOwner(fleetFieldOwner)); err != nil {
+		return 0, fmt.Errorf("update member %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	return updated.Generation, nil
+}
+
+// memberWrites remembers the members a fleet wrote until the cache shows them: a reconcile
+// that ran on a cache older than the fleet's own writes would count a member it just moved as
+// still Ready on its old revision, and move more members than maxUnavailable allows.
+type memberWrites struct {
+	mu sync.Mutex
+	// written maps a member (fleet UID and namespace) to what was written.
+	written map[memberKey]memberWrite
+}
+
+type memberKey struct {
+	fleet, namespace string
+}
+
+type memberWrite struct {
+	fleet      types.UID
+	generation int64
+	revision   string
+}
+
+func (w *memberWrites) record(fleet *v1alpha1.HostedClusterPackage, namespace string, generation int64, revision string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.written == nil {
+		w.written = map[memberKey]memberWrite{}
+	}
+	w.written[memberKey{fleet.Name, namespace}] = memberWrite{fleet: fleet.UID, generation: generation, revision: revision}
+}
+
+// view returns the member as the fleet last wrote it when the cache has not caught up (pending):
+// on the revision written, its status not yet about it. Members the cache shows as written are
+// forgotten.
+func (w *memberWrites) view(fleet *v1alpha1.HostedClusterPackage, namespace string, cached *v1alpha1.Package) (pkg *v1alpha1.Package, pending bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := memberKey{fleet.Name, namespace}
+	wrote, ok := w.written[key]
+	if !ok {
+		return cached, false
+	}
+	if wrote.fleet != fleet.UID || (cached != nil && cached.Generation >= wrote.generation) {
+		delete(w.written, key)
+		return cached, false
+	}
+	written := &v1alpha1.Package{}
+	if cached != nil {
+		cached.ObjectMeta.DeepCopyInto(&written.ObjectMeta)
+	}
+	written.Namespace = namespace
+	written.Generation = wrote.generation
+	if written.Annotations == nil {
+		written.Annotations = map[string]string{}
+	}
+	written.Annotations[v1alpha1.FleetRevisionAnnotation] = wrote.revision
+	return written, true
+}
+
+// forget drops what is remembered of a fleet's members, when the fleet is gone.
+func (w *memberWrites) forget(fleet string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k := range w.written {
+		if k.fleet == fleet {
+			delete(w.written, k)
+		}
+	}
 }

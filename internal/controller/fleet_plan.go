@@ -24,8 +24,8 @@ type fleetMember struct {
 	labels map[string]string
 	// pkg is the member Package; nil when there is none yet.
 	pkg *v1alpha1.Package
-	// collision is set when a Package of the member's name exists there and is not ours.
-	collision bool
+	// pending is set while the cache has not caught up with the fleet's last write of pkg.
+	pending bool
 }
 
 // revision is the fleet revision the member's spec was made from ("" when none).
@@ -113,8 +113,8 @@ type rolloutPlan struct {
 // planRollout decides, from the members' state, which revision each member is kept at.
 // Partitions are walked in order; every partition before the first unfinished one is on the
 // target; in that one, members that are not Ready move to the target at once (they cost no
-// availability) and Ready members as maxUnavailable allows; later partitions stay where they
-// are. The plan is a function of what is observed, so a controller restart resumes it.
+// availability), and Ready members move and new members are created as maxUnavailable allows;
+// later partitions stay where they are. The plan is a function of what is observed, so a controller restart resumes it.
 func planRollout(members []*fleetMember, order []string, targetName, stableName string, strategy v1alpha1.FleetRolloutStrategy,
 	previous []v1alpha1.PartitionStatus, now time.Time) rolloutPlan {
 	plan := rolloutPlan{assign: map[string]assignment{}}
@@ -223,12 +223,20 @@ func planRollout(members []*fleetMember, order []string, targetName, stableName 
 				}
 			default:
 				ps.State = v1alpha1.PartitionProgressing
-				budget := scaledCount(strategy.MaxUnavailable, int(ps.Total), 1, false) - int(ps.Total-ps.Ready)
+				// Members that exist and are not Ready are unavailable already; a member created
+				// now becomes unavailable until it is Ready, so creating one costs budget too.
+				unavailable := 0
+				for i, m := range ms {
+					if m.pkg != nil && !health[i].ready {
+						unavailable++
+					}
+				}
+				budget := scaledCount(strategy.MaxUnavailable, int(ps.Total), 1, false) - unavailable
 				for i, m := range ms {
 					switch {
 					case m.revision() == targetName:
 						plan.assign[m.namespace] = toTarget
-					case !health[i].ready:
+					case m.pkg != nil && !health[i].ready:
 						// Not available anyway: moving it costs no availability.
 						plan.assign[m.namespace] = toTarget
 					case budget > 0:
