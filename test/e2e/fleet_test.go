@@ -37,6 +37,7 @@ func fleetPackage(version string, broken bool) map[string]string {
   version: "` + version + `"
   message: {{ .config.message | quote }}
   wave: {{ index .environment.hyperShift.hostedCluster.metadata.labels "rollout-wave" | default "none" | quote }}
+  platform: {{ .environment.hyperShift.hostedCluster.platform.type | quote }}
 `
 	if broken {
 		body = `data:
@@ -126,7 +127,7 @@ func newFleetCluster(t *testing.T, hcNamespace, name, fleetKey, wave string) *un
 		lbls["rollout-wave"] = wave
 	}
 	hc.SetLabels(lbls)
-	require.NoError(t, unstructured.SetNestedField(hc.Object, map[string]any{"release": map[string]any{"image": "example"}}, "spec"))
+	require.NoError(t, unstructured.SetNestedField(hc.Object, map[string]any{"release": map[string]any{"image": "example"}, "platform": map[string]any{"type": "KubeVirt"}}, "spec"))
 	createNamespace(t, suite.mgmtClient, hosted.ControlPlaneNamespace(hcNamespace, name), map[string]string{"hypershift.openshift.io/hosted-control-plane": "true"})
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), hc))
 	setHostedClusterAvailable(t, hc, true)
@@ -420,6 +421,7 @@ func TestFleetRollout(t *testing.T) {
 		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "fleet-app"}, cm))
 		assert.Equal(t, "1", cm.Data["version"])
 		assert.Equal(t, partitionOf[ns], cm.Data["wave"], "the template sees the HostedCluster's labels")
+		assert.Equal(t, "KubeVirt", cm.Data["platform"], "and its platform")
 	}
 	assert.Equal(t, 1, reg.count(http.MethodHead, tagPath)-headsAfterPush, "one HEAD for the whole fleet; members are pinned to the digest")
 
