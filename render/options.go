@@ -57,4 +57,6 @@ type HostedCluster struct {
 	Labels, Annotations map[string]string
 	// NodeSelector is the HostedCluster's spec.nodeSelector: where its control plane's pods run.
 	NodeSelector map[string]string
+	// PlatformType is the HostedCluster's spec.platform.type (AWS, Azure, KubeVirt, None, ...).
+	PlatformType string
 }

@@ -219,6 +219,7 @@ func templateData(opts Options, images, cfg map[string]any) map[string]any {
 				},
 				"hostedClusterNamespace": hc.HostedClusterNamespace,
 				"nodeSelector":           stringMap(hc.NodeSelector),
+				"platform":               map[string]any{"type": hc.PlatformType},
 			},
 		}
 	}

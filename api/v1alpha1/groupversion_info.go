@@ -21,6 +21,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&Package{}, &PackageList{}, &ClusterPackage{}, &ClusterPackageList{},
 		&ObjectDeployment{}, &ObjectDeploymentList{}, &ClusterObjectDeployment{}, &ClusterObjectDeploymentList{},
+		&HostedClusterPackage{}, &HostedClusterPackageList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -19,7 +19,7 @@ func CacheOptions(connectorSecret string, selector labels.Selector) cache.Option
 		&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", connectorSecret)},
 	}
 	if selector != nil {
-		for _, obj := range []client.Object{&v1alpha1.Package{}, &v1alpha1.ClusterPackage{}, &v1alpha1.ObjectDeployment{}, &v1alpha1.ClusterObjectDeployment{}} {
+		for _, obj := range []client.Object{&v1alpha1.Package{}, &v1alpha1.ClusterPackage{}, &v1alpha1.ObjectDeployment{}, &v1alpha1.ClusterObjectDeployment{}, &v1alpha1.HostedClusterPackage{}} {
 			byObject[obj] = cache.ByObject{Label: selector}
 		}
 	}

@@ -24,6 +24,9 @@ type metrics struct {
 	nextProbe      *prometheus.GaugeVec
 	probeDuration  *prometheus.HistogramVec
 	hostedRequests prometheus.Counter
+	// Fleets: members per state, time each partition took to roll out.
+	fleetMembers      *prometheus.GaugeVec
+	partitionDuration *prometheus.HistogramVec
 }
 
 func newMetrics() *metrics {
@@ -58,6 +61,15 @@ func newMetrics() *metrics {
 			Name: "pkgsync_hosted_request_seconds_total",
 			Help: "Time spent waiting on hosted API servers, summed over every request.",
 		}),
+		fleetMembers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pkgsync_fleet_members",
+			Help: "Members of a HostedClusterPackage by state: total, updated (on the target revision), ready, failed.",
+		}, []string{"fleet", "state"}),
+		partitionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pkgsync_fleet_partition_rollout_duration_seconds",
+			Help:    "Time from a partition's start to the end of its rollout (soak included), per HostedClusterPackage.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 16),
+		}, []string{"fleet"}),
 		objects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pkgsync_objects_applied_total",
 			Help: "Objects handled by apply passes, by action: created, configured, unchanged, pruned.",
@@ -88,6 +100,12 @@ func (m *metrics) register() error {
 		return err
 	}
 	if m.hostedRequests, err = registerOrReuse(m.hostedRequests); err != nil {
+		return err
+	}
+	if m.fleetMembers, err = registerOrReuse(m.fleetMembers); err != nil {
+		return err
+	}
+	if m.partitionDuration, err = registerOrReuse(m.partitionDuration); err != nil {
 		return err
 	}
 	m.objects, err = registerOrReuse(m.objects)

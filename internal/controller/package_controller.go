@@ -214,16 +214,21 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 
 // pullCredentials reads spec.pullSecretRef; nil means the client's defaults (anonymous).
 func (r *packageSteps[T]) pullCredentials(ctx context.Context, obj T) (source.Credentials, error) {
-	ref := obj.GetSpec().PullSecretRef
-	if ref == nil {
-		return nil, nil
-	}
 	ns := obj.GetNamespace()
 	if ns == "" {
 		ns = r.options.Namespace
 	}
+	return readPullCredentials(ctx, r.apiReader, ns, obj.GetSpec().PullSecretRef)
+}
+
+// readPullCredentials reads a kubernetes.io/dockerconfigjson Secret of namespace; nil ref means
+// the client's defaults (anonymous).
+func readPullCredentials(ctx context.Context, reader client.Reader, ns string, ref *meta.LocalObjectReference) (source.Credentials, error) {
+	if ref == nil {
+		return nil, nil
+	}
 	var secret corev1.Secret
-	if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &secret); err != nil {
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &secret); err != nil {
 		return nil, &stageError{reason: v1alpha1.AuthenticationFailedReason, err: fmt.Errorf("read pull secret %s/%s: %w", ns, ref.Name, err)}
 	}
 	data, ok := secret.Data[corev1.DockerConfigJsonKey]

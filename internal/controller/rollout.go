@@ -266,7 +266,7 @@ func templateHostedCluster(hc *hosted.HostedCluster) *render.HostedCluster {
 		return nil
 	}
 	return &render.HostedCluster{Name: hc.Name, Namespace: hc.Namespace, HostedClusterNamespace: hc.ControlPlaneNamespace,
-		Labels: hc.Labels, Annotations: hc.Annotations, NodeSelector: hc.NodeSelector}
+		Labels: hc.Labels, Annotations: hc.Annotations, NodeSelector: hc.NodeSelector, PlatformType: hc.PlatformType}
 }
 
 // serviceAccountFor returns the ServiceAccount a resource impersonates on the management

@@ -166,6 +166,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 			(&objectDeploymentSteps[*v1alpha1.ClusterObjectDeployment]{options: opts, rollouts: ro, kind: v1alpha1.ClusterObjectDeploymentKind}).steps()),
 			nil},
 	}
+	if err := setupFleets(ctx, mgr, cfg, opts, recorder, m, ctrlOpts, specChanged); err != nil {
+		return err
+	}
 	for _, k := range kinds {
 		b := ctrl.NewControllerManagedBy(mgr).Named(k.name).For(k.object, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts)
 		if k.list != nil {

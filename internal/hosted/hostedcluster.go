@@ -29,6 +29,8 @@ type HostedCluster struct {
 	// Labels, Annotations and NodeSelector (spec.nodeSelector) are what package templates see
 	// of it; copies, never the cache's maps.
 	Labels, Annotations, NodeSelector map[string]string
+	// PlatformType is spec.platform.type (AWS, Azure, KubeVirt, None, ...).
+	PlatformType string
 }
 
 // ControlPlaneNamespace returns the hosted-control-plane namespace HyperShift uses for a
@@ -67,6 +69,7 @@ func FindHostedCluster(ctx context.Context, reader client.Reader, namespace stri
 		// NestedStringMap copies; a malformed nodeSelector leaves it empty (HyperShift's own
 		// validation rejects one).
 		out.NodeSelector, _, _ = unstructured.NestedStringMap(hc.Object, "spec", "nodeSelector")
+		out.PlatformType, _, _ = unstructured.NestedString(hc.Object, "spec", "platform", "type")
 		conds, _, _ := unstructured.NestedSlice(hc.Object, "status", "conditions")
 		for _, c := range conds {
 			cm, ok := c.(map[string]any)

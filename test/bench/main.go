@@ -25,6 +25,8 @@ type options struct {
 	// deadPercent of the hosted clusters have a hosted API server that never answers.
 	deadPercent float64
 	compare     compareOptions
+	// hcpkg runs the HostedClusterPackage scenario instead of one Package per namespace.
+	hcpkg bool
 }
 
 func main() {
@@ -42,6 +44,7 @@ func main() {
 	fs.StringVar(&o.logFile, "log-file", "", "Write the controller's log here (default: discard)")
 	fs.StringVar(&o.memProfile, "memprofile", "", "Write a heap profile here after the last scenario")
 	fs.Float64Var(&o.deadPercent, "dead-percent", 0, "Percent of the hosted clusters whose API server accepts connections and never answers (at least one when above 0)")
+	fs.BoolVar(&o.hcpkg, "hcpkg", false, "Measure one HostedClusterPackage over -packages HostedClusters in 4 partitions instead: converge, then a rollout of a new digest with maxUnavailable 10%")
 	o.compare.applyFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
@@ -56,6 +59,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.hcpkg {
+		if err := runHostedClusterPackage(ctx, o); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.compare.percents != "" {
 		if err := runCompare(ctx, fs, o.compare); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)

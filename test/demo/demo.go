@@ -168,7 +168,10 @@ func (d *demo) story(ctx context.Context, abort context.CancelCauseFunc) error {
 	if err := d.update(ctx, watch, v1); err != nil {
 		return err
 	}
-	return d.summary(ctx)
+	if err := d.summary(ctx); err != nil {
+		return err
+	}
+	return d.fleetAct(ctx)
 }
 
 // startEnvironment starts the registry and the two control planes.
@@ -382,14 +385,19 @@ func readyAt(revision, token string) func(*v1alpha1.Package) bool {
 
 // resolve asks the registry which digest the tag points at.
 func (d *demo) resolve(ctx context.Context) (string, error) {
+	return d.resolveTag(ctx, repository, "v1")
+}
+
+// resolveTag asks the registry which digest a tag of a repository points at.
+func (d *demo) resolveTag(ctx context.Context, repository, tag string) (string, error) {
 	repo, err := remote.NewRepository(d.registry.Host + "/" + repository)
 	if err != nil {
 		return "", err
 	}
 	repo.PlainHTTP = true
-	desc, err := repo.Resolve(ctx, "v1")
+	desc, err := repo.Resolve(ctx, tag)
 	if err != nil {
-		return "", fmt.Errorf("resolve %s: %w", d.image, err)
+		return "", fmt.Errorf("resolve %s/%s:%s: %w", d.registry.Host, repository, tag, err)
 	}
 	return desc.Digest.String(), nil
 }
@@ -425,7 +433,6 @@ func (d *demo) summary(ctx context.Context) error {
 			d.out.plain("    (kubectl failed: %v)", err)
 		}
 	}
-	d.out.plain("\nDone in %.0fs: one Package, three phases, two clusters, one update with a prune.", time.Since(d.out.start).Seconds())
 	return nil
 }
 

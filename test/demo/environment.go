@@ -164,19 +164,24 @@ func setHostedClusterAvailable(ctx context.Context, c client.Client, available b
 // createControlPlaneNamespace creates the HCP namespace with the connector Secret HyperShift
 // keeps there: a kubeconfig with a system:masters client certificate for the hosted API server.
 func createControlPlaneNamespace(ctx context.Context, c client.Client, kubeconfig []byte) error {
+	return createNamespaceWithConnector(ctx, c, hcpNamespace, kubeconfig)
+}
+
+// createNamespaceWithConnector creates a hosted-control-plane namespace and its connector Secret.
+func createNamespaceWithConnector(ctx context.Context, c client.Client, name string, kubeconfig []byte) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:   hcpNamespace,
+		Name:   name,
 		Labels: map[string]string{"hypershift.openshift.io/hosted-control-plane": "true"},
 	}}
 	if err := c.Create(ctx, ns); err != nil {
-		return fmt.Errorf("create namespace %s: %w", hcpNamespace, err)
+		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: hcpNamespace, Name: hosted.DefaultSecretName},
+		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: hosted.DefaultSecretName},
 		Data:       map[string][]byte{hosted.DefaultSecretKey: kubeconfig},
 	}
 	if err := c.Create(ctx, secret); err != nil {
-		return fmt.Errorf("create Secret %s/%s: %w", hcpNamespace, hosted.DefaultSecretName, err)
+		return fmt.Errorf("create Secret %s/%s: %w", name, hosted.DefaultSecretName, err)
 	}
 	return nil
 }

@@ -236,9 +236,15 @@ func putConnectorSecret(t *testing.T, namespace string, kubeconfig []byte) {
 // pushPackage builds dir and pushes it to the suite's registry under repo:tag.
 func pushPackage(t *testing.T, dir, repoTag string) string {
 	t.Helper()
+	return pushPackageTo(t, dir, suite.registry.Host+"/"+repoTag)
+}
+
+// pushPackageTo builds dir and pushes it to the image reference given.
+func pushPackageTo(t *testing.T, dir, image string) string {
+	t.Helper()
 	img, err := source.Build(dir, source.BuildOptions{})
 	require.NoError(t, err)
-	ref, err := source.ParseReference(suite.registry.Host + "/" + repoTag)
+	ref, err := source.ParseReference(image)
 	require.NoError(t, err)
 	_, err = suite.source.Push(t.Context(), img, []source.Reference{ref}, nil)
 	require.NoError(t, err)

@@ -1,0 +1,329 @@
+package v1alpha1
+
+import (
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+const (
+	// HostedClusterPackageKind is the kind of a fleet: one package rolled out to every matching
+	// hosted cluster.
+	HostedClusterPackageKind = "HostedClusterPackage"
+
+	// FleetLabel is set on every member Package to the name of the HostedClusterPackage that
+	// keeps it.
+	FleetLabel = "pkgsync.dev/fleet"
+	// FleetRevisionAnnotation on a member Package names the fleet revision its spec was made
+	// from (FleetRevision.Name).
+	FleetRevisionAnnotation = "pkgsync.dev/fleet-revision"
+
+	// DefaultProgressDeadline is how long a member may take to become Ready on a new revision
+	// before it counts as failed.
+	DefaultProgressDeadline = 10 * time.Minute
+)
+
+// HostedClusterPackageSpec says which package goes to which hosted clusters, and how a new
+// revision is rolled out across them.
+type HostedClusterPackageSpec struct {
+	// HostedClusterSelector selects the HyperShift HostedClusters (by their labels) that get a
+	// member Package; empty selects every HostedCluster.
+	// +optional
+	HostedClusterSelector *metav1.LabelSelector `json:"hostedClusterSelector,omitempty"`
+
+	// Template is the Package kept in the hosted-control-plane namespace of each selected
+	// HostedCluster. Its image tag is resolved by the fleet, once per interval for the whole
+	// fleet, and members are pinned to the digest of the revision their partition is on.
+	// +required
+	Template PackageTemplate `json:"template"`
+
+	// ConfigOverrides are merged, in order, over template.spec.config for the HostedClusters
+	// each selects (objects merged key by key, anything else replaced), so that one fleet gives a
+	// partition or a single cluster different values. A change is rolled out like a new image.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	ConfigOverrides []ConfigOverride `json:"configOverrides,omitempty"`
+
+	// Rollout says how a new revision reaches the members.
+	// +optional
+	Rollout FleetRolloutStrategy `json:"rollout,omitempty"`
+
+	// Suspend stops the fleet's own reconciliation: no tag is resolved, no member is created,
+	// changed or removed. Members keep reconciling themselves.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// PackageTemplate is a member Package: its labels, annotations and spec.
+type PackageTemplate struct {
+	// Metadata of each member: labels and annotations.
+	// +optional
+	Metadata TemplateMetadata `json:"metadata,omitempty"`
+	// Spec of each member Package. spec.image must name a tag (or a digest); the fleet pins
+	// members to the digest it resolved.
+	// +required
+	Spec PackageSpec `json:"spec"`
+}
+
+// TemplateMetadata is the metadata a template gives its members.
+type TemplateMetadata struct {
+	// Labels of each member; the fleet adds pkgsync.dev/fleet.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations of each member; the fleet adds pkgsync.dev/fleet-revision.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ConfigOverride gives the HostedClusters its selector matches configuration values of their own.
+type ConfigOverride struct {
+	// HostedClusterSelector selects the HostedClusters (by their labels) the override applies to.
+	// +required
+	HostedClusterSelector metav1.LabelSelector `json:"hostedClusterSelector"`
+	// Config is merged over template.spec.config (and earlier overrides).
+	// +required
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Config *apiextensionsv1.JSON `json:"config"`
+}
+
+// FleetRolloutStrategy is how a new revision is rolled out: partition after partition, within a
+// partition at most MaxUnavailable members at a time, halting when too many fail.
+// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || (type(self.maxUnavailable) == int ? self.maxUnavailable >= 1 : self.maxUnavailable.matches('^([1-9][0-9]?|100)%$'))",message="spec.rollout.maxUnavailable must be a count of at least 1 or a percentage from 1% to 100%"
+// +kubebuilder:validation:XValidation:rule="!has(self.failureThreshold) || (type(self.failureThreshold) == int ? self.failureThreshold >= 1 : self.failureThreshold.matches('^([1-9][0-9]?|100)%$'))",message="spec.rollout.failureThreshold must be a count of at least 1 or a percentage from 1% to 100%"
+type FleetRolloutStrategy struct {
+	// MaxUnavailable is how many members of the partition in progress may be unavailable (being
+	// updated, or not Ready) at once: a count or a percentage of the partition's members
+	// (rounded down, at least 1). Default 1.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// Partitions splits the HostedClusters by a label into groups rolled out one after another.
+	// Without it, all members form one partition.
+	// +optional
+	Partitions *FleetPartitions `json:"partitions,omitempty"`
+
+	// Soak is how long every member of a partition must stay Ready on the new revision before
+	// the next partition starts. A member that stops being Ready restarts the soak.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Soak *metav1.Duration `json:"soak,omitempty"`
+
+	// FailureThreshold is how many members of the partition in progress may fail on the new
+	// revision before the rollout halts (a count or a percentage of the partition, rounded up,
+	// at least 1). Default 1: the first failure halts. A halted rollout touches no further
+	// member; it resumes when the failed members become Ready or the target revision changes.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	FailureThreshold *intstr.IntOrString `json:"failureThreshold,omitempty"`
+
+	// ProgressDeadline is how long a member may take to become Ready on a new revision before it
+	// counts as failed. A member also fails at once when it is Stalled or reports an error.
+	// Default 10m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+
+	// Paused holds the rollout where it is: no member moves to another revision (new
+	// HostedClusters get a member on the stable revision, none when there is none yet), while
+	// existing members keep reconciling and drift is still corrected.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// FleetPartitions groups HostedClusters by the value of one label.
+// +kubebuilder:validation:XValidation:rule="!(has(self.order) && has(self.order.static) && has(self.order.alphanumeric))",message="spec.rollout.partitions.order takes either static or alphanumeric, not both"
+type FleetPartitions struct {
+	// LabelKey is the HostedCluster label whose value names a cluster's partition. Clusters
+	// without the label form the last partition.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	LabelKey string `json:"labelKey"`
+	// Order of the partitions. Default: alphanumeric.
+	// +optional
+	Order *PartitionOrder `json:"order,omitempty"`
+}
+
+// PartitionOrder orders partitions.
+type PartitionOrder struct {
+	// Static lists label values in rollout order; "*" stands for every value not listed
+	// (alphanumerically among themselves). Values neither listed nor covered by "*" come after
+	// the listed ones, alphanumerically.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=set
+	Static []string `json:"static,omitempty"`
+	// Alphanumeric orders partitions by label value, numbers by value ("2" before "10").
+	// +optional
+	Alphanumeric *AlphanumericOrder `json:"alphanumeric,omitempty"`
+}
+
+// AlphanumericOrder orders by label value, numbers by value.
+type AlphanumericOrder struct{}
+
+// FleetRevision is one revision of a fleet: the image digest and the template it was made from.
+type FleetRevision struct {
+	// Name is short and unique per revision: 12 hexadecimal digits of the digest, a dash, 8 of
+	// the template's sha256.
+	Name string `json:"name"`
+	// Image is the template's image pinned to the digest (repository:tag@sha256:...).
+	Image string `json:"image"`
+	// Digest of the image.
+	Digest string `json:"digest"`
+	// TemplateDigest is the sha256 of the template and config overrides it was made from.
+	TemplateDigest string `json:"templateDigest"`
+}
+
+// FleetStableRevision is the last revision rolled out completely, with what members on it need.
+type FleetStableRevision struct {
+	FleetRevision `json:",inline"`
+	// Template the members on this revision are kept at.
+	Template PackageTemplate `json:"template"`
+	// ConfigOverrides of this revision.
+	// +optional
+	ConfigOverrides []ConfigOverride `json:"configOverrides,omitempty"`
+}
+
+// PartitionState is where a partition stands in the rollout of the target revision.
+type PartitionState string
+
+const (
+	// PartitionPending: an earlier partition is not finished.
+	PartitionPending PartitionState = "Pending"
+	// PartitionProgressing: members are being moved to the target revision.
+	PartitionProgressing PartitionState = "Progressing"
+	// PartitionSoaking: every member is Ready on the target; the soak runs.
+	PartitionSoaking PartitionState = "Soaking"
+	// PartitionHalted: too many members failed; nothing more is touched.
+	PartitionHalted PartitionState = "Halted"
+	// PartitionComplete: every member is Ready on the target revision (and soaked).
+	PartitionComplete PartitionState = "Complete"
+)
+
+// MemberCounts counts members.
+type MemberCounts struct {
+	// Total members.
+	// +optional
+	Total int32 `json:"total"`
+	// Updated members: on the target revision.
+	// +optional
+	Updated int32 `json:"updated"`
+	// Ready members: Ready on the revision they are on.
+	// +optional
+	Ready int32 `json:"ready"`
+	// Failed members: failed on the target revision.
+	// +optional
+	Failed int32 `json:"failed"`
+}
+
+// PartitionStatus reports one partition.
+type PartitionStatus struct {
+	// Name is the label value, or "" for clusters without the label (all clusters without partitions).
+	Name         string `json:"name"`
+	MemberCounts `json:",inline"`
+	// State of the partition in the rollout of the target revision.
+	State PartitionState `json:"state"`
+	// LastTransitionTime is when State last changed.
+	LastTransitionTime metav1.Time `json:"lastTransitionTime"`
+}
+
+// MemberStatus names a member and what it is doing.
+type MemberStatus struct {
+	// Namespace of the member Package (the hosted-control-plane namespace).
+	Namespace string `json:"namespace"`
+	// Partition of its HostedCluster.
+	// +optional
+	Partition string `json:"partition,omitempty"`
+	// Reason and message of its Ready condition, or why it has no member.
+	Reason string `json:"reason"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// HostedClusterPackageStatus is the observed state of a fleet.
+type HostedClusterPackageStatus struct {
+	meta.ReconcileRequestStatus `json:",inline"`
+
+	// ObservedGeneration is the last generation reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled.
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Target is the revision being rolled out (or rolled out, when equal to Stable).
+	// +optional
+	Target *FleetRevision `json:"target,omitempty"`
+	// Stable is the last revision every member reached; members the rollout has not reached
+	// stay on it.
+	// +optional
+	Stable *FleetStableRevision `json:"stable,omitempty"`
+
+	// MemberCounts over the whole fleet.
+	MemberCounts `json:",inline"`
+	// Progress is "updated/ready/total", for kubectl's columns.
+	// +optional
+	Progress string `json:"progress,omitempty"`
+	// CurrentPartition is the partition being rolled out, empty when none is.
+	// +optional
+	CurrentPartition string `json:"currentPartition,omitempty"`
+	// Partitions in rollout order.
+	// +optional
+	Partitions []PartitionStatus `json:"partitions,omitempty"`
+	// InProgress lists members moving to the target revision and not Ready yet (at most 10).
+	// +optional
+	InProgress []MemberStatus `json:"inProgress,omitempty"`
+	// Failed lists failed members and members the fleet cannot keep (at most 10).
+	// +optional
+	FailedMembers []MemberStatus `json:"failedMembers,omitempty"`
+}
+
+// HostedClusterPackage rolls one package out to every matching HyperShift hosted cluster: it
+// keeps a member Package in each one's hosted-control-plane namespace and moves them to a new
+// revision partition by partition.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=hcpkg,categories=pkgsync
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Target",type="string",JSONPath=".status.target.name"
+// +kubebuilder:printcolumn:name="Updated/Ready/Total",type="string",JSONPath=".status.progress"
+// +kubebuilder:printcolumn:name="Partition",type="string",JSONPath=".status.currentPartition"
+// +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message",priority=1
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+type HostedClusterPackage struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec HostedClusterPackageSpec `json:"spec"`
+	// +kubebuilder:default={"observedGeneration":-1}
+	Status HostedClusterPackageStatus `json:"status,omitempty"`
+}
+
+// HostedClusterPackageList is a list of HostedClusterPackages.
+// +kubebuilder:object:root=true
+type HostedClusterPackageList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HostedClusterPackage `json:"items"`
+}
+
+// GetConditions returns the status conditions, for github.com/fluxcd/pkg/runtime/conditions.
+func (in *HostedClusterPackage) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions sets the status conditions.
+func (in *HostedClusterPackage) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// GetProgressDeadline returns the progress deadline, defaulted.
+func (in *FleetRolloutStrategy) GetProgressDeadline() time.Duration {
+	if in.ProgressDeadline == nil || in.ProgressDeadline.Duration <= 0 {
+		return DefaultProgressDeadline
+	}
+	return in.ProgressDeadline.Duration
+}

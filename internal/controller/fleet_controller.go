@@ -1,0 +1,576 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/patch"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/source"
+)
+
+// +kubebuilder:rbac:groups=pkgsync.dev,resources=hostedclusterpackages,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=pkgsync.dev,resources=hostedclusterpackages/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=pkgsync.dev,resources=packages,verbs=create;delete
+
+// Fleet condition reasons.
+const (
+	// RolloutProgressingReason: members are being moved to the target revision.
+	RolloutProgressingReason = "RolloutProgressing"
+	// RolloutHaltedReason: more members failed than spec.rollout.failureThreshold allows.
+	RolloutHaltedReason = "RolloutHalted"
+	// RolloutPausedReason: spec.rollout.paused holds a rollout that is not finished.
+	RolloutPausedReason = "RolloutPaused"
+	// MembersFailedReason: members could not be written, or collide with Packages that are
+	// not the fleet's.
+	MembersFailedReason = "MembersFailed"
+	// InvalidSpecReason: the spec cannot be acted on (a selector the API server let through).
+	InvalidSpecReason = "InvalidSpec"
+	// HostedClusterAPIMissingReason: the HostedCluster API is not installed.
+	HostedClusterAPIMissingReason = "HostedClusterAPIMissing"
+)
+
+// maxListedMembers bounds the members listed in a fleet's status.
+const maxListedMembers = 10
+
+// fleetReconciler keeps a HostedClusterPackage's members: one Package per selected hosted
+// cluster, each on the revision the rollout assigns it.
+type fleetReconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	source    *source.Client
+	recorder  record.EventRecorder
+	metrics   runtimectrl.Metrics
+	own       *metrics
+	options   Options
+	// hostedClusterAPI is false when the HostedCluster API is not installed.
+	hostedClusterAPI bool
+	now              func() time.Time
+	writes           memberWrites
+	// statuses holds the status last written per fleet UID.
+	statuses sync.Map
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *fleetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	fleet := &v1alpha1.HostedClusterPackage{}
+	if err := r.client.Get(ctx, req.NamespacedName, fleet); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.writes.forget(req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	start := r.now()
+	if written, ok := r.statuses.Load(fleet.UID); ok {
+		// This controller is the only writer of a fleet's status: what it wrote last is newer
+		// than, or the same as, what the cache may still show.
+		fleet.Status = *written.(*v1alpha1.HostedClusterPackageStatus).DeepCopy()
+	}
+	patcher := patch.NewSerialPatcher(fleet, r.client)
+	if !fleet.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, fleet, patcher)
+	}
+	if !controllerutil.ContainsFinalizer(fleet, v1alpha1.FinalizerName) {
+		// Before any member exists: deleting the fleet removes its members, and waits for their
+		// teardown, whether or not a garbage collector runs.
+		controllerutil.AddFinalizer(fleet, v1alpha1.FinalizerName)
+		if err := patcher.Patch(ctx, fleet, patch.WithFieldOwner(fieldOwner)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+	oldReady := conditions.Get(fleet, meta.ReadyCondition).DeepCopy()
+	lastHandled := fleet.Status.GetLastHandledReconcileRequest()
+	defer func() {
+		if token, ok := meta.ReconcileAnnotationValue(fleet.GetAnnotations()); ok {
+			fleet.Status.SetLastHandledReconcileRequest(token)
+		}
+		if retErr == nil {
+			fleet.Status.ObservedGeneration = fleet.Generation
+		}
+		if err := patcher.Patch(ctx, fleet, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
+			r.statuses.Delete(fleet.UID)
+			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
+		} else {
+			r.statuses.Store(fleet.UID, fleet.Status.DeepCopy())
+		}
+		r.metrics.RecordDuration(ctx, fleet, start)
+		r.metrics.RecordReadiness(ctx, fleet)
+		announceFleet(r.recorder, fleet, oldReady)
+	}()
+
+	r.metrics.RecordSuspend(ctx, fleet, fleet.Spec.Suspend)
+	if fleet.Spec.Suspend {
+		return ctrl.Result{}, nil
+	}
+	if !r.hostedClusterAPI {
+		err := errors.New("the HostedCluster API (hypershift.openshift.io/v1beta1) is not installed on this cluster: a HostedClusterPackage needs HyperShift")
+		conditions.MarkFalse(fleet, meta.ReadyCondition, HostedClusterAPIMissingReason, "%s", err)
+		conditions.MarkStalled(fleet, HostedClusterAPIMissingReason, "%s", err)
+		conditions.Delete(fleet, meta.ReconcilingCondition)
+		return ctrl.Result{}, nil
+	}
+	conditions.Delete(fleet, meta.StalledCondition)
+	return r.reconcileFleet(ctx, fleet, lastHandled)
+}
+
+func (r *fleetReconciler) reconcileFleet(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (ctrl.Result, error) {
+	spec := &fleet.Spec
+	interval := spec.Template.Spec.GetInterval()
+	target, err := r.resolveTarget(ctx, fleet, lastHandled)
+	if err != nil {
+		reason := reasonFor(err)
+		conditions.MarkFalse(fleet, meta.ReadyCondition, reason, "%s", err)
+		conditions.MarkReconciling(fleet, v1alpha1.ProgressingWithRetryReason, "%s", err)
+		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
+	}
+	fleet.Status.Target = target
+
+	members, collisions, err := r.members(ctx, fleet)
+	if err != nil {
+		var invalid *stageError
+		if errors.As(err, &invalid) {
+			conditions.MarkFalse(fleet, meta.ReadyCondition, invalid.reason, "%s", err)
+			conditions.MarkStalled(fleet, invalid.reason, "%s", err)
+			conditions.Delete(fleet, meta.ReconcilingCondition)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	present := make([]string, 0, len(members))
+	for _, m := range members {
+		present = append(present, m.partition)
+	}
+	order := partitionOrder(present, spec.Rollout.Partitions)
+	stableName := ""
+	if fleet.Status.Stable != nil {
+		stableName = fleet.Status.Stable.Name
+	}
+	now := r.now()
+	plan := planRollout(members, order, target.Name, stableName, spec.Rollout, fleet.Status.Partitions, now)
+
+	targetSource := fleetRevisionSource{name: target.Name, image: target.Image, template: &spec.Template, overrides: spec.ConfigOverrides}
+	var stableSource fleetRevisionSource
+	if s := fleet.Status.Stable; s != nil {
+		stableSource = fleetRevisionSource{name: s.Name, image: s.Image, template: &s.Template, overrides: s.ConfigOverrides}
+	}
+	problems := slices.Clone(collisions)
+	for _, m := range members {
+		var src fleetRevisionSource
+		switch plan.assign[m.namespace] {
+		case toTarget:
+			src = targetSource
+		case toStable:
+			src = stableSource
+		default:
+			continue
+		}
+		if err := r.keepMember(ctx, fleet, src, m, now); err != nil {
+			problems = append(problems, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: memberErrorReason(err), Message: err.Error()})
+		}
+	}
+	if err := r.removeStrayMembers(ctx, fleet, members); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	r.report(fleet, plan, problems, now)
+	if plan.complete && (fleet.Status.Stable == nil || fleet.Status.Stable.Name != target.Name) {
+		fleet.Status.Stable = &v1alpha1.FleetStableRevision{FleetRevision: *target, Template: *spec.Template.DeepCopy()}
+		for _, o := range spec.ConfigOverrides {
+			fleet.Status.Stable.ConfigOverrides = append(fleet.Status.Stable.ConfigOverrides, *o.DeepCopy())
+		}
+	}
+	requeue := jittered(interval)
+	if plan.wakeAfter > 0 {
+		requeue = min(requeue, plan.wakeAfter)
+	}
+	if len(problems) > 0 {
+		requeue = min(requeue, r.options.RetryInterval)
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// finalize deletes every member and removes the finalizer once they are gone (each member's
+// own finalizer tears its objects down first). Member deletions wake the fleet.
+func (r *fleetReconciler) finalize(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, patcher *patch.SerialPatcher) (ctrl.Result, error) {
+	owned := &v1alpha1.PackageList{}
+	if err := r.client.List(ctx, owned, client.MatchingLabels{v1alpha1.FleetLabel: fleet.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list members: %w", err)
+	}
+	left := 0
+	for i := range owned.Items {
+		p := &owned.Items[i]
+		if p.Name != fleet.Name || !isOwnedBy(p, fleet) {
+			continue
+		}
+		left++
+		if p.DeletionTimestamp.IsZero() {
+			if err := r.client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("delete member %s/%s: %w", p.Namespace, p.Name, err)
+			}
+		}
+	}
+	if left > 0 {
+		conditions.MarkFalse(fleet, meta.ReadyCondition, v1alpha1.DeletingReason, "waiting for %d member(s) to be torn down", left)
+		if err := patcher.Patch(ctx, fleet, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
+	}
+	r.writes.forget(fleet.Name)
+	r.statuses.Delete(fleet.UID)
+	controllerutil.RemoveFinalizer(fleet, v1alpha1.FinalizerName)
+	if err := patcher.Patch(ctx, fleet, patch.WithFieldOwner(fieldOwner)); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// resolveTarget resolves the template's tag, once per interval for the whole fleet, and names
+// the revision it makes with the template.
+func (r *fleetReconciler) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (*v1alpha1.FleetRevision, error) {
+	tmpl := &fleet.Spec.Template.Spec
+	ref, err := source.ParseReference(tmpl.Image)
+	if err != nil {
+		return nil, &stageError{reason: v1alpha1.PullFailedReason, err: fmt.Errorf("spec.template.spec.image: %w", err)}
+	}
+	creds, err := readPullCredentials(ctx, r.apiReader, r.options.Namespace, tmpl.PullSecretRef)
+	if err != nil {
+		return nil, err
+	}
+	maxAge := tmpl.GetInterval() / 2
+	if token, ok := meta.ReconcileAnnotationValue(fleet.GetAnnotations()); ok && token != lastHandled {
+		// A request is answered by any resolution made after it (Flux's tokens are times).
+		maxAge = 0
+		if requested, err := time.Parse(time.RFC3339Nano, token); err == nil {
+			maxAge = max(r.now().Sub(requested), 0)
+		}
+	}
+	digest, err := r.source.ResolveWithin(ctx, ref, creds, maxAge)
+	if err != nil {
+		return nil, pullFailed(err)
+	}
+	td, err := templateDigest(&fleet.Spec)
+	if err != nil {
+		return nil, err
+	}
+	return &v1alpha1.FleetRevision{Name: revisionName(digest, td), Image: ref.WithDigest(digest).String(), Digest: digest, TemplateDigest: td}, nil
+}
+
+// members lists the selected HostedClusters with their member Packages, and the clusters whose
+// namespace holds a Package of the member's name that is not this fleet's.
+func (r *fleetReconciler) members(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) ([]*fleetMember, []v1alpha1.MemberStatus, error) {
+	selector := labels.Everything()
+	if fleet.Spec.HostedClusterSelector != nil {
+		var err error
+		if selector, err = metav1.LabelSelectorAsSelector(fleet.Spec.HostedClusterSelector); err != nil {
+			return nil, nil, &stageError{reason: InvalidSpecReason, err: fmt.Errorf("spec.hostedClusterSelector: %w", err)}
+		}
+	}
+	hcs := &unstructured.UnstructuredList{}
+	hcs.SetGroupVersionKind(hosted.HostedClusterGVK.GroupVersion().WithKind(hosted.HostedClusterGVK.Kind + "List"))
+	if err := r.client.List(ctx, hcs, client.MatchingLabelsSelector{Selector: selector}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, nil, fmt.Errorf("list HostedClusters: %w", err)
+	}
+	owned := &v1alpha1.PackageList{}
+	if err := r.client.List(ctx, owned, client.MatchingLabels{v1alpha1.FleetLabel: fleet.Name}); err != nil {
+		return nil, nil, fmt.Errorf("list members: %w", err)
+	}
+	byNamespace := map[string]*v1alpha1.Package{}
+	for i := range owned.Items {
+		p := &owned.Items[i]
+		if p.Name == fleet.Name && isOwnedBy(p, fleet) {
+			byNamespace[p.Namespace] = p
+		}
+	}
+	var (
+		members    []*fleetMember
+		collisions []v1alpha1.MemberStatus
+	)
+	for i := range hcs.Items {
+		hc := &hcs.Items[i]
+		if !hc.GetDeletionTimestamp().IsZero() {
+			continue
+		}
+		m := &fleetMember{namespace: hosted.ControlPlaneNamespace(hc.GetNamespace(), hc.GetName()), labels: hc.GetLabels()}
+		if p := fleet.Spec.Rollout.Partitions; p != nil {
+			m.partition = hc.GetLabels()[p.LabelKey]
+		}
+		m.pkg, m.pending = r.writes.view(fleet, m.namespace, byNamespace[m.namespace])
+		if m.pkg == nil {
+			other := &v1alpha1.Package{}
+			err := r.client.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: fleet.Name}, other)
+			switch {
+			case err == nil:
+				collisions = append(collisions, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: v1alpha1.CollisionReason,
+					Message: fmt.Sprintf("Package %s/%s exists and is not this fleet's (label %s=%q): it is left alone; delete or rename it",
+						m.namespace, fleet.Name, v1alpha1.FleetLabel, other.Labels[v1alpha1.FleetLabel])})
+				continue
+			case !apierrors.IsNotFound(err):
+				return nil, nil, fmt.Errorf("read Package %s/%s: %w", m.namespace, fleet.Name, err)
+			}
+		}
+		members = append(members, m)
+	}
+	slices.SortFunc(members, func(a, b *fleetMember) int { return strings.Compare(a.namespace, b.namespace) })
+	return members, collisions, nil
+}
+
+func isOwnedBy(p *v1alpha1.Package, fleet *v1alpha1.HostedClusterPackage) bool {
+	for _, ref := range p.OwnerReferences {
+		if ref.UID == fleet.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// keepMember creates or corrects one member; a member that already is what it should be costs
+// no request.
+func (r *fleetReconciler) keepMember(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, src fleetRevisionSource, m *fleetMember, now time.Time) error {
+	desired, err := desiredMember(fleet, src, m, now)
+	if err != nil {
+		return &stageError{reason: v1alpha1.InvalidConfigReason, err: err}
+	}
+	if m.pending && m.revision() == src.name {
+		return nil // written moments ago; the cache has not caught up
+	}
+	if m.pkg != nil && !m.pending && memberUpToDate(m.pkg, desired) {
+		return nil
+	}
+	existing := m.pkg
+	if m.pending {
+		// The cache is behind the fleet's own write: read the member as it is now.
+		existing = &v1alpha1.Package{}
+		if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: fleet.Name}, existing); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("read member %s/%s: %w", m.namespace, fleet.Name, err)
+			}
+			existing = nil
+		}
+	}
+	generation, err := writeMember(ctx, r.client, existing, desired)
+	if err != nil {
+		return err
+	}
+	r.writes.record(fleet, m.namespace, generation, src.name)
+	return nil
+}
+
+// removeStrayMembers deletes the fleet's members whose HostedCluster is gone or no longer
+// selected. Each one's finalizer tears its objects down.
+func (r *fleetReconciler) removeStrayMembers(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, members []*fleetMember) error {
+	keep := map[string]bool{}
+	for _, m := range members {
+		keep[m.namespace] = true
+	}
+	owned := &v1alpha1.PackageList{}
+	if err := r.client.List(ctx, owned, client.MatchingLabels{v1alpha1.FleetLabel: fleet.Name}); err != nil {
+		return fmt.Errorf("list members: %w", err)
+	}
+	for i := range owned.Items {
+		p := &owned.Items[i]
+		if keep[p.Namespace] || p.Name != fleet.Name || !isOwnedBy(p, fleet) || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete member %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("removed member of a HostedCluster no longer selected", "namespace", p.Namespace)
+	}
+	return nil
+}
+
+func memberErrorReason(err error) string {
+	var stage *stageError
+	switch {
+	case errors.As(err, &stage):
+		return stage.reason
+	case apierrors.IsNotFound(err):
+		return "NamespaceNotFound"
+	}
+	return "MemberWriteFailed"
+}
+
+// report writes the fleet's status from the plan, with events and metrics for what changed.
+func (r *fleetReconciler) report(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, problems []v1alpha1.MemberStatus, now time.Time) {
+	st := &fleet.Status
+	r.announcePartitions(fleet, st.Partitions, plan.partitions, now)
+	st.Partitions = plan.partitions
+	st.MemberCounts = plan.counts
+	st.Progress = fmt.Sprintf("%d/%d/%d", plan.counts.Updated, plan.counts.Ready, plan.counts.Total)
+	st.CurrentPartition = plan.current
+	st.InProgress = bounded(plan.inProgress)
+	st.FailedMembers = bounded(append(slices.Clone(plan.failed), problems...))
+	for state, n := range map[string]int32{"total": plan.counts.Total, "updated": plan.counts.Updated, "ready": plan.counts.Ready, "failed": plan.counts.Failed} {
+		r.own.fleetMembers.WithLabelValues(fleet.Name, state).Set(float64(n))
+	}
+
+	target := st.Target.Name
+	where := func() string {
+		if plan.current == "" {
+			return ""
+		}
+		return fmt.Sprintf("partition %s: ", partitionName(plan.current))
+	}
+	switch {
+	case plan.halted:
+		msg := fmt.Sprintf("rollout of %s halted in partition %s: %d member(s) failed (spec.rollout.failureThreshold): %s",
+			target, partitionName(plan.current), len(plan.failed), describeMembers(plan.failed))
+		conditions.MarkFalse(fleet, meta.ReadyCondition, RolloutHaltedReason, "%s", msg)
+		conditions.MarkStalled(fleet, RolloutHaltedReason, "%s", msg)
+		conditions.Delete(fleet, meta.ReconcilingCondition)
+	case plan.counts.Total == 0 && len(problems) == 0:
+		conditions.MarkTrue(fleet, meta.ReadyCondition, v1alpha1.ReconciliationSucceededReason, "no HostedCluster matches spec.hostedClusterSelector: 0 members")
+		conditions.Delete(fleet, meta.ReconcilingCondition)
+	case len(problems) > 0:
+		msg := fmt.Sprintf("%d member(s) cannot be kept: %s", len(problems), describeMembers(problems))
+		conditions.MarkFalse(fleet, meta.ReadyCondition, MembersFailedReason, "%s", msg)
+		conditions.MarkReconciling(fleet, MembersFailedReason, "%s", msg)
+	case plan.complete:
+		conditions.MarkTrue(fleet, meta.ReadyCondition, v1alpha1.ReconciliationSucceededReason, "%d member(s) Ready on revision %s", plan.counts.Total, target)
+		conditions.Delete(fleet, meta.ReconcilingCondition)
+	case fleet.Spec.Rollout.Paused:
+		msg := fmt.Sprintf("%srollout of %s paused (spec.rollout.paused): %s updated/ready/total", where(), target, st.Progress)
+		conditions.MarkFalse(fleet, meta.ReadyCondition, RolloutPausedReason, "%s", msg)
+		conditions.Delete(fleet, meta.ReconcilingCondition)
+	default:
+		msg := fmt.Sprintf("%srolling out %s: %s updated/ready/total", where(), target, st.Progress)
+		conditions.MarkFalse(fleet, meta.ReadyCondition, RolloutProgressingReason, "%s", msg)
+		conditions.MarkReconciling(fleet, RolloutProgressingReason, "%s", msg)
+	}
+}
+
+// announceFleet emits an event when Ready changes status or reason: progress within a rollout
+// is told by the partition events, not by one event per member.
+func announceFleet(rec record.EventRecorder, fleet *v1alpha1.HostedClusterPackage, old *metav1.Condition) {
+	now := conditions.Get(fleet, meta.ReadyCondition)
+	if now == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason) {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	switch now.Reason {
+	case RolloutProgressingReason, RolloutPausedReason, v1alpha1.DeletingReason, v1alpha1.ReconciliationSucceededReason:
+	default:
+		eventType = corev1.EventTypeWarning
+	}
+	rec.Event(fleet, eventType, now.Reason, now.Message)
+}
+
+// announcePartitions emits an event per partition transition: start, finish, halt, resume.
+func (r *fleetReconciler) announcePartitions(fleet *v1alpha1.HostedClusterPackage, before, after []v1alpha1.PartitionStatus, now time.Time) {
+	old := map[string]v1alpha1.PartitionStatus{}
+	for _, p := range before {
+		old[p.Name] = p
+	}
+	target := fleet.Status.Target.Name
+	for _, p := range after {
+		prev, seen := old[p.Name]
+		if seen && prev.State == p.State {
+			continue
+		}
+		name := partitionName(p.Name)
+		switch p.State {
+		case v1alpha1.PartitionProgressing:
+			if seen && prev.State == v1alpha1.PartitionHalted {
+				r.recorder.Eventf(fleet, corev1.EventTypeNormal, "RolloutResumed", "partition %s: rollout of %s resumed", name, target)
+			} else {
+				r.recorder.Eventf(fleet, corev1.EventTypeNormal, "PartitionStarted", "partition %s: rolling out %s", name, target)
+			}
+		case v1alpha1.PartitionHalted:
+			r.recorder.Eventf(fleet, corev1.EventTypeWarning, RolloutHaltedReason, "partition %s: rollout of %s halted", name, target)
+		case v1alpha1.PartitionComplete:
+			if seen && prev.State != v1alpha1.PartitionPending {
+				r.recorder.Eventf(fleet, corev1.EventTypeNormal, "PartitionComplete", "partition %s: every member Ready on %s", name, target)
+				if started, ok := startOf(before, p.Name); ok {
+					r.own.partitionDuration.WithLabelValues(fleet.Name).Observe(now.Sub(started).Seconds())
+				}
+			}
+		}
+	}
+}
+
+// startOf is when a partition's rollout started: when it last turned Progressing.
+func startOf(partitions []v1alpha1.PartitionStatus, name string) (time.Time, bool) {
+	for _, p := range partitions {
+		if p.Name == name && p.State != v1alpha1.PartitionPending && p.State != v1alpha1.PartitionComplete {
+			return p.LastTransitionTime.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func partitionName(name string) string {
+	if name == "" {
+		return "(unlabelled)"
+	}
+	return name
+}
+
+func describeMembers(ms []v1alpha1.MemberStatus) string {
+	parts := make([]string, 0, min(len(ms), 3))
+	for i, m := range ms {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ms)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s: %s", m.Namespace, m.Reason, m.Message))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func bounded(ms []v1alpha1.MemberStatus) []v1alpha1.MemberStatus {
+	if len(ms) > maxListedMembers {
+		ms = ms[:maxListedMembers]
+	}
+	for i := range ms {
+		if len(ms[i].Message) > 512 {
+			ms[i].Message = ms[i].Message[:512] + "…"
+		}
+	}
+	return ms
+}
+
+// fleetsOf maps any event to a request for every fleet: HostedClusters join, leave and change
+// labels, and each fleet decides for itself whether it selects them.
+func fleetsOf(c client.Client) func(context.Context, client.Object) []ctrl.Request {
+	return func(ctx context.Context, _ client.Object) []ctrl.Request {
+		list := &v1alpha1.HostedClusterPackageList{}
+		if err := c.List(ctx, list); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "list HostedClusterPackages for a HostedCluster change")
+			return nil
+		}
+		reqs := make([]ctrl.Request, 0, len(list.Items))
+		for _, f := range list.Items {
+			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Name: f.Name}})
+		}
+		return reqs
+	}
+}
+
+// membersFleet maps a member Package to its fleet.
+func membersFleet(_ context.Context, o client.Object) []ctrl.Request {
+	name, ok := o.GetLabels()[v1alpha1.FleetLabel]
+	if !ok {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Name: name}}}
+}

@@ -1,0 +1,303 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+)
+
+// fleetFieldOwner is the field manager of the fleet's writes to member Packages.
+const fleetFieldOwner = "pkgsync-fleet"
+
+// fleetRevisionSource is what a member's spec is made from: a revision's pinned image, template
+// and overrides.
+type fleetRevisionSource struct {
+	name      string
+	image     string
+	template  *v1alpha1.PackageTemplate
+	overrides []v1alpha1.ConfigOverride
+}
+
+// templateDigest is the sha256 of what a revision's members are made from besides the image:
+// the template (its image included, so that setting it back is a change) and the overrides.
+func templateDigest(spec *v1alpha1.HostedClusterPackageSpec) (string, error) {
+	data, err := json.Marshal(struct {
+		T v1alpha1.PackageTemplate  `json:"t"`
+		O []v1alpha1.ConfigOverride `json:"o"`
+	}{spec.Template, spec.ConfigOverrides})
+	if err != nil {
+		return "", fmt.Errorf("hash template: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// revisionName names a revision by 12 hex digits of its image digest and 8 of its template digest.
+func revisionName(digest, templateDigest string) string {
+	short := func(d string, n int) string {
+		if i := bytes.IndexByte([]byte(d), ':'); i >= 0 {
+			d = d[i+1:]
+		}
+		return d[:min(n, len(d))]
+	}
+	return short(digest, 12) + "-" + short(templateDigest, 8)
+}
+
+// desiredMember is the member Package of a fleet for one hosted cluster, on one revision.
+func desiredMember(fleet *v1alpha1.HostedClusterPackage, rev fleetRevisionSource, m *fleetMember, now time.Time) (*v1alpha1.Package, error) {
+	spec := rev.template.Spec.DeepCopy()
+	spec.Image = rev.image
+	config, err := mergedConfig(spec.Config, rev.overrides, m.labels)
+	if err != nil {
+		return nil, err
+	}
+	spec.Config = config
+	normalizeSpec(spec)
+
+	lbls := maps.Clone(rev.template.Metadata.Labels)
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	lbls[v1alpha1.FleetLabel] = fleet.Name
+	annotations := maps.Clone(rev.template.Metadata.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[v1alpha1.FleetRevisionAnnotation] = rev.name
+	since := now.UTC().Format(time.RFC3339)
+	if m.pkg != nil && m.revision() == rev.name {
+		if t, ok := m.pkg.GetAnnotations()[fleetRevisionTimeAnnotation]; ok {
+			since = t
+		}
+	}
+	annotations[fleetRevisionTimeAnnotation] = since
+	return &v1alpha1.Package{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.PackageKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fleet.Name, Namespace: m.namespace, Labels: lbls, Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{fleetOwnerReference(fleet)},
+		},
+		Spec: *spec,
+	}, nil
+}
+
+func fleetOwnerReference(fleet *v1alpha1.HostedClusterPackage) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.HostedClusterPackageKind,
+		Name: fleet.Name, UID: fleet.UID, Controller: ptr.To(true),
+	}
+}
+
+// normalizeSpec fills in the CRD's defaults, so that a spec read back from the API server and
+// one made here compare equal when they mean the same.
+func normalizeSpec(spec *v1alpha1.PackageSpec) {
+	if spec.Interval == nil {
+		spec.Interval = &metav1.Duration{Duration: v1alpha1.DefaultInterval}
+	}
+	if spec.AdoptionPolicy == "" {
+		spec.AdoptionPolicy = v1alpha1.AdoptNever
+	}
+	if spec.Prune == nil {
+		spec.Prune = ptr.To(true)
+	}
+	if spec.Config != nil {
+		// The same values in a canonical form: object keys sorted, no spaces.
+		var v any
+		if json.Unmarshal(spec.Config.Raw, &v) == nil {
+			if raw, err := json.Marshal(v); err == nil {
+				spec.Config = &apiextensionsv1.JSON{Raw: raw}
+			}
+		}
+	}
+}
+
+// mergedConfig merges the overrides whose selector matches the cluster's labels over base, in
+// order: objects key by key, anything else replaced.
+func mergedConfig(base *apiextensionsv1.JSON, overrides []v1alpha1.ConfigOverride, clusterLabels map[string]string) (*apiextensionsv1.JSON, error) {
+	var merged any
+	if base != nil && len(base.Raw) > 0 {
+		if err := json.Unmarshal(base.Raw, &merged); err != nil {
+			return nil, fmt.Errorf("spec.template.spec.config: %w", err)
+		}
+	}
+	applied := false
+	for i, o := range overrides {
+		sel, err := metav1.LabelSelectorAsSelector(&o.HostedClusterSelector)
+		if err != nil {
+			return nil, fmt.Errorf("spec.configOverrides[%d].hostedClusterSelector: %w", i, err)
+		}
+		if !sel.Matches(labels.Set(clusterLabels)) || o.Config == nil {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(o.Config.Raw, &v); err != nil {
+			return nil, fmt.Errorf("spec.configOverrides[%d].config: %w", i, err)
+		}
+		merged = mergeValues(merged, v)
+		applied = true
+	}
+	if !applied {
+		return base, nil
+	}
+	raw, err := json.Marshal(merged)
+	if err != nil {
+		return nil, fmt.Errorf("merge config overrides: %w", err)
+	}
+	return &apiextensionsv1.JSON{Raw: raw}, nil
+}
+
+func mergeValues(base, over any) any {
+	bm, ok1 := base.(map[string]any)
+	om, ok2 := over.(map[string]any)
+	if !ok1 || !ok2 {
+		return over
+	}
+	out := maps.Clone(bm)
+	for k, v := range om {
+		out[k] = mergeValues(bm[k], v)
+	}
+	return out
+}
+
+// memberUpToDate reports whether an existing member already is what desired says: same spec,
+// the desired labels and annotations, owned by the fleet. Anything else is drift.
+func memberUpToDate(existing, desired *v1alpha1.Package) bool {
+	spec := existing.Spec.DeepCopy()
+	normalizeSpec(spec)
+	if !equality.Semantic.DeepEqual(spec, &desired.Spec) {
+		return false
+	}
+	for k, v := range desired.Labels {
+		if existing.Labels[k] != v {
+			return false
+		}
+	}
+	for k, v := range desired.Annotations {
+		if existing.Annotations[k] != v {
+			return false
+		}
+	}
+	for _, ref := range existing.OwnerReferences {
+		if ref.UID == desired.OwnerReferences[0].UID && ptr.Deref(ref.Controller, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeMember creates a member, or replaces an existing one's spec and takes back the labels,
+// annotations and owner reference the fleet sets, and returns the generation the API server
+// gave it. The whole spec is replaced, not merged: a field someone added by hand is drift too.
+func writeMember(ctx context.Context, c client.Client, existing, desired *v1alpha1.Package) (int64, error) {
+	if existing == nil || existing.UID == "" {
+		if err := c.Create(ctx, desired, client.FieldOwner(fleetFieldOwner)); err != nil {
+			return 0, fmt.Errorf("create member %s/%s: %w", desired.Namespace, desired.Name, err)
+		}
+		return desired.Generation, nil
+	}
+	updated := existing.DeepCopy()
+	updated.Spec = desired.Spec
+	if updated.Labels == nil {
+		updated.Labels = map[string]string{}
+	}
+	maps.Copy(updated.Labels, desired.Labels)
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
+	}
+	maps.Copy(updated.Annotations, desired.Annotations)
+	owned := false
+	for _, ref := range updated.OwnerReferences {
+		owned = owned || ref.UID == desired.OwnerReferences[0].UID
+	}
+	if !owned {
+		updated.OwnerReferences = append(updated.OwnerReferences, desired.OwnerReferences[0])
+	}
+	// Optimistic concurrency: a member changed since the cache saw it is written on a later pass.
+	if err := c.Update(ctx, updated, client.FieldOwner(fleetFieldOwner)); err != nil {
+		return 0, fmt.Errorf("update member %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	return updated.Generation, nil
+}
+
+// memberWrites remembers the members a fleet wrote until the cache shows them: a reconcile
+// that ran on a cache older than the fleet's own writes would count a member it just moved as
+// still Ready on its old revision, and move more members than maxUnavailable allows.
+type memberWrites struct {
+	mu sync.Mutex
+	// written maps a member (fleet UID and namespace) to what was written.
+	written map[memberKey]memberWrite
+}
+
+type memberKey struct {
+	fleet, namespace string
+}
+
+type memberWrite struct {
+	fleet      types.UID
+	generation int64
+	revision   string
+}
+
+func (w *memberWrites) record(fleet *v1alpha1.HostedClusterPackage, namespace string, generation int64, revision string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.written == nil {
+		w.written = map[memberKey]memberWrite{}
+	}
+	w.written[memberKey{fleet.Name, namespace}] = memberWrite{fleet: fleet.UID, generation: generation, revision: revision}
+}
+
+// view returns the member as the fleet last wrote it when the cache has not caught up (pending):
+// on the revision written, its status not yet about it. Members the cache shows as written are
+// forgotten.
+func (w *memberWrites) view(fleet *v1alpha1.HostedClusterPackage, namespace string, cached *v1alpha1.Package) (pkg *v1alpha1.Package, pending bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := memberKey{fleet.Name, namespace}
+	wrote, ok := w.written[key]
+	if !ok {
+		return cached, false
+	}
+	if wrote.fleet != fleet.UID || (cached != nil && cached.Generation >= wrote.generation) {
+		delete(w.written, key)
+		return cached, false
+	}
+	written := &v1alpha1.Package{}
+	if cached != nil {
+		cached.ObjectMeta.DeepCopyInto(&written.ObjectMeta)
+	}
+	written.Namespace = namespace
+	written.Generation = wrote.generation
+	if written.Annotations == nil {
+		written.Annotations = map[string]string{}
+	}
+	written.Annotations[v1alpha1.FleetRevisionAnnotation] = wrote.revision
+	return written, true
+}
+
+// forget drops what is remembered of a fleet's members, when the fleet is gone.
+func (w *memberWrites) forget(fleet string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k := range w.written {
+		if k.fleet == fleet {
+			delete(w.written, k)
+		}
+	}
+}

@@ -1,0 +1,387 @@
+package controller
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+)
+
+// fleetMember is one selected HostedCluster and what the fleet knows of its member Package.
+type fleetMember struct {
+	// namespace is the hosted-control-plane namespace, where the member lives.
+	namespace string
+	partition string
+	// labels of the HostedCluster, for config overrides.
+	labels map[string]string
+	// pkg is the member Package; nil when there is none yet.
+	pkg *v1alpha1.Package
+	// pending is set while the cache has not caught up with the fleet's last write of pkg.
+	pending bool
+}
+
+// revision is the fleet revision the member's spec was made from ("" when none).
+func (m *fleetMember) revision() string {
+	if m.pkg == nil {
+		return ""
+	}
+	return m.pkg.GetAnnotations()[v1alpha1.FleetRevisionAnnotation]
+}
+
+// memberHealth is what a member's status says about the revision it is on.
+type memberHealth struct {
+	ready, failed   bool
+	reason, message string
+}
+
+// healthOf reads a member's status. A member is Ready when its controller has seen its current
+// spec and says Ready; it has failed when it is Stalled, or when it has been on its revision
+// for longer than the progress deadline without becoming Ready.
+func healthOf(m *fleetMember, deadline time.Duration, now time.Time) memberHealth {
+	if m.pkg == nil {
+		return memberHealth{reason: "NotCreated", message: "no member Package yet"}
+	}
+	p := m.pkg
+	ready := conditions.Get(p, meta.ReadyCondition)
+	h := memberHealth{reason: v1alpha1.ProgressingReason, message: "waiting for the member's controller"}
+	if ready != nil {
+		h.reason, h.message = ready.Reason, ready.Message
+	}
+	current := p.Status.ObservedGeneration == p.Generation || (ready != nil && ready.ObservedGeneration == p.Generation)
+	if current && ready != nil && ready.Status == metav1.ConditionTrue && p.Status.ObservedGeneration == p.Generation {
+		h.ready = true
+		return h
+	}
+	if current && conditions.IsStalled(p) {
+		h.failed = true
+		h.reason = conditions.GetReason(p, meta.StalledCondition)
+		h.message = conditions.GetMessage(p, meta.StalledCondition)
+		return h
+	}
+	if since, err := time.Parse(time.RFC3339, p.GetAnnotations()[fleetRevisionTimeAnnotation]); err == nil && now.Sub(since) > deadline {
+		h.failed = true
+		h.message = "not Ready " + deadline.String() + " after the update (spec.rollout.progressDeadline): " + h.message
+	}
+	return h
+}
+
+// fleetRevisionTimeAnnotation records when the fleet moved a member to its revision.
+const fleetRevisionTimeAnnotation = "pkgsync.dev/fleet-revision-time"
+
+// assignment says which revision a member should be kept at.
+type assignment int
+
+const (
+	// keepAsIs leaves a member's spec alone: it is on a revision the fleet no longer holds
+	// (an earlier target) and the rollout has not reached it.
+	keepAsIs assignment = iota
+	// toStable keeps the member on the stable revision (and creates it there).
+	toStable
+	// toTarget moves the member to the target revision.
+	toTarget
+	// noMember creates no member yet: there is no stable revision and the rollout has not
+	// reached it, or the rollout is paused.
+	noMember
+)
+
+// rolloutPlan is what one reconcile of a fleet decides.
+type rolloutPlan struct {
+	// assign maps a member's namespace to the revision it is kept at.
+	assign     map[string]assignment
+	partitions []v1alpha1.PartitionStatus
+	current    string
+	// complete: every member is Ready on the target revision, every partition done.
+	complete bool
+	halted   bool
+	// failed members of the current partition, for the halt message.
+	failed []v1alpha1.MemberStatus
+	// inProgress members: on the target revision, not Ready, not failed.
+	inProgress []v1alpha1.MemberStatus
+	// wakeAfter is when the plan changes by itself (a soak or a progress deadline ends).
+	wakeAfter time.Duration
+	counts    v1alpha1.MemberCounts
+}
+
+// planRollout decides, from the members' state, which revision each member is kept at.
+// Partitions are walked in order; every partition before the first unfinished one is on the
+// target; in that one, members that are not Ready move to the target at once (they cost no
+// availability), and Ready members move and new members are created as maxUnavailable allows;
+// later partitions stay where they are. The plan is a function of what is observed, so a controller restart resumes it.
+func planRollout(members []*fleetMember, order []string, targetName, stableName string, strategy v1alpha1.FleetRolloutStrategy,
+	previous []v1alpha1.PartitionStatus, now time.Time) rolloutPlan {
+	plan := rolloutPlan{assign: map[string]assignment{}}
+	deadline := strategy.GetProgressDeadline()
+	byPartition := map[string][]*fleetMember{}
+	for _, m := range members {
+		byPartition[m.partition] = append(byPartition[m.partition], m)
+	}
+	prevState := map[string]v1alpha1.PartitionStatus{}
+	for _, p := range previous {
+		prevState[p.Name] = p
+	}
+	transition := func(name string, state v1alpha1.PartitionState) metav1.Time {
+		if p, ok := prevState[name]; ok && p.State == state {
+			return p.LastTransitionTime
+		}
+		return metav1.NewTime(now.Truncate(time.Second))
+	}
+	wake := func(d time.Duration) {
+		if d > 0 && (plan.wakeAfter == 0 || d < plan.wakeAfter) {
+			plan.wakeAfter = d
+		}
+	}
+
+	rollingOut := stableName != targetName
+	reached := true // every partition before this one is done
+	plan.complete = true
+	for _, name := range order {
+		ms := byPartition[name]
+		ps := v1alpha1.PartitionStatus{Name: name}
+		health := make([]memberHealth, len(ms))
+		for i, m := range ms {
+			onTarget := m.revision() == targetName
+			health[i] = healthOf(m, deadline, now)
+			ps.Total++
+			if onTarget {
+				ps.Updated++
+				if health[i].failed {
+					ps.Failed++
+				}
+			}
+			if health[i].ready {
+				ps.Ready++
+			}
+			if onTarget && !health[i].ready && !health[i].failed {
+				if since, err := time.Parse(time.RFC3339, m.pkg.GetAnnotations()[fleetRevisionTimeAnnotation]); err == nil {
+					wake(since.Add(deadline).Sub(now) + time.Second)
+				}
+			}
+		}
+		done := ps.Updated == ps.Total && ps.Ready == ps.Total
+
+		switch {
+		case !reached:
+			ps.State = v1alpha1.PartitionPending
+			for _, m := range ms {
+				plan.assign[m.namespace] = keepOrStable(m, targetName, stableName, rollingOut)
+			}
+		case !rollingOut:
+			// Nothing to roll out: every member is kept on the one revision, new ones created on it.
+			for _, m := range ms {
+				plan.assign[m.namespace] = toTarget
+			}
+			ps.State = v1alpha1.PartitionComplete
+			if !done {
+				ps.State = v1alpha1.PartitionProgressing
+			}
+		case done:
+			for _, m := range ms {
+				plan.assign[m.namespace] = toTarget
+			}
+			ps.State = v1alpha1.PartitionComplete
+			if soak := soakOf(strategy); soak > 0 {
+				prev, ok := prevState[name]
+				switch {
+				case ok && prev.State == v1alpha1.PartitionComplete:
+				case ok && prev.State == v1alpha1.PartitionSoaking && now.Sub(prev.LastTransitionTime.Time) >= soak:
+				default:
+					ps.State = v1alpha1.PartitionSoaking
+					since := transition(name, v1alpha1.PartitionSoaking).Time
+					wake(since.Add(soak).Sub(now) + time.Second)
+					reached = false
+					plan.current = name
+				}
+			}
+		default:
+			reached = false
+			plan.current = name
+			threshold := scaledCount(strategy.FailureThreshold, int(ps.Total), 1, true)
+			for i, m := range ms {
+				if m.revision() == targetName && health[i].failed {
+					plan.failed = append(plan.failed, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: name, Reason: health[i].reason, Message: health[i].message})
+				}
+			}
+			switch {
+			case int(ps.Failed) >= threshold:
+				ps.State = v1alpha1.PartitionHalted
+				plan.halted = true
+				for _, m := range ms {
+					plan.assign[m.namespace] = keepOrStable(m, targetName, stableName, true)
+				}
+			case strategy.Paused:
+				ps.State = v1alpha1.PartitionProgressing
+				for _, m := range ms {
+					plan.assign[m.namespace] = keepOrStable(m, targetName, stableName, true)
+				}
+			default:
+				ps.State = v1alpha1.PartitionProgressing
+				// Members that exist and are not Ready are unavailable already; a member created
+				// now becomes unavailable until it is Ready, so creating one costs budget too.
+				unavailable := 0
+				for i, m := range ms {
+					if m.pkg != nil && !health[i].ready {
+						unavailable++
+					}
+				}
+				budget := scaledCount(strategy.MaxUnavailable, int(ps.Total), 1, false) - unavailable
+				for i, m := range ms {
+					switch {
+					case m.revision() == targetName:
+						plan.assign[m.namespace] = toTarget
+					case m.pkg != nil && !health[i].ready:
+						// Not available anyway: moving it costs no availability.
+						plan.assign[m.namespace] = toTarget
+					case budget > 0:
+						plan.assign[m.namespace] = toTarget
+						budget--
+					default:
+						plan.assign[m.namespace] = keepOrStable(m, targetName, stableName, true)
+					}
+				}
+			}
+		}
+		if ps.State != v1alpha1.PartitionComplete {
+			plan.complete = false
+		}
+		ps.LastTransitionTime = transition(name, ps.State)
+		for i, m := range ms {
+			if m.revision() == targetName && !health[i].ready && !health[i].failed && m.pkg != nil {
+				plan.inProgress = append(plan.inProgress, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: name, Reason: health[i].reason, Message: health[i].message})
+			}
+		}
+		plan.counts.Total += ps.Total
+		plan.counts.Updated += ps.Updated
+		plan.counts.Ready += ps.Ready
+		plan.counts.Failed += ps.Failed
+		plan.partitions = append(plan.partitions, ps)
+	}
+	return plan
+}
+
+// keepOrStable is where a member the rollout has not reached stays: on the stable revision,
+// or as it is when it is on an earlier target, or nowhere when there is no stable revision yet.
+func keepOrStable(m *fleetMember, targetName, stableName string, rollingOut bool) assignment {
+	switch {
+	case !rollingOut || (m.pkg != nil && m.revision() == targetName):
+		return toTarget
+	case stableName == "":
+		if m.pkg != nil {
+			return keepAsIs
+		}
+		return noMember
+	case m.pkg == nil || m.revision() == stableName:
+		return toStable
+	default:
+		return keepAsIs
+	}
+}
+
+func soakOf(s v1alpha1.FleetRolloutStrategy) time.Duration {
+	if s.Soak == nil {
+		return 0
+	}
+	return s.Soak.Duration
+}
+
+// scaledCount resolves a count-or-percentage against total: percentages round up or down as
+// asked, and the result is at least 1. Unset gives def. CRD validation refuses other forms;
+// one that gets through anyway counts as def.
+func scaledCount(v *intstr.IntOrString, total, def int, roundUp bool) int {
+	if v == nil {
+		return def
+	}
+	if v.Type == intstr.Int {
+		return max(int(v.IntVal), 1)
+	}
+	pct, err := strconv.Atoi(strings.TrimSuffix(v.StrVal, "%"))
+	if err != nil || !strings.HasSuffix(v.StrVal, "%") {
+		return def
+	}
+	n := float64(total) * float64(pct) / 100
+	if roundUp {
+		return max(int(math.Ceil(n)), 1)
+	}
+	return max(int(math.Floor(n)), 1)
+}
+
+// partitionOrder orders the partitions present: static values first in the order given ("*"
+// standing for every value not listed), then, alphanumerically, values the static list does
+// not cover, and clusters without the label ("") last.
+func partitionOrder(present []string, p *v1alpha1.FleetPartitions) []string {
+	values := slices.Clone(present)
+	slices.SortFunc(values, compareAlphanumeric)
+	values = slices.Compact(values)
+	unlabelled := slices.Contains(values, "")
+	values = slices.DeleteFunc(values, func(s string) bool { return s == "" })
+	var out []string
+	if p != nil && p.Order != nil && len(p.Order.Static) > 0 {
+		listed := map[string]bool{}
+		for _, s := range p.Order.Static {
+			listed[s] = true
+		}
+		var rest []string
+		for _, v := range values {
+			if !listed[v] {
+				rest = append(rest, v)
+			}
+		}
+		star := false
+		for _, s := range p.Order.Static {
+			switch {
+			case s == "*":
+				out = append(out, rest...)
+				star = true
+			case slices.Contains(values, s):
+				out = append(out, s)
+			}
+		}
+		if !star {
+			out = append(out, rest...)
+		}
+	} else {
+		out = values
+	}
+	if unlabelled {
+		out = append(out, "")
+	}
+	return out
+}
+
+// compareAlphanumeric compares strings with runs of digits compared by value: "2" < "10".
+func compareAlphanumeric(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digitPrefix(a), digitPrefix(b)
+		if da != "" && db != "" {
+			na, nb := strings.TrimLeft(da, "0"), strings.TrimLeft(db, "0")
+			if c := len(na) - len(nb); c != 0 {
+				return c
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			a, b = a[len(da):], b[len(db):]
+			continue
+		}
+		if a[0] != b[0] {
+			return int(a[0]) - int(b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) - len(b)
+}
+
+func digitPrefix(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i]
+}

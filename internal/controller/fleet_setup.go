@@ -1,0 +1,49 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/hosted"
+)
+
+// setupFleets registers the HostedClusterPackage reconciler: woken by its own spec, by any
+// change of its members (their status drives the rollout; an edit of their spec is reverted),
+// and by HostedClusters joining, leaving or changing labels.
+func setupFleets(_ context.Context, mgr ctrl.Manager, cfg Config, opts Options, recorder record.EventRecorder, m *metrics,
+	ctrlOpts controller.Options, specChanged predicate.Predicate) error {
+	_, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version)
+	hostedClusterAPI := err == nil
+	r := &fleetReconciler{
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), source: cfg.Source, recorder: recorder,
+		metrics: cfg.Metrics, own: m, options: opts, hostedClusterAPI: hostedClusterAPI, now: time.Now,
+	}
+	isMember := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, ok := o.GetLabels()[v1alpha1.FleetLabel]
+		return ok
+	})
+	b := ctrl.NewControllerManagedBy(mgr).Named("hostedclusterpackage").
+		For(&v1alpha1.HostedClusterPackage{}, builder.WithPredicates(specChanged)).
+		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(membersFleet), builder.WithPredicates(isMember)).
+		WithOptions(ctrlOpts)
+	if hostedClusterAPI {
+		hc := &unstructured.Unstructured{}
+		hc.SetGroupVersionKind(hosted.HostedClusterGVK)
+		b = b.Watches(hc, handler.EnqueueRequestsFromMapFunc(fleetsOf(mgr.GetClient())), builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	}
+	if err := b.Complete(r); err != nil {
+		return fmt.Errorf("set up hostedclusterpackage controller: %w", err)
+	}
+	return nil
+}
