@@ -28,6 +28,7 @@ const (
 
 // HostedClusterPackageSpec says which package goes to which hosted clusters, and how a new
 // revision is rolled out across them.
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.semver)",message="spec.template.spec.semver is not supported by a HostedClusterPackage yet: name a tag in spec.template.spec.image; the fleet resolves it and pins every member to its digest"
 type HostedClusterPackageSpec struct {
 	// HostedClusterSelector selects the HyperShift HostedClusters (by their labels) that get a
 	// member Package; empty selects every HostedCluster.

@@ -658,5 +658,11 @@ data:
 		require.Error(t, err)
 		assert.True(t, apierrors.IsInvalid(err), "%v", err)
 		assert.Contains(t, err.Error(), "spec.rollout.maxUnavailable must be a count of at least 1 or a percentage from 1% to 100%")
+
+		fleet.Spec.Rollout = v1alpha1.FleetRolloutStrategy{}
+		fleet.Spec.Template.Spec = v1alpha1.PackageSpec{Image: reg.host + "/" + repo, Semver: ">=1.0.0"}
+		err = suite.mgmtClient.Create(t.Context(), fleet)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "spec.template.spec.semver is not supported by a HostedClusterPackage yet")
 	})
 }
