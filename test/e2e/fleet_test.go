@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
@@ -259,7 +260,7 @@ func (w *memberWatch) observeMember(typ watch.EventType, p *v1alpha1.Package) {
 	w.members[p.Namespace] = *p
 	unavailable := map[string]int{}
 	for ns, m := range w.members {
-		if !(conditions.IsReady(&m) && m.Status.ObservedGeneration == m.Generation) {
+		if !conditions.IsReady(&m) || m.Status.ObservedGeneration != m.Generation {
 			unavailable[w.partitionOf[ns]]++
 		}
 	}
@@ -432,6 +433,11 @@ func TestFleetRollout(t *testing.T) {
 	requestFleetReconcile(t, fleet)
 	checkRollout(v2)
 	assert.Equal(t, 1, reg.count(http.MethodHead, tagPath)-heads, "one HEAD per interval (and per request) for the whole fleet")
+	// The controller runs in this process: its metrics are in controller-runtime's registry.
+	assert.Equal(t, 20.0, gatheredValue(t, "pkgsync_fleet_members", map[string]string{"fleet": fleet.Name, "state": "ready"}))
+	assert.Equal(t, 20.0, gatheredValue(t, "pkgsync_fleet_members", map[string]string{"fleet": fleet.Name, "state": "updated"}))
+	assert.GreaterOrEqual(t, gatheredValue(t, "pkgsync_fleet_partition_rollout_duration_seconds", map[string]string{"fleet": fleet.Name}), 3.0,
+		"one observation per partition of the v2 rollout")
 
 	// A broken revision halts in the first partition; the others stay on v2.
 	v3 := pushTo("3", true)
@@ -665,4 +671,31 @@ data:
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "spec.template.spec.semver is not supported by a HostedClusterPackage yet")
 	})
+}
+
+// gatheredValue reads a gauge's value, or a histogram's observation count, from the metrics of
+// the controller running in this process.
+func gatheredValue(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue metrics
+				}
+			}
+			if h := m.GetHistogram(); h != nil {
+				return float64(h.GetSampleCount())
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("metric %s%v not found", name, labels)
+	return 0
 }
