@@ -154,6 +154,16 @@ func newFleet(t *testing.T, fleet *v1alpha1.HostedClusterPackage) {
 	})
 }
 
+// updateFleet changes a fleet's spec with a merge patch: the controller writes its status all
+// the time, so an update from a read moments ago would conflict.
+func updateFleet(t *testing.T, fleet *v1alpha1.HostedClusterPackage, change func(*v1alpha1.HostedClusterPackage)) {
+	t.Helper()
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(fleet), fleet))
+	patch := client.MergeFrom(fleet.DeepCopy())
+	change(fleet)
+	require.NoError(t, suite.mgmtClient.Patch(t.Context(), fleet, patch))
+}
+
 // requestFleetReconcile asks the fleet to look at its tag again now.
 func requestFleetReconcile(t *testing.T, fleet *v1alpha1.HostedClusterPackage) {
 	t.Helper()
@@ -184,6 +194,11 @@ func waitForFleet(t *testing.T, name string, status metav1.ConditionStatus, reas
 		assert.Equal(a, fleet.Generation, fleet.Status.ObservedGeneration)
 		if digest != "" && assert.NotNil(a, fleet.Status.Target) {
 			assert.Equal(a, digest, fleet.Status.Target.Digest)
+			// Status fields and conditions are two patches: Ready=True is about the digest only
+			// once that is the stable revision.
+			if status == metav1.ConditionTrue && assert.NotNil(a, fleet.Status.Stable) {
+				assert.Equal(a, digest, fleet.Status.Stable.Digest)
+			}
 		}
 	}, "HostedClusterPackage %s", name)
 	return fleet
@@ -462,9 +477,7 @@ func TestFleetRollout(t *testing.T) {
 	checkRollout(v4)
 
 	// Paused: a new revision waits; a HostedCluster that joins gets the stable revision.
-	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(fleet), fleet))
-	fleet.Spec.Rollout.Paused = true
-	require.NoError(t, suite.mgmtClient.Update(t.Context(), fleet))
+	updateFleet(t, fleet, func(f *v1alpha1.HostedClusterPackage) { f.Spec.Rollout.Paused = true })
 	v5 := pushTo("5", false)
 	requestFleetReconcile(t, fleet)
 	waitForFleet(t, fleet.Name, metav1.ConditionFalse, "RolloutPaused", v5)
@@ -483,9 +496,7 @@ func TestFleetRollout(t *testing.T) {
 	}
 
 	// Unpaused, the rollout finishes, the new cluster included.
-	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(fleet), fleet))
-	fleet.Spec.Rollout.Paused = false
-	require.NoError(t, suite.mgmtClient.Update(t.Context(), fleet))
+	updateFleet(t, fleet, func(f *v1alpha1.HostedClusterPackage) { f.Spec.Rollout.Paused = false })
 	got := waitForFleet(t, fleet.Name, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, v5)
 	assert.Equal(t, "21/21/21", got.Status.Progress)
 
@@ -519,12 +530,12 @@ func TestFleetRollout(t *testing.T) {
 	})
 
 	// Config overrides give one partition its own values.
-	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(fleet), fleet))
-	fleet.Spec.ConfigOverrides = []v1alpha1.ConfigOverride{{
-		HostedClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"rollout-wave": "canary"}},
-		Config:                &apiextensionsv1.JSON{Raw: []byte(`{"message":"canary says hi"}`)},
-	}}
-	require.NoError(t, suite.mgmtClient.Update(t.Context(), fleet))
+	updateFleet(t, fleet, func(f *v1alpha1.HostedClusterPackage) {
+		f.Spec.ConfigOverrides = []v1alpha1.ConfigOverride{{
+			HostedClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"rollout-wave": "canary"}},
+			Config:                &apiextensionsv1.JSON{Raw: []byte(`{"message":"canary says hi"}`)},
+		}}
+	})
 	eventually(t, func(a *attempt) {
 		f := &v1alpha1.HostedClusterPackage{}
 		if !assert.NoError(a, suite.mgmtClient.Get(a.Context(), client.ObjectKeyFromObject(fleet), f)) {
