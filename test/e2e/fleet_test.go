@@ -200,6 +200,9 @@ func waitForFleet(t *testing.T, name string, status metav1.ConditionStatus, reas
 				assert.Equal(a, digest, fleet.Status.Stable.Digest)
 			}
 		}
+		if reason == "RolloutHalted" || reason == "MembersFailed" {
+			assert.NotEmpty(a, fleet.Status.FailedMembers, "the failed members, written beside the condition")
+		}
 	}, "HostedClusterPackage %s", name)
 	return fleet
 }
