@@ -177,23 +177,39 @@ func (c *Client) Verify(ctx context.Context, ref Reference, keys *PublicKeys, cr
 	repo := c.repositoryWith(ref, cred)
 	sigRef := Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: SignatureTag(dgst)}
 	manifest, err := c.readSignatureManifest(ctx, repo, sigRef)
-	if err != nil {
+	noTag := errors.Is(err, ErrNoSignature)
+	if err != nil && !noTag {
 		return nil, fmt.Errorf("verify %s@%s: %w", ref.Name(), dgst, err)
 	}
 	var failures []string
-	for i, layer := range manifest.Layers {
-		if i == maxSignatureLayers {
-			failures = append(failures, fmt.Sprintf("%d more signatures not read (at most %d are)", len(manifest.Layers)-i, maxSignatureLayers))
-			break
+	if manifest != nil {
+		for i, layer := range manifest.Layers {
+			if i == maxSignatureLayers {
+				failures = append(failures, fmt.Sprintf("%d more signatures not read (at most %d are)", len(manifest.Layers)-i, maxSignatureLayers))
+				break
+			}
+			key, err := c.verifyLayer(ctx, repo, sigRef, layer, dgst, keys)
+			if err == nil {
+				return &Verification{Digest: dgst, Key: key, Signature: sigRef}, nil
+			}
+			failures = append(failures, fmt.Sprintf("signature %d: %v", i+1, err))
 		}
-		key, err := c.verifyLayer(ctx, repo, sigRef, layer, dgst, keys)
-		if err == nil {
-			return &Verification{Digest: dgst, Key: key, Signature: sigRef}, nil
-		}
-		failures = append(failures, fmt.Sprintf("signature %d: %v", i+1, err))
 	}
+	// cosign 3 stores signatures as sigstore bundles that refer to the image.
+	key, bundleRef, bundleFailures, err := c.verifyKeyedBundles(ctx, repo, ref, dgst, keys)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s@%s: %w", ref.Name(), dgst, err)
+	}
+	if key != "" {
+		return &Verification{Digest: dgst, Key: key, Signature: bundleRef}, nil
+	}
+	failures = append(failures, bundleFailures...)
 	if len(failures) == 0 {
-		return nil, fmt.Errorf("verify %s@%s: %w: the signature manifest %s holds no signature", ref.Name(), dgst, ErrNoSignature, sigRef)
+		where := fmt.Sprintf("the signature manifest %s holds no signature", sigRef)
+		if noTag {
+			where = fmt.Sprintf("the registry has no %s", sigRef)
+		}
+		return nil, fmt.Errorf("verify %s@%s: %w: %s, and no sigstore bundle refers to the image", ref.Name(), dgst, ErrNoSignature, where)
 	}
 	return nil, fmt.Errorf("verify %s@%s: %w with the keys %s: %s", ref.Name(), dgst, ErrSignatureInvalid, keys, strings.Join(failures, "; "))
 }
@@ -203,7 +219,7 @@ func (c *Client) Verify(ctx context.Context, ref Reference, keys *PublicKeys, cr
 func (c *Client) readSignatureManifest(ctx context.Context, repo *remote.Repository, sigRef Reference) (*ocispec.Manifest, error) {
 	desc, rc, err := repo.FetchReference(ctx, sigRef.Tag)
 	if errors.Is(err, errdef.ErrNotFound) {
-		return nil, fmt.Errorf("%w: the registry has no %s", ErrNoSignature, sigRef)
+		return nil, ErrNoSignature
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read signatures %s: %w", sigRef, c.explain(sigRef, err))

@@ -196,40 +196,18 @@ func listBundles(ctx context.Context, repo *remote.Repository, d digest.Digest) 
 	return all, false, nil
 }
 
-// verifyBundle reads one bundle manifest and its bundle, bounded, and verifies the bundle for
-// the digest (algorithm, raw) under the policy. It returns the identity that matched.
+// verifyBundle reads one bundle and verifies it for the digest (algorithm, raw) under the
+// policy. It returns the identity that matched.
 func (c *Client) verifyBundle(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor, algorithm string, raw []byte, p *KeylessPolicy) (string, error) {
-	if desc.Size > maxManifestBytes {
-		return "", fmt.Errorf("manifest of %d bytes: %w (at most %d)", desc.Size, ErrLimit, maxManifestBytes)
-	}
-	data, err := content.FetchAll(ctx, repo, desc)
+	b, err := fetchBundle(ctx, repo, desc)
 	if err != nil {
-		return "", fmt.Errorf("fetch manifest: %w", err)
-	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return "", fmt.Errorf("manifest: %w", err)
-	}
-	if len(m.Layers) != 1 || m.Layers[0].MediaType != BundleMediaType {
-		return "", fmt.Errorf("want one layer of media type %s", BundleMediaType)
-	}
-	layer := m.Layers[0]
-	if layer.Size > maxBundleBytes {
-		return "", fmt.Errorf("bundle of %d bytes: %w (at most %d)", layer.Size, ErrLimit, maxBundleBytes)
-	}
-	body, err := content.FetchAll(ctx, repo.Blobs(), layer)
-	if err != nil {
-		return "", fmt.Errorf("fetch bundle: %w", err)
-	}
-	var b bundle.Bundle
-	if err := b.UnmarshalJSON(body); err != nil {
-		return "", fmt.Errorf("bundle: %w", err)
+		return "", err
 	}
 	opts := make([]verify.PolicyOption, 0, len(p.identities))
 	for _, id := range p.identities {
 		opts = append(opts, verify.WithCertificateIdentity(id))
 	}
-	res, err := p.verifier.Verify(&b, verify.NewPolicy(verify.WithArtifactDigest(algorithm, raw), opts...))
+	res, err := p.verifier.Verify(b, verify.NewPolicy(verify.WithArtifactDigest(algorithm, raw), opts...))
 	if err != nil {
 		var mismatch *verify.ErrNoMatchingCertificateIdentity
 		if errors.As(err, &mismatch) {
@@ -237,13 +215,52 @@ func (c *Client) verifyBundle(ctx context.Context, repo *remote.Repository, desc
 		}
 		return "", err
 	}
-	// A statement about the digest that is not a signature (an attestation) does not count.
-	if res.Statement != nil && res.Statement.GetPredicateType() != SignPredicateType {
-		return "", fmt.Errorf("a statement of type %q, not a signature (%s)", res.Statement.GetPredicateType(), SignPredicateType)
-	}
-	if res.Statement == nil {
-		return "", fmt.Errorf("a bundle without an in-toto statement: cosign signs images with a statement of type %s", SignPredicateType)
+	if err := checkSignatureStatement(res); err != nil {
+		return "", err
 	}
 	cert := res.Signature.Certificate
 	return fmt.Sprintf("issuer %s subject %s", cert.Issuer, cert.SubjectAlternativeName), nil
+}
+
+// fetchBundle reads one bundle manifest and its bundle, bounded and digest-checked.
+func fetchBundle(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor) (*bundle.Bundle, error) {
+	if desc.Size > maxManifestBytes {
+		return nil, fmt.Errorf("manifest of %d bytes: %w (at most %d)", desc.Size, ErrLimit, maxManifestBytes)
+	}
+	data, err := content.FetchAll(ctx, repo, desc)
+	if err != nil {
+		return nil, fmt.Errorf("fetch manifest: %w", err)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	if len(m.Layers) != 1 || m.Layers[0].MediaType != BundleMediaType {
+		return nil, fmt.Errorf("want one layer of media type %s", BundleMediaType)
+	}
+	layer := m.Layers[0]
+	if layer.Size > maxBundleBytes {
+		return nil, fmt.Errorf("bundle of %d bytes: %w (at most %d)", layer.Size, ErrLimit, maxBundleBytes)
+	}
+	body, err := content.FetchAll(ctx, repo.Blobs(), layer)
+	if err != nil {
+		return nil, fmt.Errorf("fetch bundle: %w", err)
+	}
+	var b bundle.Bundle
+	if err := b.UnmarshalJSON(body); err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	return &b, nil
+}
+
+// checkSignatureStatement refuses a verified bundle that is not cosign's signature of an
+// image: a statement about the digest of another type (an attestation) does not count.
+func checkSignatureStatement(res *verify.VerificationResult) error {
+	if res.Statement == nil {
+		return fmt.Errorf("a bundle without an in-toto statement: cosign signs images with a statement of type %s", SignPredicateType)
+	}
+	if res.Statement.GetPredicateType() != SignPredicateType {
+		return fmt.Errorf("a statement of type %q, not a signature (%s)", res.Statement.GetPredicateType(), SignPredicateType)
+	}
+	return nil
 }

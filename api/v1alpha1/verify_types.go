@@ -15,9 +15,10 @@ const TrustedRootKey = "trusted_root.json"
 // and rendered.
 type Verification struct {
 	// Provider is the signature format: cosign. Signatures made with a key are read from the
-	// tag sha256-<digest>.sig next to the image, as `cosign sign --key` and `pkgsync sign` store
-	// them; keyless signatures (matchOIDCIdentity) from sigstore bundles that refer to the
-	// image (OCI 1.1 referrers), as cosign 3 stores them.
+	// tag sha256-<digest>.sig next to the image, as `pkgsync sign` and `cosign sign --key
+	// --new-bundle-format=false` store them, then from the sigstore bundles that refer to the
+	// image (OCI 1.1 referrers), as cosign 3 stores them by default; keyless signatures
+	// (matchOIDCIdentity) from those bundles only.
 	// +optional
 	// +kubebuilder:default=cosign
 	// +kubebuilder:validation:Enum=cosign

@@ -17,6 +17,7 @@ import (
 	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 	"github.com/sigstore/sigstore-go/pkg/tlog"
 	"oras.land/oras-go/v2"
@@ -77,16 +78,7 @@ func (s *Sigstore) TrustedRoot() ([]byte, error) {
 // signed with a certificate issued to identity by issuer, logged with an inclusion proof and
 // promise, and timestamped.
 func (s *Sigstore) SignImage(name, imageDigest, predicateType, identity, issuer string) ([]byte, error) {
-	d, err := digest.Parse(imageDigest)
-	if err != nil {
-		return nil, err
-	}
-	statement, err := json.Marshal(map[string]any{
-		"_type":         "https://in-toto.io/Statement/v1",
-		"subject":       []any{map[string]any{"name": name, "digest": map[string]string{d.Algorithm().String(): d.Encoded()}}},
-		"predicateType": predicateType,
-		"predicate":     map[string]any{},
-	})
+	statement, err := imageStatement(name, imageDigest, predicateType)
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +88,45 @@ func (s *Sigstore) SignImage(name, imageDigest, predicateType, identity, issuer 
 		return nil, fmt.Errorf("sign: %w", err)
 	}
 	return s.bundle(entity)
+}
+
+// imageStatement is cosign's in-toto statement about an image digest.
+func imageStatement(name, imageDigest, predicateType string) ([]byte, error) {
+	d, err := digest.Parse(imageDigest)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]any{
+		"_type":         "https://in-toto.io/Statement/v1",
+		"subject":       []any{map[string]any{"name": name, "digest": map[string]string{d.Algorithm().String(): d.Encoded()}}},
+		"predicateType": predicateType,
+		"predicate":     map[string]any{},
+	})
+}
+
+// SignImageWithKey signs an image digest with a fresh key as cosign 3 does with --key and
+// --tlog-upload=false: a sigstore bundle of a DSSE envelope of cosign's statement of
+// predicateType about the digest, the key named by a hint, no log entry. It returns the bundle
+// and the key's PEM public key.
+func SignImageWithKey(name, imageDigest, predicateType string) (bundleJSON, publicKey []byte, err error) {
+	statement, err := imageStatement(name, imageDigest, predicateType)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := sign.NewEphemeralKeypair(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	pb, err := sign.Bundle(&sign.DSSEData{Data: statement, PayloadType: "application/vnd.in-toto+json"}, key, sign.BundleOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("sign: %w", err)
+	}
+	pub, err := key.GetPublicKeyPem()
+	if err != nil {
+		return nil, nil, err
+	}
+	bundleJSON, err = (&bundle.Bundle{Bundle: pb}).MarshalJSON()
+	return bundleJSON, []byte(pub), err
 }
 
 // bundle writes a signed entity of the virtual Sigstore as a bundle.
