@@ -45,15 +45,36 @@ func TestPackageOperatorCollisionProtectionIsAppliedAsIs(t *testing.T) {
 	assert.Equal(t, map[string]string{"package-operator.run/collision-protection": "IfNoController"}, res.Phases[0].Objects[0].GetAnnotations())
 }
 
-// Package Operator's file functions and b64decMap are not there: a template calling one
-// fails and names it.
-func TestPackageOperatorFileFunctionsAreNotDefined(t *testing.T) {
+// Package Operator's getFile, getFileGlob and b64decMap read the package's own files.
+func TestPackageOperatorFileFunctions(t *testing.T) {
 	t.Parallel()
-	for _, call := range []string{`getFile "x"`, `getFileGlob "*"`, `b64decMap (dict)`} {
-		_, err := Render(t.Context(), pkoPackage("[{name: deploy}]", map[string]string{"cm.yaml.gotmpl": pkoConfigMap + "data: {x: '{{ " + call + " }}'}\n"}), Options{})
+	tmpl := pkoConfigMap + `data:
+  one: {{ getFile "files/one.txt" | quote }}
+  helper: {{ getFile "_helpers.tpl" | quote }}
+  globbed: {{ keys (getFileGlob "files/**/*.txt") | sortAlpha | join "," | quote }}
+  decoded: {{ (b64decMap (dict "a" "aGVsbG8=" "n" 1)).a | quote }}
+`
+	files := map[string]string{"cm.yaml.gotmpl": tmpl, "files/one.txt": "1", "files/sub/two.txt": "2", "files/three.md": "3", "_helpers.tpl": "h"}
+	res, err := Render(t.Context(), pkoPackage("[{name: deploy}]", files), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"one": "1", "helper": "h", "globbed": "files/one.txt,files/sub/two.txt", "decoded": "hello"}, res.Phases[0].Objects[0].Object["data"])
+}
+
+func TestPackageOperatorFileFunctionErrors(t *testing.T) {
+	t.Parallel()
+	for call, want := range map[string]string{
+		`getFile "nothere.txt"`:         `getFile "nothere.txt": no such file in the package`,
+		`getFile "../../etc/passwd"`:    `no such file in the package`,
+		`getFileGlob "files/["`:         `getFileGlob "files/[": not a valid glob`,
+		`b64decMap (dict "a" "%%%")`:    `b64decMap: key "a": illegal base64 data`,
+		`getFile "manifest.yaml"`:       `no such file in the package`,
+		`getFile ".hidden/secret.yaml"`: `no such file in the package`,
+	} {
+		files := map[string]string{"cm.yaml.gotmpl": pkoConfigMap + "data: {x: '{{ " + call + " }}'}\n", ".hidden/secret.yaml": "s"}
+		_, err := Render(t.Context(), pkoPackage("[{name: deploy}]", files), Options{})
 		require.Error(t, err, call)
-		assert.Contains(t, err.Error(), "cm.yaml.gotmpl:7: template: function", call)
-		assert.Contains(t, err.Error(), "not defined", call)
+		assert.Contains(t, err.Error(), "cm.yaml.gotmpl:7: template", call)
+		assert.Contains(t, err.Error(), want, call)
 	}
 }
 

@@ -153,7 +153,7 @@ func renderTree(ctx context.Context, c component, opts Options, allowMissing boo
 	}
 	r := &renderer{
 		manifest: manifest,
-		tp:       newTemplater(ctx, tree.helpers, tree.helperOrder, data, flt.cel.templateFunc),
+		tp:       newTemplater(ctx, tree.helpers, tree.helperOrder, data, renderFuncs(flt.cel, tree)),
 		filters:  flt,
 		phases:   map[string]int{},
 		seen:     map[objectKey]string{},

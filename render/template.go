@@ -46,13 +46,14 @@ type templater struct {
 	funcs   template.FuncMap // bounded functions, without include
 }
 
-// newTemplater prepares the templates of one render, which stop when ctx is done. cel is the
-// cel template function; nil leaves it out.
-func newTemplater(ctx context.Context, helpers map[string]string, order []string, data map[string]any, cel func(string) (bool, error)) *templater {
+// newTemplater prepares the templates of one render, which stop when ctx is done. extra are
+// the functions that need the render's state (cel, the package's files); they are bounded like
+// the rest.
+func newTemplater(ctx context.Context, helpers map[string]string, order []string, data map[string]any, extra template.FuncMap) *templater {
 	b := &budget{ctx: ctx, limits: defaultTemplateLimits}
 	fm := b.funcs()
-	if cel != nil {
-		fm["cel"] = b.bound("cel", cel)
+	for name, fn := range extra {
+		fm[name] = b.bound(name, fn)
 	}
 	return &templater{helpers: helpers, order: order, data: data, budget: b, funcs: fm}
 }

@@ -222,7 +222,7 @@ var shallowFuncs = sets.New(
 
 // deepResultFuncs build new nested values: their results count against the total by size.
 var deepResultFuncs = sets.New("fromJson", "mustFromJson", "fromYAML", "deepCopy", "mustDeepCopy",
-	"merge", "mustMerge", "mergeOverwrite", "mustMergeOverwrite")
+	"merge", "mustMerge", "mergeOverwrite", "mustMergeOverwrite", "getFileGlob", "b64decMap")
 
 // argChecks refuse, before the call, what the function would allocate past the limits: from a
 // count or size argument, or from formatting its arguments.

@@ -46,6 +46,10 @@ func TestPackageOperatorPackageInHCPNamespace(t *testing.T) {
 	addon.SetKind("ConfigMap")
 	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKey{Namespace: hcp, Name: "shop-addon"}, addon))
 	assert.NotContains(t, addon.GetAnnotations(), "package-operator.run/condition", "the condition annotation is not applied")
+	for _, l := range []string{"package-operator.run/package", "package-operator.run/instance"} {
+		assert.NotContains(t, addon.GetLabels(), l, "Package Operator's labels are not added")
+	}
+	assert.Equal(t, "shop", addon.GetLabels()[ownerLabel], "pkgsync's ownership labels are")
 	assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", hcp, "shop-debug"), "its condition is false")
 	assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", hcp, "shop-metrics"), "left out by the path filter")
 	assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", hcp, "shop-root"), "the root component is not installed")
