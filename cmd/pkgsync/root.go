@@ -34,6 +34,7 @@ other phases go to the management cluster.`,
 		newControllerCmd(),
 		newInstallCmd(),
 		newUninstallCmd(),
+		newFleetCmd(),
 		newImageCmd(),
 		newVersionCmd(),
 	)

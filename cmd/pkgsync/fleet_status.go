@@ -1,0 +1,329 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+)
+
+// fleetListedMembers is how many members a fleet's status lists as in progress or failed (the
+// controller's bound): a list this long may be cut.
+const fleetListedMembers = 10
+
+// fleetStatusOutput is what `pkgsync fleet status -o json` prints: a stable document of its own,
+// not the API object, so that scripts do not break when the status gains fields.
+type fleetStatusOutput struct {
+	Name               string `json:"name"`
+	Generation         int64  `json:"generation"`
+	ObservedGeneration int64  `json:"observedGeneration"`
+	Suspended          bool   `json:"suspended"`
+	Paused             bool   `json:"paused"`
+	// Target is the revision being rolled out (equal to Stable when the rollout is done).
+	Target *fleetRevisionOutput `json:"target"`
+	// Stable is the last revision every member reached.
+	Stable *fleetRevisionOutput  `json:"stable"`
+	Ready  *fleetConditionOutput `json:"ready"`
+	// CurrentPartition is the partition being rolled out, "" when none is.
+	CurrentPartition string                 `json:"currentPartition"`
+	Members          fleetCountsOutput      `json:"members"`
+	Partitions       []fleetPartitionOutput `json:"partitions"`
+	InProgress       []fleetMemberOutput    `json:"inProgress"`
+	Failed           []fleetMemberOutput    `json:"failed"`
+}
+
+type fleetRevisionOutput struct {
+	Name           string `json:"name"`
+	Image          string `json:"image"`
+	Digest         string `json:"digest"`
+	TemplateDigest string `json:"templateDigest"`
+}
+
+type fleetConditionOutput struct {
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	Since   string `json:"since"`
+}
+
+type fleetCountsOutput struct {
+	Updated int32 `json:"updated"`
+	Ready   int32 `json:"ready"`
+	Failed  int32 `json:"failed"`
+	Total   int32 `json:"total"`
+}
+
+type fleetPartitionOutput struct {
+	// Name is the partition label's value; "" for clusters without the label, or for all
+	// clusters when the fleet has no partitions.
+	Name  string `json:"name"`
+	State string `json:"state"`
+	fleetCountsOutput
+	// Since is when State last changed (RFC 3339).
+	Since string `json:"since"`
+}
+
+type fleetMemberOutput struct {
+	Namespace string `json:"namespace"`
+	Partition string `json:"partition"`
+	Reason    string `json:"reason"`
+	Message   string `json:"message"`
+}
+
+func newFleetStatusCmd() *cobra.Command {
+	var kubeconfig, output string
+	cmd := &cobra.Command{
+		Use:   "status NAME [--kubeconfig FILE] [-o table|json|yaml]",
+		Short: "Print where a HostedClusterPackage's rollout stands",
+		Long: `Status reads the HostedClusterPackage NAME and prints its target and stable revisions, its
+Ready condition, its partitions in rollout order (state and member counts) and the members in
+progress and failed, with the reason and message of each. The status lists at most 10 members
+of each kind; the counts cover all of them.
+
+-o json and -o yaml print the same as a document of their own (not the API object).
+Exits 1 when the fleet does not exist.`,
+		Example: `  pkgsync fleet status hosted-addon --kubeconfig mgmt.kubeconfig
+  pkgsync fleet status hosted-addon -o json | jq '.partitions[] | select(.state == "Halted")'`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError("fleet status takes one HostedClusterPackage name, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch output {
+			case "table", "json", "yaml":
+			default:
+				return usageError("--output must be table, json or yaml, not %q", output)
+			}
+			fleet, err := getFleet(cmd, kubeconfig, args[0])
+			if err != nil {
+				return err
+			}
+			out := fleetStatusOf(fleet)
+			w := cmd.OutOrStdout()
+			switch output {
+			case "json":
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			case "yaml":
+				data, err := yaml.Marshal(out)
+				if err != nil {
+					return fmt.Errorf("encode the status of HostedClusterPackage %s: %w", fleet.Name, err)
+				}
+				_, err = w.Write(data)
+				return err
+			}
+			return printFleetStatus(w, fleet, out, time.Now())
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default $KUBECONFIG, in-cluster, or ~/.kube/config)")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table, json or yaml")
+	return cmd
+}
+
+// getFleet reads one HostedClusterPackage from the management cluster.
+func getFleet(cmd *cobra.Command, kubeconfig, name string) (*v1alpha1.HostedClusterPackage, error) {
+	cfg, err := loadConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = "pkgsync-fleet-status"
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("register the pkgsync API: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connect to the management cluster %s: %w", cfg.Host, err)
+	}
+	fleet := &v1alpha1.HostedClusterPackage{}
+	err = c.Get(cmd.Context(), client.ObjectKey{Name: name}, fleet)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("HostedClusterPackage %q not found on %s: kubectl get hostedclusterpackages lists the fleets", name, cfg.Host)
+	case apimeta.IsNoMatchError(err):
+		return nil, fmt.Errorf("the HostedClusterPackage API is not installed on %s (pkgsync install installs it): %w", cfg.Host, err)
+	case err != nil:
+		return nil, fmt.Errorf("get HostedClusterPackage %q from %s: %w", name, cfg.Host, err)
+	}
+	return fleet, nil
+}
+
+// fleetStatusOf is the output document of a fleet; lists are empty, never null.
+func fleetStatusOf(fleet *v1alpha1.HostedClusterPackage) fleetStatusOutput {
+	st := &fleet.Status
+	out := fleetStatusOutput{
+		Name: fleet.Name, Generation: fleet.Generation, ObservedGeneration: st.ObservedGeneration,
+		Suspended: fleet.Spec.Suspend, Paused: fleet.Spec.Rollout.Paused,
+		CurrentPartition: st.CurrentPartition,
+		Members:          countsOf(st.MemberCounts),
+		Partitions:       []fleetPartitionOutput{},
+		InProgress:       membersOf(st.InProgress),
+		Failed:           membersOf(st.FailedMembers),
+	}
+	if st.Target != nil {
+		out.Target = revisionOf(*st.Target)
+	}
+	if st.Stable != nil {
+		out.Stable = revisionOf(st.Stable.FleetRevision)
+	}
+	if c := apimeta.FindStatusCondition(st.Conditions, meta.ReadyCondition); c != nil {
+		out.Ready = &fleetConditionOutput{Status: string(c.Status), Reason: c.Reason, Message: c.Message, Since: rfc3339(c.LastTransitionTime.Time)}
+	}
+	for _, p := range st.Partitions {
+		out.Partitions = append(out.Partitions, fleetPartitionOutput{
+			Name: p.Name, State: string(p.State), fleetCountsOutput: countsOf(p.MemberCounts), Since: rfc3339(p.LastTransitionTime.Time),
+		})
+	}
+	return out
+}
+
+func revisionOf(r v1alpha1.FleetRevision) *fleetRevisionOutput {
+	return &fleetRevisionOutput{Name: r.Name, Image: r.Image, Digest: r.Digest, TemplateDigest: r.TemplateDigest}
+}
+
+func countsOf(c v1alpha1.MemberCounts) fleetCountsOutput {
+	return fleetCountsOutput{Updated: c.Updated, Ready: c.Ready, Failed: c.Failed, Total: c.Total}
+}
+
+func membersOf(ms []v1alpha1.MemberStatus) []fleetMemberOutput {
+	out := make([]fleetMemberOutput, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, fleetMemberOutput{Namespace: m.Namespace, Partition: m.Partition, Reason: m.Reason, Message: m.Message})
+	}
+	return out
+}
+
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// printFleetStatus prints the human-readable status: a header, the partitions, the members.
+func printFleetStatus(w io.Writer, fleet *v1alpha1.HostedClusterPackage, out fleetStatusOutput, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	revision := func(r *fleetRevisionOutput, none string) string {
+		if r == nil {
+			return none
+		}
+		return printable(r.Name) + "  " + printable(r.Image)
+	}
+	fmt.Fprintf(tw, "Fleet:\t%s\n", printable(out.Name))
+	fmt.Fprintf(tw, "Target:\t%s\n", revision(out.Target, "none yet (the image tag is not resolved)"))
+	fmt.Fprintf(tw, "Stable:\t%s\n", revision(out.Stable, "none yet (no revision has reached every member)"))
+	ready := "Unknown (no Ready condition yet)"
+	if c := out.Ready; c != nil {
+		ready = fmt.Sprintf("%s  %s: %s", c.Status, printable(c.Reason), printable(c.Message))
+	}
+	fmt.Fprintf(tw, "Ready:\t%s\n", ready)
+	if out.ObservedGeneration != out.Generation {
+		fmt.Fprintf(tw, "Observed:\tgeneration %d of %d: the controller has not acted on the latest spec yet\n", out.ObservedGeneration, out.Generation)
+	}
+	switch {
+	case out.Suspended:
+		fmt.Fprintf(tw, "Rollout:\tsuspended (spec.suspend): no member is created, changed or removed\n")
+	case out.Paused:
+		fmt.Fprintf(tw, "Rollout:\tpaused (spec.rollout.paused): no member moves to another revision\n")
+	}
+	m := out.Members
+	fmt.Fprintf(tw, "Members:\t%d updated, %d ready, %d failed, %d total\n", m.Updated, m.Ready, m.Failed, m.Total)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w)
+	if err := printPartitions(w, fleet, out.Partitions, now); err != nil {
+		return err
+	}
+	if err := printMembers(w, fleet, "Members in progress", out.InProgress); err != nil {
+		return err
+	}
+	return printMembers(w, fleet, "Failed members", out.Failed)
+}
+
+// printPartitions prints the partitions in rollout order, with how long each is in its state.
+func printPartitions(w io.Writer, fleet *v1alpha1.HostedClusterPackage, partitions []fleetPartitionOutput, now time.Time) error {
+	if len(partitions) == 0 {
+		_, err := fmt.Fprintln(w, "Partitions: none")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATE\tUPDATED\tREADY\tFAILED\tTOTAL\tSINCE")
+	for _, p := range partitions {
+		since := "-"
+		if t, err := time.Parse(time.RFC3339, p.Since); err == nil {
+			since = duration.HumanDuration(now.Sub(t))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", partitionLabel(fleet, p.Name), printable(p.State), p.Updated, p.Ready, p.Failed, p.Total, since)
+	}
+	return tw.Flush()
+}
+
+func printMembers(w io.Writer, fleet *v1alpha1.HostedClusterPackage, title string, ms []fleetMemberOutput) error {
+	fmt.Fprintln(w)
+	if len(ms) == 0 {
+		fmt.Fprintf(w, "%s: none\n", title)
+		return nil
+	}
+	if len(ms) >= fleetListedMembers {
+		fmt.Fprintf(w, "%s (the first %d; the counts above cover all):\n", title, len(ms))
+	} else {
+		fmt.Fprintf(w, "%s:\n", title)
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tPARTITION\tREASON\tMESSAGE")
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", printable(m.Namespace), partitionLabel(fleet, m.Partition), printable(m.Reason), printable(m.Message))
+	}
+	return tw.Flush()
+}
+
+// partitionLabel names a partition in the table: the clusters without the partition label, or
+// all clusters when the fleet has no partitions, have the name "".
+func partitionLabel(fleet *v1alpha1.HostedClusterPackage, name string) string {
+	switch {
+	case name != "":
+		return printable(name)
+	case fleet.Spec.Rollout.Partitions == nil:
+		return "(all)"
+	default:
+		return "(unlabelled)"
+	}
+}
+
+// printable makes a string from the cluster safe for one table cell on a terminal: messages
+// carry text from packages and registries, which must not move the cursor, clear the screen or
+// reorder text (control and bidirectional formatting characters are escaped), nor break the
+// table (line breaks and tabs become spaces).
+func printable(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			b.WriteByte(' ')
+		case !unicode.IsGraphic(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/test/testenv"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// assertGolden compares got with testdata/NAME, or rewrites the file with -update.
+func assertGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *updateGolden {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run the test with -update to write %s", path)
+	assert.Equal(t, string(want), got, "output differs from %s (-update rewrites it)", path)
+}
+
+// haltedFleet is a fleet whose rollout halted in its canary partition; its status is written
+// as the controller would, with times relative to now that print the same for a few minutes.
+func haltedFleet(now time.Time) (*v1alpha1.HostedClusterPackage, v1alpha1.HostedClusterPackageStatus) {
+	fleet := &v1alpha1.HostedClusterPackage{
+		ObjectMeta: metav1.ObjectMeta{Name: "hosted-addon"},
+		Spec: v1alpha1.HostedClusterPackageSpec{
+			Template: v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: "registry.example.com/addons/hosted-addon:v2"}},
+			Rollout: v1alpha1.FleetRolloutStrategy{
+				MaxUnavailable:   &intstr.IntOrString{Type: intstr.String, StrVal: "10%"},
+				FailureThreshold: &intstr.IntOrString{Type: intstr.Int, IntVal: 1},
+				Partitions: &v1alpha1.FleetPartitions{LabelKey: "rollout.example.com/wave",
+					Order: &v1alpha1.PartitionOrder{Static: []string{"canary", "*"}}},
+			},
+		},
+	}
+	ago := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d).Truncate(time.Second).UTC()) }
+	target := v1alpha1.FleetRevision{
+		Name:           "bbbbbbbbbbbb-22222222",
+		Image:          "registry.example.com/addons/hosted-addon:v2@sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+		Digest:         "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+		TemplateDigest: "sha256:2222222222222222222222222222222222222222222222222222222222222222",
+	}
+	stable := v1alpha1.FleetRevision{
+		Name:           "aaaaaaaaaaaa-11111111",
+		Image:          "registry.example.com/addons/hosted-addon:v1@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+		Digest:         "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+		TemplateDigest: "sha256:1111111111111111111111111111111111111111111111111111111111111111",
+	}
+	halt := "rollout of bbbbbbbbbbbb-22222222 halted in partition canary: 1 member(s) failed (spec.rollout.failureThreshold): " +
+		"clusters-c2: RenderFailed: render: template config.yaml.gotmpl: this revision is broken on purpose"
+	status := v1alpha1.HostedClusterPackageStatus{
+		Conditions: []metav1.Condition{
+			{Type: "Ready", Status: metav1.ConditionFalse, Reason: "RolloutHalted", Message: halt, LastTransitionTime: ago(10*time.Hour + 30*time.Minute)},
+			{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "RolloutHalted", Message: halt, LastTransitionTime: ago(10*time.Hour + 30*time.Minute)},
+		},
+		Target: &target,
+		Stable: &v1alpha1.FleetStableRevision{FleetRevision: stable,
+			Template: v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: "registry.example.com/addons/hosted-addon:v1"}}},
+		MemberCounts:     v1alpha1.MemberCounts{Total: 6, Updated: 3, Ready: 4, Failed: 1},
+		Progress:         "3/4/6",
+		CurrentPartition: "canary",
+		Partitions: []v1alpha1.PartitionStatus{
+			{Name: "canary", State: v1alpha1.PartitionHalted, MemberCounts: v1alpha1.MemberCounts{Total: 3, Updated: 3, Ready: 1, Failed: 1}, LastTransitionTime: ago(10*time.Hour + 30*time.Minute)},
+			{Name: "prod", State: v1alpha1.PartitionPending, MemberCounts: v1alpha1.MemberCounts{Total: 2, Ready: 2}, LastTransitionTime: ago(3*24*time.Hour + 2*time.Hour + 30*time.Minute)},
+			{Name: "", State: v1alpha1.PartitionPending, MemberCounts: v1alpha1.MemberCounts{Total: 1, Ready: 1}, LastTransitionTime: ago(3*24*time.Hour + 2*time.Hour + 30*time.Minute)},
+		},
+		InProgress: []v1alpha1.MemberStatus{
+			{Namespace: "clusters-c3", Partition: "canary", Reason: "PhaseProgressing", Message: "phase deploy: Deployment.apps clusters-c3/addon-operator: Available=False"},
+		},
+		FailedMembers: []v1alpha1.MemberStatus{
+			{Namespace: "clusters-c2", Partition: "canary", Reason: "RenderFailed", Message: "render: template config.yaml.gotmpl: this revision is broken on purpose"},
+			// A message carries text from a package: a terminal escape, a line break and a
+			// right-to-left override must neither act on the terminal nor break the table.
+			{Namespace: "clusters-c9", Reason: "Collision", Message: "Package clusters-c9/hosted-addon exists\x1b[2J\nand is \u202enot this fleet's"},
+		},
+	}
+	return fleet, status
+}
+
+// TestFleetStatusCommand runs `pkgsync fleet status` against a real API server with the
+// HostedClusterPackage CRD, on fleets whose status is written as the controller writes it.
+func TestFleetStatusCommand(t *testing.T) {
+	t.Parallel()
+	cp := testenv.NewControlPlane(t, "fleet-status")
+	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join("..", "..", "config", "crd", "bases", "pkgsync.dev_hostedclusterpackages.yaml")},
+	})
+	require.NoError(t, err)
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+
+	now := time.Now()
+	fleet, status := haltedFleet(now)
+	require.NoError(t, c.Create(t.Context(), fleet))
+	t.Cleanup(func() { _ = c.Delete(t.Context(), fleet) })
+	fleet.Status = status
+	fleet.Status.ObservedGeneration = fleet.Generation
+	require.NoError(t, c.Status().Update(t.Context(), fleet))
+
+	fresh := &v1alpha1.HostedClusterPackage{
+		ObjectMeta: metav1.ObjectMeta{Name: "fresh"},
+		Spec: v1alpha1.HostedClusterPackageSpec{
+			Template: v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: "registry.example.com/addons/other:v1"}},
+			Rollout:  v1alpha1.FleetRolloutStrategy{Paused: true},
+		},
+	}
+	require.NoError(t, c.Create(t.Context(), fresh))
+	t.Cleanup(func() { _ = c.Delete(t.Context(), fresh) })
+
+	t.Run("table", func(t *testing.T) {
+		t.Parallel()
+		stdout, stderr, err := runCLI(t, "fleet", "status", "hosted-addon", "--kubeconfig", cp.KubeconfigPath)
+		require.NoError(t, err)
+		assert.Empty(t, stderr)
+		assertGolden(t, "fleet-status-halted.golden", stdout)
+	})
+
+	t.Run("table of a fleet the controller has not reported on", func(t *testing.T) {
+		t.Parallel()
+		stdout, _, err := runCLI(t, "fleet", "status", "fresh", "--kubeconfig", cp.KubeconfigPath)
+		require.NoError(t, err)
+		assertGolden(t, "fleet-status-fresh.golden", stdout)
+	})
+
+	t.Run("json", func(t *testing.T) {
+		t.Parallel()
+		stdout, _, err := runCLI(t, "fleet", "status", "hosted-addon", "--kubeconfig", cp.KubeconfigPath, "-o", "json")
+		require.NoError(t, err)
+		at := func(d time.Duration) string { return now.Add(-d).Truncate(time.Second).UTC().Format(time.RFC3339) }
+		assert.JSONEq(t, fmt.Sprintf(`{
+  "name": "hosted-addon", "generation": 1, "observedGeneration": 1, "suspended": false, "paused": false,
+  "target": {"name": "bbbbbbbbbbbb-22222222", "image": "registry.example.com/addons/hosted-addon:v2@sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+    "digest": "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "templateDigest": "sha256:2222222222222222222222222222222222222222222222222222222222222222"},
+  "stable": {"name": "aaaaaaaaaaaa-11111111", "image": "registry.example.com/addons/hosted-addon:v1@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "digest": "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "templateDigest": "sha256:1111111111111111111111111111111111111111111111111111111111111111"},
+  "ready": {"status": "False", "reason": "RolloutHalted", "since": %[1]q,
+    "message": "rollout of bbbbbbbbbbbb-22222222 halted in partition canary: 1 member(s) failed (spec.rollout.failureThreshold): clusters-c2: RenderFailed: render: template config.yaml.gotmpl: this revision is broken on purpose"},
+  "currentPartition": "canary",
+  "members": {"updated": 3, "ready": 4, "failed": 1, "total": 6},
+  "partitions": [
+    {"name": "canary", "state": "Halted", "updated": 3, "ready": 1, "failed": 1, "total": 3, "since": %[1]q},
+    {"name": "prod", "state": "Pending", "updated": 0, "ready": 2, "failed": 0, "total": 2, "since": %[2]q},
+    {"name": "", "state": "Pending", "updated": 0, "ready": 1, "failed": 0, "total": 1, "since": %[2]q}
+  ],
+  "inProgress": [
+    {"namespace": "clusters-c3", "partition": "canary", "reason": "PhaseProgressing", "message": "phase deploy: Deployment.apps clusters-c3/addon-operator: Available=False"}
+  ],
+  "failed": [
+    {"namespace": "clusters-c2", "partition": "canary", "reason": "RenderFailed", "message": "render: template config.yaml.gotmpl: this revision is broken on purpose"},
+    {"namespace": "clusters-c9", "partition": "", "reason": "Collision", "message": "Package clusters-c9/hosted-addon exists\u001b[2J\nand is \u202enot this fleet's"}
+  ]
+}`, at(10*time.Hour+30*time.Minute), at(3*24*time.Hour+2*time.Hour+30*time.Minute)), stdout)
+	})
+
+	t.Run("json of a fleet without status has empty lists, not null", func(t *testing.T) {
+		t.Parallel()
+		stdout, _, err := runCLI(t, "fleet", "status", "fresh", "--kubeconfig", cp.KubeconfigPath, "-o", "json")
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"name": "fresh", "generation": 1, "observedGeneration": -1, "suspended": false, "paused": true,
+  "target": null, "stable": null, "ready": null, "currentPartition": "",
+  "members": {"updated": 0, "ready": 0, "failed": 0, "total": 0},
+  "partitions": [], "inProgress": [], "failed": []}`, stdout)
+	})
+
+	t.Run("a fleet that does not exist is an error", func(t *testing.T) {
+		t.Parallel()
+		stdout, _, err := runCLI(t, "fleet", "status", "missing", "--kubeconfig", cp.KubeconfigPath)
+		require.Error(t, err)
+		assert.Empty(t, stdout)
+		assert.Equal(t, fmt.Sprintf(`HostedClusterPackage "missing" not found on %s: kubectl get hostedclusterpackages lists the fleets`, cp.Config.Host), err.Error())
+		assert.Equal(t, 1, run([]string{"fleet", "status", "missing", "--kubeconfig", cp.KubeconfigPath}), "exit code")
+	})
+
+	t.Run("usage errors exit 2", func(t *testing.T) {
+		t.Parallel()
+		assert.Equal(t, 2, run([]string{"fleet", "status", "hosted-addon", "--kubeconfig", cp.KubeconfigPath, "-o", "wide"}))
+		assert.Equal(t, 2, run([]string{"fleet", "status", "--kubeconfig", cp.KubeconfigPath}))
+	})
+}
