@@ -1,9 +1,7 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,21 +17,6 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// assertGolden compares got with testdata/NAME, or rewrites the file with -update.
-func assertGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *updateGolden {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run the test with -update to write %s", path)
-	assert.Equal(t, string(want), got, "output differs from %s (-update rewrites it)", path)
-}
 
 // haltedFleet is a fleet whose rollout halted in its canary partition; its status is written
 // as the controller would, with times relative to now that print the same for a few minutes.
@@ -131,14 +114,14 @@ func TestFleetStatusCommand(t *testing.T) {
 		stdout, stderr, err := runCLI(t, "fleet", "status", "hosted-addon", "--kubeconfig", cp.KubeconfigPath)
 		require.NoError(t, err)
 		assert.Empty(t, stderr)
-		assertGolden(t, "fleet-status-halted.golden", stdout)
+		assertGolden(t, filepath.Join("testdata", "fleet-status-halted.golden"), stdout)
 	})
 
 	t.Run("table of a fleet the controller has not reported on", func(t *testing.T) {
 		t.Parallel()
 		stdout, _, err := runCLI(t, "fleet", "status", "fresh", "--kubeconfig", cp.KubeconfigPath)
 		require.NoError(t, err)
-		assertGolden(t, "fleet-status-fresh.golden", stdout)
+		assertGolden(t, filepath.Join("testdata", "fleet-status-fresh.golden"), stdout)
 	})
 
 	t.Run("json", func(t *testing.T) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/pko/golden")
-
 // Package Operator fixtures of our own (testdata/pko, see its README.md), each run through
 // pkgsync validate, render and test as a user would.
 const pkoFixtures = "testdata/pko"
@@ -20,14 +17,7 @@ const pkoFixtures = "testdata/pko"
 // golden compares got with testdata/pko/golden/NAME, or writes it with -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	file := filepath.Join(pkoFixtures, "golden", name)
-	if *updateGolden {
-		require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
-		require.NoError(t, os.WriteFile(file, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(file)
-	require.NoError(t, err, "run go test ./cmd/pkgsync -run TestPackageOperatorFixtures -update to write %s", file)
-	assert.Equal(t, string(want), got, file)
+	assertGolden(t, filepath.Join(pkoFixtures, "golden", name), got)
 }
 
 // TestPackageOperatorFixturesValid runs the package using every supported rule: validate

@@ -132,9 +132,9 @@ func TestHostedUnavailableCoolDown(t *testing.T) {
 	deleteHostedNamespaceAtEnd(t, hostedNS)
 	od := shardedInlineDeployment(t, "cooldown", hcp, "cooling", hostedNS)
 	createPackage(t, od)
-	// The first failure opens the circuit; from then on reconciles fail fast and say when the
-	// prober tries again.
-	waitForReadyMessage(t, od, metav1.ConditionFalse, v1alpha1.HostedClusterUnavailableReason, "next probe at")
+	// The first failure opens the circuit; from then on reconciles fail fast and say that
+	// nothing is sent before a probe answers.
+	waitForReadyMessage(t, od, metav1.ConditionFalse, v1alpha1.HostedClusterUnavailableReason, "nothing is sent to it until a probe gets an answer")
 	require.Positive(t, dead.accepted.Load(), "the first reconcile tried the hosted API server")
 
 	odReconciles := map[string]string{"controller": "objectdeployment"}
