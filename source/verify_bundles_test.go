@@ -1,6 +1,12 @@
 package source
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -60,4 +66,53 @@ func TestVerifyKeyedBundles(t *testing.T) {
 	_, err = c.Verify(ctx, unsignedRef, mustKeys(t, map[string][]byte{"cosign.pub": pub}), nil)
 	require.ErrorIs(t, err, ErrNoSignature)
 	assert.ErrorContains(t, err, "no sigstore bundle refers to the image")
+}
+
+// A registry without the referrers API: the bundle is attached and found through the referrers
+// tag schema (an index tagged sha256-HEX), as cosign and oras fall back to.
+func TestBundlesThroughReferrersTagSchema(t *testing.T) {
+	t.Parallel()
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	target, err := url.Parse(reg.URL())
+	require.NoError(t, err)
+	var (
+		mu    sync.Mutex
+		paths []string
+	)
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			// The registry's upload locations then name the proxy.
+			r.Out.Host = r.In.Host
+		},
+		// A registry without the API does not acknowledge a manifest's subject either.
+		ModifyResponse: func(resp *http.Response) error {
+			resp.Header.Del("OCI-Subject")
+			return nil
+		},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		if strings.Contains(r.URL.Path, "/referrers/") {
+			http.NotFound(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	c := newClient(t, Options{})
+	img, ref := pushPackage(t, c, host, "fallback", nil)
+	pub := attachKeyed(t, ref, img.Digest, img.Digest, SignPredicateType)
+	v, err := c.Verify(t.Context(), ref, mustKeys(t, map[string][]byte{"cosign.pub": pub}), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "cosign.pub", v.Key)
+
+	schemaTag := "GET /v2/fallback/manifests/" + strings.Replace(img.Digest, ":", "-", 1)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, paths, schemaTag, "the referrers tag was read: %v", paths)
 }
