@@ -123,8 +123,9 @@ type FleetRolloutStrategy struct {
 	FailureThreshold *intstr.IntOrString `json:"failureThreshold,omitempty"`
 
 	// ProgressDeadline is how long a member may take to become Ready on a new revision before it
-	// counts as failed. A member also fails at once when it is Stalled or reports an error.
-	// Default 10m.
+	// counts as failed. A member that is Stalled (an invalid package or configuration) fails at
+	// once; other errors (a registry or cluster that does not answer) count once the deadline
+	// has passed. Default 10m.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
@@ -232,6 +233,10 @@ type PartitionStatus struct {
 	State PartitionState `json:"state"`
 	// LastTransitionTime is when State last changed.
 	LastTransitionTime metav1.Time `json:"lastTransitionTime"`
+	// StartedAt is when the rollout of the target revision reached this partition; unset while
+	// it is Pending.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 }
 
 // MemberStatus names a member and what it is doing.

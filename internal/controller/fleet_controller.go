@@ -237,6 +237,7 @@ func (r *fleetReconciler) finalize(ctx context.Context, fleet *v1alpha1.HostedCl
 	}
 	r.writes.forget(fleet.Name)
 	r.statuses.Delete(fleet.UID)
+	r.own.fleetMembers.DeletePartialMatch(map[string]string{"fleet": fleet.Name})
 	controllerutil.RemoveFinalizer(fleet, v1alpha1.FinalizerName)
 	if err := patcher.Patch(ctx, fleet, patch.WithFieldOwner(fieldOwner)); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -500,22 +501,12 @@ func (r *fleetReconciler) announcePartitions(fleet *v1alpha1.HostedClusterPackag
 		case v1alpha1.PartitionComplete:
 			if seen && prev.State != v1alpha1.PartitionPending {
 				r.recorder.Eventf(fleet, corev1.EventTypeNormal, "PartitionComplete", "partition %s: every member Ready on %s", name, target)
-				if started, ok := startOf(before, p.Name); ok {
-					r.own.partitionDuration.WithLabelValues(fleet.Name).Observe(now.Sub(started).Seconds())
+				if p.StartedAt != nil {
+					r.own.partitionDuration.WithLabelValues(fleet.Name).Observe(now.Sub(p.StartedAt.Time).Seconds())
 				}
 			}
 		}
 	}
-}
-
-// startOf is when a partition's rollout started: when it last turned Progressing.
-func startOf(partitions []v1alpha1.PartitionStatus, name string) (time.Time, bool) {
-	for _, p := range partitions {
-		if p.Name == name && p.State != v1alpha1.PartitionPending && p.State != v1alpha1.PartitionComplete {
-			return p.LastTransitionTime.Time, true
-		}
-	}
-	return time.Time{}, false
 }
 
 func partitionName(name string) string {

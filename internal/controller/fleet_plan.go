@@ -252,6 +252,16 @@ func planRollout(members []*fleetMember, order []string, targetName, stableName 
 			plan.complete = false
 		}
 		ps.LastTransitionTime = transition(name, ps.State)
+		prev, seen := prevState[name]
+		switch {
+		case ps.State == v1alpha1.PartitionPending:
+		case seen && prev.StartedAt != nil && prev.State != v1alpha1.PartitionPending &&
+			(prev.State != v1alpha1.PartitionComplete || ps.State == v1alpha1.PartitionComplete):
+			ps.StartedAt = prev.StartedAt
+		default:
+			started := metav1.NewTime(now.Truncate(time.Second))
+			ps.StartedAt = &started
+		}
 		for i, m := range ms {
 			if m.revision() == targetName && !health[i].ready && !health[i].failed && m.pkg != nil {
 				plan.inProgress = append(plan.inProgress, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: name, Reason: health[i].reason, Message: health[i].message})

@@ -139,10 +139,13 @@ func TestPlanRollout(t *testing.T) {
 		assert.Equal(t, 4, countAssigned(plan, toTarget))
 		assert.InDelta(t, time.Minute+time.Second, plan.wakeAfter, float64(2*time.Second))
 
-		soaking := []v1alpha1.PartitionStatus{{Name: "canary", State: v1alpha1.PartitionSoaking, LastTransitionTime: metav1.NewTime(now.Add(-2 * time.Minute))}}
+		started := metav1.NewTime(now.Add(-5 * time.Minute))
+		soaking := []v1alpha1.PartitionStatus{{Name: "canary", State: v1alpha1.PartitionSoaking, LastTransitionTime: metav1.NewTime(now.Add(-2 * time.Minute)), StartedAt: &started}}
 		plan = planRollout(fleet(4), order, "new", "old", strategy, soaking, now)
 		assert.Equal(t, v1alpha1.PartitionComplete, plan.partitions[0].State)
 		assert.Equal(t, "prod", plan.current)
+		assert.Equal(t, &started, plan.partitions[0].StartedAt, "a partition's start is kept through its states")
+		assert.NotNil(t, plan.partitions[1].StartedAt, "the next partition starts now")
 	})
 	t.Run("failures up to the threshold halt the rollout", func(t *testing.T) {
 		t.Parallel()
