@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -127,6 +128,8 @@ type report struct {
 	recorder record.EventRecorder
 	start    time.Time
 	oldReady *metav1.Condition
+	// oldConditions are the conditions as the reconcile found them.
+	oldConditions []metav1.Condition
 	// acknowledge records the reconcile request being handled in the final patch.
 	acknowledge bool
 }
@@ -135,6 +138,7 @@ func beginReport(c client.Client, obj statusObject, status *v1alpha1.RolloutStat
 	return &report{
 		obj: obj, status: status, patcher: patch.NewSerialPatcher(obj, c), metrics: m, recorder: rec,
 		start: time.Now(), oldReady: conditions.Get(obj, meta.ReadyCondition).DeepCopy(),
+		oldConditions: slices.Clone(obj.GetConditions()),
 	}
 }
 
@@ -175,6 +179,7 @@ func (r *report) finish(ctx context.Context, retErr error) error {
 		acknowledgeRequest(r.obj, r.status)
 	}
 	recordObservedGeneration(r.obj, r.status)
+	keepTransitionTimes(r.obj, r.oldConditions)
 	if err := r.patcher.Patch(ctx, r.obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
 		// A resource whose finalizer was just removed is gone: nothing to report on.
 		if !r.obj.GetDeletionTimestamp().IsZero() && apierrors.IsNotFound(err) {
@@ -186,4 +191,26 @@ func (r *report) finish(ctx context.Context, retErr error) error {
 	r.metrics.RecordReadiness(ctx, r.obj)
 	announce(r.recorder, r.obj, r.oldReady)
 	return retErr
+}
+
+// keepTransitionTimes gives each condition that ends a reconcile as it began (same status,
+// reason and message) its old transition time back. A reconcile may mark a condition on the way
+// (Reconciling "reconciling IMAGE" before the pass concludes) and Flux's condition setter stamps a
+// new transition time on every change: without this, a retry that ends where the last one did
+// (a hosted cluster that is still unreachable) would still write the status.
+func keepTransitionTimes(obj statusObject, old []metav1.Condition) {
+	current := obj.GetConditions()
+	changed := false
+	for i := range current {
+		for _, o := range old {
+			if o.Type == current[i].Type && o.Status == current[i].Status && o.Reason == current[i].Reason &&
+				o.Message == current[i].Message && !o.LastTransitionTime.Equal(&current[i].LastTransitionTime) {
+				current[i].LastTransitionTime = o.LastTransitionTime
+				changed = true
+			}
+		}
+	}
+	if changed {
+		obj.SetConditions(current)
+	}
 }

@@ -2,9 +2,12 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,4 +52,40 @@ func TestRequestAcknowledgedOnlyAtTheEnd(t *testing.T) {
 	require.Len(t, handled, 2, "the mid-pass record and the final status")
 	assert.Empty(t, handled[0], "the mid-pass record does not acknowledge the request")
 	assert.Equal(t, "now", handled[1], "the final status does")
+}
+
+// TestRetryThatEndsAsItBeganWritesNothing: a reconcile that marks Reconciling on the way and
+// concludes with the same failure as the last one (a hosted cluster still unreachable) leaves
+// every condition as it found it, transition times included, and so writes no status.
+func TestRetryThatEndsAsItBeganWritesNothing(t *testing.T) {
+	t.Parallel()
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	since := metav1.NewTime(time.Now().Add(-time.Hour).UTC().Truncate(time.Second))
+	pkg := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "addon", Generation: 1, Finalizers: []string{v1alpha1.FinalizerName}}}
+	pkg.Status.Conditions = []metav1.Condition{
+		// In the order Flux's condition setter keeps them.
+		{Type: meta.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: v1alpha1.ProgressingWithRetryReason, Message: "still down", LastTransitionTime: since, ObservedGeneration: 1},
+		{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: v1alpha1.ApplyFailedReason, Message: "still down", LastTransitionTime: since, ObservedGeneration: 1},
+	}
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pkg).WithStatusSubresource(pkg).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches++
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+
+	ks := (&packageSteps[*v1alpha1.Package]{}).steps()
+	ks.pass = func(ctx context.Context, obj *v1alpha1.Package, _ *report, _ string) (ctrl.Result, error) {
+		conditions.MarkReconciling(obj, v1alpha1.ProgressingReason, "reconciling example.com/addon:v1")
+		return conclude(ctx, obj, nil, errors.New("still down"), time.Hour, time.Second, time.Second, "applied")
+	}
+	l := newLifecycle(lifecycleBase{client: c}, "Package", func() *v1alpha1.Package { return &v1alpha1.Package{} }, ks)
+	_, err := l.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pkg)})
+	require.NoError(t, err)
+	assert.Zero(t, patches, "no status write")
+
+	var got v1alpha1.Package
+	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(pkg), &got))
+	assert.True(t, since.Equal(&conditions.Get(&got, meta.ReconcilingCondition).LastTransitionTime))
 }

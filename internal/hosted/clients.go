@@ -44,8 +44,8 @@ type Options struct {
 	// Timeout bounds every request to a hosted API server, so that one unreachable hosted
 	// cluster holds a worker for at most this long.
 	Timeout time.Duration
-	// DialTimeout bounds connecting to a hosted API server (TCP), separately from Timeout, so
-	// that a dead address is noticed in seconds.
+	// DialTimeout bounds connecting to a hosted API server (TCP) and the TLS handshake, each,
+	// separately from Timeout, so that a dead address is noticed in seconds.
 	DialTimeout time.Duration
 	// ProbeInterval is the first wait before an unreachable hosted API server is probed again;
 	// each failed probe doubles it, up to MaxProbeInterval.

@@ -45,7 +45,8 @@ type UnavailableError struct {
 	Err error
 	// Since is when the circuit opened.
 	Since time.Time
-	// NextProbe is when the prober tries the API server again.
+	// NextProbe is when the prober tries the API server again; while a probe is in flight, when
+	// that probe ends at the latest.
 	NextProbe time.Time
 }
 
@@ -188,6 +189,9 @@ func (c *Clients) dueProbes() []dueProbe {
 	for ns, e := range c.entries {
 		if e.health.state == HealthOpen && !now.Before(e.health.nextProbe) {
 			e.health.state = HealthProbing
+			// Resources retried now would find the probe still in flight: they are retried
+			// once it has ended at the latest (an answer wakes them at once).
+			e.health.nextProbe = now.Add(c.opts.ProbeTimeout)
 			out = append(out, dueProbe{namespace: ns, e: e})
 		}
 	}

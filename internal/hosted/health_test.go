@@ -224,3 +224,24 @@ func TestIdleOpenCircuitIsEvicted(t *testing.T) {
 	cached, _ := c.Stats()
 	assert.Zero(t, cached)
 }
+
+// TestNextProbeWhileProbing: while a probe is in flight, the next probe time the resources are
+// requeued for is when that probe ends, not the past moment it was due, so that they are not
+// retried again and again while it waits.
+func TestNextProbeWhileProbing(t *testing.T) {
+	t.Parallel()
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", newProbedServer(t))).Build()
+	c := NewClients(reader, Options{ProbeTimeout: time.Minute})
+	now := time.Now()
+	c.now = func() time.Time { return now }
+	_, err := c.Target(t.Context(), "clusters-a")
+	require.NoError(t, err)
+	require.Error(t, c.MarkUnavailable("clusters-a", errors.New("refused")))
+
+	now = now.Add(time.Minute) // past the first backoff step, within the idle TTL
+	require.Len(t, c.dueProbes(), 1, "the probe is due and marked in flight")
+	_, err = c.Target(t.Context(), "clusters-a")
+	var down *UnavailableError
+	require.ErrorAs(t, err, &down)
+	assert.Equal(t, now.Add(time.Minute), down.NextProbe, "when the probe in flight ends at the latest")
+}

@@ -216,6 +216,7 @@ func TestDeadHostedClustersCostTheFleetNothing(t *testing.T) {
 	hole, gone := newBlackHole(t, real), newBlackHole(t, real)
 	slowServer, slowCA := newSlowServer(t, 300*time.Millisecond)
 	holeOD := deadDeployment(t, "hole", hole.server(), nil)
+	holePkg := hostedPackage(t, holeOD.Namespace, "hole-pkg")
 	refusedOD := deadDeployment(t, "refused", "https://"+refusedAddress(t), nil)
 	goneOD := deadDeployment(t, "gone", gone.server(), nil)
 	slowOD := deadDeployment(t, "slow", slowServer, slowCA)
@@ -231,20 +232,23 @@ func TestDeadHostedClustersCostTheFleetNothing(t *testing.T) {
 	for _, od := range append(healthy, slowOD) {
 		waitForReady(t, od, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 	}
-	for _, od := range []*v1alpha1.ObjectDeployment{holeOD, refusedOD, goneOD} {
+	for _, obj := range []client.Object{holeOD, holePkg, refusedOD, goneOD} {
 		// From the first failure on, the circuit's message: it stays the same until it closes.
-		waitForReadyMessage(t, od, metav1.ConditionFalse, v1alpha1.HostedClusterUnavailableReason, "has not answered since")
+		waitForReadyMessage(t, obj, metav1.ConditionFalse, v1alpha1.HostedClusterUnavailableReason, "has not answered since")
 	}
 
-	// While the circuits are open, the hole sees the prober only, and the hole's resource is
-	// retried at each probe step without writing its status.
+	// While the circuits are open, the hole sees the prober only, and the hole's resources are
+	// retried at each probe step without writing their status.
 	probes0, accepted0 := suite.hostedClients.Probes(), hole.accepted.Load()
 	patches0 := suite.requests.get(holeOD.Namespace)["PATCH"]
-	reconciles0, _ := reconcileDurations(t, v1alpha1.ObjectDeploymentKind, holeOD)
+	odReconciles0, _ := reconcileDurations(t, v1alpha1.ObjectDeploymentKind, holeOD)
+	pkgReconciles0, _ := reconcileDurations(t, v1alpha1.PackageKind, holePkg)
 	eventually(t, func(a *attempt) {
 		assert.GreaterOrEqual(a, hole.accepted.Load()-accepted0, int64(3), "probe steps of the hole")
-		reconciles, _ := reconcileDurations(a, v1alpha1.ObjectDeploymentKind, holeOD)
-		assert.GreaterOrEqual(a, reconciles-reconciles0, uint64(3), "retries of the hole's resource")
+		odReconciles, _ := reconcileDurations(a, v1alpha1.ObjectDeploymentKind, holeOD)
+		assert.GreaterOrEqual(a, odReconciles-odReconciles0, uint64(3), "retries of the hole's ObjectDeployment")
+		pkgReconciles, _ := reconcileDurations(a, v1alpha1.PackageKind, holePkg)
+		assert.GreaterOrEqual(a, pkgReconciles-pkgReconciles0, uint64(3), "retries of the hole's Package")
 	})
 	probes := suite.hostedClients.Probes() - probes0
 	assert.LessOrEqual(t, hole.accepted.Load()-accepted0, probes+1, "no reconcile connects to a cluster whose circuit is open")
@@ -288,6 +292,24 @@ func TestDeadHostedClustersCostTheFleetNothing(t *testing.T) {
 	// The hole starts answering: its resource recovers through the probe.
 	hole.forward.Store(true)
 	waitForReady(t, holeOD, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	waitForReady(t, holePkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+}
+
+// hostedPackage pushes a package whose one phase puts a ConfigMap in the hosted cluster's
+// default namespace, and creates a Package of it in namespace.
+func hostedPackage(t *testing.T, namespace, name string) *v1alpha1.Package {
+	t.Helper()
+	files := map[string]string{
+		"manifest.yaml": "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: " + name +
+			"\nspec:\n  phases:\n  - name: hosted\n    class: hosted-cluster\n",
+		"objects.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-%d\n  namespace: default\n"+
+			"  annotations:\n    pkgsync.dev/phase: hosted\ndata:\n  owner: %s\n", name, nsCounter.Add(1), namespace),
+	}
+	repo := "e2e/" + namespace + "/" + name + ":v1"
+	pushPackage(t, writePackage(t, files), repo)
+	pkg := newPackage(namespace, name, suite.registry.Host+"/"+repo, "")
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+	return pkg
 }
 
 // TestTeardownOpensTheCircuit: a resource is deleted after its hosted API server stopped

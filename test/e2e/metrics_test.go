@@ -123,6 +123,7 @@ func TestMetrics(t *testing.T) {
 		waitForMetric(t, proc, "pkgsync_hosted_clusters", map[string]string{"state": "Closed"}, "0", is(0))
 		waitForMetric(t, proc, "pkgsync_hosted_clusters", map[string]string{"state": "Open"}, "1", is(1))
 		waitForMetric(t, proc, "pkgsync_hosted_probe_duration_seconds", map[string]string{"outcome": "failure"}, ">= 1 observation", atLeast(1))
+		waitForMetric(t, proc, "pkgsync_hosted_next_probe_timestamp_seconds", map[string]string{"namespace": hcp}, "a time", func(v float64) bool { return v > 0 })
 
 		// It answers again: a probe succeeds and the circuit closes.
 		proxy.start(t)
@@ -130,5 +131,12 @@ func TestMetrics(t *testing.T) {
 		waitForMetric(t, proc, "pkgsync_hosted_probe_duration_seconds", map[string]string{"outcome": "success"}, ">= 1 observation", atLeast(1))
 		waitForMetric(t, proc, "pkgsync_hosted_clusters", map[string]string{"state": "Closed"}, "1", is(1))
 		waitForMetric(t, proc, "pkgsync_hosted_clusters", map[string]string{"state": "Open"}, "0", is(0))
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			m, err := proc.scrape(t.Context())
+			if assert.NoError(ct, err) {
+				_, found := sum(m, "pkgsync_hosted_next_probe_timestamp_seconds", map[string]string{"namespace": hcp})
+				assert.False(ct, found, "no next probe time for a reachable hosted cluster")
+			}
+		}, timeout, interval)
 	})
 }
