@@ -40,8 +40,8 @@ type fleetRun struct {
 	convergeWrites, rolloutWrites     int
 	// convergeMemberWrites and rolloutMemberWrites are writes of member Packages (spec, not status).
 	convergeMemberWrites, rolloutMemberWrites int
-	convergeCPU, rolloutCPU           float64
-	mem                               memory
+	convergeCPU, rolloutCPU                   float64
+	mem                                       memory
 }
 
 // runHostedClusterPackage measures one HostedClusterPackage over -packages HostedClusters:
