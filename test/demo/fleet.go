@@ -94,7 +94,9 @@ func (d *demo) pushFleetApp(ctx context.Context, image, version string) (string,
 	files := map[string]string{
 		"manifest.yaml": "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: fleet-app\nspec:\n  phases:\n  - name: config\n",
 		"config.yaml.gotmpl": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fleet-app\n  annotations:\n    pkgsync.dev/phase: config\ndata:\n" +
-			"  version: \"" + version + "\"\n  wave: {{ index .environment.hyperShift.hostedCluster.metadata.labels \"" + waveLabel + "\" | quote }}\n",
+			"  version: \"" + version + "\"\n" +
+			// `pkgsync build` validates the package without a HostedCluster: the wave is then "none".
+			"  wave: {{ with index .environment \"hyperShift\" }}{{ index .hostedCluster.metadata.labels \"" + waveLabel + "\" | quote }}{{ else }}\"none\"{{ end }}\n",
 	}
 	for name, content := range files {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
