@@ -87,7 +87,7 @@ release: image ## Write dist/install.yaml: CRDs, RBAC and the controller, its im
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: tools ## Run the microbenchmarks, then the fleet benchmark on real control planes (BENCH_FLAGS="-packages 1000" sizes it, "-compare-dead 1,5" adds dead hosted clusters; docs/benchmarks.md).
+bench: tools ## Run the microbenchmarks, then the fleet benchmark on real control planes (BENCH_FLAGS="-packages 1000" sizes it, "-compare-dead 1,5" adds dead hosted clusters, "-hcpkg" measures one HostedClusterPackage instead; docs/benchmarks.md).
 	go test -run '^$$' -bench . -benchmem ./source/ ./render/ ./apply/
 	go run ./test/bench $(BENCH_FLAGS)
 

@@ -87,6 +87,8 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 	}
 	patcher := patch.NewSerialPatcher(fleet, r.client)
 	if !fleet.DeletionTimestamp.IsZero() {
+		oldReady := conditions.Get(fleet, meta.ReadyCondition).DeepCopy()
+		defer announceFleet(r.recorder, fleet, oldReady)
 		return r.finalize(ctx, fleet, patcher)
 	}
 	if !controllerutil.ContainsFinalizer(fleet, v1alpha1.FinalizerName) {

@@ -104,7 +104,7 @@ var registryHints = []struct {
 	cause error
 	hint  string
 }{
-	{source.ErrAuthenticationRequired, "give the credentials in a kubernetes.io/dockerconfigjson Secret named by spec.pullSecretRef"},
+	{source.ErrAuthenticationRequired, "give the credentials in a kubernetes.io/dockerconfigjson Secret named by spec.pullSecretRef (for a HostedClusterPackage, spec.template.spec.pullSecretRef, in the controller's namespace)"},
 	{source.ErrTLSVerification, "start the controller with --ca-file holding the registry's CA"},
 	{source.ErrHTTPSRequired, "start the controller with --ca-file holding the registry's CA, which switches to HTTPS"},
 	{source.ErrPlainHTTPAnswer, "start the controller with --plain-http-registry naming this registry"},
