@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -69,37 +66,6 @@ metadata:
     pkgsync.dev/phase: config
 ` + body,
 	}
-}
-
-// countingRegistry is a reverse proxy in front of the suite's registry that counts requests by
-// method and path, so that tests can assert what the fleet asks the registry.
-type countingRegistry struct {
-	host   string
-	mu     sync.Mutex
-	counts map[string]int
-}
-
-func newCountingRegistry(t *testing.T) *countingRegistry {
-	t.Helper()
-	target, err := url.Parse("http://" + suite.registry.Host)
-	require.NoError(t, err)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	c := &countingRegistry{counts: map[string]int{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		c.counts[r.Method+" "+r.URL.Path]++
-		c.mu.Unlock()
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	c.host = strings.TrimPrefix(srv.URL, "http://")
-	return c
-}
-
-func (c *countingRegistry) count(method, path string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.counts[method+" "+path]
 }
 
 // newFleetClusters creates HostedClusters labelled with the test's fleet label and their
@@ -350,7 +316,7 @@ func index(list []string, s string) int {
 // fixed push, a pause with a HostedCluster joining, a HostedCluster leaving, drift reverted,
 // config overrides; one HEAD per interval for the whole fleet.
 func TestFleetRollout(t *testing.T) {
-	reg := newCountingRegistry(t)
+	registry, counter := suite.registry.Host, suite.registryRequests
 	hcNamespace := newNamespace(t)
 	waves := []string{"canary", "canary"}
 	for range 6 {
@@ -369,10 +335,10 @@ func TestFleetRollout(t *testing.T) {
 	pushTo := func(version string, broken bool) string {
 		t.Helper()
 		img := writePackage(t, fleetPackage(version, broken))
-		return pushPackageTo(t, img, reg.host+"/"+repo+":stable")
+		return pushPackageTo(t, img, registry+"/"+repo+":stable")
 	}
 	v1 := pushTo("1", false)
-	headsAfterPush := reg.count(http.MethodHead, tagPath)
+	headsAfterPush := counter.count(http.MethodHead, tagPath)
 
 	two := intstr.FromInt32(2)
 	fleet := &v1alpha1.HostedClusterPackage{
@@ -381,7 +347,7 @@ func TestFleetRollout(t *testing.T) {
 			HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": hcNamespace}},
 			Template: v1alpha1.PackageTemplate{
 				Metadata: v1alpha1.TemplateMetadata{Labels: map[string]string{"team": "platform"}},
-				Spec:     v1alpha1.PackageSpec{Image: reg.host + "/" + repo + ":stable", Interval: &metav1.Duration{Duration: time.Hour}},
+				Spec:     v1alpha1.PackageSpec{Image: registry + "/" + repo + ":stable", Interval: &metav1.Duration{Duration: time.Hour}},
 			},
 			Rollout: v1alpha1.FleetRolloutStrategy{
 				MaxUnavailable:   &two,
@@ -403,7 +369,7 @@ func TestFleetRollout(t *testing.T) {
 		members := fleetMembers(t, t.Context(), fleet.Name)
 		require.Len(t, members, 20)
 		for ns, m := range members {
-			assert.Equal(t, reg.host+"/"+repo+":stable@"+digest, m.Spec.Image, ns)
+			assert.Equal(t, registry+"/"+repo+":stable@"+digest, m.Spec.Image, ns)
 			assert.Equal(t, "platform", m.Labels["team"])
 		}
 		maxUnavailable, moves, states := w.snapshot()
@@ -442,15 +408,15 @@ func TestFleetRollout(t *testing.T) {
 		assert.Equal(t, partitionOf[ns], cm.Data["wave"], "the template sees the HostedCluster's labels")
 		assert.Equal(t, "KubeVirt", cm.Data["platform"], "and its platform")
 	}
-	assert.Equal(t, 1, reg.count(http.MethodHead, tagPath)-headsAfterPush, "one HEAD for the whole fleet; members are pinned to the digest")
+	assert.Equal(t, 1, counter.count(http.MethodHead, tagPath)-headsAfterPush, "one HEAD for the whole fleet; members are pinned to the digest")
 
 	// A new push is rolled out when the fleet looks at its tag again.
 	w.reset()
 	v2 := pushTo("2", false)
-	heads := reg.count(http.MethodHead, tagPath)
+	heads := counter.count(http.MethodHead, tagPath)
 	requestFleetReconcile(t, fleet)
 	checkRollout(v2)
-	assert.Equal(t, 1, reg.count(http.MethodHead, tagPath)-heads, "one HEAD per interval (and per request) for the whole fleet")
+	assert.Equal(t, 1, counter.count(http.MethodHead, tagPath)-heads, "one HEAD per interval (and per request) for the whole fleet")
 	// The controller runs in this process: its metrics are in controller-runtime's registry.
 	assert.Equal(t, 20.0, gatheredValue(t, "pkgsync_fleet_members", map[string]string{"fleet": fleet.Name, "state": "ready"}))
 	assert.Equal(t, 20.0, gatheredValue(t, "pkgsync_fleet_members", map[string]string{"fleet": fleet.Name, "state": "updated"}))
@@ -521,7 +487,7 @@ func TestFleetRollout(t *testing.T) {
 	member := &v1alpha1.Package{}
 	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKey{Namespace: victim, Name: fleet.Name}, member))
 	pinned := member.Spec.Image
-	member.Spec.Image = reg.host + "/" + repo + ":stable@" + v1
+	member.Spec.Image = registry + "/" + repo + ":stable@" + v1
 	member.Spec.Config = &apiextensionsv1.JSON{Raw: []byte(`{"message":"edited"}`)}
 	require.NoError(t, suite.mgmtClient.Update(t.Context(), member, client.FieldOwner("someone")))
 	eventually(t, func(a *attempt) {
@@ -557,24 +523,24 @@ func TestFleetRollout(t *testing.T) {
 			}
 		}
 	})
-	assert.Equal(t, 4, reg.count(http.MethodHead, tagPath)-heads, "one HEAD per reconcile request, none from members")
+	assert.Equal(t, 4, counter.count(http.MethodHead, tagPath)-heads, "one HEAD per reconcile request, none from members")
 }
 
 // TestFleetEdgeCases: a selector that matches nothing is Ready with 0 members; a Package of the
 // member's name that is not the fleet's is left alone and reported; a template that fails for
 // one cluster fails that member only and halts the rollout with its reason.
 func TestFleetEdgeCases(t *testing.T) {
-	reg := newCountingRegistry(t)
+	registry := suite.registry.Host
 	hcNamespace := newNamespace(t)
 	repo := "fleet-edge/" + hcNamespace
-	digest := pushPackageTo(t, writePackage(t, fleetPackage("1", false)), reg.host+"/"+repo+":v1")
+	digest := pushPackageTo(t, writePackage(t, fleetPackage("1", false)), registry+"/"+repo+":v1")
 
 	t.Run("nothing selected", func(t *testing.T) {
 		fleet := &v1alpha1.HostedClusterPackage{
 			ObjectMeta: metav1.ObjectMeta{Name: "empty-" + hcNamespace[len(hcNamespace)-8:]},
 			Spec: v1alpha1.HostedClusterPackageSpec{
 				HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": "nobody"}},
-				Template:              v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: reg.host + "/" + repo + ":v1"}},
+				Template:              v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: registry + "/" + repo + ":v1"}},
 			},
 		}
 		newFleet(t, fleet)
@@ -592,7 +558,7 @@ func TestFleetEdgeCases(t *testing.T) {
 		}
 		theirs := &v1alpha1.Package{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: taken, Labels: map[string]string{"owner": "someone-else"}},
-			Spec:       v1alpha1.PackageSpec{Image: reg.host + "/" + repo + ":v1", Suspend: true},
+			Spec:       v1alpha1.PackageSpec{Image: registry + "/" + repo + ":v1", Suspend: true},
 		}
 		require.NoError(t, suite.mgmtClient.Create(t.Context(), theirs))
 		t.Cleanup(func() { deleteAndWait(t, theirs) })
@@ -600,7 +566,7 @@ func TestFleetEdgeCases(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: v1alpha1.HostedClusterPackageSpec{
 				HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": hcNamespace}},
-				Template:              v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: reg.host + "/" + repo + ":v1"}},
+				Template:              v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: registry + "/" + repo + ":v1"}},
 			},
 		}
 		newFleet(t, fleet)
@@ -636,12 +602,12 @@ data:
   tier: {{ with index .environment.hyperShift.hostedCluster.metadata.labels "tier" }}{{ . | quote }}{{ else }}{{ fail "the HostedCluster needs a tier label" }}{{ end }}
 `
 		all := intstr.FromString("100%")
-		tierDigest := pushPackageTo(t, writePackage(t, files), reg.host+"/"+repo+":tier")
+		tierDigest := pushPackageTo(t, writePackage(t, files), registry+"/"+repo+":tier")
 		fleet := &v1alpha1.HostedClusterPackage{
 			ObjectMeta: metav1.ObjectMeta{Name: "tier-" + ns[len(ns)-8:]},
 			Spec: v1alpha1.HostedClusterPackageSpec{
 				HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": ns}},
-				Template:              v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: reg.host + "/" + repo + ":tier"}},
+				Template:              v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: registry + "/" + repo + ":tier"}},
 				Rollout:               v1alpha1.FleetRolloutStrategy{MaxUnavailable: &all},
 			},
 		}
@@ -670,7 +636,7 @@ data:
 		fleet := &v1alpha1.HostedClusterPackage{
 			ObjectMeta: metav1.ObjectMeta{Name: "invalid-" + hcNamespace[len(hcNamespace)-8:]},
 			Spec: v1alpha1.HostedClusterPackageSpec{
-				Template: v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: reg.host + "/" + repo + ":v1"}},
+				Template: v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: registry + "/" + repo + ":v1"}},
 				Rollout:  v1alpha1.FleetRolloutStrategy{MaxUnavailable: &zero},
 			},
 		}
@@ -680,7 +646,7 @@ data:
 		assert.Contains(t, err.Error(), "spec.rollout.maxUnavailable must be a count of at least 1 or a percentage from 1% to 100%")
 
 		fleet.Spec.Rollout = v1alpha1.FleetRolloutStrategy{}
-		fleet.Spec.Template.Spec = v1alpha1.PackageSpec{Image: reg.host + "/" + repo, Semver: ">=1.0.0"}
+		fleet.Spec.Template.Spec = v1alpha1.PackageSpec{Image: registry + "/" + repo, Semver: ">=1.0.0"}
 		err = suite.mgmtClient.Create(t.Context(), fleet)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "spec.template.spec.semver is not supported by a HostedClusterPackage yet")
