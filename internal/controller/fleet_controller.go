@@ -146,7 +146,11 @@ func (r *fleetReconciler) reconcileFleet(ctx context.Context, fleet *v1alpha1.Ho
 	}
 	fleet.Status.Target = target
 
-	members, collisions, err := r.members(ctx, fleet)
+	owned, err := r.ownedMembers(ctx, fleet)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	members, collisions, err := r.members(ctx, fleet, owned)
 	if err != nil {
 		var invalid *stageError
 		if errors.As(err, &invalid) {
@@ -189,7 +193,7 @@ func (r *fleetReconciler) reconcileFleet(ctx context.Context, fleet *v1alpha1.Ho
 			problems = append(problems, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: memberErrorReason(err), Message: err.Error()})
 		}
 	}
-	if err := r.removeStrayMembers(ctx, fleet, members); err != nil {
+	if err := r.removeStrayMembers(ctx, members, owned); err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -213,17 +217,12 @@ func (r *fleetReconciler) reconcileFleet(ctx context.Context, fleet *v1alpha1.Ho
 // finalize deletes every member and removes the finalizer once they are gone (each member's
 // own finalizer tears its objects down first). Member deletions wake the fleet.
 func (r *fleetReconciler) finalize(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, patcher *patch.SerialPatcher) (ctrl.Result, error) {
-	owned := &v1alpha1.PackageList{}
-	if err := r.client.List(ctx, owned, client.MatchingLabels{v1alpha1.FleetLabel: fleet.Name}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list members: %w", err)
+	owned, err := r.ownedMembers(ctx, fleet)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	left := 0
-	for i := range owned.Items {
-		p := &owned.Items[i]
-		if p.Name != fleet.Name || !isOwnedBy(p, fleet) {
-			continue
-		}
-		left++
+	left := len(owned)
+	for _, p := range owned {
 		if p.DeletionTimestamp.IsZero() {
 			if err := r.client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
 				return ctrl.Result{}, fmt.Errorf("delete member %s/%s: %w", p.Namespace, p.Name, err)
@@ -280,7 +279,7 @@ func (r *fleetReconciler) resolveTarget(ctx context.Context, fleet *v1alpha1.Hos
 
 // members lists the selected HostedClusters with their member Packages, and the clusters whose
 // namespace holds a Package of the member's name that is not this fleet's.
-func (r *fleetReconciler) members(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) ([]*fleetMember, []v1alpha1.MemberStatus, error) {
+func (r *fleetReconciler) members(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, owned []*v1alpha1.Package) ([]*fleetMember, []v1alpha1.MemberStatus, error) {
 	selector := labels.Everything()
 	if fleet.Spec.HostedClusterSelector != nil {
 		var err error
@@ -293,16 +292,9 @@ func (r *fleetReconciler) members(ctx context.Context, fleet *v1alpha1.HostedClu
 	if err := r.client.List(ctx, hcs, client.MatchingLabelsSelector{Selector: selector}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("list HostedClusters: %w", err)
 	}
-	owned := &v1alpha1.PackageList{}
-	if err := r.client.List(ctx, owned, client.MatchingLabels{v1alpha1.FleetLabel: fleet.Name}); err != nil {
-		return nil, nil, fmt.Errorf("list members: %w", err)
-	}
 	byNamespace := map[string]*v1alpha1.Package{}
-	for i := range owned.Items {
-		p := &owned.Items[i]
-		if p.Name == fleet.Name && isOwnedBy(p, fleet) {
-			byNamespace[p.Namespace] = p
-		}
+	for _, p := range owned {
+		byNamespace[p.Namespace] = p
 	}
 	var (
 		members    []*fleetMember
@@ -335,6 +327,22 @@ func (r *fleetReconciler) members(ctx context.Context, fleet *v1alpha1.HostedClu
 	}
 	slices.SortFunc(members, func(a, b *fleetMember) int { return strings.Compare(a.namespace, b.namespace) })
 	return members, collisions, nil
+}
+
+// ownedMembers lists the fleet's members from the cache: Packages named like the fleet,
+// labelled with it and owned by it. Read once per reconcile and shared by its steps.
+func (r *fleetReconciler) ownedMembers(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) ([]*v1alpha1.Package, error) {
+	list := &v1alpha1.PackageList{}
+	if err := r.client.List(ctx, list, client.MatchingLabels{v1alpha1.FleetLabel: fleet.Name}); err != nil {
+		return nil, fmt.Errorf("list members: %w", err)
+	}
+	var owned []*v1alpha1.Package
+	for i := range list.Items {
+		if p := &list.Items[i]; p.Name == fleet.Name && isOwnedBy(p, fleet) {
+			owned = append(owned, p)
+		}
+	}
+	return owned, nil
 }
 
 func isOwnedBy(p *v1alpha1.Package, fleet *v1alpha1.HostedClusterPackage) bool {
@@ -380,18 +388,13 @@ func (r *fleetReconciler) keepMember(ctx context.Context, fleet *v1alpha1.Hosted
 
 // removeStrayMembers deletes the fleet's members whose HostedCluster is gone or no longer
 // selected. Each one's finalizer tears its objects down.
-func (r *fleetReconciler) removeStrayMembers(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, members []*fleetMember) error {
+func (r *fleetReconciler) removeStrayMembers(ctx context.Context, members []*fleetMember, owned []*v1alpha1.Package) error {
 	keep := map[string]bool{}
 	for _, m := range members {
 		keep[m.namespace] = true
 	}
-	owned := &v1alpha1.PackageList{}
-	if err := r.client.List(ctx, owned, client.MatchingLabels{v1alpha1.FleetLabel: fleet.Name}); err != nil {
-		return fmt.Errorf("list members: %w", err)
-	}
-	for i := range owned.Items {
-		p := &owned.Items[i]
-		if keep[p.Namespace] || p.Name != fleet.Name || !isOwnedBy(p, fleet) || !p.DeletionTimestamp.IsZero() {
+	for _, p := range owned {
+		if keep[p.Namespace] || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := r.client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
