@@ -156,7 +156,10 @@ func runApply(ctx context.Context, engine *apply.Engine, req apply.Request, flag
 		if errors.As(err, &unavailable) && errors.Is(err, apply.ErrNoTarget) && unavailable.Class == v1alpha1.ClassHostedCluster {
 			return fmt.Errorf("%w: pass --hosted-kubeconfig for phases of class %s", err, v1alpha1.ClassHostedCluster)
 		}
-		if err != nil && flags.wait && ctx.Err() != nil && res != nil {
+		// A pass that fails as the timeout ends (a request cut off, or refused by the client's
+		// rate limiter because it would end after the deadline) ends the wait: report where the
+		// last whole pass stood, not the requests cut short.
+		if err != nil && flags.wait && res != nil && timeoutEnding(ctx, flags.interval) {
 			if lastSummary == "" {
 				lastSummary = res.Summary()
 			}
@@ -214,4 +217,13 @@ func progress(res *apply.Result) string {
 		}
 	}
 	return out
+}
+
+// timeoutEnding reports whether ctx has ended, or ends before another pass could start.
+func timeoutEnding(ctx context.Context, interval time.Duration) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && time.Until(deadline) < interval
 }
