@@ -52,6 +52,10 @@ type Options struct {
 	ProbeInterval, MaxProbeInterval time.Duration
 	// ProbeTimeout bounds one probe.
 	ProbeTimeout time.Duration
+	// FirstContactWait bounds how long Target waits for the first contact with a hosted API
+	// server whose client it just built; a server that has not answered by then is reported
+	// unavailable, and its namespace woken when it answers.
+	FirstContactWait time.Duration
 	// Budget bounds the time one apply pass spends on one hosted cluster (apply.Target.Budget),
 	// so that a cluster that answers slowly costs only its own resources.
 	Budget time.Duration
@@ -93,6 +97,10 @@ type entry struct {
 	// probeURL and probeClient check the API server while the circuit is open.
 	probeURL    string
 	probeClient *http.Client
+	// contacted is closed when the first contact with the API server has ended; awaited says a
+	// caller stopped waiting for it and must be woken when it succeeds.
+	contacted chan struct{}
+	awaited   bool
 }
 
 // NoCredentialsError says a namespace has no usable connector Secret.
@@ -132,6 +140,9 @@ func NewClients(reader client.Reader, opts Options) *Clients {
 	if opts.ProbeTimeout <= 0 {
 		opts.ProbeTimeout = 3 * time.Second
 	}
+	if opts.FirstContactWait <= 0 {
+		opts.FirstContactWait = time.Second
+	}
 	if opts.Budget <= 0 {
 		opts.Budget = 2 * opts.Timeout
 	}
@@ -159,25 +170,53 @@ func (c *Clients) Target(ctx context.Context, namespace string) (apply.Target, e
 	hash := sha256.Sum256(data)
 
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	now := c.now()
 	c.evictIdle(now)
-	if e, ok := c.entries[namespace]; ok && e.dataHash == hash {
-		e.lastUsed = now
-		if e.health.state != HealthClosed {
-			// Nothing is sent: the prober alone talks to a hosted API server that did not answer.
-			return apply.Target{}, unavailable(namespace, e)
+	e, ok := c.entries[namespace]
+	if !ok || e.dataHash != hash {
+		if e, err = c.build(namespace, data); err != nil {
+			c.mu.Unlock()
+			return apply.Target{}, err
 		}
+		// A new client is not used before the API server has answered once: the first contact
+		// is a probe, sent off the worker, which waits for it FirstContactWait at most. A dead
+		// cluster so costs a worker that wait once, instead of the dial and handshake timeouts.
+		e.dataHash = hash
+		e.health = health{state: HealthProbing, openedAt: now, nextProbe: now.Add(c.opts.ProbeTimeout)}
+		e.contacted = make(chan struct{})
+		c.entries[namespace] = e
+		c.builds++
+		go c.firstContact(namespace, e)
+	}
+	e.lastUsed = now
+	contacted := e.contacted
+	c.mu.Unlock()
+
+	select {
+	case <-contacted:
+	default:
+		wait := time.NewTimer(c.opts.FirstContactWait)
+		select {
+		case <-contacted:
+		case <-wait.C:
+		case <-ctx.Done():
+		}
+		wait.Stop()
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case e.health.state == HealthClosed:
 		return e.target, nil
+	case e.health.openErr == nil:
+		// The first contact is still in flight: its answer wakes the namespace.
+		e.awaited = true
+		return apply.Target{}, c.uncontacted(namespace, e)
+	default:
+		// Nothing is sent: the prober alone talks to a hosted API server that did not answer.
+		return apply.Target{}, unavailable(namespace, e)
 	}
-	e, err := c.build(namespace, data)
-	if err != nil {
-		return apply.Target{}, err
-	}
-	e.dataHash, e.lastUsed, e.health = hash, now, health{state: HealthClosed}
-	c.entries[namespace] = e
-	c.builds++
-	return e.target, nil
 }
 
 // Probes is the number of probes sent so far.
@@ -259,6 +298,11 @@ func (c *Clients) build(namespace string, kubeconfig []byte) (*entry, error) {
 		return nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: err.Error()}
 	}
 	probeCfg.Timeout = c.opts.ProbeTimeout
+	if t, ok := probeCfg.Transport.(*http.Transport); ok {
+		// Probes are rare (a first contact, then only while a circuit is open): an idle
+		// connection kept per hosted cluster would cost memory for nothing.
+		t.DisableKeepAlives = true
+	}
 	pc, err := rest.HTTPClientFor(probeCfg)
 	if err != nil {
 		return nil, fmt.Errorf("build probe client for hosted cluster of %s: %w", namespace, err)

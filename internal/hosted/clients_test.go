@@ -50,10 +50,11 @@ func TestRewriteServiceHost(t *testing.T) {
 func TestClientsCacheRebuildAndEvict(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	reader := fake.NewClientBuilder().WithObjects(
-		connectorSecret("clusters-a", kubeconfig(t, "https://kube-apiserver:6443", "a")),
-		connectorSecret("clusters-b", kubeconfig(t, "https://kube-apiserver:6443", "b")),
-	).Build()
+	srv := newCapturingServer(t)
+	withToken := func(token string) []byte {
+		return hostileKubeconfig(t, srv.URL, pemCert(srv), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = token })
+	}
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", withToken("a")), connectorSecret("clusters-b", withToken("b"))).Build()
 	c := NewClients(reader, Options{IdleTTL: time.Hour})
 	now := time.Now()
 	c.now = func() time.Time { return now }
@@ -69,9 +70,10 @@ func TestClientsCacheRebuildAndEvict(t *testing.T) {
 	cached, builds := c.Stats()
 	assert.Equal(t, 2, cached)
 	assert.Equal(t, 2, builds)
+	assert.Equal(t, int64(2), c.Probes(), "one first contact per client built, none for a cached one")
 
 	// Rotation: new data, new client.
-	require.NoError(t, reader.Update(ctx, connectorSecret("clusters-a", kubeconfig(t, "https://kube-apiserver:6443", "a2"))))
+	require.NoError(t, reader.Update(ctx, connectorSecret("clusters-a", withToken("a2"))))
 	rotated, err := c.Target(ctx, "clusters-a")
 	require.NoError(t, err)
 	assert.NotSame(t, ta.Client, rotated.Client)

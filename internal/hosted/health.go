@@ -99,6 +99,14 @@ func unavailable(namespace string, e *entry) error {
 		Err: &UnavailableError{Namespace: namespace, Err: e.health.openErr, Since: e.health.openedAt, NextProbe: e.health.nextProbe}}
 }
 
+// uncontacted is the error of a namespace whose first contact is still in flight. Caller holds
+// c.mu.
+func (c *Clients) uncontacted(namespace string, e *entry) error {
+	return &apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Target: e.target.Name,
+		Err: &UnavailableError{Namespace: namespace, Err: fmt.Errorf("no answer to the first contact within %s", c.opts.FirstContactWait),
+			Since: e.health.openedAt, NextProbe: e.health.nextProbe}}
+}
+
 // OnRecovered registers a function called with the namespace whose hosted API server answers
 // again after its circuit was open; the controller wakes that namespace's resources with it.
 func (c *Clients) OnRecovered(fn func(namespace string)) {
@@ -209,7 +217,10 @@ func (c *Clients) probe(ctx context.Context, p dueProbe) {
 		return
 	}
 	start := time.Now()
-	err := c.send(ctx, p.e)
+	status, err := c.send(ctx, p.e)
+	if err == nil && status >= http.StatusInternalServerError {
+		err = fmt.Errorf("probe: /readyz answered %d %s", status, http.StatusText(status))
+	}
 	if c.opts.OnProbe != nil {
 		c.opts.OnProbe(p.namespace, time.Since(start), err)
 	}
@@ -235,6 +246,38 @@ func (c *Clients) probe(ctx context.Context, p dueProbe) {
 	}
 }
 
+// firstContact asks a newly built client's API server for /readyz once, off the reconcile
+// workers. Any answer, even a server error, closes the circuit: the server answers, so requests
+// to it come back within the request timeout. No answer opens the circuit, and the prober takes
+// over.
+func (c *Clients) firstContact(namespace string, e *entry) {
+	start := time.Now()
+	_, err := c.send(context.Background(), e)
+	if c.opts.OnProbe != nil {
+		c.opts.OnProbe(namespace, time.Since(start), err)
+	}
+	c.mu.Lock()
+	defer close(e.contacted)
+	if e.health.state != HealthProbing || e.health.openErr != nil {
+		c.mu.Unlock() // Reset closed it, or a pass opened it, meanwhile
+		return
+	}
+	if err != nil {
+		c.open(e, err)
+		c.mu.Unlock()
+		return
+	}
+	e.health = health{state: HealthClosed}
+	var fns []func(string)
+	if e.awaited && c.entries[namespace] == e {
+		fns = append(fns, c.recovered...)
+	}
+	c.mu.Unlock()
+	for _, fn := range fns {
+		fn(namespace)
+	}
+}
+
 // hasSecret reports whether the connector Secret of a namespace may still exist: only a
 // NotFound from the reader says it does not.
 func (c *Clients) hasSecret(ctx context.Context, namespace string) bool {
@@ -252,23 +295,22 @@ func (c *Clients) forgetEntry(namespace string, e *entry) {
 	}
 }
 
-func (c *Clients) send(ctx context.Context, e *entry) error {
+// send asks the API server of e for /readyz within ProbeTimeout and returns the status of its
+// answer; the error says there was none.
+func (c *Clients) send(ctx context.Context, e *entry) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ProbeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.probeURL, nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	c.probes.Add(1)
 	resp, err := e.probeClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("probe: %w", err)
+		return 0, fmt.Errorf("probe: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 500 {
-		return fmt.Errorf("probe: /readyz answered %s", resp.Status)
-	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // Reset closes the circuit of a namespace, when something says its hosted API server is back

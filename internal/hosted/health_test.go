@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -143,11 +144,9 @@ func TestProbesAreNotRequests(t *testing.T) {
 	assert.Equal(t, sent, requests.Load(), "probes are observed as probes only")
 }
 
-// TestHandshakeBoundedByDialTimeout: a hosted API server that accepts the connection and never
-// answers costs a request the dial timeout (the TLS handshake), not client-go's 10 s handshake
-// timeout nor the request timeout.
-func TestHandshakeBoundedByDialTimeout(t *testing.T) {
-	t.Parallel()
+// blackHole returns the address of a listener that accepts connections and never answers.
+func blackHole(t *testing.T) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	var mu sync.Mutex
@@ -171,13 +170,80 @@ func TestHandshakeBoundedByDialTimeout(t *testing.T) {
 			conn.Close()
 		}
 	})
-	kc := hostileKubeconfig(t, "https://"+l.Addr().String(), pemCert(newCapturingServer(t)), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
-	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kc)).Build()
-	c := NewClients(reader, Options{Timeout: 8 * time.Second, DialTimeout: 100 * time.Millisecond})
-	target, err := c.Target(t.Context(), "clusters-a")
+	return l.Addr().String()
+}
+
+// TestHandshakeBoundedByDialTimeout: a hosted API server that accepts the connection and never
+// answers costs a request the dial timeout (the TLS handshake), not client-go's 10 s handshake
+// timeout nor the request timeout.
+func TestHandshakeBoundedByDialTimeout(t *testing.T) {
+	t.Parallel()
+	cfg, err := withShortHandshake(&rest.Config{Host: "https://" + blackHole(t), Timeout: 8 * time.Second,
+		TLSClientConfig: rest.TLSClientConfig{CAData: pemCert(newCapturingServer(t))}}, 100*time.Millisecond)
 	require.NoError(t, err)
-	err = target.Client.Get(t.Context(), client.ObjectKey{Namespace: "x", Name: "y"}, &corev1.ConfigMap{})
+	hc, err := rest.HTTPClientFor(cfg)
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, cfg.Host+"/readyz", nil)
+	require.NoError(t, err)
+	_, err = hc.Do(req) //nolint:bodyclose // no answer, no body
 	assert.ErrorContains(t, err, "TLS handshake timeout", "the handshake gave up, not the request")
+}
+
+// TestFirstContact: a client is not handed out before its API server has answered once, and the
+// caller waits FirstContactWait at most for that answer, which is sought off the caller.
+//   - a server that accepts connections and never answers: the caller gets an
+//     *UnavailableError after the wait, not after the handshake or request timeouts, and once
+//     the first contact has failed, the circuit's error without waiting;
+//   - a server whose first answer comes after the wait: the namespace is woken when it comes,
+//     and the client is handed out from then on.
+func TestFirstContact(t *testing.T) {
+	t.Parallel()
+	var delay atomic.Int64
+	slow := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(time.Duration(delay.Load())):
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(slow.Close)
+	token := func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" }
+	ca := pemCert(newCapturingServer(t))
+	reader := fake.NewClientBuilder().WithObjects(
+		connectorSecret("hole", hostileKubeconfig(t, "https://"+blackHole(t), ca, token)),
+		connectorSecret("slow", hostileKubeconfig(t, slow.URL, pemCert(&capturingServer{Server: slow}), token)),
+	).Build()
+	const wait = 200 * time.Millisecond
+	c := NewClients(reader, Options{Timeout: time.Minute, DialTimeout: time.Minute, ProbeTimeout: 2 * time.Second,
+		ProbeInterval: time.Minute, FirstContactWait: wait})
+	woken := make(chan string, 4)
+	c.OnRecovered(func(ns string) { woken <- ns })
+
+	start := time.Now()
+	_, err := c.Target(t.Context(), "hole")
+	var down *UnavailableError
+	require.ErrorAs(t, err, &down)
+	assert.ErrorContains(t, err, "no answer to the first contact within 200ms")
+	assert.Less(t, time.Since(start), time.Minute, "the caller did not wait for the handshake")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, 1, c.States()[HealthOpen], "the first contact ends at the probe timeout and opens the circuit")
+	}, 10*time.Second, 10*time.Millisecond)
+	_, err = c.Target(t.Context(), "hole")
+	require.ErrorAs(t, err, &down)
+	assert.ErrorContains(t, err, "probe:", "the failure of the first contact")
+	assert.Equal(t, int64(1), c.Probes(), "one first contact, no probe from the caller")
+
+	delay.Store(int64(time.Second))
+	_, err = c.Target(t.Context(), "slow")
+	require.ErrorAs(t, err, &down, "no answer within the wait")
+	select {
+	case ns := <-woken:
+		assert.Equal(t, "slow", ns)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first answer must wake the namespace")
+	}
+	_, err = c.Target(t.Context(), "slow")
+	require.NoError(t, err)
 }
 
 // TestDeletedSecretIsNotProbed: when the connector Secret of a namespace whose circuit is open
