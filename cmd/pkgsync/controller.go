@@ -8,6 +8,7 @@ import (
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/jitter"
 	"github.com/fluxcd/pkg/runtime/metrics"
+	"github.com/fluxcd/pkg/runtime/pprof"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,6 +33,7 @@ type controllerOptions struct {
 	kubeconfig            string
 	metricsAddr           string
 	probeAddr             string
+	pprof                 bool
 	leaderElect           bool
 	leaderElectionID      string
 	namespace             string
@@ -75,6 +77,7 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs := cmd.Flags()
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default: in-cluster or $KUBECONFIG)")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
+	fs.BoolVar(&o.pprof, "enable-pprof", false, "Serve Go's pprof profiles under /debug/pprof/ on the metrics endpoint (heap, CPU, goroutines: for diagnosing memory and CPU use)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, for running more than one replica")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "pkgsync-controller", "Name of the leader-election Lease")
@@ -144,10 +147,16 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		}
 		selector = sel
 	}
+	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr}
+	if o.pprof {
+		// Off by default: profiles are for whoever diagnoses the controller, and the metrics
+		// endpoint is often scraped more widely than that.
+		metricsOpts.ExtraHandlers = pprof.GetHandlers()
+	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   controller.CacheOptions(o.connectorSecret, selector),
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        o.leaderElectionID,
@@ -182,7 +191,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 			SecretName: o.connectorSecret, SecretKey: o.connectorSecretKey, KeepServiceHost: o.keepServiceHost,
 			Timeout: o.hostedTimeout, Scheme: scheme, Kubeconfig: o.kubeconfigPolicy,
 			DialTimeout: o.hostedDialTimeout, ProbeInterval: o.hostedProbeInterval, MaxProbeInterval: o.hostedProbeMax,
-			Budget: o.hostedBudget,
+			Budget: o.hostedBudget, RESTMapper: mgr.GetRESTMapper(),
 		})
 	}
 	kubeVersion := ""

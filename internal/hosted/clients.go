@@ -3,6 +3,7 @@ package hosted
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
@@ -68,6 +70,11 @@ type Options struct {
 	IdleTTL time.Duration
 	// Scheme for the clients; nil means client-go's.
 	Scheme *runtime.Scheme
+	// RESTMapper, when set, maps the kinds of Kubernetes' built-in API groups for every hosted
+	// client (the management cluster's mapper, typically): their resource names and scopes are
+	// the same on every cluster. Other groups are discovered per hosted cluster, one group
+	// version at a time. Nil means each hosted cluster discovers the built-in groups too.
+	RESTMapper meta.RESTMapper
 	// Kubeconfig loosens what a connector kubeconfig may hold; the zero value allows inline
 	// credentials over verified TLS only.
 	Kubeconfig KubeconfigPolicy
@@ -293,10 +300,12 @@ func (c *Clients) build(namespace string, kubeconfig []byte) (*entry, error) {
 	// The probe has a transport of its own, without the request timing: a probe is not time spent
 	// waiting on the hosted API server by a reconcile, and its connections never queue behind the
 	// reconciles' ones.
-	probeCfg, err := withShortHandshake(cfg, c.opts.DialTimeout)
+	// The certificates are parsed once for both transports.
+	tlsConfig, err := rest.TLSConfigFor(cfg)
 	if err != nil {
-		return nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: err.Error()}
+		return nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: "TLS settings: " + err.Error()}
 	}
+	probeCfg := withShortHandshake(cfg, c.opts.DialTimeout, tlsConfig.Clone())
 	probeCfg.Timeout = c.opts.ProbeTimeout
 	if t, ok := probeCfg.Transport.(*http.Transport); ok {
 		// Probes are rare (a first contact, then only while a circuit is open): an idle
@@ -307,13 +316,19 @@ func (c *Clients) build(namespace string, kubeconfig []byte) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build probe client for hosted cluster of %s: %w", namespace, err)
 	}
-	if cfg, err = withShortHandshake(cfg, c.opts.DialTimeout); err != nil {
-		return nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: err.Error()}
-	}
+	cfg = withShortHandshake(cfg, c.opts.DialTimeout, tlsConfig)
 	if c.opts.OnRequest != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return timedTransport{rt, c.opts.OnRequest} })
 	}
-	cl, err := client.New(cfg, client.Options{Scheme: c.opts.Scheme})
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("build HTTP client for hosted cluster of %s: %w", namespace, err)
+	}
+	mapper, err := newRESTMapper(c.opts.RESTMapper, cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("build RESTMapper for hosted cluster of %s: %w", namespace, err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: c.opts.Scheme, HTTPClient: httpClient, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("build client for hosted cluster of %s: %w", namespace, err)
 	}
@@ -331,16 +346,13 @@ func (c *Clients) build(namespace string, kubeconfig []byte) (*entry, error) {
 // client-go builds it; authentication headers are still added by client-go. Exec plugins and
 // auth providers (allowed only by opt-in) may supply client certificates at run time, which a
 // transport of one's own cannot take: those keep client-go's transport, with the dial bounded.
-func withShortHandshake(cfg *rest.Config, timeout time.Duration) (*rest.Config, error) {
+// tlsConfig is rest.TLSConfigFor(cfg).
+func withShortHandshake(cfg *rest.Config, timeout time.Duration, tlsConfig *tls.Config) *rest.Config {
 	dial := (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
 	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
 		out := rest.CopyConfig(cfg)
 		out.Dial = dial
-		return out, nil
-	}
-	tlsConfig, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("TLS settings: %w", err)
+		return out
 	}
 	out := rest.CopyConfig(cfg)
 	out.TLSClientConfig = rest.TLSClientConfig{}
@@ -348,10 +360,13 @@ func withShortHandshake(cfg *rest.Config, timeout time.Duration) (*rest.Config, 
 		Proxy:               http.ProxyFromEnvironment,
 		TLSHandshakeTimeout: timeout,
 		TLSClientConfig:     tlsConfig,
-		MaxIdleConnsPerHost: 25,
+		// One HTTP/2 connection carries every request; over HTTP/1.1 a few idle connections per
+		// hosted API server are enough, and each one kept costs buffers times a thousand clusters.
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     90 * time.Second,
 		DialContext:         dial,
 	})
-	return out, nil
+	return out
 }
 
 // rewriteServiceHost turns https://kube-apiserver:6443 into

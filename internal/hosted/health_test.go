@@ -178,9 +178,11 @@ func blackHole(t *testing.T) string {
 // timeout nor the request timeout.
 func TestHandshakeBoundedByDialTimeout(t *testing.T) {
 	t.Parallel()
-	cfg, err := withShortHandshake(&rest.Config{Host: "https://" + blackHole(t), Timeout: 8 * time.Second,
-		TLSClientConfig: rest.TLSClientConfig{CAData: pemCert(newCapturingServer(t))}}, 100*time.Millisecond)
+	in := &rest.Config{Host: "https://" + blackHole(t), Timeout: 8 * time.Second,
+		TLSClientConfig: rest.TLSClientConfig{CAData: pemCert(newCapturingServer(t))}}
+	tlsConfig, err := rest.TLSConfigFor(in)
 	require.NoError(t, err)
+	cfg := withShortHandshake(in, 100*time.Millisecond, tlsConfig)
 	hc, err := rest.HTTPClientFor(cfg)
 	require.NoError(t, err)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, cfg.Host+"/readyz", nil)

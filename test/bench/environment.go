@@ -2,15 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
-	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
-	"github.com/fluxcd/pkg/runtime/metrics"
-	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -19,19 +14,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 // environment is what the fleet runs on: real API servers and a real registry, each its own
-// process, and the controller in this one.
+// process, and the controller (its own process, or in this one with -controller inline).
 type environment struct {
 	dir      string
 	scheme   *runtime.Scheme
@@ -46,10 +37,11 @@ type environment struct {
 	// dead are the hosted API servers of the dead hosted clusters (-dead-percent).
 	dead []*deadServer
 
-	// api counts the controller's requests to the management API server.
-	api           apiCounter
-	mgr           ctrl.Manager
-	hostedClients *hosted.Clients
+	// ctl is the controller under test.
+	ctl controllerUnderTest
+	// apiProxy is the counting proxy in front of the management API server of a controller
+	// process.
+	apiProxy *apiProxy
 }
 
 func startEnvironment(ctx context.Context, o options) (*environment, error) {
@@ -118,67 +110,28 @@ func hostedClusterCRD() *apiextensionsv1.CustomResourceDefinition {
 	}
 }
 
-// startController runs pkgsync's reconcilers in this process with the settings of
-// `pkgsync controller` (its cache layout, client QPS and defaults), and returns a channel closed
-// when the manager has stopped.
+// startController starts the controller under test as -controller says, and returns a channel
+// closed when it has stopped.
 func (env *environment) startController(ctx context.Context, o options) (<-chan error, error) {
-	log := logr.Discard()
-	if o.logFile != "" {
-		f, err := os.Create(o.logFile)
-		if err != nil {
-			return nil, fmt.Errorf("create controller log: %w", err)
-		}
-		log = zap.New(zap.WriteTo(f))
+	if o.controller == "inline" {
+		c, stopped, err := startInlineController(ctx, env, o)
+		env.ctl = c
+		return stopped, err
 	}
-	ctrl.SetLogger(log)
-
-	cfg := rest.CopyConfig(env.mgmt.Config)
-	cfg.UserAgent = "pkgsync-controller"
-	cfg.QPS, cfg.Burst = 200, 400
-	cfg.Wrap(env.api.wrap)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.scheme,
-		Cache:                  controller.CacheOptions(hosted.DefaultSecretName, nil),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Client:                 controller.ClientOptions(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("create manager: %w", err)
+	c, stopped, err := startProcessController(ctx, env, o)
+	if c != nil {
+		env.ctl = c
+		env.apiProxy = c.api
 	}
-	src, err := source.NewClient(source.Options{})
-	if err != nil {
-		return nil, err
-	}
-	recorder := metrics.NewRecorder()
-	crmetrics.Registry.MustRegister(recorder.Collectors()...)
-	// hosted.NewClients' defaults are those of `pkgsync controller`'s flags: dial 5s, request
-	// 15s, probe every 2s doubling to 5m, probe timeout 3s, reconcile budget 30s.
-	env.hostedClients = hosted.NewClients(mgr.GetClient(), hosted.Options{Scheme: env.scheme})
-	err = controller.Setup(ctx, mgr, controller.Config{
-		Options:                 controller.Options{KubernetesVersion: "v1.36.3"},
-		Source:                  src,
-		Hosted:                  env.hostedClients,
-		Metrics:                 runtimectrl.NewMetrics(mgr, recorder, v1alpha1.FinalizerName),
-		MaxConcurrentReconciles: o.workers,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("set up controller: %w", err)
-	}
-	env.mgr = mgr
-	stopped := make(chan error, 1)
-	go func() { stopped <- mgr.Start(ctx) }()
-	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
-		return stopped, errors.New("controller cache did not sync within a minute")
-	}
-	return stopped, nil
+	return stopped, err
 }
 
 func (env *environment) stop() {
 	for _, d := range env.dead {
 		_ = d.Close()
+	}
+	if env.apiProxy != nil {
+		_ = env.apiProxy.Close()
 	}
 	if env.proxy != nil {
 		_ = env.proxy.Close()

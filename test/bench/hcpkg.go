@@ -65,8 +65,8 @@ func runHostedClusterPackage(ctx context.Context, o options) error {
 		cancel()
 		<-stopped
 	}()
-	var s sampler
-	go s.run(ctx, 250*time.Millisecond)
+	s := sampler{ctl: env.ctl}
+	go s.run(ctx, time.Second)
 
 	progress("creating %d HostedClusters in %d partitions with their namespaces and connector Secrets", o.packages, partitionCount)
 	f, err := setUpFleet(ctx, env, o)
@@ -125,7 +125,7 @@ func runHostedClusterPackage(ctx context.Context, o options) error {
 
 	progress("rollout: pushing v2 to the shared tag and requesting a reconcile of the HostedClusterPackage")
 	before = after
-	s.reset()
+	s.reset(ctx)
 	start = time.Now()
 	v2, err := f.push(ctx, "v2")
 	if err != nil {
@@ -154,7 +154,7 @@ func runHostedClusterPackage(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	run.mem = s.read()
+	run.mem = s.read(ctx)
 	run.rolloutRegistry = after.registry.minus(before.registry)
 	run.rolloutWrites = after.mgmt.minus(before.mgmt).sum(writeVerbs, managedResource)
 	run.rolloutMemberWrites = after.mgmt.minus(before.mgmt).sum(writeVerbs, isPackages)

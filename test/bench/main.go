@@ -1,6 +1,7 @@
 // Command bench measures pkgsync's controller on a fleet of hosted-control-plane namespaces:
 // convergence, a forced no-op reconcile, steady-state interval reconciles and an update wave, on
-// real API servers (envtest) and a real registry process, with the controller in this process.
+// real API servers (envtest) and a real registry process, with `pkgsync controller` as a process
+// of its own (or, with -controller inline, its reconcilers in this process).
 // -dead-percent makes some hosted API servers dead; -compare-dead runs the fleet with none and
 // with some dead and prints the ratios. `make bench` runs it after the microbenchmarks;
 // docs/benchmarks.md explains the method.
@@ -27,6 +28,8 @@ type options struct {
 	compare     compareOptions
 	// hcpkg runs the HostedClusterPackage scenario instead of one Package per namespace.
 	hcpkg bool
+	// controller is where the controller runs: process or inline.
+	controller string
 }
 
 func main() {
@@ -45,12 +48,17 @@ func main() {
 	fs.StringVar(&o.memProfile, "memprofile", "", "Write a heap profile here after the last scenario")
 	fs.Float64Var(&o.deadPercent, "dead-percent", 0, "Percent of the hosted clusters whose API server accepts connections and never answers (at least one when above 0)")
 	fs.BoolVar(&o.hcpkg, "hcpkg", false, "Measure one HostedClusterPackage over -packages HostedClusters in 4 partitions instead: converge, then a rollout of a new digest with maxUnavailable 10%")
+	fs.StringVar(&o.controller, "controller", "process", "Where the controller runs: process (`pkgsync controller` built from ./cmd/pkgsync, as a user runs it; its memory and CPU are its own) or inline (its reconcilers in this process)")
 	o.compare.applyFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
 	if o.objects < 4 || o.packages < 1 || o.hostedPlanes < 1 || o.intervals < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -objects must be at least 4; -packages, -hosted-planes and -intervals at least 1")
+		os.Exit(2)
+	}
+	if err := controllerMode(o.controller); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
 	if o.deadPercent < 0 || o.deadPercent >= 100 {
@@ -101,8 +109,8 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	var s sampler
-	go s.run(ctx, 250*time.Millisecond)
+	s := sampler{ctl: env.ctl}
+	go s.run(ctx, time.Second)
 
 	progress("creating %d hosted-control-plane namespaces with connector Secrets (%d with a dead hosted API server)", o.packages, deadCount(o.packages, o.deadPercent))
 	f, err := setUpFleet(ctx, env, o)
@@ -123,13 +131,13 @@ func run(ctx context.Context, o options) error {
 	var errs []error
 	scenario := func(name string, body func(r *result) error) {
 		r := &result{name: name, packages: o.packages, healthy: len(healthy), dead: len(dead), objects: o.objects}
-		s.reset()
+		s.reset(ctx)
 		before, err := env.snapshot(ctx)
 		if err == nil {
 			err = body(r)
 		}
 		after, snapErr := env.snapshot(ctx)
-		r.mem = s.read()
+		r.mem = s.read(ctx)
 		r.between(before, after)
 		results = append(results, r)
 		if err = errors.Join(err, snapErr); err != nil {
@@ -196,7 +204,7 @@ func run(ctx context.Context, o options) error {
 
 	printReport(os.Stdout, o, results, time.Since(started))
 	if o.memProfile != "" {
-		errs = append(errs, writeHeapProfile(o.memProfile))
+		errs = append(errs, writeHeapProfile(ctx, env.ctl, o.memProfile))
 	}
 	return errors.Join(errs...)
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,9 +24,10 @@ func cpuSeconds() float64 {
 	return tv(ru.Utime) + tv(ru.Stime)
 }
 
-// procStatus reads a kB field (VmHWM, VmRSS) of /proc/self/status, in bytes.
-func procStatus(field string) int64 {
-	f, err := os.Open("/proc/self/status")
+// procStatus reads a kB field (VmHWM, VmRSS) of /proc/PID/status ("self" for this process), in
+// bytes.
+func procStatus(pid, field string) int64 {
+	f, err := os.Open("/proc/" + pid + "/status")
 	if err != nil {
 		return 0
 	}
@@ -48,24 +47,26 @@ func procStatus(field string) int64 {
 	return 0
 }
 
-// resetPeakRSS starts VmHWM over from the current RSS (Linux 4.0+), so each scenario reports
-// its own peak.
-func resetPeakRSS() {
-	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+// resetPeakRSS starts VmHWM of a process over from its current RSS (Linux 4.0+), so each
+// scenario reports its own peak.
+func resetPeakRSS(pid string) {
+	_ = os.WriteFile("/proc/"+pid+"/clear_refs", []byte("5"), 0)
 }
 
-// sampler tracks the peak Go heap and goroutine count between resets.
+// sampler tracks the controller's peak Go heap and goroutine count between resets.
 type sampler struct {
-	mu                  sync.Mutex
-	peakHeap, peakInuse uint64
-	peakGoroutines      int
+	ctl controllerUnderTest
+
+	mu             sync.Mutex
+	peakHeap       uint64
+	peakGoroutines int
 }
 
 func (s *sampler) run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		s.sample()
+		s.sample(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -74,44 +75,46 @@ func (s *sampler) run(ctx context.Context, every time.Duration) {
 	}
 }
 
-func (s *sampler) sample() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	g := runtime.NumGoroutine()
+func (s *sampler) sample(ctx context.Context) usage {
+	u := s.ctl.usage(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.peakHeap = max(s.peakHeap, ms.HeapAlloc)
-	s.peakInuse = max(s.peakInuse, ms.HeapInuse)
-	s.peakGoroutines = max(s.peakGoroutines, g)
+	s.peakHeap = max(s.peakHeap, u.heap)
+	s.peakGoroutines = max(s.peakGoroutines, u.goroutines)
+	return u
 }
 
 // reset starts the peaks over, with the peak RSS.
-func (s *sampler) reset() {
+func (s *sampler) reset(ctx context.Context) {
 	s.mu.Lock()
-	s.peakHeap, s.peakInuse, s.peakGoroutines = 0, 0, 0
+	s.peakHeap, s.peakGoroutines = 0, 0
 	s.mu.Unlock()
-	resetPeakRSS()
-	s.sample()
+	s.ctl.resetPeakRSS()
+	s.sample(ctx)
 }
 
 // memory is what a scenario cost in memory.
 type memory struct {
 	PeakHeap, LiveHeap, PeakRSS int64
-	PeakGoroutines, Goroutines  int
+	PeakGoroutines              int
+	// HarnessPeakRSS is the benchmark's own peak, when the controller is a process of its own.
+	HarnessPeakRSS int64
 }
 
 // read samples once more, then collects garbage to measure the live heap.
-func (s *sampler) read() memory {
-	s.sample()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+func (s *sampler) read(ctx context.Context) memory {
+	u := s.sample(ctx)
+	live, err := s.ctl.liveHeap(ctx)
+	if err != nil {
+		progress("live heap: %v", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return memory{
-		PeakHeap: int64(s.peakHeap), LiveHeap: int64(ms.HeapAlloc), PeakRSS: procStatus("VmHWM"),
-		PeakGoroutines: s.peakGoroutines, Goroutines: runtime.NumGoroutine(),
+	m := memory{PeakHeap: int64(s.peakHeap), LiveHeap: live, PeakRSS: u.peakRSS, PeakGoroutines: s.peakGoroutines}
+	if u.harnessSeparated {
+		m.HarnessPeakRSS = u.harnessPeakRSS
 	}
+	return m
 }
 
 // percentile returns the p-th percentile (0-100) of ds by the nearest-rank method.
@@ -125,14 +128,13 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(max(rank, 1), len(s))-1]
 }
 
-// writeHeapProfile writes the live heap, for `go tool pprof`.
-func writeHeapProfile(path string) error {
+// writeHeapProfile writes the controller's live heap, for `go tool pprof`.
+func writeHeapProfile(ctx context.Context, ctl controllerUnderTest, path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("create heap profile: %w", err)
 	}
-	runtime.GC()
-	if err := pprof.WriteHeapProfile(f); err != nil {
+	if err := ctl.heapProfile(ctx, f); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("write heap profile: %w", err)
 	}

@@ -57,6 +57,7 @@ func (r *result) figures() *figures {
 	}
 	f.add("cpu_s", "%.2f", r.cpu)
 	f.add("cpu_ms_per_reconcile", "%.2f", perReconcile*1000)
+	f.add("harness_cpu_s", "%.2f", r.harnessCPU)
 
 	f.add("mgmt_writes", "%d", r.mgmt.sum(writeVerbs, nil))
 	f.add("mgmt_object_writes", "%d", r.mgmt.sum(writeVerbs, managedResource))
@@ -73,7 +74,11 @@ func (r *result) figures() *figures {
 		readsPerObject = float64(objectReads) / (float64(r.reconciles) * float64(r.objects))
 	}
 	f.add("reads_per_object_reconcile", "%.2f", readsPerObject)
-	f.add("hosted_clients_built", "%d", r.hostedClients)
+	if r.hostedCachedOnly {
+		f.add("hosted_clients_cached", "%d", r.hostedClients)
+	} else {
+		f.add("hosted_clients_built", "%d", r.hostedClients)
+	}
 
 	f.add("registry_requests", "%d", r.registry.sum([]string{"HEAD", "GET", "POST", "PUT", "PATCH", "DELETE"}, nil))
 	f.add("registry_head", "%d", r.registry["HEAD manifests"])
@@ -89,6 +94,7 @@ func (r *result) figures() *figures {
 	f.add("heap_live_mib", "%.1f", mib(r.mem.LiveHeap))
 	f.add("rss_peak_mib", "%.1f", mib(r.mem.PeakRSS))
 	f.add("goroutines_peak", "%d", r.mem.PeakGoroutines)
+	f.add("harness_rss_peak_mib", "%.1f", mib(r.mem.HarnessPeakRSS))
 	return f
 }
 
@@ -112,26 +118,27 @@ func printReport(w io.Writer, o options, results []*result, elapsed time.Duratio
 		dead = fmt.Sprintf(", %d of them (%g %%) with a dead hosted API server", n, o.deadPercent)
 	}
 	fmt.Fprintf(w, "\npkgsync fleet benchmark: %d Packages x %d objects (%d hosted)%s, %d hosted control planes, "+
-		"concurrency %d, interval %s, %d CPUs, %s, run took %s\n\n",
-		o.packages, o.objects, o.objects/2, dead, o.hostedPlanes, o.workers, o.interval, runtime.NumCPU(), runtime.Version(), elapsed.Round(time.Second))
+		"controller %s, concurrency %d, interval %s, %d CPUs, %s, run took %s\n\n",
+		o.packages, o.objects, o.objects/2, dead, o.hostedPlanes, o.controller, o.workers, o.interval, runtime.NumCPU(), runtime.Version(), elapsed.Round(time.Second))
 	rows := []struct{ label, key string }{
 		{"Packages at goal", "reached"},
 		{"wall time (s)", "total_s"},
 		{"per Package p50 / p90 / max (s)", "p50_s p90_s max_s"},
 		{"objects/s", "objects_per_s"},
 		{"reconciles", "reconciles"},
-		{"CPU ms per reconcile", "cpu_ms_per_reconcile"},
+		{"controller CPU s / ms per reconcile", "cpu_s cpu_ms_per_reconcile"},
 		{"mgmt writes: all", "mgmt_writes"},
 		{"  objects / status / Package / events", "mgmt_object_writes mgmt_status_writes mgmt_package_writes mgmt_event_writes"},
 		{"mgmt reads: all / objects", "mgmt_reads mgmt_object_reads"},
 		{"hosted writes / reads (objects)", "hosted_writes hosted_reads"},
 		{"object reads per object per reconcile", "reads_per_object_reconcile"},
-		{"hosted clients built", "hosted_clients_built"},
+		{"hosted clients built (inline) or cached (process)", "hosted_clients_built hosted_clients_cached"},
 		{"reconciles over 5 s / slowest at most (s)", "reconciles_over_5s slowest_reconcile_le_s"},
 		{"registry: all / HEAD / GET manifest / GET blob", "registry_requests registry_head registry_manifest_get registry_blob_get"},
-		{"heap peak / live (MiB)", "heap_peak_mib heap_live_mib"},
-		{"process peak RSS (MiB)", "rss_peak_mib"},
-		{"goroutines peak", "goroutines_peak"},
+		{"controller heap peak / live (MiB)", "heap_peak_mib heap_live_mib"},
+		{"controller peak RSS (MiB)", "rss_peak_mib"},
+		{"controller goroutines peak", "goroutines_peak"},
+		{"harness CPU s / peak RSS (MiB)", "harness_cpu_s harness_rss_peak_mib"},
 	}
 	if deadCount(o.packages, o.deadPercent) > 0 {
 		rows[0].label = "healthy Packages at goal"
@@ -153,7 +160,9 @@ func printReport(w io.Writer, o options, results []*result, elapsed time.Duratio
 		for _, f := range figs {
 			var vals []string
 			for _, k := range strings.Fields(row.key) {
-				vals = append(vals, f.values[k])
+				if v, ok := f.values[k]; ok {
+					vals = append(vals, v)
+				}
 			}
 			fmt.Fprintf(tw, "%s\t", strings.Join(vals, " / "))
 		}

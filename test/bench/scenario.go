@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
@@ -34,12 +32,15 @@ type result struct {
 	// the bucket bound of the slowest reconcile (it took at most that, more than the bound below).
 	slowReconciles   int
 	slowestReconcile float64
-	cpu              float64
-	mem              memory
+	// cpu is the controller's CPU seconds; harnessCPU the harness's, when they are apart.
+	cpu, harnessCPU float64
+	mem             memory
 	// mgmt is counted at the controller's transport, hosted at the hosted API servers,
 	// registry at the proxy in front of it.
 	mgmt, hosted, registry counts
-	hostedClients          int
+	// hostedClients were built during the scenario, or with hostedCachedOnly are cached at its end.
+	hostedClients    int
+	hostedCachedOnly bool
 	// probes the prober sent; deadConnections the dead hosted API servers accepted (probes and
 	// reconciles).
 	probes, deadConnections int
@@ -51,12 +52,15 @@ const slowReconcile = 5.0
 
 // snapshot is every counter at one moment.
 type snapshot struct {
-	at                      time.Time
-	cpu                     float64
-	reconciles              int
-	reconcileTimes          histogram
-	mgmt, hosted, registry  counts
-	hostedClients           int
+	at                     time.Time
+	cpu, harnessCPU        float64
+	reconciles             int
+	reconcileTimes         histogram
+	mgmt, hosted, registry counts
+	hostedClients          int
+	// hostedCachedOnly says hostedClients counts the cached clients (a controller process does
+	// not tell how many it built).
+	hostedCachedOnly        bool
 	probes, deadConnections int
 }
 
@@ -104,8 +108,8 @@ func (h histogram) maxBound() float64 {
 }
 
 func (env *environment) snapshot(ctx context.Context) (snapshot, error) {
-	s := snapshot{at: time.Now(), cpu: cpuSeconds(), mgmt: env.api.snapshot(), registry: env.proxy.snapshot(), hosted: counts{}}
-	s.probes = int(env.hostedClients.Probes())
+	u := env.ctl.usage(ctx)
+	s := snapshot{at: time.Now(), cpu: u.cpuSeconds, harnessCPU: u.harnessCPU, mgmt: env.ctl.mgmtRequests(), registry: env.proxy.snapshot(), hosted: counts{}}
 	for _, d := range env.dead {
 		s.deadConnections += int(d.accepted.Load())
 	}
@@ -118,49 +122,22 @@ func (env *environment) snapshot(ctx context.Context) (snapshot, error) {
 			s.hosted[k] += v
 		}
 	}
-	var err error
-	if s.reconciles, s.reconcileTimes, err = reconcileTotals(); err != nil {
+	fams, err := env.ctl.gather(ctx)
+	if err != nil {
 		return s, err
 	}
-	_, s.hostedClients = env.hostedClients.Stats()
+	c := countersFrom(fams)
+	s.reconciles, s.reconcileTimes, s.probes = c.reconciles, c.reconcileTimes, c.probes
+	if s.hostedClients = env.ctl.hostedClientsBuilt(); s.hostedClients < 0 {
+		s.hostedClients, s.hostedCachedOnly = c.hostedCached, true
+	}
 	return s, nil
-}
-
-// reconcileTotals reads controller-runtime's reconcile counter and reconcile-time histogram of
-// the Package controller.
-func reconcileTotals() (total int, times histogram, err error) {
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		return 0, times, fmt.Errorf("gather controller metrics: %w", err)
-	}
-	for _, fam := range families {
-		for _, m := range fam.GetMetric() {
-			ours := false
-			for _, l := range m.GetLabel() {
-				ours = ours || l.GetName() == "controller" && l.GetValue() == "package"
-			}
-			if !ours {
-				continue
-			}
-			switch fam.GetName() {
-			case "controller_runtime_reconcile_total":
-				total += int(m.GetCounter().GetValue())
-			case "controller_runtime_reconcile_time_seconds":
-				h := m.GetHistogram()
-				times.count = h.GetSampleCount()
-				for _, b := range h.GetBucket() {
-					times.bounds = append(times.bounds, b.GetUpperBound())
-					times.cumulative = append(times.cumulative, b.GetCumulativeCount())
-				}
-			}
-		}
-	}
-	return total, times, nil
 }
 
 // between fills the counters of r from two snapshots.
 func (r *result) between(before, after snapshot) {
 	r.cpu = after.cpu - before.cpu
+	r.harnessCPU = after.harnessCPU - before.harnessCPU
 	r.reconciles = after.reconciles - before.reconciles
 	times := after.reconcileTimes.minus(before.reconcileTimes)
 	r.slowReconciles, r.slowestReconcile = times.over(slowReconcile), times.maxBound()
@@ -169,7 +146,10 @@ func (r *result) between(before, after snapshot) {
 	r.mgmt = after.mgmt.minus(before.mgmt)
 	r.hosted = after.hosted.minus(before.hosted)
 	r.registry = after.registry.minus(before.registry)
-	r.hostedClients = after.hostedClients - before.hostedClients
+	r.hostedClients, r.hostedCachedOnly = after.hostedClients-before.hostedClients, after.hostedCachedOnly
+	if after.hostedCachedOnly {
+		r.hostedClients = after.hostedClients
+	}
 }
 
 // waitFor waits until done closes or timeout passes, and fills durations from the tracker.

@@ -14,7 +14,7 @@ import (
 )
 
 // tracker records when each Package first reaches the state a scenario waits for. It listens
-// to the controller's own Package informer, so watching costs no extra request or memory.
+// to a Package informer: the controller's own with -controller inline, the harness's otherwise.
 type tracker struct {
 	mu   sync.Mutex
 	want func(*v1alpha1.Package) bool
@@ -26,7 +26,7 @@ type tracker struct {
 
 func newTracker(ctx context.Context, env *environment) (*tracker, error) {
 	t := &tracker{want: func(*v1alpha1.Package) bool { return false }}
-	inf, err := env.mgr.GetCache().GetInformer(ctx, &v1alpha1.Package{})
+	inf, err := env.ctl.packageInformer(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("get Package informer: %w", err)
 	}

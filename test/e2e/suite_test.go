@@ -155,7 +155,7 @@ func startController(ctx context.Context, selector string, configure ...func(*co
 		return nil, err
 	}
 	hc := hosted.NewClients(mgr.GetClient(), hosted.Options{Scheme: suite.scheme, Timeout: hostedRequestTimeout,
-		ProbeInterval: 250 * time.Millisecond, MaxProbeInterval: 2 * time.Second})
+		ProbeInterval: 250 * time.Millisecond, MaxProbeInterval: 2 * time.Second, RESTMapper: mgr.GetRESTMapper()})
 	recorder := metrics.NewRecorder()
 	if suite.hostedClients == nil {
 		suite.hostedClients = hc
