@@ -13,7 +13,10 @@ import (
 // CacheOptions is the cache layout Setup relies on: Secrets are watched only under the
 // connector Secret's name (least privilege: no other Secret of the cluster is read or held in
 // memory), and with a non-nil selector only the pkgsync resources it matches are reconciled
-// (sharding, as Flux does).
+// (sharding, as Flux does). Cached objects are kept without managedFields: pkgsync reads the
+// field owners of the objects it applies from the API server (uncached), never from the cache,
+// and on a large object such as a HostedCluster they are a good part of its size. Nothing else
+// is stripped: member Packages are written back whole (Update), annotations included.
 func CacheOptions(connectorSecret string, selector labels.Selector) cache.Options {
 	byObject := map[client.Object]cache.ByObject{
 		&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", connectorSecret)},
@@ -23,7 +26,7 @@ func CacheOptions(connectorSecret string, selector labels.Selector) cache.Option
 			byObject[obj] = cache.ByObject{Label: selector}
 		}
 	}
-	return cache.Options{ByObject: byObject}
+	return cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()}
 }
 
 // ClientOptions is the manager client Setup relies on. HostedClusters are read as unstructured
