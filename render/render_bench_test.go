@@ -3,6 +3,7 @@ package render
 import (
 	"io/fs"
 	"os"
+	"runtime"
 	"testing"
 	"testing/fstest"
 
@@ -54,6 +55,30 @@ func BenchmarkRender(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(objects), "objects/op")
+			b.ReportMetric(float64(retainedBytes(b, fsys, c.opts)), "retained-B/result")
 		})
 	}
+}
+
+// retainedBytes is what one render result keeps reachable, as the controller's render cache
+// holds it: the live heap with 50 results kept, less the live heap without them, over 50.
+func retainedBytes(b *testing.B, fsys fs.FS, opts Options) int64 {
+	b.Helper()
+	const n = 50
+	live := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	before := live()
+	kept := make([]*Result, n)
+	for i := range kept {
+		res, err := Render(b.Context(), fsys, opts)
+		require.NoError(b, err)
+		kept[i] = res
+	}
+	after := live()
+	runtime.KeepAlive(kept)
+	return (after - before) / n
 }
