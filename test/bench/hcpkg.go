@@ -66,7 +66,7 @@ func runHostedClusterPackage(ctx context.Context, o options) error {
 		<-stopped
 	}()
 	s := sampler{ctl: env.ctl}
-	go s.run(ctx, time.Second)
+	go s.run(ctx, sampleEvery)
 
 	progress("creating %d HostedClusters in %d partitions with their namespaces and connector Secrets", o.packages, partitionCount)
 	f, err := setUpFleet(ctx, env, o)

@@ -110,7 +110,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	s := sampler{ctl: env.ctl}
-	go s.run(ctx, time.Second)
+	go s.run(ctx, sampleEvery)
 
 	progress("creating %d hosted-control-plane namespaces with connector Secrets (%d with a dead hosted API server)", o.packages, deadCount(o.packages, o.deadPercent))
 	f, err := setUpFleet(ctx, env, o)
