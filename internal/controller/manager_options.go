@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
 // CacheOptions is the cache layout Setup relies on: Secrets are watched only under the
@@ -15,8 +16,9 @@ import (
 // memory), and with a non-nil selector only the pkgsync resources it matches are reconciled
 // (sharding, as Flux does). Cached objects are kept without managedFields: pkgsync reads the
 // field owners of the objects it applies from the API server (uncached), never from the cache,
-// and on a large object such as a HostedCluster they are a good part of its size. Nothing else
-// is stripped: member Packages are written back whole (Update), annotations included.
+// and on a large object such as a HostedCluster they are a good part of its size. HostedClusters
+// keep only what pkgsync reads of them (hosted.TrimHostedCluster); pkgsync never writes them.
+// Nothing else is stripped: member Packages are written back whole (Update), annotations included.
 func CacheOptions(connectorSecret string, selector labels.Selector) cache.Options {
 	byObject := map[client.Object]cache.ByObject{
 		&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", connectorSecret)},
@@ -26,7 +28,14 @@ func CacheOptions(connectorSecret string, selector labels.Selector) cache.Option
 			byObject[obj] = cache.ByObject{Label: selector}
 		}
 	}
-	return cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()}
+	stripManagedFields := cache.TransformStripManagedFields()
+	return cache.Options{ByObject: byObject, DefaultTransform: func(obj any) (any, error) {
+		obj, err := stripManagedFields(obj)
+		if err != nil {
+			return nil, err
+		}
+		return hosted.TrimHostedCluster(obj)
+	}}
 }
 
 // ClientOptions is the manager client Setup relies on. HostedClusters are read as unstructured

@@ -91,6 +91,32 @@ func FindHostedCluster(ctx context.Context, reader client.Reader, namespace stri
 	return nil, nil
 }
 
+// TrimHostedCluster is a cache transform: it keeps of a HostedCluster only what pkgsync reads
+// (metadata, spec.nodeSelector, spec.platform.type, status.conditions, which FindHostedCluster,
+// the fleet and the watch predicate use) and passes every other object through. A real
+// HostedCluster carries tens of kilobytes of spec and status (networking, platform details,
+// version history); a controller of a thousand hosted clusters would hold them all.
+func TrimHostedCluster(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u.GroupVersionKind() != HostedClusterGVK {
+		return obj, nil
+	}
+	trimmed := map[string]any{"apiVersion": u.Object["apiVersion"], "kind": u.Object["kind"], "metadata": u.Object["metadata"]}
+	spec := map[string]any{}
+	if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "nodeSelector"); ok {
+		spec["nodeSelector"] = v
+	}
+	if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "platform", "type"); ok {
+		spec["platform"] = map[string]any{"type": v}
+	}
+	trimmed["spec"] = spec
+	if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "conditions"); ok {
+		trimmed["status"] = map[string]any{"conditions": v}
+	}
+	u.Object = trimmed
+	return u, nil
+}
+
 // controlPlaneNamespaceField indexes HostedClusters by their hosted-control-plane namespace.
 const controlPlaneNamespaceField = "hypershift.controlPlaneNamespace"
 

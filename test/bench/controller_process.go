@@ -21,11 +21,13 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
@@ -77,6 +79,17 @@ func startProcessController(ctx context.Context, env *environment, o options) (*
 			return nil, nil, fmt.Errorf("create controller log: %w", err)
 		}
 		c.cmd.Stderr = f
+	}
+	memLimit := o.goMemLimit
+	if memLimit == "" {
+		if memLimit, err = deploymentEnv(o.managerManifest, "GOMEMLIMIT"); err != nil {
+			return nil, nil, err
+		}
+	}
+	c.cmd.Env = os.Environ()
+	if memLimit != "" && memLimit != "off" {
+		c.cmd.Env = append(c.cmd.Env, "GOMEMLIMIT="+memLimit)
+		progress("the controller runs with GOMEMLIMIT=%s", memLimit)
 	}
 	if err := c.cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("start pkgsync controller: %w", err)
@@ -211,6 +224,28 @@ func (c *processController) heapProfile(ctx context.Context, w io.Writer) error 
 	defer body.Close()
 	_, err = io.Copy(w, body)
 	return err
+}
+
+// deploymentEnv returns the value of an environment variable of the controller container in the
+// Deployment manifest at path ("" when it sets none), so that the benchmark runs the controller
+// as the shipped Deployment does.
+func deploymentEnv(path, name string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read the controller Deployment (run from the repository root): %w", err)
+	}
+	var d appsv1.Deployment
+	if err := yaml.Unmarshal(data, &d); err != nil {
+		return "", fmt.Errorf("parse %s: %w", path, err)
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == name {
+				return e.Value, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // hostedClientsBuilt cannot be seen from outside the process.

@@ -30,6 +30,9 @@ type options struct {
 	hcpkg bool
 	// controller is where the controller runs: process or inline.
 	controller string
+	// goMemLimit is the controller process's GOMEMLIMIT ("" for the Deployment's, in
+	// managerManifest; "off" for none).
+	goMemLimit, managerManifest string
 }
 
 func main() {
@@ -49,6 +52,8 @@ func main() {
 	fs.Float64Var(&o.deadPercent, "dead-percent", 0, "Percent of the hosted clusters whose API server accepts connections and never answers (at least one when above 0)")
 	fs.BoolVar(&o.hcpkg, "hcpkg", false, "Measure one HostedClusterPackage over -packages HostedClusters in 4 partitions instead: converge, then a rollout of a new digest with maxUnavailable 10%")
 	fs.StringVar(&o.controller, "controller", "process", "Where the controller runs: process (`pkgsync controller` built from ./cmd/pkgsync, as a user runs it; its memory and CPU are its own) or inline (its reconcilers in this process)")
+	fs.StringVar(&o.goMemLimit, "gomemlimit", "", "GOMEMLIMIT of the controller process (default: the value config/manager's Deployment sets; off: none)")
+	fs.StringVar(&o.managerManifest, "manager", "config/manager/manager.yaml", "The controller Deployment, whose GOMEMLIMIT the controller process runs with")
 	o.compare.applyFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
