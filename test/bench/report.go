@@ -58,6 +58,9 @@ func (r *result) figures() *figures {
 	f.add("cpu_s", "%.2f", r.cpu)
 	f.add("cpu_ms_per_reconcile", "%.2f", perReconcile*1000)
 	f.add("harness_cpu_s", "%.2f", r.harnessCPU)
+	for _, role := range []string{"apiserver_mgmt", "apiserver_hosted", "etcd", "registry"} {
+		f.add(role+"_cpu_s", "%.2f", r.serverCPU[role])
+	}
 
 	f.add("mgmt_writes", "%d", r.mgmt.sum(writeVerbs, nil))
 	f.add("mgmt_object_writes", "%d", r.mgmt.sum(writeVerbs, managedResource))
@@ -139,6 +142,7 @@ func printReport(w io.Writer, o options, results []*result, elapsed time.Duratio
 		{"controller peak RSS (MiB)", "rss_peak_mib"},
 		{"controller goroutines peak", "goroutines_peak"},
 		{"harness CPU s / peak RSS (MiB)", "harness_cpu_s harness_rss_peak_mib"},
+		{"CPU s: mgmt / hosted API servers / etcd / registry", "apiserver_mgmt_cpu_s apiserver_hosted_cpu_s etcd_cpu_s registry_cpu_s"},
 	}
 	if deadCount(o.packages, o.deadPercent) > 0 {
 		rows[0].label = "healthy Packages at goal"

@@ -34,7 +34,9 @@ type result struct {
 	slowestReconcile float64
 	// cpu is the controller's CPU seconds; harnessCPU the harness's, when they are apart.
 	cpu, harnessCPU float64
-	mem             memory
+	// serverCPU is the CPU seconds of the API servers, etcd and the registry, by role.
+	serverCPU map[string]float64
+	mem       memory
 	// mgmt is counted at the controller's transport, hosted at the hosted API servers,
 	// registry at the proxy in front of it.
 	mgmt, hosted, registry counts
@@ -54,6 +56,7 @@ const slowReconcile = 5.0
 type snapshot struct {
 	at                     time.Time
 	cpu, harnessCPU        float64
+	servers                map[string]float64
 	reconciles             int
 	reconcileTimes         histogram
 	mgmt, hosted, registry counts
@@ -109,7 +112,7 @@ func (h histogram) maxBound() float64 {
 
 func (env *environment) snapshot(ctx context.Context) (snapshot, error) {
 	u := env.ctl.usage(ctx)
-	s := snapshot{at: time.Now(), cpu: u.cpuSeconds, harnessCPU: u.harnessCPU, mgmt: env.ctl.mgmtRequests(), registry: env.proxy.snapshot(), hosted: counts{}}
+	s := snapshot{at: time.Now(), cpu: u.cpuSeconds, harnessCPU: u.harnessCPU, servers: serverCPU(env.mgmt.Config.Host), mgmt: env.ctl.mgmtRequests(), registry: env.proxy.snapshot(), hosted: counts{}}
 	for _, d := range env.dead {
 		s.deadConnections += int(d.accepted.Load())
 	}
@@ -138,6 +141,10 @@ func (env *environment) snapshot(ctx context.Context) (snapshot, error) {
 func (r *result) between(before, after snapshot) {
 	r.cpu = after.cpu - before.cpu
 	r.harnessCPU = after.harnessCPU - before.harnessCPU
+	r.serverCPU = map[string]float64{}
+	for role, v := range after.servers {
+		r.serverCPU[role] = v - before.servers[role]
+	}
 	r.reconciles = after.reconciles - before.reconciles
 	times := after.reconcileTimes.minus(before.reconcileTimes)
 	r.slowReconciles, r.slowestReconcile = times.over(slowReconcile), times.maxBound()
