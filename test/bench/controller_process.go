@@ -234,18 +234,24 @@ func deploymentEnv(path, name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read the controller Deployment (run from the repository root): %w", err)
 	}
-	var d appsv1.Deployment
-	if err := yaml.Unmarshal(data, &d); err != nil {
-		return "", fmt.Errorf("parse %s: %w", path, err)
-	}
-	for _, c := range d.Spec.Template.Spec.Containers {
-		for _, e := range c.Env {
-			if e.Name == name {
-				return e.Value, nil
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+			return "", fmt.Errorf("parse %s: %w", path, err)
+		}
+		if d.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == name {
+					return e.Value, nil
+				}
 			}
 		}
+		return "", nil
 	}
-	return "", nil
+	return "", fmt.Errorf("%s holds no Deployment", path)
 }
 
 // hostedClientsBuilt cannot be seen from outside the process.
