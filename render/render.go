@@ -159,6 +159,8 @@ func renderTree(ctx context.Context, c component, opts Options, allowMissing boo
 		seen:     map[objectKey]string{},
 		mappedBy: map[string]string{},
 	}
+	// Templates and CEL expressions record what they read in one place.
+	r.tp.reads = flt.cel.reads
 	for i, p := range manifest.Spec.Phases {
 		r.phases[p.Name] = i
 		r.result.Phases = append(r.result.Phases, desired.Phase{Name: p.Name, Class: p.Class})
@@ -180,6 +182,7 @@ func renderTree(ctx context.Context, c component, opts Options, allowMissing boo
 	}
 	r.result.Manifest = manifest
 	r.result.Config = cfg
+	r.result.Inputs = flt.cel.reads.inputs()
 	return &r.result, nil
 }
 
