@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/interpreter"
 )
 
 // Bounds of the CEL expressions of a package (filters and the condition annotation), so that a
@@ -37,6 +38,8 @@ type celEvaluator struct {
 	env      *cel.Env
 	vars     map[string]any
 	programs map[string]cel.Program
+	// reads records the variables expressions resolved, for Result.Inputs.
+	reads reads
 }
 
 // newCELEvaluator prepares the environment; named conditions are added with addCondition.
@@ -59,7 +62,7 @@ func newCELEvaluator(ctx context.Context, data map[string]any) (*celEvaluator, e
 	if err != nil {
 		return nil, fmt.Errorf("build CEL environment: %w", err)
 	}
-	return &celEvaluator{ctx: ctx, env: env, vars: vars, programs: map[string]cel.Program{}}, nil
+	return &celEvaluator{ctx: ctx, env: env, vars: vars, programs: map[string]cel.Program{}, reads: reads{}}, nil
 }
 
 // addCondition records the result of a named condition for the expressions that follow.
@@ -99,7 +102,7 @@ func (c *celEvaluator) eval(expr string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	out, _, err := p.ContextEval(c.ctx, c.vars)
+	out, _, err := p.ContextEval(c.ctx, trackedVars{vars: c.vars, reads: c.reads})
 	if err != nil {
 		if ctxErr := c.ctx.Err(); ctxErr != nil {
 			return false, fmt.Errorf("stopped: %w", ctxErr)
@@ -112,6 +115,23 @@ func (c *celEvaluator) eval(expr string) (bool, error) {
 	}
 	return bool(b), nil
 }
+
+// trackedVars resolves an expression's variables from vars and records in reads those of the
+// template context it resolved (a variable an evaluation does not reach is not read).
+type trackedVars struct {
+	vars  map[string]any
+	reads reads
+}
+
+func (t trackedVars) ResolveName(name string) (any, bool) {
+	v, ok := t.vars[name]
+	if ok && name != "cond" {
+		t.reads[name] = true
+	}
+	return v, ok
+}
+
+func (t trackedVars) Parent() interpreter.Activation { return nil }
 
 // templateFunc is the cel template function: {{ cel "EXPRESSION" }} evaluates an expression
 // like the condition annotation does, in the template context with the named conditions.

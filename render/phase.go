@@ -14,4 +14,7 @@ type Result struct {
 	Phases []desired.Phase
 	// Config is the configuration after pruning and defaulting.
 	Config map[string]any
+	// Inputs says which per-resource parts of Options the render read: renders of the same
+	// package, configuration and cluster-wide environment that agree on these are identical.
+	Inputs Inputs
 }

@@ -159,6 +159,8 @@ func renderTree(ctx context.Context, c component, opts Options, allowMissing boo
 		seen:     map[objectKey]string{},
 		mappedBy: map[string]string{},
 	}
+	// Templates and CEL expressions record what they read in one place.
+	r.tp.reads = flt.cel.reads
 	for i, p := range manifest.Spec.Phases {
 		r.phases[p.Name] = i
 		r.result.Phases = append(r.result.Phases, desired.Phase{Name: p.Name, Class: p.Class})
@@ -183,6 +185,7 @@ func renderTree(ctx context.Context, c component, opts Options, allowMissing boo
 	// environment, the file tree) reachable with it, ~45 KB per cached render.
 	res := r.result
 	res.Manifest, res.Config = manifest, cfg
+	res.Inputs = flt.cel.reads.inputs()
 	return &res, nil
 }
 

@@ -44,6 +44,8 @@ type templater struct {
 	data    map[string]any
 	budget  *budget
 	funcs   template.FuncMap // bounded functions, without include
+	// reads, when set, records what the executed templates may read of data.
+	reads reads
 }
 
 // newTemplater prepares the templates of one render, which stop when ctx is done. extra are
@@ -128,6 +130,9 @@ func (tp *templater) execute(file, src string) (string, *Error) {
 	t, perr := tp.newTemplate(file, src)
 	if perr != nil {
 		return "", perr
+	}
+	if tp.reads != nil {
+		analyseReads(t, file, tp.reads)
 	}
 	instrument(t)
 	w := tp.budget.writer()

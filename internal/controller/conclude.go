@@ -10,7 +10,6 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
-	"github.com/fluxcd/pkg/runtime/patch"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,12 +117,12 @@ func announce(rec record.EventRecorder, obj statusObject, old *metav1.Condition)
 	rec.Event(obj, eventType, now.Reason, now.Message)
 }
 
-// report writes what a reconcile found: the status through Flux's patch helper (the only writer
-// of status), metrics and an event when Ready changes.
+// report writes what a reconcile found: the status through its statusPatcher (the only writer
+// of status, one request per write), metrics and an event when Ready changes.
 type report struct {
 	obj      statusObject
 	status   *v1alpha1.RolloutStatus
-	patcher  *patch.SerialPatcher
+	patcher  *statusPatcher
 	metrics  runtimectrl.Metrics
 	recorder record.EventRecorder
 	start    time.Time
@@ -136,7 +135,7 @@ type report struct {
 
 func beginReport(c client.Client, obj statusObject, status *v1alpha1.RolloutStatus, m runtimectrl.Metrics, rec record.EventRecorder) *report {
 	return &report{
-		obj: obj, status: status, patcher: patch.NewSerialPatcher(obj, c), metrics: m, recorder: rec,
+		obj: obj, status: status, patcher: newStatusPatcher(obj, c), metrics: m, recorder: rec,
 		start: time.Now(), oldReady: conditions.Get(obj, meta.ReadyCondition).DeepCopy(),
 		oldConditions: slices.Clone(obj.GetConditions()),
 	}
@@ -150,16 +149,17 @@ func (r *report) ensureFinalizer(ctx context.Context) error {
 		return nil
 	}
 	controllerutil.AddFinalizer(r.obj, v1alpha1.FinalizerName)
-	if err := r.patcher.Patch(ctx, r.obj, patch.WithFieldOwner(fieldOwner)); err != nil {
+	if err := r.patcher.patch(ctx, r.obj); err != nil {
 		return fmt.Errorf("add finalizer: %w", err)
 	}
 	return nil
 }
 
 // save writes the status now, in the middle of a reconcile: the intended inventory before the
-// apply engine creates objects, so that a crash cannot orphan them.
+// apply engine creates objects, so that a crash cannot orphan them. The conditions the pass set
+// so far (Reconciling) go with it, in the same request: a long first apply shows its progress.
 func (r *report) save(ctx context.Context) error {
-	if err := r.patcher.Patch(ctx, r.obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
+	if err := r.patcher.patch(ctx, r.obj); err != nil {
 		return fmt.Errorf("record status: %w", err)
 	}
 	return nil
@@ -180,7 +180,7 @@ func (r *report) finish(ctx context.Context, retErr error) error {
 	}
 	recordObservedGeneration(r.obj, r.status)
 	keepTransitionTimes(r.obj, r.oldConditions)
-	if err := r.patcher.Patch(ctx, r.obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
+	if err := r.patcher.patch(ctx, r.obj); err != nil {
 		// A resource whose finalizer was just removed is gone: nothing to report on.
 		if !r.obj.GetDeletionTimestamp().IsZero() && apierrors.IsNotFound(err) {
 			err = nil

@@ -39,8 +39,9 @@ type Options struct {
 	DefaultServiceAccount string
 	// RequireSignatures refuses Packages and ClusterPackages without spec.verify.
 	RequireSignatures bool
-	// RenderCacheSize bounds the number of rendered packages kept in memory.
-	RenderCacheSize int
+	// RenderCacheBytes bounds the estimated memory of the rendered packages kept (see
+	// resultSize); 32 MiB when zero.
+	RenderCacheBytes int64
 }
 
 func (o Options) withDefaults() Options {
@@ -56,8 +57,8 @@ func (o Options) withDefaults() Options {
 	if o.HostedNamespaceRule == "" {
 		o.HostedNamespaceRule = HostedNamespaceByHostedCluster
 	}
-	if o.RenderCacheSize <= 0 {
-		o.RenderCacheSize = 1024
+	if o.RenderCacheBytes <= 0 {
+		o.RenderCacheBytes = 32 << 20
 	}
 	return o
 }

@@ -162,8 +162,9 @@ func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpe
 	return chosen, nil
 }
 
-// render pulls (through the digest-keyed source cache) and renders, reusing the last render of
-// the same digest, configuration and environment.
+// render pulls (through the digest-keyed source cache) and renders, reusing a render of the
+// same digest, configuration and environment, made for this resource or for another one (the
+// render cache decides from what the package's renders read).
 func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, configDigest string, hc *hosted.HostedCluster) (*render.Result, error) {
 	opts := render.Options{
 		Name:        obj.GetName(),
@@ -177,38 +178,42 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 	if cfg := obj.GetSpec().Config; cfg != nil {
 		opts.Config = cfg.Raw
 	}
-	key := renderKey(ref.Digest, configDigest, opts)
 	pulls := r.rollouts.metrics.pulls
-	if cached, ok := r.renders.get(key); ok {
-		// The render came from a package this resource's credentials could read; check they
-		// still can (free within source's access TTL), so that revoked access ends here too.
+	rendered, shared, err := r.renders.render(ref.Digest, configDigest, opts, func() (*render.Result, error) {
+		start := time.Now()
+		artifact, err := r.source.Pull(ctx, ref, creds)
+		if err != nil {
+			pulls.WithLabelValues("failed").Inc()
+			return nil, pullFailed(err)
+		}
+		r.rollouts.metrics.pullDuration.WithLabelValues(ref.Registry).Observe(time.Since(start).Seconds())
+		r.rollouts.metrics.pullBytes.WithLabelValues(ref.Registry).Add(float64(artifact.Size()))
+		pulls.WithLabelValues("rendered").Inc()
+		// Templates stop at this bound whatever spec.timeout says: one resource must not hold a
+		// worker for as long as its author likes.
+		renderCtx, cancel := context.WithTimeout(ctx, maxRenderTime)
+		defer cancel()
+		rendered, err := render.Render(renderCtx, artifact.FS, opts)
+		if err != nil {
+			return nil, fmt.Errorf("render %s: %w", ref, err)
+		}
+		return rendered, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if shared {
+		// The render came from a package another resource's credentials could read; check this
+		// one's still can (free within source's access TTL), so that revoked access ends here too.
 		if err := r.source.Authorize(ctx, ref, creds); err != nil {
 			return nil, pullFailed(err)
 		}
 		pulls.WithLabelValues("cached").Inc()
-		return cached, nil
 	}
-	start := time.Now()
-	artifact, err := r.source.Pull(ctx, ref, creds)
-	if err != nil {
-		pulls.WithLabelValues("failed").Inc()
-		return nil, pullFailed(err)
-	}
-	r.rollouts.metrics.pullDuration.WithLabelValues(ref.Registry).Observe(time.Since(start).Seconds())
-	r.rollouts.metrics.pullBytes.WithLabelValues(ref.Registry).Add(float64(artifact.Size()))
-	pulls.WithLabelValues("rendered").Inc()
-	// Templates stop at this bound whatever spec.timeout says: one resource must not hold a
-	// worker for as long as its author likes.
-	renderCtx, cancel := context.WithTimeout(ctx, maxRenderTime)
-	defer cancel()
-	rendered, err := render.Render(renderCtx, artifact.FS, opts)
-	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", ref, err)
-	}
+	// Per resource: a shared render may come from a resource of the other scope.
 	if err := checkScopes(rendered.Manifest, obj.GetNamespace() != ""); err != nil {
 		return nil, err
 	}
-	r.renders.put(key, rendered)
 	return rendered, nil
 }
 

@@ -80,7 +80,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		defaultServiceAccount: opts.DefaultServiceAccount,
 		recorder:              recorder,
 	}
-	renders := newRenderCache(opts.RenderCacheSize)
+	renders := newRenderCache(opts.RenderCacheBytes)
 	verifier := newSignatureVerifier(mgr.GetAPIReader(), cfg.Source, opts.Namespace, opts.RequireSignatures)
 	ctrlOpts := controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)}
 

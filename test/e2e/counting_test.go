@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +16,8 @@ import (
 )
 
 // requestCounter counts the controller's requests to the management API server by namespace
-// and method, so tests can assert what a reconcile costs.
+// and method, so tests can assert what a reconcile costs. Requests to a status subresource are
+// also counted under "METHOD status" (a status PATCH counts as PATCH and as "PATCH status").
 type requestCounter struct {
 	mu     sync.Mutex
 	counts map[string]map[string]int // namespace → method → count
@@ -32,6 +34,9 @@ func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 				c.counts[ns] = map[string]int{}
 			}
 			c.counts[ns][r.Method]++
+			if strings.HasSuffix(r.URL.Path, "/status") {
+				c.counts[ns][r.Method+" status"]++
+			}
 			c.mu.Unlock()
 		}
 		return rt.RoundTrip(r)
@@ -123,4 +128,39 @@ func TestNoOpReconcileWritesNothing(t *testing.T) {
 	for _, method := range []string{"POST", "PUT", "PATCH", "DELETE"} {
 		assert.Equal(t, before[method], after[method], "%s requests during no-op reconciles", method)
 	}
+}
+
+// TestStatusWritesPerReconcile counts the status requests of the reconciles a Package goes
+// through. A reconcile that creates objects writes the intended inventory first (crash safety)
+// and its outcome last; one that updates objects it already holds writes its outcome only, in
+// one request: conditions and the rest of the status together.
+func TestStatusWritesPerReconcile(t *testing.T) {
+	ns := newNamespace(t)
+	image := suite.registry.Host + "/e2e/" + ns + "/cms:stable"
+	pushPackage(t, writePackage(t, configMapsPackage("", nil, "one", "two")), "e2e/"+ns+"/cms:stable")
+	statusPatches := func() int { return suite.requests.get(ns)["PATCH status"] }
+
+	pkg := newPackage(ns, "cms", image, "")
+	createPackage(t, pkg)
+	eventually(t, func(a *attempt) {
+		readyCondition(a, pkg)
+		assert.Equal(a, pkg.Generation, pkg.Status.ObservedGeneration)
+		assert.NotEmpty(a, pkg.Status.LastAppliedRevision)
+	}, "the Package converges")
+	assert.Equal(t, 2, statusPatches(), "status writes of the first reconcile: the intended inventory, then the outcome")
+
+	t.Run("an update of the objects it holds writes once", func(t *testing.T) {
+		v2 := configMapsPackage("", nil, "one", "two")
+		v2["objects.yaml"] = strings.ReplaceAll(v2["objects.yaml"], "\ndata:\n", "\ndata:\n  version: v2\n")
+		digest2 := pushPackage(t, writePackage(t, v2), "e2e/"+ns+"/cms:stable")
+		before := statusPatches()
+		requestReconcile(t, pkg)
+		eventually(t, func(a *attempt) {
+			readyCondition(a, pkg)
+			assert.Equal(a, digest2, pkg.Status.LastAppliedRevision)
+			assert.Equal(a, pkg.Annotations[meta.ReconcileRequestAnnotation], pkg.Status.LastHandledReconcileAt)
+		}, "the Package applies the new digest")
+		assert.Equal(t, "v2", configMapData(t, ns, "one")["version"])
+		assert.Equal(t, 1, statusPatches()-before, "status writes of a reconcile that changes objects it holds")
+	})
 }

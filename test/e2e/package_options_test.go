@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -232,11 +234,14 @@ func TestRetryIntervalPerResource(t *testing.T) {
 
 // TestRenderCacheKey counts renders in a controller process of its own: a reconcile of the same
 // digest, configuration and metadata is served from the render cache (no pull, no render), and
-// a change of any input the templates see (the configuration, an annotation) renders again.
+// a change of any input the templates read (the configuration, an annotation) renders again.
 func TestRenderCacheKey(t *testing.T) {
 	proc := runController(t, "render-cache")
 	ns := newNamespace(t)
-	pushPackage(t, writePackage(t, appPackage), "e2e/"+ns+"/app:v1")
+	// appPackage, with a ConfigMap that shows one annotation of the Package.
+	files := maps.Clone(appPackage)
+	files["config.yaml.gotmpl"] += `  team: {{ index .package.metadata.annotations "example.com/team" | default "none" | quote }}` + "\n"
+	pushPackage(t, writePackage(t, files), "e2e/"+ns+"/app:v1")
 	pkg := newPackage(ns, "app", suite.registry.Host+"/e2e/"+ns+"/app:v1", `{"message":"one"}`)
 	pkg.Labels = map[string]string{shardLabel: "render-cache"}
 	createPackage(t, pkg)
@@ -273,9 +278,80 @@ func TestRenderCacheKey(t *testing.T) {
 		require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
 		waitForHandledRequest(t, pkg) // metadata changes alone do not trigger a reconcile
 		assert.Equal(t, 3.0, currentMetric(t, proc, "pkgsync_pulls_total", rendered))
+		assert.Equal(t, "blue", configMapData(t, ns, "app-config")["team"])
 		waitForHandledRequest(t, pkg)
 		assert.Equal(t, 3.0, currentMetric(t, proc, "pkgsync_pulls_total", rendered), "the new annotation is cached too")
 	})
+}
+
+// sharedPackage is a templated package that reads only its configuration: every resource that
+// installs it with one configuration gets the same objects.
+var sharedPackage = map[string]string{
+	"manifest.yaml": `apiVersion: pkgsync.dev/v1alpha1
+kind: PackageManifest
+metadata:
+  name: shared
+spec:
+  phases:
+  - name: config
+  config:
+    openAPIV3Schema:
+      type: object
+      properties:
+        message: {type: string, default: hello}
+`,
+	"config.yaml.gotmpl": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: shared-config
+  annotations:
+    pkgsync.dev/phase: config
+data:
+  message: {{ .config.message | quote }}
+`,
+}
+
+// TestRenderSharedAcrossPackages: a fleet of Packages, each in its namespace, of one image and
+// configuration, whose templates do not name the Package, costs one render, not one per
+// Package, however many reconcile at once (the controller runs 16 workers here).
+func TestRenderSharedAcrossPackages(t *testing.T) {
+	const packages = 50
+	proc := runController(t, "render-share", "--concurrency", "16")
+	repo := "e2e/" + strings.ToLower(t.Name()) + "/shared"
+	pushPackage(t, writePackage(t, sharedPackage), repo+":v1")
+	var pkgs []*v1alpha1.Package
+	for range packages {
+		pkg := newPackage(newNamespace(t), "shared", suite.registry.Host+"/"+repo+":v1", `{"message":"fleet"}`)
+		pkg.Labels = map[string]string{shardLabel: "render-share"}
+		pkgs = append(pkgs, pkg)
+	}
+	// Deleted together while the controller runs (registered after it: cleanups run last in,
+	// first out), then waited for.
+	t.Cleanup(func() {
+		for _, pkg := range pkgs {
+			assert.NoError(t, client.IgnoreNotFound(suite.mgmtClient.Delete(context.WithoutCancel(t.Context()), pkg)))
+		}
+		for _, pkg := range pkgs {
+			deleteAndWait(t, pkg)
+		}
+	})
+	for _, pkg := range pkgs {
+		require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+	}
+	for _, pkg := range pkgs {
+		waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+		assert.Equal(t, "fleet", configMapData(t, pkg.Namespace, "shared-config")["message"])
+	}
+	var rendered, cached float64
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		m, err := proc.scrape(t.Context())
+		if assert.NoError(ct, err) {
+			rendered, _ = sum(m, "pkgsync_pulls_total", map[string]string{"outcome": "rendered"})
+			cached, _ = sum(m, "pkgsync_pulls_total", map[string]string{"outcome": "cached"})
+		}
+	}, timeout, interval)
+	assert.Equal(t, 1.0, rendered, "renders for %d Packages of one image and configuration", packages)
+	assert.Equal(t, float64(packages-1), cached, "Packages served a render made for another")
 }
 
 // TestClusterPackageServiceAccount: a ClusterPackage's spec.serviceAccountName is a
