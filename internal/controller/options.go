@@ -37,7 +37,8 @@ type Options struct {
 	// resources that name no ServiceAccount of their own (and by every ObjectDeployment): the
 	// ServiceAccount of that name in the resource's namespace.
 	DefaultServiceAccount string
-	// RequireSignatures refuses Packages and ClusterPackages without spec.verify.
+	// RequireSignatures refuses Packages and ClusterPackages without spec.verify, and
+	// HostedClusterPackages without spec.template.spec.verify.
 	RequireSignatures bool
 	// RenderCacheSize bounds the number of rendered packages kept in memory.
 	RenderCacheSize int

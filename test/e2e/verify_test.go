@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -181,6 +182,20 @@ func TestRequireSignatures(t *testing.T) {
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), verified))
 	t.Cleanup(func() { deleteAndWaitVerify(t, verified) })
 	waitForReady(t, verified, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+
+	// A fleet whose members would be refused is refused itself, before its tag is resolved.
+	fleet := &v1alpha1.HostedClusterPackage{
+		ObjectMeta: metav1.ObjectMeta{Name: "unverified-" + ns[len(ns)-8:], Labels: map[string]string{shardLabel: "require-signatures"}},
+		Spec: v1alpha1.HostedClusterPackageSpec{
+			HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": ns}},
+			Template:              v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: image}},
+		},
+	}
+	newFleet(t, fleet)
+	got := waitForFleet(t, fleet.Name, metav1.ConditionFalse, v1alpha1.VerificationRequiredReason, "")
+	assert.True(t, conditions.IsStalled(got))
+	assert.Contains(t, conditions.GetMessage(got, meta.ReadyCondition), "spec.template.spec.verify")
+	assert.Nil(t, got.Status.Target, "the tag is not resolved")
 }
 
 // A digest is verified once per key set: reconciles and other resources with the same keys
