@@ -303,3 +303,42 @@ func TestPackageKeylessVerification(t *testing.T) {
 	putKeys(t, ns, map[string][]byte{v1alpha1.TrustedRootKey: trusted})
 	waitForVerdict(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 }
+
+// Keyless signatures as cosign 2 stores them (the .sig tag, the certificate and the Rekor bundle
+// in the layer's annotations) verify in the controller too; a signature of another identity in
+// the same format is refused.
+func TestPackageKeylessCosign2Verification(t *testing.T) {
+	ns := newNamespace(t)
+	repo := "e2e/" + ns + "/keyless-cosign2"
+	image := suite.registry.Host + "/" + repo + ":v1"
+	digest := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
+	sigstore, err := testenv.NewSigstore()
+	require.NoError(t, err)
+	trusted, err := sigstore.TrustedRoot()
+	require.NoError(t, err)
+	sig, err := sigstore.SignImageCosign2(suite.registry.Host+"/"+repo, digest, "release@example.com", "https://issuer.example", testenv.Cosign2Options{})
+	require.NoError(t, err)
+	require.NoError(t, testenv.AttachCosign2Signatures(t.Context(), suite.registry.Host, repo, digest, sig))
+
+	putKeys(t, ns, map[string][]byte{v1alpha1.TrustedRootKey: trusted})
+	pkg := newPackage(ns, "signed", image, "")
+	pkg.Spec.Verify = &v1alpha1.Verification{
+		SecretRef:         meta.LocalObjectReference{Name: "signing-keys"},
+		MatchOIDCIdentity: []v1alpha1.OIDCIdentityMatch{{Issuer: `https://issuer\.example`, Subject: `release@example\.com`}},
+	}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+	t.Cleanup(func() { deleteAndWaitVerify(t, pkg) })
+	waitForVerdict(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.Equal(t, digest, pkg.Status.LastAppliedRevision)
+
+	// Another identity signs the next digest: refused, the last good revision kept.
+	digest2 := pushPackage(t, writePackage(t, versionedPackage("2")), repo+":v1")
+	sig, err = sigstore.SignImageCosign2(suite.registry.Host+"/"+repo, digest2, "intruder@example.com", "https://issuer.example", testenv.Cosign2Options{})
+	require.NoError(t, err)
+	require.NoError(t, testenv.AttachCosign2Signatures(t.Context(), suite.registry.Host, repo, digest2, sig))
+	ready := waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
+	assert.Contains(t, ready.Message, "no identity matches")
+	assert.Contains(t, ready.Message, source.SignatureTag(digest2))
+	assert.Equal(t, digest, pkg.Status.LastAppliedRevision)
+	assert.Equal(t, "1", configMapData(t, ns, "signed")["version"])
+}
