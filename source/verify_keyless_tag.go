@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
@@ -105,16 +106,8 @@ func (c *Client) verifyKeylessLayer(ctx context.Context, repo *remote.Repository
 	if err != nil {
 		return "", err
 	}
-	// sigstore-go skips log entries whose SET does not verify and then reports too few entries;
-	// checked first, the message says which part failed.
-	entries, err := b.TlogEntries()
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", RekorBundleAnnotation, err)
-	}
-	for _, e := range entries {
-		if err := tlog.VerifySET(e, p.trusted.RekorLogs()); err != nil {
-			return "", fmt.Errorf("the signed entry timestamp of %s (the log's promise) does not verify with a transparency log of the trusted root: %w", RekorBundleAnnotation, err)
-		}
+	if err := p.precheck(b); err != nil {
+		return "", err
 	}
 	res, err := p.verify(b, verify.WithArtifact(bytes.NewReader(body)))
 	if err != nil {
@@ -126,6 +119,36 @@ func (c *Client) verifyKeylessLayer(ctx context.Context, repo *remote.Repository
 		return "", err
 	}
 	return identity, nil
+}
+
+// precheck checks, with sigstore-go, the parts of a converted signature whose failure
+// sigstore-go reports without saying why: it skips log entries whose SET does not verify and
+// then counts too few, and says "leaf certificate verification failed" of a certificate of an
+// unknown CA and of one used outside its validity alike. The whole bundle is verified after.
+func (p *KeylessPolicy) precheck(b *bundle.Bundle) error {
+	entries, err := b.TlogEntries()
+	if err != nil {
+		return fmt.Errorf("%s: %w", RekorBundleAnnotation, err)
+	}
+	content, err := b.VerificationContent()
+	if err != nil {
+		return fmt.Errorf("%s: %w", CertificateAnnotation, err)
+	}
+	leaf := content.Certificate()
+	for _, e := range entries {
+		if err := tlog.VerifySET(e, p.trusted.RekorLogs()); err != nil {
+			return fmt.Errorf("the signed entry timestamp of %s (the log's promise) does not verify with a transparency log of the trusted root: %w", RekorBundleAnnotation, err)
+		}
+		// The SET verified: the integrated time is the log's.
+		logged := e.IntegratedTime()
+		if logged.Before(leaf.NotBefore) || logged.After(leaf.NotAfter) {
+			return fmt.Errorf("logged at %s, outside the certificate's validity (%s to %s)", logged.UTC().Format(time.RFC3339), leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339))
+		}
+		if _, err := verify.VerifyLeafCertificate(logged, leaf, p.trusted); err != nil {
+			return fmt.Errorf("the certificate (issuer %q) does not chain to a certificate authority of the trusted root: %w", leaf.Issuer.String(), err)
+		}
+	}
+	return nil
 }
 
 // cosign2Bundle converts a cosign 2 keyless signature into the sigstore bundle (v0.1) it

@@ -58,12 +58,12 @@ func TestVerifyKeylessCosign2Refuses(t *testing.T) {
 		opts testenv.Cosign2Options
 		want string
 	}{
-		{"a certificate from another CA", testenv.Cosign2Options{CA: otherCA}, "certificate"},
+		{"a certificate from another CA", testenv.Cosign2Options{CA: otherCA}, "does not chain to a certificate authority of the trusted root"},
 		{"a payload for another digest", testenv.Cosign2Options{SignedDigest: "sha256:" + strings.Repeat("ab", 32)}, "for sha256:abab"},
 		{"no signed entry timestamp", testenv.Cosign2Options{NoSET: true}, "no SignedEntryTimestamp"},
 		{"a tampered signed entry timestamp", testenv.Cosign2Options{TamperSET: true}, "signed entry timestamp"},
 		{"no Rekor bundle", testenv.Cosign2Options{NoBundle: true}, "no dev.sigstore.cosign/bundle annotation"},
-		{"logged after the certificate expired", testenv.Cosign2Options{IntegratedTime: time.Now().Add(30 * time.Minute)}, "certificate"},
+		{"logged after the certificate expired", testenv.Cosign2Options{IntegratedTime: time.Now().Add(30 * time.Minute)}, "outside the certificate's validity"},
 	}
 	for i, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
