@@ -242,31 +242,13 @@ func (c *Client) readSignatureManifest(ctx context.Context, repo *remote.Reposit
 // verifyLayer checks one signature layer: its payload (digest-verified on download) must carry a
 // signature one of keys made, and name dgst. It returns the name of that key.
 func (c *Client) verifyLayer(ctx context.Context, repo *remote.Repository, sigRef Reference, layer ocispec.Descriptor, dgst string, keys *PublicKeys) (string, error) {
-	if layer.MediaType != SimpleSigningMediaType {
-		return "", fmt.Errorf("media type %q is not %s", layer.MediaType, SimpleSigningMediaType)
-	}
-	encoded, ok := layer.Annotations[SignatureAnnotation]
-	if !ok {
-		return "", fmt.Errorf("no %s annotation", SignatureAnnotation)
-	}
-	if base64.StdEncoding.DecodedLen(len(encoded)) > maxSignatureBytes {
-		return "", fmt.Errorf("signature of %d bytes: %w (at most %d)", base64.StdEncoding.DecodedLen(len(encoded)), ErrLimit, maxSignatureBytes)
-	}
-	sig, err := base64.StdEncoding.DecodeString(encoded)
+	sig, err := layerSignature(layer)
 	if err != nil {
-		return "", fmt.Errorf("signature annotation: %w", err)
+		return "", err
 	}
-	if layer.Size > maxPayloadBytes {
-		return "", fmt.Errorf("payload of %d bytes: %w (at most %d)", layer.Size, ErrLimit, maxPayloadBytes)
-	}
-	rc, err := repo.Fetch(ctx, layer)
+	body, err := c.fetchPayload(ctx, repo, sigRef, layer)
 	if err != nil {
-		return "", fmt.Errorf("fetch payload %s: %w", layer.Digest, c.explain(sigRef, err))
-	}
-	defer rc.Close()
-	body, err := content.ReadAll(rc, layer)
-	if err != nil {
-		return "", fmt.Errorf("fetch payload %s: %w", layer.Digest, err)
+		return "", err
 	}
 	key := ""
 	for _, k := range keys.keys {
@@ -276,20 +258,69 @@ func (c *Client) verifyLayer(ctx context.Context, repo *remote.Repository, sigRe
 		}
 	}
 	if key == "" {
+		if _, ok := layer.Annotations[CertificateAnnotation]; ok {
+			return "", errors.New("made by none of the keys (a keyless signature, with a certificate)")
+		}
 		return "", errors.New("made by none of the keys")
 	}
 	// Only a verified payload is parsed: its claims mean nothing before.
-	var claims payload.SimpleContainerImage
-	if err := json.Unmarshal(body, &claims); err != nil {
-		return "", fmt.Errorf("payload signed by %s: %w", key, err)
-	}
-	if claims.Critical.Type != payload.CosignSignatureType {
-		return "", fmt.Errorf("payload signed by %s is of type %q, not %q", key, claims.Critical.Type, payload.CosignSignatureType)
-	}
-	if got := claims.Critical.Image.DockerManifestDigest; got != dgst {
-		return "", fmt.Errorf("signed by %s, but for %s, not %s", key, got, dgst)
+	if err := checkPayload(body, dgst, key); err != nil {
+		return "", err
 	}
 	return key, nil
+}
+
+// layerSignature checks a signature layer's media type and returns its decoded, bounded
+// signature.
+func layerSignature(layer ocispec.Descriptor) ([]byte, error) {
+	if layer.MediaType != SimpleSigningMediaType {
+		return nil, fmt.Errorf("media type %q is not %s", layer.MediaType, SimpleSigningMediaType)
+	}
+	encoded, ok := layer.Annotations[SignatureAnnotation]
+	if !ok {
+		return nil, fmt.Errorf("no %s annotation", SignatureAnnotation)
+	}
+	if base64.StdEncoding.DecodedLen(len(encoded)) > maxSignatureBytes {
+		return nil, fmt.Errorf("signature of %d bytes: %w (at most %d)", base64.StdEncoding.DecodedLen(len(encoded)), ErrLimit, maxSignatureBytes)
+	}
+	sig, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return nil, fmt.Errorf("signature annotation: %w", err)
+	}
+	return sig, nil
+}
+
+// fetchPayload downloads a signature layer's payload, bounded and digest-checked.
+func (c *Client) fetchPayload(ctx context.Context, repo *remote.Repository, sigRef Reference, layer ocispec.Descriptor) ([]byte, error) {
+	if layer.Size > maxPayloadBytes {
+		return nil, fmt.Errorf("payload of %d bytes: %w (at most %d)", layer.Size, ErrLimit, maxPayloadBytes)
+	}
+	rc, err := repo.Fetch(ctx, layer)
+	if err != nil {
+		return nil, fmt.Errorf("fetch payload %s: %w", layer.Digest, c.explain(sigRef, err))
+	}
+	defer rc.Close()
+	body, err := content.ReadAll(rc, layer)
+	if err != nil {
+		return nil, fmt.Errorf("fetch payload %s: %w", layer.Digest, err)
+	}
+	return body, nil
+}
+
+// checkPayload parses a verified simple-signing payload, which signer signed, and checks that
+// it is cosign's signature of dgst: a signature copied from another image names another digest.
+func checkPayload(body []byte, dgst, signer string) error {
+	var claims payload.SimpleContainerImage
+	if err := json.Unmarshal(body, &claims); err != nil {
+		return fmt.Errorf("payload signed by %s: %w", signer, err)
+	}
+	if claims.Critical.Type != payload.CosignSignatureType {
+		return fmt.Errorf("payload signed by %s is of type %q, not %q", signer, claims.Critical.Type, payload.CosignSignatureType)
+	}
+	if got := claims.Critical.Image.DockerManifestDigest; got != dgst {
+		return fmt.Errorf("signed by %s, but for %s, not %s", signer, got, dgst)
+	}
+	return nil
 }
 
 // decodeSignature returns a layer's signature, or nil.

@@ -63,6 +63,7 @@ type OIDCIdentity struct {
 // transparency log of the root whose time falls within the certificate's validity. Nothing is
 // fetched: the trusted root is all the trust.
 type KeylessPolicy struct {
+	trusted    root.TrustedMaterial
 	verifier   *verify.Verifier
 	identities []verify.CertificateIdentity
 	described  []string
@@ -95,7 +96,7 @@ func NewKeylessPolicy(trustedRoot []byte, identities []OIDCIdentity) (*KeylessPo
 	if err != nil {
 		return nil, fmt.Errorf("trusted root: %w", err)
 	}
-	p := &KeylessPolicy{verifier: v}
+	p := &KeylessPolicy{trusted: tr, verifier: v}
 	h := sha256.New()
 	h.Write(trustedRoot)
 	for i, id := range identities {
@@ -124,10 +125,11 @@ func (p *KeylessPolicy) ID() string { return p.id }
 func (p *KeylessPolicy) String() string { return "[" + strings.Join(p.described, "; ") + "]" }
 
 // VerifyKeyless checks that the digest ref names (resolved first when ref has only a tag) has
-// a cosign keyless signature that verifies under the policy: a sigstore bundle among the
-// image's referrers, signed by a certificate for one of its identities, logged, and stating
-// that it signs this digest. It returns the verified signature, with the identity that
-// matched as Key. The error wraps ErrNoSignature when the image has no bundle and
+// a cosign keyless signature that verifies under the policy: signed by a certificate for one of
+// its identities, logged, and stating that it signs this digest. Signatures are read where
+// cosign 2 stores them, the layers of the sha256-<digest>.sig tag, then where cosign 3 does,
+// sigstore bundles among the image's referrers. It returns the verified signature, with the
+// identity that matched as Key. The error wraps ErrNoSignature when the image has neither and
 // ErrSignatureInvalid when none verifies.
 func (c *Client) VerifyKeyless(ctx context.Context, ref Reference, p *KeylessPolicy, creds Credentials) (*Verification, error) {
 	cred, err := c.credential(ctx, ref.Registry, creds)
@@ -143,19 +145,26 @@ func (c *Client) VerifyKeyless(ctx context.Context, ref Reference, p *KeylessPol
 		return nil, fmt.Errorf("verify %s: %w", ref, err)
 	}
 	repo := c.repositoryWith(ref, cred)
+	sigRef := Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: SignatureTag(dgst)}
+	identity, failures, err := c.verifyKeylessTag(ctx, repo, sigRef, dgst, p)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s@%s: %w", ref.Name(), dgst, err)
+	}
+	if identity != "" {
+		return &Verification{Digest: dgst, Key: identity, Signature: sigRef}, nil
+	}
 	repo.ReferrerListMaxPages = maxReferrerPages
 	bundles, more, err := listBundles(ctx, repo, d)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s@%s: list the image's referrers: %w", ref.Name(), dgst, c.explain(ref, err))
 	}
-	if len(bundles) == 0 {
-		return nil, fmt.Errorf("verify %s@%s: %w: no sigstore bundle (%s) refers to the image", ref.Name(), dgst, ErrNoSignature, BundleMediaType)
+	if len(bundles) == 0 && len(failures) == 0 {
+		return nil, fmt.Errorf("verify %s@%s: %w: no signature in %s and no sigstore bundle (%s) refers to the image", ref.Name(), dgst, ErrNoSignature, sigRef, BundleMediaType)
 	}
 	raw, err := hex.DecodeString(d.Encoded())
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", ref, err)
 	}
-	var failures []string
 	for i, desc := range bundles {
 		where := Reference{Registry: ref.Registry, Repository: ref.Repository, Digest: desc.Digest.String()}
 		identity, err := c.verifyBundle(ctx, repo, desc, d.Algorithm().String(), raw, p)
@@ -203,23 +212,38 @@ func (c *Client) verifyBundle(ctx context.Context, repo *remote.Repository, desc
 	if err != nil {
 		return "", err
 	}
-	opts := make([]verify.PolicyOption, 0, len(p.identities))
-	for _, id := range p.identities {
-		opts = append(opts, verify.WithCertificateIdentity(id))
-	}
-	res, err := p.verifier.Verify(b, verify.NewPolicy(verify.WithArtifactDigest(algorithm, raw), opts...))
+	res, err := p.verify(b, verify.WithArtifactDigest(algorithm, raw))
 	if err != nil {
-		var mismatch *verify.ErrNoMatchingCertificateIdentity
-		if errors.As(err, &mismatch) {
-			return "", fmt.Errorf("%w: %w", ErrNoMatchingIdentity, err)
-		}
 		return "", err
 	}
 	if err := checkSignatureStatement(res); err != nil {
 		return "", err
 	}
+	return identityOf(res), nil
+}
+
+// verify checks a bundle under the policy, for the artifact: the certificate, one of the
+// identities, the log entry and the signature. What was signed is the caller's to check.
+func (p *KeylessPolicy) verify(b *bundle.Bundle, artifact verify.ArtifactPolicyOption) (*verify.VerificationResult, error) {
+	opts := make([]verify.PolicyOption, 0, len(p.identities))
+	for _, id := range p.identities {
+		opts = append(opts, verify.WithCertificateIdentity(id))
+	}
+	res, err := p.verifier.Verify(b, verify.NewPolicy(artifact, opts...))
+	if err != nil {
+		var mismatch *verify.ErrNoMatchingCertificateIdentity
+		if errors.As(err, &mismatch) {
+			return nil, fmt.Errorf("%w: %w", ErrNoMatchingIdentity, err)
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// identityOf names the certificate identity of a verified bundle.
+func identityOf(res *verify.VerificationResult) string {
 	cert := res.Signature.Certificate
-	return fmt.Sprintf("issuer %s subject %s", cert.Issuer, cert.SubjectAlternativeName), nil
+	return fmt.Sprintf("issuer %s subject %s", cert.Issuer, cert.SubjectAlternativeName)
 }
 
 // fetchBundle reads one bundle manifest and its bundle, bounded and digest-checked.

@@ -37,7 +37,11 @@ type HostedClusterPackageSpec struct {
 
 	// Template is the Package kept in the hosted-control-plane namespace of each selected
 	// HostedCluster. Its image tag is resolved by the fleet, once per interval for the whole
-	// fleet, and members are pinned to the digest of the revision their partition is on.
+	// fleet, and members are pinned to the digest of the revision their partition is on. With
+	// template.spec.verify set, the fleet verifies a resolved digest before it becomes the
+	// target (its verify.secretRef read in the controller's namespace): a digest that fails
+	// reaches no member. The fleet has no verify of its own, so that it cannot disagree with
+	// its members, which verify with the template's too.
 	// +required
 	Template PackageTemplate `json:"template"`
 

@@ -18,7 +18,8 @@ type Verification struct {
 	// tag sha256-<digest>.sig next to the image, as `pkgsync sign` and `cosign sign --key
 	// --new-bundle-format=false` store them, then from the sigstore bundles that refer to the
 	// image (OCI 1.1 referrers), as cosign 3 stores them by default; keyless signatures
-	// (matchOIDCIdentity) from those bundles only.
+	// (matchOIDCIdentity) from the same two places: the .sig tag's layers with a Fulcio
+	// certificate and a Rekor bundle in their annotations (cosign 2), then the bundles.
 	// +optional
 	// +kubebuilder:default=cosign
 	// +kubebuilder:validation:Enum=cosign
@@ -27,8 +28,10 @@ type Verification struct {
 	// SecretRef names a Secret of PEM public keys, one per data key ending in .pub (cosign.pub,
 	// as `cosign generate-key-pair` writes it); a signature made with any of them verifies. With
 	// matchOIDCIdentity it holds trusted_root.json instead. It lives in the resource's namespace
-	// (for a ClusterPackage, in the controller's namespace) and is read on every reconcile, so a
-	// rotated key takes effect at the next one. Keys are the trust: no transparency log is
+	// (for a ClusterPackage, in the controller's namespace; in a HostedClusterPackage's
+	// template, the fleet reads it in the controller's namespace, before a digest becomes its
+	// target, and each member in its own) and is read on every reconcile, so a rotated key
+	// takes effect at the next one. Keys are the trust: no transparency log is
 	// consulted.
 	// +required
 	SecretRef meta.LocalObjectReference `json:"secretRef"`
@@ -37,8 +40,10 @@ type Verification struct {
 	// counts when its certificate chains to a certificate authority of the Secret's
 	// trusted_root.json (a Sigstore trusted root, as `cosign trusted-root create` writes it),
 	// was issued to an identity one entry matches, and was logged in a transparency log of
-	// that root within the certificate's validity. Nothing is fetched from the network: the
-	// trusted root is the trust. The Secret's .pub keys are not used.
+	// that root within the certificate's validity (for cosign 2's .sig signatures: the log's
+	// signed entry timestamp verifies with the root's log key), and what it signs names the
+	// image's digest. Nothing is fetched from the network: the trusted root is the trust. The
+	// Secret's .pub keys are not used.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	MatchOIDCIdentity []OIDCIdentityMatch `json:"matchOIDCIdentity,omitempty"`

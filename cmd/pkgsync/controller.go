@@ -88,7 +88,7 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.StringVar(&o.watchLabelSelector, "watch-label-selector", "", "Reconcile only resources matching this label selector (sharding)")
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "Directory keeping verified blobs across restarts (optional)")
 	fs.BoolVar(&o.allowCrossNamespace, "allow-cross-namespace", false, "Let namespaced resources create cluster-scoped objects and objects in other namespaces")
-	fs.BoolVar(&o.requireSignatures, "require-signatures", false, "Refuse Packages and ClusterPackages without spec.verify (reason VerificationRequired)")
+	fs.BoolVar(&o.requireSignatures, "require-signatures", false, "Refuse Packages and ClusterPackages without spec.verify, and HostedClusterPackages without spec.template.spec.verify (reason VerificationRequired)")
 	fs.StringVar(&o.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the resource's own namespace) impersonated by namespaced resources that name none, and by every ObjectDeployment; empty means the controller's own identity")
 	fs.StringVar(&o.hostedNamespaceRule, "hosted-namespace-rule", string(controller.HostedNamespaceByHostedCluster),
 		"Which namespaces may have hosted-cluster phases: HostedCluster (a HyperShift HostedCluster maps to the namespace) or Label (the namespace is labelled hypershift.openshift.io/hosted-control-plane=true; only where tenants cannot label namespaces)")

@@ -58,10 +58,13 @@ type fleetReconciler struct {
 	client    client.Client
 	apiReader client.Reader
 	source    *source.Client
-	recorder  record.EventRecorder
-	metrics   runtimectrl.Metrics
-	own       *metrics
-	options   Options
+	// verifier is the Packages' verifier: a digest the fleet verified is in its cache when the
+	// members verify it.
+	verifier *signatureVerifier
+	recorder record.EventRecorder
+	metrics  runtimectrl.Metrics
+	own      *metrics
+	options  Options
 	// hostedClusterAPI is false when the HostedCluster API is not installed.
 	hostedClusterAPI bool
 	now              func() time.Time
@@ -137,11 +140,27 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 func (r *fleetReconciler) reconcileFleet(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (ctrl.Result, error) {
 	spec := &fleet.Spec
 	interval := spec.Template.Spec.GetInterval()
-	target, err := r.resolveTarget(ctx, fleet, lastHandled)
+	// Members would be refused without spec.verify: the fleet refuses first, before any request.
+	if err := r.verifier.required(spec.Template.Spec.Verify, fleetVerifyField, spec.Template.Spec.Image); err != nil {
+		conditions.MarkFalse(fleet, meta.ReadyCondition, v1alpha1.VerificationRequiredReason, "%s", err)
+		conditions.MarkStalled(fleet, v1alpha1.VerificationRequiredReason, "%s", err)
+		conditions.Delete(fleet, meta.ReconcilingCondition)
+		return ctrl.Result{}, nil
+	}
+	target, pinned, creds, err := r.resolveTarget(ctx, fleet, lastHandled)
 	if err != nil {
 		reason := reasonFor(err)
 		conditions.MarkFalse(fleet, meta.ReadyCondition, reason, "%s", err)
 		conditions.MarkReconciling(fleet, v1alpha1.ProgressingWithRetryReason, "%s", err)
+		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
+	}
+	// A digest is verified before it becomes the target: one that fails never reaches a member,
+	// canaries included. The verdict is cached per digest and key set, so members verifying the
+	// same digest with the same keys cost no further request.
+	if err := r.verifier.check(ctx, spec.Template.Spec.Verify, "", fleetVerifyField, pinned, creds); err != nil {
+		msg := fmt.Sprintf("revision %s is not rolled out, members are left as they are%s: %s", target.Name, r.stableNote(fleet), err)
+		conditions.MarkFalse(fleet, meta.ReadyCondition, reasonFor(err), "%s", msg)
+		conditions.MarkReconciling(fleet, v1alpha1.ProgressingWithRetryReason, "%s", msg)
 		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
 	}
 	fleet.Status.Target = target
@@ -246,17 +265,31 @@ func (r *fleetReconciler) finalize(ctx context.Context, fleet *v1alpha1.HostedCl
 	return ctrl.Result{}, nil
 }
 
+// fleetVerifyField is where a fleet's verification settings are: the template's, which its
+// members verify with too.
+const fleetVerifyField = "spec.template.spec.verify"
+
+// stableNote names the stable revision, which members the rollout has not reached stay on.
+func (r *fleetReconciler) stableNote(fleet *v1alpha1.HostedClusterPackage) string {
+	if fleet.Status.Stable == nil {
+		return ""
+	}
+	return " (stable revision " + fleet.Status.Stable.Name + ")"
+}
+
 // resolveTarget resolves the template's tag, once per interval for the whole fleet, and names
-// the revision it makes with the template.
-func (r *fleetReconciler) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (*v1alpha1.FleetRevision, error) {
+// the revision it makes with the template. It also returns the image pinned to the digest and
+// the credentials it was resolved with, to verify it.
+func (r *fleetReconciler) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (*v1alpha1.FleetRevision, source.Reference, source.Credentials, error) {
+	var none source.Reference
 	tmpl := &fleet.Spec.Template.Spec
 	ref, err := source.ParseReference(tmpl.Image)
 	if err != nil {
-		return nil, &stageError{reason: v1alpha1.PullFailedReason, err: fmt.Errorf("spec.template.spec.image: %w", err)}
+		return nil, none, nil, &stageError{reason: v1alpha1.PullFailedReason, err: fmt.Errorf("spec.template.spec.image: %w", err)}
 	}
 	creds, err := readPullCredentials(ctx, r.apiReader, r.options.Namespace, tmpl.PullSecretRef)
 	if err != nil {
-		return nil, err
+		return nil, none, nil, err
 	}
 	maxAge := tmpl.GetInterval() / 2
 	if token, ok := meta.ReconcileAnnotationValue(fleet.GetAnnotations()); ok && token != lastHandled {
@@ -268,13 +301,14 @@ func (r *fleetReconciler) resolveTarget(ctx context.Context, fleet *v1alpha1.Hos
 	}
 	digest, err := r.source.ResolveWithin(ctx, ref, creds, maxAge)
 	if err != nil {
-		return nil, pullFailed(err)
+		return nil, none, nil, pullFailed(err)
 	}
 	td, err := templateDigest(&fleet.Spec)
 	if err != nil {
-		return nil, err
+		return nil, none, nil, err
 	}
-	return &v1alpha1.FleetRevision{Name: revisionName(digest, td), Image: ref.WithDigest(digest).String(), Digest: digest, TemplateDigest: td}, nil
+	pinned := ref.WithDigest(digest)
+	return &v1alpha1.FleetRevision{Name: revisionName(digest, td), Image: pinned.String(), Digest: digest, TemplateDigest: td}, pinned, creds, nil
 }
 
 // members lists the selected HostedClusters with their member Packages, and the clusters whose

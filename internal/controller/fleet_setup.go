@@ -22,11 +22,11 @@ import (
 // change of its members (their status drives the rollout; an edit of their spec is reverted),
 // and by HostedClusters joining, leaving or changing labels.
 func setupFleets(_ context.Context, mgr ctrl.Manager, cfg Config, opts Options, recorder record.EventRecorder, m *metrics,
-	ctrlOpts controller.Options, specChanged predicate.Predicate) error {
+	verifier *signatureVerifier, ctrlOpts controller.Options, specChanged predicate.Predicate) error {
 	_, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version)
 	hostedClusterAPI := err == nil
 	r := &fleetReconciler{
-		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), source: cfg.Source, recorder: recorder,
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), source: cfg.Source, verifier: verifier, recorder: recorder,
 		metrics: cfg.Metrics, own: m, options: opts, hostedClusterAPI: hostedClusterAPI, now: time.Now,
 	}
 	isMember := predicate.NewPredicateFuncs(func(o client.Object) bool {

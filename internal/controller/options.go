@@ -37,7 +37,8 @@ type Options struct {
 	// resources that name no ServiceAccount of their own (and by every ObjectDeployment): the
 	// ServiceAccount of that name in the resource's namespace.
 	DefaultServiceAccount string
-	// RequireSignatures refuses Packages and ClusterPackages without spec.verify.
+	// RequireSignatures refuses Packages and ClusterPackages without spec.verify, and
+	// HostedClusterPackages without spec.template.spec.verify.
 	RequireSignatures bool
 	// RenderCacheBytes bounds the estimated memory of the rendered packages kept (see
 	// resultSize); 32 MiB when zero.

@@ -166,7 +166,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 			(&objectDeploymentSteps[*v1alpha1.ClusterObjectDeployment]{options: opts, rollouts: ro, kind: v1alpha1.ClusterObjectDeploymentKind}).steps()),
 			nil},
 	}
-	if err := setupFleets(ctx, mgr, cfg, opts, recorder, m, ctrlOpts, specChanged); err != nil {
+	if err := setupFleets(ctx, mgr, cfg, opts, recorder, m, verifier, ctrlOpts, specChanged); err != nil {
 		return err
 	}
 	for _, k := range kinds {

@@ -41,62 +41,72 @@ func newSignatureVerifier(apiReader client.Reader, src *source.Client, namespace
 // VerificationFailed stage errors naming the Secret, its keys and what failed. Without
 // spec.verify it refuses the resource when signatures are required.
 func (v *signatureVerifier) verify(ctx context.Context, obj packageObject, ref source.Reference, creds source.Credentials) error {
-	spec := obj.GetSpec().Verify
+	return v.check(ctx, obj.GetSpec().Verify, obj.GetNamespace(), "spec.verify", ref, creds)
+}
+
+// check verifies ref with spec, the verification settings at field of a resource in namespace
+// ("" for a cluster-scoped resource: its Secret is in the controller's namespace).
+func (v *signatureVerifier) check(ctx context.Context, spec *v1alpha1.Verification, namespace, field string, ref source.Reference, creds source.Credentials) error {
 	if spec == nil {
-		if v.require {
-			return &stageError{reason: v1alpha1.VerificationRequiredReason,
-				err: fmt.Errorf("the controller runs with --require-signatures and spec.verify is not set: name a Secret of cosign public keys in spec.verify.secretRef to install %s", ref.Name())}
-		}
-		return nil
+		return v.required(spec, field, ref.Name())
 	}
-	ns := obj.GetNamespace()
-	if ns == "" {
-		ns = v.namespace
+	if namespace == "" {
+		namespace = v.namespace
 	}
-	key := client.ObjectKey{Namespace: ns, Name: spec.SecretRef.Name}
+	key := client.ObjectKey{Namespace: namespace, Name: spec.SecretRef.Name}
 	secretName := key.String()
 	var secret corev1.Secret
 	if err := v.apiReader.Get(ctx, key, &secret); err != nil {
-		return &stageError{reason: v1alpha1.VerificationFailedReason, err: fmt.Errorf("read the verification Secret of spec.verify.secretRef %s: %w", key, err)}
+		return &stageError{reason: v1alpha1.VerificationFailedReason, err: fmt.Errorf("read the verification Secret of %s.secretRef %s: %w", field, key, err)}
 	}
 	var (
 		trustID, trust string
-		check          func() (*source.Verification, error)
+		verify         func() (*source.Verification, error)
 	)
 	if len(spec.MatchOIDCIdentity) > 0 {
-		policy, err := keylessPolicy(key, &secret, spec.MatchOIDCIdentity)
+		policy, err := keylessPolicy(key, &secret, field, spec.MatchOIDCIdentity)
 		if err != nil {
 			return &stageError{reason: v1alpha1.VerificationFailedReason, err: err}
 		}
-		trustID, trust = "keyless\x00"+policy.ID(), "the trusted root of Secret "+secretName+" and spec.verify.matchOIDCIdentity"
-		check = func() (*source.Verification, error) { return v.source.VerifyKeyless(ctx, ref, policy, creds) }
+		trustID, trust = "keyless\x00"+policy.ID(), "the trusted root of Secret "+secretName+" and "+field+".matchOIDCIdentity"
+		verify = func() (*source.Verification, error) { return v.source.VerifyKeyless(ctx, ref, policy, creds) }
 	} else {
-		keys, err := publicKeys(key, &secret)
+		keys, err := publicKeys(key, &secret, field)
 		if err != nil {
 			return &stageError{reason: v1alpha1.VerificationFailedReason, err: err}
 		}
-		trustID, trust = keys.ID(), "the keys of Secret "+secretName
-		check = func() (*source.Verification, error) { return v.source.Verify(ctx, ref, keys, creds) }
+		trustID, trust = keys.ID(), fmt.Sprintf("the keys %v of Secret %s", keys.Names(), secretName)
+		verify = func() (*source.Verification, error) { return v.source.Verify(ctx, ref, keys, creds) }
 	}
 	cacheKey := ref.Name() + "@" + ref.Digest + "\x00" + trustID
 	if _, ok := v.verified.Get(cacheKey); ok {
 		return nil
 	}
-	verified, err := check()
+	verified, err := verify()
 	if err != nil {
 		return &stageError{reason: v1alpha1.VerificationFailedReason,
-			err: fmt.Errorf("%w (spec.verify: %s)", withRegistryHint(err), trust)}
+			err: fmt.Errorf("%w (%s: %s)", withRegistryHint(err), field, trust)}
 	}
 	v.verified.Add(cacheKey, verified.Key)
 	ctrl.LoggerFrom(ctx).V(1).Info("signature verified", "revision", ref.Digest, "signer", verified.Key, "secret", secretName)
 	return nil
 }
 
+// required refuses, when signatures are required (--require-signatures), verification settings
+// (at field) that are not set, for the image.
+func (v *signatureVerifier) required(spec *v1alpha1.Verification, field, image string) error {
+	if spec != nil || !v.require {
+		return nil
+	}
+	return &stageError{reason: v1alpha1.VerificationRequiredReason,
+		err: fmt.Errorf("the controller runs with --require-signatures and %s is not set: name a Secret of cosign public keys in %s.secretRef to install %s", field, field, image)}
+}
+
 // keylessPolicy reads the trusted root of a Secret and the identities of spec.verify.
-func keylessPolicy(key client.ObjectKey, secret *corev1.Secret, match []v1alpha1.OIDCIdentityMatch) (*source.KeylessPolicy, error) {
+func keylessPolicy(key client.ObjectKey, secret *corev1.Secret, field string, match []v1alpha1.OIDCIdentityMatch) (*source.KeylessPolicy, error) {
 	trusted, ok := secret.Data[v1alpha1.TrustedRootKey]
 	if !ok {
-		return nil, fmt.Errorf("the Secret %s (spec.verify.secretRef) has no %s, which keyless verification (spec.verify.matchOIDCIdentity) needs: add the Sigstore trusted root (cosign trusted-root create)", key, v1alpha1.TrustedRootKey)
+		return nil, fmt.Errorf("the Secret %s (%s.secretRef) has no %s, which keyless verification (%s.matchOIDCIdentity) needs: add the Sigstore trusted root (cosign trusted-root create)", key, field, v1alpha1.TrustedRootKey, field)
 	}
 	ids := make([]source.OIDCIdentity, len(match))
 	for i, m := range match {
@@ -104,13 +114,13 @@ func keylessPolicy(key client.ObjectKey, secret *corev1.Secret, match []v1alpha1
 	}
 	policy, err := source.NewKeylessPolicy(trusted, ids)
 	if err != nil {
-		return nil, fmt.Errorf("spec.verify.matchOIDCIdentity with the Secret %s: %w", key, err)
+		return nil, fmt.Errorf("%s.matchOIDCIdentity with the Secret %s: %w", field, key, err)
 	}
 	return policy, nil
 }
 
 // publicKeys reads the public keys of a Secret: every data key ending in .pub.
-func publicKeys(key client.ObjectKey, secret *corev1.Secret) (*source.PublicKeys, error) {
+func publicKeys(key client.ObjectKey, secret *corev1.Secret, field string) (*source.PublicKeys, error) {
 	named := map[string][]byte{}
 	var others []string
 	for name, data := range secret.Data {
@@ -122,11 +132,11 @@ func publicKeys(key client.ObjectKey, secret *corev1.Secret) (*source.PublicKeys
 	}
 	if len(named) == 0 {
 		slices.Sort(others)
-		return nil, fmt.Errorf("the Secret %s (spec.verify.secretRef) has no key ending in %s (it has %v): add the cosign public key as cosign.pub", key, v1alpha1.PublicKeySuffix, others)
+		return nil, fmt.Errorf("the Secret %s (%s.secretRef) has no key ending in %s (it has %v): add the cosign public key as cosign.pub", key, field, v1alpha1.PublicKeySuffix, others)
 	}
 	keys, err := source.ParsePublicKeys(named)
 	if err != nil {
-		return nil, fmt.Errorf("the Secret %s (spec.verify.secretRef): %w", key, err)
+		return nil, fmt.Errorf("the Secret %s (%s.secretRef): %w", key, field, err)
 	}
 	return keys, nil
 }

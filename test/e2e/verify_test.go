@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -181,6 +182,20 @@ func TestRequireSignatures(t *testing.T) {
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), verified))
 	t.Cleanup(func() { deleteAndWaitVerify(t, verified) })
 	waitForReady(t, verified, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+
+	// A fleet whose members would be refused is refused itself, before its tag is resolved.
+	fleet := &v1alpha1.HostedClusterPackage{
+		ObjectMeta: metav1.ObjectMeta{Name: "unverified-" + ns[len(ns)-8:], Labels: map[string]string{shardLabel: "require-signatures"}},
+		Spec: v1alpha1.HostedClusterPackageSpec{
+			HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": ns}},
+			Template:              v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: image}},
+		},
+	}
+	newFleet(t, fleet)
+	got := waitForFleet(t, fleet.Name, metav1.ConditionFalse, v1alpha1.VerificationRequiredReason, "")
+	assert.True(t, conditions.IsStalled(got))
+	assert.Contains(t, conditions.GetMessage(got, meta.ReadyCondition), "spec.template.spec.verify")
+	assert.Nil(t, got.Status.Target, "the tag is not resolved")
 }
 
 // A digest is verified once per key set: reconciles and other resources with the same keys
@@ -287,4 +302,43 @@ func TestPackageKeylessVerification(t *testing.T) {
 
 	putKeys(t, ns, map[string][]byte{v1alpha1.TrustedRootKey: trusted})
 	waitForVerdict(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+}
+
+// Keyless signatures as cosign 2 stores them (the .sig tag, the certificate and the Rekor bundle
+// in the layer's annotations) verify in the controller too; a signature of another identity in
+// the same format is refused.
+func TestPackageKeylessCosign2Verification(t *testing.T) {
+	ns := newNamespace(t)
+	repo := "e2e/" + ns + "/keyless-cosign2"
+	image := suite.registry.Host + "/" + repo + ":v1"
+	digest := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
+	sigstore, err := testenv.NewSigstore()
+	require.NoError(t, err)
+	trusted, err := sigstore.TrustedRoot()
+	require.NoError(t, err)
+	sig, err := sigstore.SignImageCosign2(suite.registry.Host+"/"+repo, digest, "release@example.com", "https://issuer.example", testenv.Cosign2Options{})
+	require.NoError(t, err)
+	require.NoError(t, testenv.AttachCosign2Signatures(t.Context(), suite.registry.Host, repo, digest, sig))
+
+	putKeys(t, ns, map[string][]byte{v1alpha1.TrustedRootKey: trusted})
+	pkg := newPackage(ns, "signed", image, "")
+	pkg.Spec.Verify = &v1alpha1.Verification{
+		SecretRef:         meta.LocalObjectReference{Name: "signing-keys"},
+		MatchOIDCIdentity: []v1alpha1.OIDCIdentityMatch{{Issuer: `https://issuer\.example`, Subject: `release@example\.com`}},
+	}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+	t.Cleanup(func() { deleteAndWaitVerify(t, pkg) })
+	waitForVerdict(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.Equal(t, digest, pkg.Status.LastAppliedRevision)
+
+	// Another identity signs the next digest: refused, the last good revision kept.
+	digest2 := pushPackage(t, writePackage(t, versionedPackage("2")), repo+":v1")
+	sig, err = sigstore.SignImageCosign2(suite.registry.Host+"/"+repo, digest2, "intruder@example.com", "https://issuer.example", testenv.Cosign2Options{})
+	require.NoError(t, err)
+	require.NoError(t, testenv.AttachCosign2Signatures(t.Context(), suite.registry.Host, repo, digest2, sig))
+	ready := waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
+	assert.Contains(t, ready.Message, "no identity matches")
+	assert.Contains(t, ready.Message, source.SignatureTag(digest2))
+	assert.Equal(t, digest, pkg.Status.LastAppliedRevision)
+	assert.Equal(t, "1", configMapData(t, ns, "signed")["version"])
 }
