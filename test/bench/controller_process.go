@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -110,6 +112,9 @@ func startProcessController(ctx context.Context, env *environment, o options) (*
 		}
 	}()
 
+	// The harness's cache logs nothing worth reading (controller-runtime prints a stack trace
+	// when no logger was set).
+	ctrl.SetLogger(logr.Discard())
 	c.informers, err = crcache.New(env.mgmt.Config, crcache.Options{
 		Scheme: env.scheme, ByObject: map[client.Object]crcache.ByObject{&v1alpha1.Package{}: {}},
 	})
