@@ -9,22 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
-
-func kubeconfig(t *testing.T, server, user string) []byte {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: server}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: user}
-	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "x"
-	data, err := clientcmd.Write(*kc)
-	require.NoError(t, err)
-	return data
-}
 
 func connectorSecret(ns string, data []byte) *corev1.Secret {
 	return &corev1.Secret{
