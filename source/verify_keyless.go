@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
@@ -103,20 +104,36 @@ func NewKeylessPolicy(trustedRoot []byte, identities []OIDCIdentity) (*KeylessPo
 		if id.Issuer == "" || id.Subject == "" {
 			return nil, fmt.Errorf("identity %d: both the issuer and the subject are required", i+1)
 		}
-		ci, err := verify.NewShortCertificateIdentity("", anchored(id.Issuer), "", anchored(id.Subject))
+		issuer, err := anchored(id.Issuer)
+		if err != nil {
+			return nil, fmt.Errorf("identity %d: issuer: %w", i+1, err)
+		}
+		subject, err := anchored(id.Subject)
+		if err != nil {
+			return nil, fmt.Errorf("identity %d: subject: %w", i+1, err)
+		}
+		ci, err := verify.NewShortCertificateIdentity("", issuer, "", subject)
 		if err != nil {
 			return nil, fmt.Errorf("identity %d: %w", i+1, err)
 		}
 		p.identities = append(p.identities, ci)
 		p.described = append(p.described, fmt.Sprintf("issuer %q subject %q", id.Issuer, id.Subject))
-		fmt.Fprintf(h, "\x00%s\x00%s", id.Issuer, id.Subject)
+		// Length-prefixed: no two lists of identities encode alike, whatever bytes they hold.
+		fmt.Fprintf(h, "%d:%s%d:%s", len(id.Issuer), id.Issuer, len(id.Subject), id.Subject)
 	}
 	p.id = hex.EncodeToString(h.Sum(nil))
 	return p, nil
 }
 
-// anchored makes a regular expression match whole values only.
-func anchored(re string) string { return "^(?:" + re + ")$" }
+// anchored makes a regular expression match whole values only. The expression must be one on
+// its own: wrapped unchecked, "a)|(?:.*" would become "^(?:a)|(?:.*)$", which compiles and
+// matches anything.
+func anchored(re string) (string, error) {
+	if _, err := regexp.Compile(re); err != nil {
+		return "", err
+	}
+	return "^(?:" + re + ")$", nil
+}
 
 // ID names the policy (the trusted root and the identities) for caches.
 func (p *KeylessPolicy) ID() string { return p.id }

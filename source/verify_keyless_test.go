@@ -111,6 +111,8 @@ func TestNewKeylessPolicyRefuses(t *testing.T) {
 		{"no identity", trusted, nil, "no identity given"},
 		{"no subject", trusted, []OIDCIdentity{{Issuer: "x"}}, "both the issuer and the subject are required"},
 		{"bad expression", trusted, []OIDCIdentity{{Issuer: "(", Subject: "x"}}, "identity 1"},
+		// Wrapped in ^(?:...)$ unchecked, this would be ^(?:a)|(?:.*)$: any subject.
+		{"escapes its anchors", trusted, []OIDCIdentity{{Issuer: "https://issuer", Subject: "https://github\\.com/acme/x)|(?:.*"}}, "identity 1: subject"},
 		{"not a trusted root", []byte(`{"mediaType": "nonsense"}`), []OIDCIdentity{{Issuer: "x", Subject: "y"}}, "trusted root"},
 	}
 	for _, tc := range cases {

@@ -111,6 +111,7 @@ func (r *fleetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 		if retErr == nil {
 			fleet.Status.ObservedGeneration = fleet.Generation
 		}
+		boundConditionMessages(fleet)
 		if err := patcher.Patch(ctx, fleet, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
 			r.statuses.Delete(fleet.UID)
 			retErr = errors.Join(retErr, client.IgnoreNotFound(err))

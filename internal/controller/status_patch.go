@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +33,9 @@ func newStatusPatcher(obj client.Object, c client.Client) *statusPatcher {
 // patch writes the changes of obj since the last patch: metadata and spec first (removing the
 // last finalizer deletes the resource, whose status then needs no write), then the status.
 func (p *statusPatcher) patch(ctx context.Context, obj client.Object) error {
+	if c, ok := obj.(conditions.Setter); ok {
+		boundConditionMessages(c)
+	}
 	before, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p.before)
 	if err != nil {
 		return err

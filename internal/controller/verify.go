@@ -78,6 +78,11 @@ func (v *signatureVerifier) check(ctx context.Context, spec *v1alpha1.Verificati
 		trustID, trust = keys.ID(), fmt.Sprintf("the keys %v of Secret %s", keys.Names(), secretName)
 		verify = func() (*source.Verification, error) { return v.source.Verify(ctx, ref, keys, creds) }
 	}
+	if ref.Digest == "" {
+		// Verdicts are cached per digest: a tag would make one verdict stand for every digest
+		// the tag is moved to.
+		return fmt.Errorf("verify %s: no digest to verify (the tag must be resolved first)", ref)
+	}
 	cacheKey := ref.Name() + "@" + ref.Digest + "\x00" + trustID
 	if _, ok := v.verified.Get(cacheKey); ok {
 		return nil
