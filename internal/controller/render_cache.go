@@ -33,6 +33,12 @@ type renderCache struct {
 	inputs *lru.Cache
 	// flights merges concurrent renders of one key.
 	flights singleflight.Group
+	// users maps a resource (namespace/name) to the key of the render it uses last, refs a key
+	// to how many resources use it: a render no resource uses any more (all moved to another
+	// revision or configuration) is dropped at once, not when the byte bound reaches it, so that
+	// an update wave does not hold two renders per resource.
+	users map[string]string
+	refs  map[string]int
 }
 
 type renderEntry struct {
@@ -49,14 +55,48 @@ const maxRenderAttempts = 3
 const renderInputsEntries = 4096
 
 func newRenderCache(maxBytes int64) *renderCache {
-	return &renderCache{maxBytes: maxBytes, order: list.New(), entries: map[string]*list.Element{}, inputs: lru.New(renderInputsEntries)}
+	return &renderCache{maxBytes: maxBytes, order: list.New(), entries: map[string]*list.Element{}, inputs: lru.New(renderInputsEntries),
+		users: map[string]string{}, refs: map[string]int{}}
+}
+
+// use records that the resource user (namespace/name) now uses the render of key, and drops the
+// render it used before when no other resource uses that one.
+func (c *renderCache) use(user, key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.users[user]
+	if ok && old == key {
+		return
+	}
+	if ok {
+		if c.refs[old]--; c.refs[old] <= 0 {
+			delete(c.refs, old)
+			if el, found := c.entries[old]; found {
+				c.bytes -= el.Value.(*renderEntry).size
+				c.order.Remove(el)
+				delete(c.entries, old)
+			}
+		}
+	}
+	c.users[user] = key
+	c.refs[key]++
 }
 
 // render returns the render of digest with configDigest and opts: from the cache, from a render
 // another reconcile is making of the same key, or from renderFn, which pulls and renders with
 // the caller's own context and credentials. shared reports a result renderFn did not make for
 // this call: the caller then proves its own access to the package.
-func (c *renderCache) render(digest, configDigest string, opts render.Options, renderFn func() (*render.Result, error)) (res *render.Result, shared bool, err error) {
+func (c *renderCache) render(digest, configDigest string, opts render.Options, renderFn func() (*render.Result, error)) (*render.Result, bool, error) {
+	res, shared, err := c.lookupOrRender(digest, configDigest, opts, renderFn)
+	if err == nil {
+		pkg := packageKey(digest, configDigest, opts)
+		in, _ := c.inputsOf(pkg)
+		c.use(opts.Namespace+"/"+opts.Name, renderKey(digest, configDigest, in, opts))
+	}
+	return res, shared, err
+}
+
+func (c *renderCache) lookupOrRender(digest, configDigest string, opts render.Options, renderFn func() (*render.Result, error)) (res *render.Result, shared bool, err error) {
 	pkg := packageKey(digest, configDigest, opts)
 	for attempt := 1; ; attempt++ {
 		in, known := c.inputsOf(pkg)

@@ -160,3 +160,33 @@ func TestRenderCacheShares(t *testing.T) {
 		assert.Equal(t, 1, renders)
 	})
 }
+
+// A render no resource uses any more is dropped as soon as the last one moves on (an update
+// wave then holds one render per resource, not the old and the new), and kept while any uses it.
+func TestRenderCacheDropsUnusedRenders(t *testing.T) {
+	t.Parallel()
+	c := newRenderCache(64 << 20)
+	renders := 0
+	renderFn := func() (*render.Result, error) { renders++; return resultOf(1, 10, render.Inputs{}), nil }
+	a := render.Options{Namespace: "ns-a", Name: "addon"}
+	b := render.Options{Namespace: "ns-b", Name: "addon"}
+	for _, opts := range []render.Options{a, b} {
+		_, _, err := c.render("sha256:v1", "", opts, renderFn)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 1, renders, "the two resources share the v1 render")
+
+	_, _, err := c.render("sha256:v2", "", a, renderFn)
+	require.NoError(t, err)
+	entries, _ := c.size()
+	assert.Equal(t, 2, entries, "b still uses v1")
+	_, _, err = c.render("sha256:v1", "", b, renderFn)
+	require.NoError(t, err)
+	assert.Equal(t, 2, renders, "v1 was kept for b")
+
+	_, _, err = c.render("sha256:v2", "", b, renderFn)
+	require.NoError(t, err)
+	entries, _ = c.size()
+	assert.Equal(t, 1, entries, "nobody uses v1 any more: dropped")
+	assert.Equal(t, 2, renders, "b shares a's v2 render")
+}
