@@ -48,7 +48,7 @@ func createPackage(t *testing.T, obj client.Object) {
 	cleanupObject(t, obj)
 }
 
-// inventoryIDs lists the object IDs of an inventory.
+// inventoryIDs lists the objects of an inventory as group/version/kind/namespace/name.
 func inventoryIDs(inv *v1alpha1.Inventory) []string {
 	var ids []string
 	if inv == nil {
@@ -56,6 +56,11 @@ func inventoryIDs(inv *v1alpha1.Inventory) []string {
 	}
 	for _, ph := range inv.Phases {
 		ids = append(ids, ph.Objects...)
+		for _, g := range ph.Groups {
+			for _, name := range g.Names {
+				ids = append(ids, strings.Join([]string{g.Group, g.Version, g.Kind, g.Namespace, name}, "/"))
+			}
+		}
 	}
 	return ids
 }
