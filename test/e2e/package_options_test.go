@@ -357,6 +357,7 @@ func TestRenderSharedAcrossPackages(t *testing.T) {
 	}, timeout, interval)
 	assert.Equal(t, 1.0, rendered, "renders for %d Packages of one image and configuration", packages)
 	assert.Equal(t, float64(packages-1), cached, "Packages served a render made for another")
+	assert.Equal(t, 1.0, currentMetric(t, proc, "pkgsync_render_cache_entries", nil), "renders held")
 }
 
 // TestClusterPackageServiceAccount: a ClusterPackage's spec.serviceAccountName is a
