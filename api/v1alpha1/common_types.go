@@ -67,9 +67,33 @@ type InventoryPhase struct {
 	// Class of the phase.
 	// +optional
 	Class string `json:"class,omitempty"`
-	// Objects as group/version/kind/namespace/name.
+	// Groups holds the phase's objects in the order the phase holds them, each run of objects
+	// of one kind in one namespace as one group.
+	// +optional
+	Groups []InventoryGroup `json:"groups,omitempty"`
+	// Objects as group/version/kind/namespace/name, one string per object: how earlier
+	// versions of pkgsync recorded them. Still read; the next status write records them as
+	// groups.
 	// +optional
 	Objects []string `json:"objects,omitempty"`
+}
+
+// InventoryGroup is objects of one kind in one namespace. The kind and namespace are recorded
+// once, not per object, which keeps the inventory of a package of thousands of objects far below
+// the size limit of an object.
+type InventoryGroup struct {
+	// Group of the objects' kind; empty for the core group.
+	// +optional
+	Group string `json:"group,omitempty"`
+	// Version of the objects' kind.
+	Version string `json:"version"`
+	// Kind of the objects.
+	Kind string `json:"kind"`
+	// Namespace of the objects; empty for cluster-scoped kinds.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Names of the objects.
+	Names []string `json:"names"`
 }
 
 // RevisionHistoryEntry records a revision that was applied completely.

@@ -245,10 +245,13 @@ func TestInstallUninstall(t *testing.T) {
 		pkg.SetFinalizers([]string{v1alpha1.FinalizerName})
 		require.NoError(t, unstructured.SetNestedField(pkg.Object, "registry.example.com/addons/hosted-addon:v1", "spec", "image"))
 		require.NoError(t, c.Create(t.Context(), pkg))
-		// What the controller would have recorded: one object on each side.
+		// What the controller would have recorded: one object on each side, one phase as
+		// earlier versions recorded it (a string per object), the other as groups.
 		require.NoError(t, unstructured.SetNestedField(pkg.Object, map[string]any{"phases": []any{
 			map[string]any{"name": "hosted-rbac", "class": v1alpha1.ClassHostedCluster, "objects": []any{"/v1/Namespace//hosted-addon"}},
-			map[string]any{"name": "deploy", "objects": []any{"apps/v1/Deployment/clusters-demo/hosted-addon-operator"}},
+			map[string]any{"name": "deploy", "groups": []any{map[string]any{
+				"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "clusters-demo", "names": []any{"hosted-addon-operator"},
+			}}},
 		}}, "status", "inventory"))
 		require.NoError(t, c.Status().Update(t.Context(), pkg))
 

@@ -215,7 +215,8 @@ func (i *installer) release(ctx context.Context, resources []*unstructured.Unstr
 	return nil
 }
 
-// inventoryOf lists the objects a resource's status says it applied, each with its cluster.
+// inventoryOf lists the objects a resource's status says it applied, each with its cluster: as
+// groups, or one string per object as versions before groups wrote them.
 func inventoryOf(r *unstructured.Unstructured) []string {
 	raw, ok, _ := unstructured.NestedMap(r.Object, "status", "inventory")
 	if !ok {
@@ -238,6 +239,12 @@ func inventoryOf(r *unstructured.Unstructured) []string {
 				ref = apply.ObjectRef{Group: parts[0], Version: parts[1], Kind: parts[2], Namespace: parts[3], Name: parts[4]}.String()
 			}
 			out = append(out, fmt.Sprintf("%s: %s (phase %s)", where, ref, phase.Name))
+		}
+		for _, g := range phase.Groups {
+			for _, name := range g.Names {
+				ref := apply.ObjectRef{Group: g.Group, Version: g.Version, Kind: g.Kind, Namespace: g.Namespace, Name: name}
+				out = append(out, fmt.Sprintf("%s: %s (phase %s)", where, ref, phase.Name))
+			}
 		}
 	}
 	return out

@@ -8,8 +8,10 @@ import (
 	"pkgsync.dev/pkgsync/apply"
 )
 
-// inventoryToStatus stores an inventory compactly: one group/version/kind/namespace/name
-// string per object.
+// inventoryToStatus stores an inventory compactly: per phase, each run of objects of one kind
+// in one namespace as one group of names, in the inventory's order. A package's objects come in
+// such runs (a file of ConfigMaps, the RBAC of an operator), so the group, version, kind and
+// namespace, most of an object's reference, are stored once per run rather than per object.
 func inventoryToStatus(inv apply.Inventory) *v1alpha1.Inventory {
 	if len(inv.Phases) == 0 {
 		return nil
@@ -18,14 +20,23 @@ func inventoryToStatus(inv apply.Inventory) *v1alpha1.Inventory {
 	for _, ph := range inv.Phases {
 		sp := v1alpha1.InventoryPhase{Name: ph.Name, Class: ph.Class}
 		for _, r := range ph.Objects {
-			sp.Objects = append(sp.Objects, strings.Join([]string{r.Group, r.Version, r.Kind, r.Namespace, r.Name}, "/"))
+			if n := len(sp.Groups); n > 0 {
+				g := &sp.Groups[n-1]
+				if g.Group == r.Group && g.Version == r.Version && g.Kind == r.Kind && g.Namespace == r.Namespace {
+					g.Names = append(g.Names, r.Name)
+					continue
+				}
+			}
+			sp.Groups = append(sp.Groups, v1alpha1.InventoryGroup{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Names: []string{r.Name}})
 		}
 		out.Phases = append(out.Phases, sp)
 	}
 	return out
 }
 
-// inventoryFromStatus reads back what inventoryToStatus wrote.
+// inventoryFromStatus reads back what inventoryToStatus wrote, and the inventories of earlier
+// versions, one group/version/kind/namespace/name string per object (objects), so that a
+// resource whose status an earlier version wrote is pruned and torn down all the same.
 func inventoryFromStatus(inv *v1alpha1.Inventory) (apply.Inventory, error) {
 	var out apply.Inventory
 	if inv == nil {
@@ -39,6 +50,11 @@ func inventoryFromStatus(inv *v1alpha1.Inventory) (apply.Inventory, error) {
 				return apply.Inventory{}, fmt.Errorf("inventory entry %q is not group/version/kind/namespace/name", id)
 			}
 			ph.Objects = append(ph.Objects, apply.ObjectRef{Group: parts[0], Version: parts[1], Kind: parts[2], Namespace: parts[3], Name: parts[4]})
+		}
+		for _, g := range sp.Groups {
+			for _, name := range g.Names {
+				ph.Objects = append(ph.Objects, apply.ObjectRef{Group: g.Group, Version: g.Version, Kind: g.Kind, Namespace: g.Namespace, Name: name})
+			}
 		}
 		out.Phases = append(out.Phases, ph)
 	}

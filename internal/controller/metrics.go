@@ -19,6 +19,8 @@ type metrics struct {
 	pulls        *prometheus.CounterVec
 	pullBytes    *prometheus.CounterVec
 	objects      *prometheus.CounterVec
+	// The render cache: results held and their estimated size.
+	renderCacheEntries, renderCacheBytes prometheus.Gauge
 	// Hosted clusters: how many per health state, probe latency, time spent waiting on them.
 	hostedStates   *prometheus.GaugeVec
 	nextProbe      *prometheus.GaugeVec
@@ -70,6 +72,14 @@ func newMetrics() *metrics {
 			Help:    "Time from a partition's start to the end of its rollout (soak included), per HostedClusterPackage.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 16),
 		}, []string{"fleet"}),
+		renderCacheEntries: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pkgsync_render_cache_entries",
+			Help: "Rendered packages held by the render cache.",
+		}),
+		renderCacheBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pkgsync_render_cache_bytes",
+			Help: "Estimated memory of the rendered packages held by the render cache (bounded by Options.RenderCacheBytes).",
+		}),
 		objects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pkgsync_objects_applied_total",
 			Help: "Objects handled by apply passes, by action: created, configured, unchanged, pruned.",
@@ -108,8 +118,22 @@ func (m *metrics) register() error {
 	if m.partitionDuration, err = registerOrReuse(m.partitionDuration); err != nil {
 		return err
 	}
+	if m.renderCacheEntries, err = registerOrReuse(m.renderCacheEntries); err != nil {
+		return err
+	}
+	if m.renderCacheBytes, err = registerOrReuse(m.renderCacheBytes); err != nil {
+		return err
+	}
 	m.objects, err = registerOrReuse(m.objects)
 	return err
+}
+
+// observeRenderCache reports the render cache's size whenever it changes.
+func (m *metrics) observeRenderCache(c *renderCache) {
+	c.observe = func(entries int, bytes int64) {
+		m.renderCacheEntries.Set(float64(entries))
+		m.renderCacheBytes.Set(float64(bytes))
+	}
 }
 
 // observeHosted wires the hosted clients' observations into the metrics.

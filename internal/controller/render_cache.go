@@ -39,6 +39,8 @@ type renderCache struct {
 	// an update wave does not hold two renders per resource.
 	users map[string]string
 	refs  map[string]int
+	// observe, when set, is told the entries and bytes held after each change.
+	observe func(entries int, bytes int64)
 }
 
 type renderEntry struct {
@@ -75,6 +77,9 @@ func (c *renderCache) use(user, key string) {
 				c.bytes -= el.Value.(*renderEntry).size
 				c.order.Remove(el)
 				delete(c.entries, old)
+				if c.observe != nil {
+					c.observe(len(c.entries), c.bytes)
+				}
 			}
 		}
 	}
@@ -98,17 +103,23 @@ func (c *renderCache) render(digest, configDigest string, opts render.Options, r
 
 func (c *renderCache) lookupOrRender(digest, configDigest string, opts render.Options, renderFn func() (*render.Result, error)) (res *render.Result, shared bool, err error) {
 	pkg := packageKey(digest, configDigest, opts)
+	lookup := func() (*render.Result, bool) {
+		in, known := c.inputsOf(pkg)
+		if !known {
+			return nil, false
+		}
+		return c.get(renderKey(digest, configDigest, in, opts))
+	}
 	for attempt := 1; ; attempt++ {
+		if cached, ok := lookup(); ok {
+			return cached, true, nil
+		}
 		in, known := c.inputsOf(pkg)
 		// Until a render of the package told what it reads, its renders are merged by package:
 		// the first tells whether the rest can share it.
 		flight := "package:" + pkg
 		if known {
-			key := renderKey(digest, configDigest, in, opts)
-			if cached, ok := c.get(key); ok {
-				return cached, true, nil
-			}
-			flight = key
+			flight = renderKey(digest, configDigest, in, opts)
 		}
 		if attempt > maxRenderAttempts {
 			res, err := renderFn()
@@ -118,9 +129,14 @@ func (c *renderCache) lookupOrRender(digest, configDigest string, opts render.Op
 			c.add(digest, configDigest, pkg, opts, res)
 			return res, false, nil
 		}
-		ran := false
+		ran, hit := false, false
 		v, err, _ := c.flights.Do(flight, func() (any, error) {
 			ran = true
+			// A flight of the same key may have ended between the lookup above and this one.
+			if cached, ok := lookup(); ok {
+				hit = true
+				return cached, nil
+			}
 			res, err := renderFn()
 			if err != nil {
 				return nil, err
@@ -132,7 +148,7 @@ func (c *renderCache) lookupOrRender(digest, configDigest string, opts render.Op
 			if err != nil {
 				return nil, false, err
 			}
-			return v.(*render.Result), false, nil
+			return v.(*render.Result), hit, nil
 		}
 		// Another reconcile's render of the same key, which read no more than the key holds.
 		if err == nil && known && in.Covers(v.(*render.Result).Inputs) {
@@ -147,8 +163,13 @@ func (c *renderCache) lookupOrRender(digest, configDigest string, opts render.Op
 // render that reads more than the ones before it (a CEL expression reached only with some
 // values) widens the key of every later lookup.
 func (c *renderCache) add(digest, configDigest, pkg string, opts render.Options, res *render.Result) {
-	in := c.learn(pkg, res.Inputs)
+	in := res.Inputs
+	if learned, ok := c.inputsOf(pkg); ok {
+		in = in.Union(learned)
+	}
+	// Stored before the inputs are learned: a lookup that knows them finds the render.
 	c.put(renderKey(digest, configDigest, in, opts), res)
+	c.learn(pkg, in)
 }
 
 func (c *renderCache) inputsOf(pkg string) (render.Inputs, bool) {
@@ -159,15 +180,14 @@ func (c *renderCache) inputsOf(pkg string) (render.Inputs, bool) {
 	return v.(render.Inputs), true
 }
 
-// learn adds what a render read to what its package's renders read, and returns the union.
-func (c *renderCache) learn(pkg string, in render.Inputs) render.Inputs {
+// learn adds what a render read to what its package's renders read.
+func (c *renderCache) learn(pkg string, in render.Inputs) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if v, ok := c.inputs.Get(pkg); ok {
 		in = in.Union(v.(render.Inputs))
 	}
 	c.inputs.Add(pkg, in)
-	return in
 }
 
 func (c *renderCache) get(key string) (*render.Result, bool) {
@@ -203,6 +223,9 @@ func (c *renderCache) put(key string, r *render.Result) {
 		c.order.Remove(oldest)
 		delete(c.entries, e.key)
 		c.bytes -= e.size
+	}
+	if c.observe != nil {
+		c.observe(len(c.entries), c.bytes)
 	}
 }
 

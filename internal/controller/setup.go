@@ -81,6 +81,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		recorder:              recorder,
 	}
 	renders := newRenderCache(opts.RenderCacheBytes)
+	m.observeRenderCache(renders)
 	verifier := newSignatureVerifier(mgr.GetAPIReader(), cfg.Source, opts.Namespace, opts.RequireSignatures)
 	ctrlOpts := controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)}
 

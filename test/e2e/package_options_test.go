@@ -48,7 +48,7 @@ func createPackage(t *testing.T, obj client.Object) {
 	cleanupObject(t, obj)
 }
 
-// inventoryIDs lists the object IDs of an inventory.
+// inventoryIDs lists the objects of an inventory as group/version/kind/namespace/name.
 func inventoryIDs(inv *v1alpha1.Inventory) []string {
 	var ids []string
 	if inv == nil {
@@ -56,6 +56,11 @@ func inventoryIDs(inv *v1alpha1.Inventory) []string {
 	}
 	for _, ph := range inv.Phases {
 		ids = append(ids, ph.Objects...)
+		for _, g := range ph.Groups {
+			for _, name := range g.Names {
+				ids = append(ids, strings.Join([]string{g.Group, g.Version, g.Kind, g.Namespace, name}, "/"))
+			}
+		}
 	}
 	return ids
 }
@@ -352,6 +357,7 @@ func TestRenderSharedAcrossPackages(t *testing.T) {
 	}, timeout, interval)
 	assert.Equal(t, 1.0, rendered, "renders for %d Packages of one image and configuration", packages)
 	assert.Equal(t, float64(packages-1), cached, "Packages served a render made for another")
+	assert.Equal(t, 1.0, currentMetric(t, proc, "pkgsync_render_cache_entries", nil), "renders held")
 }
 
 // TestClusterPackageServiceAccount: a ClusterPackage's spec.serviceAccountName is a

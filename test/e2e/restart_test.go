@@ -49,13 +49,9 @@ func TestControllerRestartResumesRollout(t *testing.T) {
 	eventually(t, func(a *attempt) {
 		readyCondition(a, pkg)
 		if assert.NotNil(a, pkg.Status.Inventory) {
-			var ids []string
-			for _, ph := range pkg.Status.Inventory.Phases {
-				ids = append(ids, ph.Objects...)
-			}
 			assert.ElementsMatch(a, []string{
 				"/v1/ConfigMap/" + ns + "/app-config", "/v1/ConfigMap/" + ns + "/app-extra", "apps/v1/Deployment/" + ns + "/app",
-			}, ids)
+			}, inventoryIDs(pkg.Status.Inventory))
 		}
 	})
 	var cms corev1.ConfigMapList
