@@ -148,23 +148,35 @@ func (r *fleetReconciler) reconcileFleet(ctx context.Context, fleet *v1alpha1.Ho
 		conditions.Delete(fleet, meta.ReconcilingCondition)
 		return ctrl.Result{}, nil
 	}
+	// held says why the target stays where it is: the tag could not be resolved, or its digest
+	// failed verification. The fleet then goes on managing its members with the target it has
+	// (adding clusters that join, removing those that leave, reverting drift), so that neither a
+	// registry outage nor an unsigned push freezes it; with no target yet, it waits.
+	var held error
+	var heldReason string
 	target, pinned, creds, err := r.resolveTarget(ctx, fleet, lastHandled)
 	if err != nil {
-		reason := reasonFor(err)
-		conditions.MarkFalse(fleet, meta.ReadyCondition, reason, "%s", err)
-		conditions.MarkReconciling(fleet, v1alpha1.ProgressingWithRetryReason, "%s", err)
-		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
+		held, heldReason = err, reasonFor(err)
+	} else if err := r.verifier.check(ctx, spec.Template.Spec.Verify, "", fleetVerifyField, pinned, creds); err != nil {
+		// A digest is verified before it becomes the target: one that fails never reaches a
+		// member, canaries included. The verdict is cached per digest and key set, so members
+		// verifying the same digest with the same keys cost no further request.
+		held = fmt.Errorf("revision %s is not rolled out, members stay on the revisions they have%s: %w", target.Name, r.stableNote(fleet), err)
+		heldReason = reasonFor(err)
 	}
-	// A digest is verified before it becomes the target: one that fails never reaches a member,
-	// canaries included. The verdict is cached per digest and key set, so members verifying the
-	// same digest with the same keys cost no further request.
-	if err := r.verifier.check(ctx, spec.Template.Spec.Verify, "", fleetVerifyField, pinned, creds); err != nil {
-		msg := fmt.Sprintf("revision %s is not rolled out, members are left as they are%s: %s", target.Name, r.stableNote(fleet), err)
-		conditions.MarkFalse(fleet, meta.ReadyCondition, reasonFor(err), "%s", msg)
-		conditions.MarkReconciling(fleet, v1alpha1.ProgressingWithRetryReason, "%s", msg)
-		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
+	markHeld := func() {
+		conditions.MarkFalse(fleet, meta.ReadyCondition, heldReason, "%s", held)
+		conditions.MarkReconciling(fleet, v1alpha1.ProgressingWithRetryReason, "%s", held)
 	}
-	fleet.Status.Target = target
+	switch {
+	case held == nil:
+		fleet.Status.Target = target
+	case fleet.Status.Target == nil:
+		markHeld()
+		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
+	default:
+		target = fleet.Status.Target
+	}
 
 	owned, err := r.ownedMembers(ctx, fleet)
 	if err != nil {
@@ -228,8 +240,11 @@ func (r *fleetReconciler) reconcileFleet(ctx context.Context, fleet *v1alpha1.Ho
 	if plan.wakeAfter > 0 {
 		requeue = min(requeue, plan.wakeAfter)
 	}
-	if len(problems) > 0 {
+	if len(problems) > 0 || held != nil {
 		requeue = min(requeue, r.options.RetryInterval)
+	}
+	if held != nil {
+		markHeld()
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }

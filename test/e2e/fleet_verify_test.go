@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -124,6 +126,24 @@ func TestFleetVerification(t *testing.T) {
 		assert.Equal(t, m.Spec.Image, after[ns].Spec.Image, "member %s untouched", ns)
 		assert.Equal(t, "1", configMapData(t, ns, "signed")["version"])
 	}
+	// While it refuses the new digest, the fleet still manages its members: one pointed at the
+	// unsigned digest by hand is put back on v1.
+	var drifted string
+	for ns := range after {
+		drifted = ns
+		break
+	}
+	member := after[drifted]
+	patch := fmt.Sprintf(`{"spec":{"image":%q}}`, ref.WithDigest(digest2).String())
+	require.NoError(t, suite.mgmtClient.Patch(t.Context(), &member, client.RawPatch(types.MergePatchType, []byte(patch))))
+	eventually(t, func(a *attempt) {
+		m, ok := fleetMembers(a, a.Context(), fleet.Name)[drifted]
+		if assert.True(a, ok, "member %s", drifted) {
+			assert.Equal(a, ref.WithDigest(digest1).String(), m.Spec.Image, "the drifted member is back on v1")
+		}
+	})
+	got = waitForFleet(t, fleet.Name, metav1.ConditionFalse, v1alpha1.VerificationFailedReason, digest1)
+	assert.Equal(t, digest1, got.Status.Target.Digest, "the target stays the verified one")
 
 	// Signed after all: rolled out.
 	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest2), key, nil)
