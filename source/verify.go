@@ -39,6 +39,11 @@ const (
 	maxPayloadBytes = 64 << 10
 	// maxSignatureBytes bounds one decoded signature.
 	maxSignatureBytes = 8 << 10
+	// maxSignatureManifestBytes bounds a signature manifest (the .sig tag): whoever can push
+	// writes it, and every resource that verifies the digest reads it. cosign's hold a layer
+	// descriptor of a few kilobytes per signature (certificate and log entry included), so
+	// maxSignatureLayers of them fit.
+	maxSignatureManifestBytes = 512 << 10
 )
 
 // Causes of a failed verification, for errors.Is.
@@ -225,8 +230,8 @@ func (c *Client) readSignatureManifest(ctx context.Context, repo *remote.Reposit
 		return nil, fmt.Errorf("read signatures %s: %w", sigRef, c.explain(sigRef, err))
 	}
 	defer rc.Close()
-	if desc.Size > maxManifestBytes {
-		return nil, fmt.Errorf("read signatures %s: manifest of %d bytes: %w (at most %d)", sigRef, desc.Size, ErrLimit, maxManifestBytes)
+	if desc.Size > maxSignatureManifestBytes {
+		return nil, fmt.Errorf("read signatures %s: manifest of %d bytes: %w (at most %d)", sigRef, desc.Size, ErrLimit, maxSignatureManifestBytes)
 	}
 	data, err := content.ReadAll(rc, desc)
 	if err != nil {

@@ -164,6 +164,13 @@ func TestVerifyRefusesMalformedSignatures(t *testing.T) {
 			d.Annotations = map[string]string{SignatureAnnotation: base64.StdEncoding.EncodeToString(make([]byte, maxSignatureBytes+3))}
 			return []ocispec.Descriptor{d}
 		}, "limit exceeded"},
+		// Anyone who can push writes this manifest, and every resource verifying the digest reads
+		// it: it is bounded far below the manifests of packages.
+		{"oversized signature manifest", func(string) []ocispec.Descriptor {
+			d := content.NewDescriptorFromBytes(SimpleSigningMediaType, []byte("{}"))
+			d.Annotations = map[string]string{SignatureAnnotation: "c2ln", "padding": strings.Repeat("x", maxSignatureManifestBytes)}
+			return []ocispec.Descriptor{d}
+		}, "limit exceeded"},
 		{"forged signature", func(repo string) []ocispec.Descriptor {
 			body := []byte(`{"critical":{"type":"cosign container image signature"}}`)
 			d := content.NewDescriptorFromBytes(SimpleSigningMediaType, body)
