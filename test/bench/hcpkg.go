@@ -205,8 +205,12 @@ func printFleetReport(w io.Writer, o options, r *fleetRun) {
 	for _, name := range names {
 		fmt.Fprintf(w, "%-10s %s\n", name, r.partitions[name].Round(time.Millisecond))
 	}
-	fmt.Fprintf(w, "\nbench process during the rollout: peak heap %.0f MiB, peak RSS %.0f MiB, peak goroutines %d\n",
-		float64(r.mem.PeakHeap)/(1<<20), float64(r.mem.PeakRSS)/(1<<20), r.mem.PeakGoroutines)
+	who := "the controller"
+	if o.controller == "inline" {
+		who = "the bench process (controller and harness)"
+	}
+	fmt.Fprintf(w, "\n%s during the rollout: peak heap %.0f MiB (sampled every %s), live heap %.0f MiB, peak RSS %.0f MiB, peak goroutines %d\n",
+		who, float64(r.mem.PeakHeap)/(1<<20), sampleEvery, float64(r.mem.LiveHeap)/(1<<20), float64(r.mem.PeakRSS)/(1<<20), r.mem.PeakGoroutines)
 }
 
 // isPackages keeps the member Packages' own writes (create, update; not their status).
