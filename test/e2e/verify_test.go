@@ -267,16 +267,7 @@ func TestPackageKeylessVerification(t *testing.T) {
 	_, err = testenv.AttachBundle(t.Context(), suite.registry.Host, repo, digest, bundle, source.SignPredicateType)
 	require.NoError(t, err)
 
-	putKeys(t, ns, map[string][]byte{v1alpha1.TrustedRootKey: trusted})
-	pkg := newPackage(ns, "signed", image, "")
-	pkg.Spec.Verify = &v1alpha1.Verification{
-		SecretRef:         meta.LocalObjectReference{Name: "signing-keys"},
-		MatchOIDCIdentity: []v1alpha1.OIDCIdentityMatch{{Issuer: `https://issuer\.example`, Subject: `release@example\.com`}},
-	}
-	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
-	t.Cleanup(func() { deleteAndWaitVerify(t, pkg) })
-	waitForVerdict(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
-	assert.Equal(t, digest, pkg.Status.LastAppliedRevision)
+	pkg := keylessPackage(t, ns, image, trusted, digest)
 
 	// Another identity: refused, the last good revision kept.
 	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
@@ -320,16 +311,7 @@ func TestPackageKeylessCosign2Verification(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, testenv.AttachCosign2Signatures(t.Context(), suite.registry.Host, repo, digest, sig))
 
-	putKeys(t, ns, map[string][]byte{v1alpha1.TrustedRootKey: trusted})
-	pkg := newPackage(ns, "signed", image, "")
-	pkg.Spec.Verify = &v1alpha1.Verification{
-		SecretRef:         meta.LocalObjectReference{Name: "signing-keys"},
-		MatchOIDCIdentity: []v1alpha1.OIDCIdentityMatch{{Issuer: `https://issuer\.example`, Subject: `release@example\.com`}},
-	}
-	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
-	t.Cleanup(func() { deleteAndWaitVerify(t, pkg) })
-	waitForVerdict(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
-	assert.Equal(t, digest, pkg.Status.LastAppliedRevision)
+	pkg := keylessPackage(t, ns, image, trusted, digest)
 
 	// Another identity signs the next digest: refused, the last good revision kept.
 	digest2 := pushPackage(t, writePackage(t, versionedPackage("2")), repo+":v1")
@@ -341,4 +323,22 @@ func TestPackageKeylessCosign2Verification(t *testing.T) {
 	assert.Contains(t, ready.Message, source.SignatureTag(digest2))
 	assert.Equal(t, digest, pkg.Status.LastAppliedRevision)
 	assert.Equal(t, "1", configMapData(t, ns, "signed")["version"])
+}
+
+// keylessPackage creates a Package of image that verifies keyless signatures of
+// release@example.com from https://issuer.example with the trusted root, and waits until it is
+// Ready on digest.
+func keylessPackage(t *testing.T, ns, image string, trusted []byte, digest string) *v1alpha1.Package {
+	t.Helper()
+	putKeys(t, ns, map[string][]byte{v1alpha1.TrustedRootKey: trusted})
+	pkg := newPackage(ns, "signed", image, "")
+	pkg.Spec.Verify = &v1alpha1.Verification{
+		SecretRef:         meta.LocalObjectReference{Name: "signing-keys"},
+		MatchOIDCIdentity: []v1alpha1.OIDCIdentityMatch{{Issuer: `https://issuer\.example`, Subject: `release@example\.com`}},
+	}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+	t.Cleanup(func() { deleteAndWaitVerify(t, pkg) })
+	waitForVerdict(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.Equal(t, digest, pkg.Status.LastAppliedRevision)
+	return pkg
 }
