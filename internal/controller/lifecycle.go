@@ -23,6 +23,9 @@ type kindSteps[T statusObject] struct {
 	// lastHandled is the reconcile request handled before this reconcile acknowledged the
 	// current one.
 	pass func(ctx context.Context, obj T, rep *report, lastHandled string) (ctrl.Result, error)
+	// deleting, when set, is told that the resource is being deleted (before its teardown):
+	// what is kept for it alone can go.
+	deleting func(obj T)
 }
 
 // lifecycle reconciles one kind the way every pkgsync kind is reconciled: read the resource,
@@ -60,6 +63,9 @@ func (l *lifecycle[T]) Reconcile(ctx context.Context, req ctrl.Request) (result 
 	defer func() { retErr = rep.finish(ctx, retErr) }()
 
 	if !obj.GetDeletionTimestamp().IsZero() {
+		if l.steps.deleting != nil {
+			l.steps.deleting(obj)
+		}
 		return finalize(ctx, l.rollouts, l.apiReader, obj, ownerOf(obj, l.kind), l.steps.serviceAccount(obj), status, l.options)
 	}
 	if err := rep.ensureFinalizer(ctx); err != nil {

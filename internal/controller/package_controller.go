@@ -56,7 +56,13 @@ type packageSteps[T packageObject] struct {
 
 // steps returns the package steps for the lifecycle.
 func (r *packageSteps[T]) steps() kindSteps[T] {
-	return kindSteps[T]{rolloutStatus: r.rolloutStatus, serviceAccount: r.serviceAccount, suspended: r.suspended, pass: r.pass}
+	return kindSteps[T]{rolloutStatus: r.rolloutStatus, serviceAccount: r.serviceAccount, suspended: r.suspended, pass: r.pass, deleting: r.deleting}
+}
+
+// deleting lets the render cache drop the resource's render when no other resource uses it
+// (teardown works from the inventory, not from a render).
+func (r *packageSteps[T]) deleting(obj T) {
+	r.renders.forget(renderUser(obj.GetNamespace(), obj.GetName()))
 }
 
 func (r *packageSteps[T]) rolloutStatus(obj T) *v1alpha1.RolloutStatus {

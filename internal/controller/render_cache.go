@@ -66,43 +66,61 @@ func newRenderCache(maxBytes int64) *renderCache {
 func (c *renderCache) use(user, key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old, ok := c.users[user]
-	if ok && old == key {
-		return
-	}
-	if ok {
-		if c.refs[old]--; c.refs[old] <= 0 {
-			delete(c.refs, old)
-			if el, found := c.entries[old]; found {
-				c.bytes -= el.Value.(*renderEntry).size
-				c.order.Remove(el)
-				delete(c.entries, old)
-				if c.observe != nil {
-					c.observe(len(c.entries), c.bytes)
-				}
-			}
+	if old, ok := c.users[user]; ok {
+		if old == key {
+			return
 		}
+		c.release(old)
 	}
 	c.users[user] = key
 	c.refs[key]++
 }
+
+// forget records that the resource user is gone: the render it used is dropped when no other
+// resource uses it.
+func (c *renderCache) forget(user string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.users[user]; ok {
+		delete(c.users, user)
+		c.release(old)
+	}
+}
+
+// release counts one user less of key and drops its render when none is left. Caller holds c.mu.
+func (c *renderCache) release(key string) {
+	if c.refs[key]--; c.refs[key] > 0 {
+		return
+	}
+	delete(c.refs, key)
+	if el, found := c.entries[key]; found {
+		c.bytes -= el.Value.(*renderEntry).size
+		c.order.Remove(el)
+		delete(c.entries, key)
+		if c.observe != nil {
+			c.observe(len(c.entries), c.bytes)
+		}
+	}
+}
+
+// renderUser names a resource for use and forget.
+func renderUser(namespace, name string) string { return namespace + "/" + name }
 
 // render returns the render of digest with configDigest and opts: from the cache, from a render
 // another reconcile is making of the same key, or from renderFn, which pulls and renders with
 // the caller's own context and credentials. shared reports a result renderFn did not make for
 // this call: the caller then proves its own access to the package.
 func (c *renderCache) render(digest, configDigest string, opts render.Options, renderFn func() (*render.Result, error)) (*render.Result, bool, error) {
-	res, shared, err := c.lookupOrRender(digest, configDigest, opts, renderFn)
+	pkg := packageKey(digest, configDigest, opts)
+	res, shared, err := c.lookupOrRender(pkg, digest, configDigest, opts, renderFn)
 	if err == nil {
-		pkg := packageKey(digest, configDigest, opts)
 		in, _ := c.inputsOf(pkg)
-		c.use(opts.Namespace+"/"+opts.Name, renderKey(digest, configDigest, in, opts))
+		c.use(renderUser(opts.Namespace, opts.Name), renderKey(digest, configDigest, in, opts))
 	}
 	return res, shared, err
 }
 
-func (c *renderCache) lookupOrRender(digest, configDigest string, opts render.Options, renderFn func() (*render.Result, error)) (res *render.Result, shared bool, err error) {
-	pkg := packageKey(digest, configDigest, opts)
+func (c *renderCache) lookupOrRender(pkg, digest, configDigest string, opts render.Options, renderFn func() (*render.Result, error)) (res *render.Result, shared bool, err error) {
 	lookup := func() (*render.Result, bool) {
 		in, known := c.inputsOf(pkg)
 		if !known {

@@ -190,3 +190,25 @@ func TestRenderCacheDropsUnusedRenders(t *testing.T) {
 	assert.Equal(t, 1, entries, "nobody uses v1 any more: dropped")
 	assert.Equal(t, 2, renders, "b shares a's v2 render")
 }
+
+// A resource that is deleted lets go of its render: dropped when no other resource uses it.
+func TestRenderCacheForgetsDeletedResources(t *testing.T) {
+	t.Parallel()
+	c := newRenderCache(64 << 20)
+	renderFn := func() (*render.Result, error) { return resultOf(1, 10, render.Inputs{}), nil }
+	a := render.Options{Namespace: "ns-a", Name: "addon"}
+	b := render.Options{Namespace: "ns-b", Name: "addon"}
+	for _, opts := range []render.Options{a, b} {
+		_, _, err := c.render("sha256:v1", "", opts, renderFn)
+		require.NoError(t, err)
+	}
+	c.forget(renderUser(a.Namespace, a.Name))
+	entries, _ := c.size()
+	assert.Equal(t, 1, entries, "b still uses it")
+	c.forget(renderUser(b.Namespace, b.Name))
+	c.forget(renderUser(b.Namespace, b.Name)) // deleting is told on every reconcile of a deleted resource
+	entries, _ = c.size()
+	assert.Equal(t, 0, entries, "nobody uses it any more")
+	assert.Empty(t, c.users)
+	assert.Empty(t, c.refs)
+}
