@@ -36,7 +36,7 @@ type usage struct {
 	cpuSeconds       float64
 	heap             uint64
 	goroutines       int
-	rss, peakRSS     int64
+	peakRSS          int64
 	harnessCPU       float64
 	harnessPeakRSS   int64
 	harnessSeparated bool

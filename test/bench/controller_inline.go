@@ -113,7 +113,7 @@ func (c *inlineController) usage(context.Context) usage {
 	runtime.ReadMemStats(&ms)
 	return usage{
 		cpuSeconds: cpuSeconds(), heap: ms.HeapAlloc, goroutines: runtime.NumGoroutine(),
-		rss: procStatus("self", "VmRSS"), peakRSS: procStatus("self", "VmHWM"),
+		peakRSS: procStatus("self", "VmHWM"),
 	}
 }
 

@@ -188,7 +188,7 @@ func (c *processController) mgmtRequests() counts { return c.api.snapshot() }
 func (c *processController) usage(ctx context.Context) usage {
 	pid := strconv.Itoa(c.cmd.Process.Pid)
 	u := usage{
-		cpuSeconds: processCPUSeconds(pid), rss: procStatus(pid, "VmRSS"), peakRSS: procStatus(pid, "VmHWM"),
+		cpuSeconds: processCPUSeconds(pid), peakRSS: procStatus(pid, "VmHWM"),
 		harnessCPU: cpuSeconds(), harnessPeakRSS: procStatus("self", "VmHWM"), harnessSeparated: true,
 	}
 	if fams, err := c.gather(ctx); err == nil {
