@@ -41,7 +41,7 @@ func newAccessCache(ttl time.Duration) *accessCache {
 // accessKey identifies the repository and manifest digest ref names, and the credential, without
 // keeping the secret itself.
 func accessKey(ref Reference, cred auth.Credential) string {
-	return ref.Name() + "@" + ref.Digest + "\x00" + credentialKey(ref.Registry, cred)
+	return ref.Content() + "\x00" + credentialKey(ref.Registry, cred)
 }
 
 // record notes that the registry let cred read ref.Digest in ref's repository, answering a

@@ -22,8 +22,8 @@ const defaultCacheBytes = 64 << 20
 const entryOverhead = 256
 
 // memoryCache is an LRU of unpacked artifacts bounded by their size in bytes, keyed by
-// contentKey. It is written here because the LRUs at hand (k8s.io/utils/lru) bound the number
-// of entries, and artifacts differ in size by orders of magnitude.
+// Reference.Content. It is written here because the LRUs at hand (k8s.io/utils/lru) bound the
+// number of entries, and artifacts differ in size by orders of magnitude.
 type memoryCache struct {
 	mu    sync.Mutex
 	max   int64
@@ -35,12 +35,6 @@ type memoryCache struct {
 type memoryEntry struct {
 	key string
 	a   *Artifact
-}
-
-// contentKey names the manifest digest ref pins in its registry and repository: the unit the
-// caches hold and the registry grants access to.
-func contentKey(ref Reference) string {
-	return ref.Name() + "@" + ref.Digest
 }
 
 func newMemoryCache(max int64) *memoryCache {

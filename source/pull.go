@@ -98,7 +98,7 @@ func (c *Client) Pull(ctx context.Context, ref Reference, creds Credentials) (*A
 	if err := c.authorize(ctx, ref, cred); err != nil {
 		return nil, fmt.Errorf("pull %s: %w", ref, err)
 	}
-	key := contentKey(ref)
+	key := ref.Content()
 	if a := c.memory.get(key); a != nil {
 		return a, nil
 	}

@@ -48,6 +48,14 @@ func (r Reference) Name() string {
 	return r.Registry + "/" + r.Repository
 }
 
+// Content names the content r pins where it is kept, REGISTRY/REPOSITORY@DIGEST, without the
+// tag: the unit that caches hold and that a registry grants access to. The same digest in
+// another repository is other content as far as access goes: a registry answers only for its
+// own repositories.
+func (r Reference) Content() string {
+	return r.Name() + "@" + r.Digest
+}
+
 // String formats the reference as ParseReference reads it.
 func (r Reference) String() string {
 	s := r.Name()

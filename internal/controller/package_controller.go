@@ -168,9 +168,9 @@ func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpe
 	return chosen, nil
 }
 
-// render pulls (through the digest-keyed source cache) and renders, reusing a render of the
-// same digest, configuration and environment, made for this resource or for another one (the
-// render cache decides from what the package's renders read).
+// render pulls (through the source cache) and renders, reusing a render of the same content
+// (repository and digest), configuration and environment, made for this resource or for
+// another one (the render cache decides from what the package's renders read).
 func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, configDigest string, hc *hosted.HostedCluster) (*render.Result, error) {
 	opts := render.Options{
 		Name:        obj.GetName(),
@@ -185,7 +185,7 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 		opts.Config = cfg.Raw
 	}
 	pulls := r.rollouts.metrics.pulls
-	rendered, shared, err := r.renders.render(ref.Digest, configDigest, opts, func() (*render.Result, error) {
+	rendered, shared, err := r.renders.render(ref.Content(), configDigest, opts, func() (*render.Result, error) {
 		start := time.Now()
 		artifact, err := r.source.Pull(ctx, ref, creds)
 		if err != nil {
@@ -209,8 +209,10 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 		return nil, err
 	}
 	if shared {
-		// The render came from a package another resource's credentials could read; check this
-		// one's still can (free within source's access TTL), so that revoked access ends here too.
+		// The render came from a package of the same repository that another resource's
+		// credentials could read; check this one's can (free within source's access TTL), so that
+		// revoked access ends here too. The proof is asked of the registry the package was
+		// pulled from, which the render key names.
 		if err := r.source.Authorize(ctx, ref, creds); err != nil {
 			return nil, pullFailed(err)
 		}

@@ -106,27 +106,33 @@ func (c *renderCache) release(key string) {
 // renderUser names a resource for use and forget.
 func renderUser(namespace, name string) string { return namespace + "/" + name }
 
-// render returns the render of digest with configDigest and opts: from the cache, from a render
+// render returns the render of content (source.Reference.Content: the repository the package
+// is pulled from and its digest) with configDigest and opts: from the cache, from a render
 // another reconcile is making of the same key, or from renderFn, which pulls and renders with
 // the caller's own context and credentials. shared reports a result renderFn did not make for
-// this call: the caller then proves its own access to the package.
-func (c *renderCache) render(digest, configDigest string, opts render.Options, renderFn func() (*render.Result, error)) (*render.Result, bool, error) {
-	pkg := packageKey(digest, configDigest, opts)
-	res, shared, err := c.lookupOrRender(pkg, digest, configDigest, opts, renderFn)
+// this call: the caller then proves its own access to content.
+//
+// The key holds the repository, not the digest alone: access is proven to a registry for one of
+// its repositories, and a registry answers only for its own. Keyed by digest, a render of a
+// private package would be served to whoever names that digest in a registry of their own that
+// claims to hold every digest (a HEAD request proves nothing about content).
+func (c *renderCache) render(content, configDigest string, opts render.Options, renderFn func() (*render.Result, error)) (*render.Result, bool, error) {
+	pkg := packageKey(content, configDigest, opts)
+	res, shared, err := c.lookupOrRender(pkg, content, configDigest, opts, renderFn)
 	if err == nil {
 		in, _ := c.inputsOf(pkg)
-		c.use(renderUser(opts.Namespace, opts.Name), renderKey(digest, configDigest, in, opts))
+		c.use(renderUser(opts.Namespace, opts.Name), renderKey(content, configDigest, in, opts))
 	}
 	return res, shared, err
 }
 
-func (c *renderCache) lookupOrRender(pkg, digest, configDigest string, opts render.Options, renderFn func() (*render.Result, error)) (res *render.Result, shared bool, err error) {
+func (c *renderCache) lookupOrRender(pkg, content, configDigest string, opts render.Options, renderFn func() (*render.Result, error)) (res *render.Result, shared bool, err error) {
 	lookup := func() (*render.Result, bool) {
 		in, known := c.inputsOf(pkg)
 		if !known {
 			return nil, false
 		}
-		return c.get(renderKey(digest, configDigest, in, opts))
+		return c.get(renderKey(content, configDigest, in, opts))
 	}
 	for attempt := 1; ; attempt++ {
 		if cached, ok := lookup(); ok {
@@ -137,14 +143,14 @@ func (c *renderCache) lookupOrRender(pkg, digest, configDigest string, opts rend
 		// the first tells whether the rest can share it.
 		flight := "package:" + pkg
 		if known {
-			flight = renderKey(digest, configDigest, in, opts)
+			flight = renderKey(content, configDigest, in, opts)
 		}
 		if attempt > maxRenderAttempts {
 			res, err := renderFn()
 			if err != nil {
 				return nil, false, err
 			}
-			c.add(digest, configDigest, pkg, opts, res)
+			c.add(content, configDigest, pkg, opts, res)
 			return res, false, nil
 		}
 		ran, hit := false, false
@@ -159,7 +165,7 @@ func (c *renderCache) lookupOrRender(pkg, digest, configDigest string, opts rend
 			if err != nil {
 				return nil, err
 			}
-			c.add(digest, configDigest, pkg, opts, res)
+			c.add(content, configDigest, pkg, opts, res)
 			return res, nil
 		})
 		if ran {
@@ -180,13 +186,13 @@ func (c *renderCache) lookupOrRender(pkg, digest, configDigest string, opts rend
 // add stores a render under the key of what its package's renders read, this one included: a
 // render that reads more than the ones before it (a CEL expression reached only with some
 // values) widens the key of every later lookup.
-func (c *renderCache) add(digest, configDigest, pkg string, opts render.Options, res *render.Result) {
+func (c *renderCache) add(content, configDigest, pkg string, opts render.Options, res *render.Result) {
 	in := res.Inputs
 	if learned, ok := c.inputsOf(pkg); ok {
 		in = in.Union(learned)
 	}
 	// Stored before the inputs are learned: a lookup that knows them finds the render.
-	c.put(renderKey(digest, configDigest, in, opts), res)
+	c.put(renderKey(content, configDigest, in, opts), res)
 	c.learn(pkg, in)
 }
 
@@ -308,14 +314,15 @@ func valueSize(v any) int64 {
 }
 
 // packageKey fingerprints what every render of a package with a configuration on this cluster
-// shares: the digest, the configuration, the component and the cluster-wide environment.
-func packageKey(digest, configDigest string, opts render.Options) string {
-	return renderKey(digest, configDigest, render.Inputs{}, opts)
+// shares: the content (repository and digest), the configuration, the component and the
+// cluster-wide environment.
+func packageKey(content, configDigest string, opts render.Options) string {
+	return renderKey(content, configDigest, render.Inputs{}, opts)
 }
 
-// renderKey fingerprints the inputs of a render: the digest, the configuration, and of the
-// options what in says the package's renders read.
-func renderKey(digest, configDigest string, in render.Inputs, opts render.Options) string {
+// renderKey fingerprints the inputs of a render: the content (repository and digest), the
+// configuration, and of the options what in says the package's renders read.
+func renderKey(content, configDigest string, in render.Inputs, opts render.Options) string {
 	opts = in.Only(opts)
 	opts.Config = nil // represented by configDigest
 	// Templates see no labels and empty labels alike (render turns both into an empty map), so
@@ -332,7 +339,7 @@ func renderKey(digest, configDigest string, in render.Inputs, opts render.Option
 		Options render.Options
 	}{in, opts})
 	h := sha256.New()
-	h.Write([]byte(digest))
+	h.Write([]byte(content))
 	h.Write([]byte{0})
 	h.Write([]byte(configDigest))
 	h.Write([]byte{0})

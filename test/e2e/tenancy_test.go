@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -24,8 +23,6 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
-	"pkgsync.dev/pkgsync/source"
-	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 // The attacks in this file are made as a tenant would: someone who may write only in their own
@@ -185,42 +182,18 @@ func TestNamespacedOwnersCannotCreateClusterScopedObjects(t *testing.T) {
 // TestPrivatePackageDigestNotServedToOtherNamespaces: namespace B pins the digest of namespace
 // A's private package, which the controller has cached, without credentials of its own.
 func TestPrivatePackageDigestNotServedToOtherNamespaces(t *testing.T) {
-	reg := testenv.NewRegistry(t, testenv.RegistryOptions{Htpasswd: true})
-	auth := base64.StdEncoding.EncodeToString([]byte(reg.Username + ":" + reg.Password))
-	dockerConfig := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg.Host, auth)
-	creds, err := source.CredentialsFromDockerConfigJSON([]byte(dockerConfig))
-	require.NoError(t, err)
-	img, err := source.Build(writePackage(t, map[string]string{
-		"manifest.yaml": "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: private\nspec:\n  phases:\n  - name: config\n",
-		"cm.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: private\n  annotations:\n    pkgsync.dev/phase: config\ndata:\n  secret: sauce\n",
-	}), source.BuildOptions{})
-	require.NoError(t, err)
-	ref, err := source.ParseReference(reg.Host + "/team-a/private:v1")
-	require.NoError(t, err)
-	_, err = suite.source.Push(t.Context(), img, []source.Reference{ref}, creds)
-	require.NoError(t, err)
-
-	a := newNamespace(t)
-	require.NoError(t, suite.mgmtClient.Create(t.Context(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "registry"},
-		Type:       corev1.SecretTypeDockerConfigJson,
-		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(dockerConfig)},
-	}))
-	pkgA := newPackage(a, "private", reg.Host+"/team-a/private:v1", "")
-	pkgA.Spec.PullSecretRef = &meta.LocalObjectReference{Name: "registry"}
-	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkgA))
-	waitForReady(t, pkgA, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	private := installPrivatePackage(t)
 
 	b := newNamespace(t)
-	pkgB := newPackage(b, "stolen", reg.Host+"/team-a/private@"+img.Digest, "")
+	pkgB := newPackage(b, "stolen", private.registry.Host+"/team-a/private@"+private.digest, "")
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkgB))
 	cond := waitForReady(t, pkgB, metav1.ConditionFalse, v1alpha1.AuthenticationFailedReason)
 	assert.Contains(t, cond.Message, "authentication required")
 	assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", b, "private"), "the private package is not installed")
 
-	requestReconcile(t, pkgA)
-	waitForReady(t, pkgA, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
-	assert.True(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", a, "private"), "the owner still gets its package")
+	requestReconcile(t, private.pkg)
+	waitForReady(t, private.pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.True(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", private.namespace, "private"), "the owner still gets its package")
 }
 
 // TestNamespaceDeletionCompletesWithoutRBAC: a namespace is deleted, and the RoleBinding of the
