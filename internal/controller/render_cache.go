@@ -33,14 +33,20 @@ type renderCache struct {
 	inputs *lru.Cache
 	// flights merges concurrent renders of one key.
 	flights singleflight.Group
-	// users maps a resource (namespace/name) to the key of the render it uses last, refs a key
-	// to how many resources use it: a render no resource uses any more (all moved to another
-	// revision or configuration) is dropped at once, not when the byte bound reaches it, so that
-	// an update wave does not hold two renders per resource.
-	users map[string]string
+	// users maps a resource (namespace/name) to the render it uses last, refs a key to how many
+	// resources use it: a render no resource uses any more (all moved to another revision or
+	// configuration) is dropped at once, not when the byte bound reaches it, so that an update
+	// wave does not hold two renders per resource.
+	users map[string]renderUse
 	refs  map[string]int
 	// observe, when set, is told the entries and bytes held after each change.
 	observe func(entries int, bytes int64)
+}
+
+// renderUse is the render a resource uses: its key, and what its package's renders read.
+type renderUse struct {
+	key    string
+	inputs render.Inputs
 }
 
 type renderEntry struct {
@@ -58,22 +64,34 @@ const renderInputsEntries = 4096
 
 func newRenderCache(maxBytes int64) *renderCache {
 	return &renderCache{maxBytes: maxBytes, order: list.New(), entries: map[string]*list.Element{}, inputs: lru.New(renderInputsEntries),
-		users: map[string]string{}, refs: map[string]int{}}
+		users: map[string]renderUse{}, refs: map[string]int{}}
 }
 
-// use records that the resource user (namespace/name) now uses the render of key, and drops the
-// render it used before when no other resource uses that one.
-func (c *renderCache) use(user, key string) {
+// use records that the resource user (namespace/name) now uses the render of key, whose
+// package's renders read in, and drops the render it used before when no other resource uses
+// that one.
+func (c *renderCache) use(user, key string, in render.Inputs) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.users[user]; ok {
-		if old == key {
+	old, ok := c.users[user]
+	c.users[user] = renderUse{key: key, inputs: in}
+	if ok {
+		if old.key == key {
 			return
 		}
-		c.release(old)
+		c.release(old.key)
 	}
-	c.users[user] = key
 	c.refs[key]++
+}
+
+// reads returns what the last render of the resource user read, and whether it had one. A
+// change to something that render did not read leaves it as it was: the resource need not be
+// reconciled for it.
+func (c *renderCache) reads(user string) (render.Inputs, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, ok := c.users[user]
+	return u.inputs, ok
 }
 
 // forget records that the resource user is gone: the render it used is dropped when no other
@@ -83,7 +101,7 @@ func (c *renderCache) forget(user string) {
 	defer c.mu.Unlock()
 	if old, ok := c.users[user]; ok {
 		delete(c.users, user)
-		c.release(old)
+		c.release(old.key)
 	}
 }
 
@@ -121,7 +139,7 @@ func (c *renderCache) render(content, configDigest string, opts render.Options, 
 	res, shared, err := c.lookupOrRender(pkg, content, configDigest, opts, renderFn)
 	if err == nil {
 		in, _ := c.inputsOf(pkg)
-		c.use(renderUser(opts.Namespace, opts.Name), renderKey(content, configDigest, in, opts))
+		c.use(renderUser(opts.Namespace, opts.Name), renderKey(content, configDigest, in, opts), in)
 	}
 	return res, shared, err
 }

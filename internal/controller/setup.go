@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/events"
@@ -103,10 +102,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 			ro.hostedClustersIndexed = true
 		}
 	}
-	// watchHostedInputs wakes every resource of a hosted-control-plane namespace when its
-	// connector Secret appears or rotates, when its HostedCluster becomes Available or is
-	// paused, and when its hosted API server answers a probe again after it did not.
-	watchHostedInputs := func(b *builder.Builder, inNamespace func(context.Context, string) []reconcile.Request) *builder.Builder {
+	// watchHostedInputs wakes the resources of a hosted-control-plane namespace when its
+	// connector Secret appears or rotates, when its HostedCluster changes what pkgsync gates on
+	// or what their templates read (hostedClusterEvents), and when its hosted API server answers
+	// a probe again after it did not. readsHostedCluster is nil for kinds without templates.
+	watchHostedInputs := func(b *builder.Builder, inNamespace func(context.Context, string) []reconcile.Request, readsHostedCluster func(namespace, name string) bool) *builder.Builder {
 		if cfg.Hosted == nil {
 			return b
 		}
@@ -131,13 +131,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		if hostedClusterAPI {
 			hc := &unstructured.Unstructured{}
 			hc.SetGroupVersionKind(hosted.HostedClusterGVK)
-			b = b.Watches(hc, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-				ns := hosted.ControlPlaneNamespace(o.GetNamespace(), o.GetName())
-				if strings.Contains(hostedClusterState(o), "Available=True;") {
-					cfg.Hosted.Reset(ns) // HyperShift says the control plane is back: try it at once
-				}
-				return inNamespace(ctx, ns)
-			}), builder.WithPredicates(hostedClusterStateChanged{}))
+			b = b.Watches(hc, hostedClusterEvents{
+				inNamespace:        inNamespace,
+				readsHostedCluster: readsHostedCluster,
+				// HyperShift says the control plane is back: try it at once.
+				available: cfg.Hosted.Reset,
+			})
 		}
 		return b
 	}
@@ -146,26 +145,34 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	lc := func() lifecycleBase {
 		return lifecycleBase{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: recorder, metrics: cfg.Metrics, options: opts, rollouts: ro}
 	}
+	// readsHostedCluster tells whether a Package's last render read its HostedCluster; one that
+	// has not rendered yet may.
+	readsHostedCluster := func(namespace, name string) bool {
+		in, rendered := renders.reads(renderUser(namespace, name))
+		return !rendered || in.HostedCluster
+	}
 	// One row per kind: its reconciler, and for namespaced kinds the list that the hosted inputs
-	// (connector Secret, HostedCluster) of a namespace wake.
+	// (connector Secret, HostedCluster) of a namespace wake, and whether a resource's templates
+	// read its HostedCluster.
 	kinds := []struct {
-		name       string
-		object     client.Object
-		reconciler reconcile.Reconciler
-		list       func() client.ObjectList
+		name               string
+		object             client.Object
+		reconciler         reconcile.Reconciler
+		list               func() client.ObjectList
+		readsHostedCluster func(namespace, name string) bool
 	}{
 		{"package", &v1alpha1.Package{}, newLifecycle(lc(), v1alpha1.PackageKind, func() *v1alpha1.Package { return &v1alpha1.Package{} },
 			(&packageSteps[*v1alpha1.Package]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, verifier: verifier, kind: v1alpha1.PackageKind}).steps()),
-			func() client.ObjectList { return &v1alpha1.PackageList{} }},
+			func() client.ObjectList { return &v1alpha1.PackageList{} }, readsHostedCluster},
 		{"clusterpackage", &v1alpha1.ClusterPackage{}, newLifecycle(lc(), v1alpha1.ClusterPackageKind, func() *v1alpha1.ClusterPackage { return &v1alpha1.ClusterPackage{} },
 			(&packageSteps[*v1alpha1.ClusterPackage]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, verifier: verifier, kind: v1alpha1.ClusterPackageKind}).steps()),
-			nil},
+			nil, nil},
 		{"objectdeployment", &v1alpha1.ObjectDeployment{}, newLifecycle(lc(), v1alpha1.ObjectDeploymentKind, func() *v1alpha1.ObjectDeployment { return &v1alpha1.ObjectDeployment{} },
 			(&objectDeploymentSteps[*v1alpha1.ObjectDeployment]{options: opts, rollouts: ro, kind: v1alpha1.ObjectDeploymentKind}).steps()),
-			func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }},
+			func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }, nil},
 		{"clusterobjectdeployment", &v1alpha1.ClusterObjectDeployment{}, newLifecycle(lc(), v1alpha1.ClusterObjectDeploymentKind, func() *v1alpha1.ClusterObjectDeployment { return &v1alpha1.ClusterObjectDeployment{} },
 			(&objectDeploymentSteps[*v1alpha1.ClusterObjectDeployment]{options: opts, rollouts: ro, kind: v1alpha1.ClusterObjectDeploymentKind}).steps()),
-			nil},
+			nil, nil},
 	}
 	if err := setupFleets(ctx, mgr, cfg, opts, recorder, m, verifier, ctrlOpts, specChanged); err != nil {
 		return err
@@ -173,7 +180,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	for _, k := range kinds {
 		b := ctrl.NewControllerManagedBy(mgr).Named(k.name).For(k.object, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts)
 		if k.list != nil {
-			b = watchHostedInputs(b, listInNamespace(mgr.GetClient(), k.list))
+			b = watchHostedInputs(b, listInNamespace(mgr.GetClient(), k.list), k.readsHostedCluster)
 		}
 		if err := b.Complete(k.reconciler); err != nil {
 			return fmt.Errorf("set up %s controller: %w", k.name, err)
@@ -203,27 +210,4 @@ func listInNamespace(c client.Client, newList func() client.ObjectList) func(con
 		}
 		return reqs
 	}
-}
-
-// hostedClusterStateChanged passes HostedCluster events that change what pkgsync gates on: the
-// Available and ReconciliationActive conditions. HyperShift updates status often; the rest is noise.
-type hostedClusterStateChanged struct{ predicate.Funcs }
-
-func (hostedClusterStateChanged) Update(e event.UpdateEvent) bool {
-	return hostedClusterState(e.ObjectOld) != hostedClusterState(e.ObjectNew)
-}
-
-func hostedClusterState(o client.Object) string {
-	u, ok := o.(*unstructured.Unstructured)
-	if !ok {
-		return ""
-	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	state := ""
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && (m["type"] == "Available" || m["type"] == "ReconciliationActive") {
-			state += fmt.Sprintf("%v=%v;", m["type"], m["status"])
-		}
-	}
-	return state
 }

@@ -1,0 +1,105 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"pkgsync.dev/pkgsync/internal/hosted"
+)
+
+// hostedClusterEvents wakes the resources of a HostedCluster's hosted-control-plane namespace:
+// every one of them when what pkgsync gates on changes (the HostedCluster appears or goes,
+// becomes Available or not, is paused or resumed), and, when only what templates see of it
+// changes (labels, annotations, spec.nodeSelector, spec.platform.type), those whose last render
+// read it or that have no render yet. HyperShift writes status often; the rest wakes nobody.
+type hostedClusterEvents struct {
+	inNamespace func(context.Context, string) []reconcile.Request
+	// readsHostedCluster tells whether the last render of a resource read its HostedCluster,
+	// true when it has none. Nil for kinds that render no templates.
+	readsHostedCluster func(namespace, name string) bool
+	// available is told the namespace of a HostedCluster that HyperShift reports Available.
+	available func(namespace string)
+}
+
+type requestQueue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+func (h hostedClusterEvents) Create(ctx context.Context, e event.CreateEvent, q requestQueue) {
+	h.all(ctx, e.Object, q)
+}
+
+func (h hostedClusterEvents) Delete(ctx context.Context, e event.DeleteEvent, q requestQueue) {
+	h.all(ctx, e.Object, q)
+}
+
+func (h hostedClusterEvents) Generic(ctx context.Context, e event.GenericEvent, q requestQueue) {
+	h.all(ctx, e.Object, q)
+}
+
+func (h hostedClusterEvents) Update(ctx context.Context, e event.UpdateEvent, q requestQueue) {
+	switch {
+	case hostedClusterState(e.ObjectOld) != hostedClusterState(e.ObjectNew):
+		h.all(ctx, e.ObjectNew, q)
+	case h.readsHostedCluster != nil && templateView(e.ObjectOld) != templateView(e.ObjectNew):
+		for _, req := range h.inNamespace(ctx, controlPlaneNamespaceOf(e.ObjectNew)) {
+			if h.readsHostedCluster(req.Namespace, req.Name) {
+				q.Add(req)
+			}
+		}
+	}
+}
+
+func (h hostedClusterEvents) all(ctx context.Context, o client.Object, q requestQueue) {
+	ns := controlPlaneNamespaceOf(o)
+	if h.available != nil && strings.Contains(hostedClusterState(o), "Available=True;") {
+		h.available(ns)
+	}
+	for _, req := range h.inNamespace(ctx, ns) {
+		q.Add(req)
+	}
+}
+
+func controlPlaneNamespaceOf(o client.Object) string {
+	return hosted.ControlPlaneNamespace(o.GetNamespace(), o.GetName())
+}
+
+// hostedClusterState is what pkgsync gates on: the Available and ReconciliationActive
+// conditions.
+func hostedClusterState(o client.Object) string {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return ""
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	state := ""
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && (m["type"] == "Available" || m["type"] == "ReconciliationActive") {
+			state += fmt.Sprintf("%v=%v;", m["type"], m["status"])
+		}
+	}
+	return state
+}
+
+// templateView is what package templates see of a HostedCluster (templateHostedCluster), as
+// one comparable string.
+func templateView(o client.Object) string {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return ""
+	}
+	nodeSelector, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "nodeSelector")
+	platform, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "platform", "type")
+	// Maps marshal with sorted keys: equal views give equal strings.
+	data, err := json.Marshal([]any{u.GetLabels(), u.GetAnnotations(), nodeSelector, platform})
+	if err != nil {
+		return "" // unreachable for decoded JSON; an empty view only wakes less
+	}
+	return string(data)
+}
