@@ -63,8 +63,9 @@ type intendedRef struct {
 	ref   ObjectRef
 }
 
-// record hands Record the intended inventory when refs holds objects not recorded yet.
-func (p *pass) record(ph phaseKey, refs []ObjectRef) error {
+// recordIntended hands Request.Record the intended inventory when refs holds objects not
+// recorded yet.
+func (p *pass) recordIntended(ph phaseKey, refs []ObjectRef) error {
 	if p.req.Record == nil || p.req.DryRun {
 		return nil
 	}
@@ -204,120 +205,141 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	return p.res, errors.Join(errs...)
 }
 
-// applyPhase applies the objects of one phase and records which are not available.
+// applyPhase applies the objects of one phase and notes which are not available.
 func (e *Engine) applyPhase(ctx context.Context, p *pass, ph desired.Phase, target Target, pr *PhaseResult) error {
 	pr.State = v1alpha1.PhaseProgressing
 	objs, origin, err := prepare(ph.Objects, p.req.Owner)
 	if err != nil {
 		return err
 	}
-	mappings := map[int][]desired.ConditionMapping{}
+	s := &phaseState{ph: ph, key: phaseKey{ph.Name, ph.Class}, target: target, pr: pr, origin: origin,
+		mappings: map[int][]desired.ConditionMapping{}, crdOf: map[schema.GroupKind]ObjectRef{}, established: map[schema.GroupKind]bool{}}
 	for _, m := range ph.ConditionMappings {
-		mappings[m.Object] = append(mappings[m.Object], m)
+		s.mappings[m.Object] = append(s.mappings[m.Object], m)
 	}
 	// Custom resources wait for the CRDs of the same phase to be Established.
-	crdOf := map[schema.GroupKind]ObjectRef{}
 	for _, obj := range objs {
 		if gk, ok := crdKind(obj); ok {
-			crdOf[gk] = RefOf(obj)
+			s.crdOf[gk] = RefOf(obj)
 		}
 	}
-	established := map[schema.GroupKind]bool{}
-
-	// Record what this phase will create before the first write (objects of kinds the cluster
-	// does not serve yet are recorded when they are written, below).
-	pk := phaseKey{ph.Name, ph.Class}
-	var intended []ObjectRef
-	for _, obj := range objs {
-		if _, waits := crdOf[obj.GroupVersionKind().GroupKind()]; waits {
-			continue
-		}
-		err := resolveNamespace(p.req, target, obj)
-		switch {
-		case err == nil:
-			intended = append(intended, RefOf(obj))
-		case !meta.IsNoMatchError(err) && !errors.Is(err, errNoNamespace):
-			// Discovery failed: every further object would wait out the same timeout. Nothing of
-			// the phase was written: it is still pending, as it is when its target is missing.
-			pr.State = v1alpha1.PhasePending
-			return unreachable(fmt.Errorf("%s: look up kind: %w", RefOf(obj), err), ph.Class, target)
-		}
-	}
-	if err := p.record(pk, intended); err != nil {
+	if err := p.recordPhase(s, objs); err != nil {
 		return err
 	}
-
 	var errs []error
 	for _, obj := range objs {
-		ref := RefOf(obj)
-		gk := obj.GroupVersionKind().GroupKind()
-		if crd, ok := crdOf[gk]; ok && !established[gk] {
-			if p.req.DryRun {
-				p.res.record(ref, ActionCreated) // cannot be validated before its CRD exists
-				continue
-			}
-			pr.NotAvailable = append(pr.NotAvailable, ObjectStatus{Ref: ref, Reason: "waiting for " + crd.String() + " to be Established"})
-			continue
-		}
-		if resolveNamespace(p.req, target, obj) == nil {
-			if err := p.record(pk, []ObjectRef{RefOf(obj)}); err != nil {
-				errs = append(errs, err)
-				break
-			}
-		}
-		out, err := e.applyObject(ctx, p.req, ph.Class, target, obj)
-		if err != nil && p.req.DryRun && p.namespaceComesFirst(ph.Class, obj, err) {
-			p.res.record(ref, ActionCreated) // cannot be validated before its namespace exists
-			continue
-		}
+		stop, err := e.applyInPhase(ctx, p, s, obj)
 		if err != nil {
 			errs = append(errs, err)
-			if !p.req.DryRun && mayHaveWritten(err) && resolveNamespace(p.req, target, obj) == nil {
-				// The answer was lost, not a refusal: the object may exist now. Track it, so
-				// that teardown and prune still find it (they delete only what carries the
-				// owner's labels, so an object that was never written costs one lookup).
-				p.inv.add(ph.Name, ph.Class, RefOf(obj))
-			}
-			var unavailable *TargetUnavailableError
-			if errors.As(err, &unavailable) {
-				// The cluster is not answering: every further object would wait out its own
-				// timeout, holding the caller's worker for nothing.
-				break
-			}
-			continue
 		}
-		ref = RefOf(obj) // applyObject resolved the namespace
-		p.applied[ref.key(ph.Class)] = phaseKey{ph.Name, ph.Class}
-		if !p.req.DryRun {
-			p.inv.add(ph.Name, ph.Class, ref)
-		}
-		if out.action != "" {
-			p.res.record(ref, out.action)
-		}
-		if gk, ok := crdKind(obj); ok && out.live != nil {
-			established[gk] = crdEstablished(out.live)
-		}
-		if p.req.DryRun {
-			continue
-		}
-		p.res.Conditions = append(p.res.Conditions, mapConditions(out.live, mappings[origin[obj]])...)
-		if out.waiting != "" {
-			pr.NotAvailable = append(pr.NotAvailable, ObjectStatus{Ref: ref, Reason: out.waiting})
-			continue
-		}
-		reasons, err := availability(ctx, out.live, p.probes)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("check availability of %s: %w", ref, err))
-			continue
-		}
-		for _, r := range reasons {
-			pr.NotAvailable = append(pr.NotAvailable, ObjectStatus{Ref: ref, Reason: r})
+		if stop {
+			break
 		}
 	}
 	if len(errs) == 0 && len(pr.NotAvailable) == 0 {
 		pr.State = v1alpha1.PhaseComplete
 	}
 	return errors.Join(errs...)
+}
+
+// phaseState is what applying one phase's objects shares.
+type phaseState struct {
+	ph     desired.Phase
+	key    phaseKey
+	target Target
+	pr     *PhaseResult
+	// origin maps a prepared object to its index in ph.Objects; mappings holds the condition
+	// mappings by that index.
+	origin   map[*unstructured.Unstructured]int
+	mappings map[int][]desired.ConditionMapping
+	// crdOf holds the CRDs of the phase by the kind they define; established says which of
+	// them the API server reported Established.
+	crdOf       map[schema.GroupKind]ObjectRef
+	established map[schema.GroupKind]bool
+}
+
+// recordPhase records what the phase will create before its first write (objects of kinds the
+// cluster does not serve yet are recorded when they are written, by applyInPhase).
+func (p *pass) recordPhase(s *phaseState, objs []*unstructured.Unstructured) error {
+	var intended []ObjectRef
+	for _, obj := range objs {
+		if _, waits := s.crdOf[obj.GroupVersionKind().GroupKind()]; waits {
+			continue
+		}
+		err := resolveNamespace(p.req, s.target, obj)
+		switch {
+		case err == nil:
+			intended = append(intended, RefOf(obj))
+		case !meta.IsNoMatchError(err) && !errors.Is(err, errNoNamespace):
+			// Discovery failed: every further object would wait out the same timeout. Nothing of
+			// the phase was written: it is still pending, as it is when its target is missing.
+			s.pr.State = v1alpha1.PhasePending
+			return unreachable(fmt.Errorf("%s: look up kind: %w", RefOf(obj), err), s.ph.Class, s.target)
+		}
+	}
+	return p.recordIntended(s.key, intended)
+}
+
+// applyInPhase applies one object of a phase and checks its availability. stop says the rest
+// of the phase must not be tried: the inventory could not be recorded, or the cluster is not
+// answering (every further object would wait out its own timeout, holding the caller's worker
+// for nothing).
+func (e *Engine) applyInPhase(ctx context.Context, p *pass, s *phaseState, obj *unstructured.Unstructured) (stop bool, err error) {
+	ref := RefOf(obj)
+	gk := obj.GroupVersionKind().GroupKind()
+	if crd, ok := s.crdOf[gk]; ok && !s.established[gk] {
+		if p.req.DryRun {
+			p.res.addChange(ref, ActionCreated) // cannot be validated before its CRD exists
+			return false, nil
+		}
+		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: "waiting for " + crd.String() + " to be Established"})
+		return false, nil
+	}
+	if resolveNamespace(p.req, s.target, obj) == nil {
+		if err := p.recordIntended(s.key, []ObjectRef{RefOf(obj)}); err != nil {
+			return true, err
+		}
+	}
+	out, err := e.applyObject(ctx, p.req, s.ph.Class, s.target, obj)
+	if err != nil {
+		if p.req.DryRun && p.namespaceComesFirst(s.ph.Class, obj, err) {
+			p.res.addChange(ref, ActionCreated) // cannot be validated before its namespace exists
+			return false, nil
+		}
+		if !p.req.DryRun && mayHaveWritten(err) && resolveNamespace(p.req, s.target, obj) == nil {
+			// The answer was lost, not a refusal: the object may exist now. Track it, so that
+			// teardown and prune still find it (they delete only what carries the owner's labels,
+			// so an object that was never written costs one lookup).
+			p.inv.add(s.ph.Name, s.ph.Class, RefOf(obj))
+		}
+		var unavailable *TargetUnavailableError
+		return errors.As(err, &unavailable), err
+	}
+	ref = RefOf(obj) // applyObject resolved the namespace
+	p.applied[ref.key(s.ph.Class)] = s.key
+	if out.action != "" {
+		p.res.addChange(ref, out.action)
+	}
+	if gk, ok := crdKind(obj); ok && out.live != nil {
+		s.established[gk] = crdEstablished(out.live)
+	}
+	if p.req.DryRun {
+		return false, nil
+	}
+	p.inv.add(s.ph.Name, s.ph.Class, ref)
+	p.res.Conditions = append(p.res.Conditions, mapConditions(out.live, s.mappings[s.origin[obj]])...)
+	if out.waiting != "" {
+		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: out.waiting})
+		return false, nil
+	}
+	reasons, err := availability(ctx, out.live, p.probes)
+	if err != nil {
+		return false, fmt.Errorf("check availability of %s: %w", ref, err)
+	}
+	for _, r := range reasons {
+		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: r})
+	}
+	return false, nil
 }
 
 // mayHaveWritten reports whether a failed write may still have reached the API server: every

@@ -41,7 +41,7 @@ func (e *Engine) prune(ctx context.Context, p *pass) (map[key]bool, error) {
 				continue
 			}
 			if deleted {
-				p.res.record(ref, ActionPruned)
+				p.res.addChange(ref, ActionPruned)
 			}
 			if deleted || gone {
 				done[ref.key(ph.Class)] = true

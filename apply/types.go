@@ -163,7 +163,8 @@ func (r *Result) Summary() string {
 	return fmt.Sprintf("phase %s on %s waiting for %s", p.Name, p.Target, strings.Join(reasons, "; "))
 }
 
-func (r *Result) record(ref ObjectRef, a Action) {
+// addChange counts one change to an object in Changes and in the totals.
+func (r *Result) addChange(ref ObjectRef, a Action) {
 	r.Changes = append(r.Changes, Change{Ref: ref, Action: a})
 	switch a {
 	case ActionCreated:
