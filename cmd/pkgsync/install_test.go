@@ -96,7 +96,7 @@ func countingKubeconfig(t *testing.T, cfg *rest.Config) (string, *writeCounter) 
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 
-var pkgsyncCRDs = []string{"packages.pkgsync.dev", "clusterpackages.pkgsync.dev", "objectdeployments.pkgsync.dev", "clusterobjectdeployments.pkgsync.dev", "hostedclusterpackages.pkgsync.dev"}
+var pkgsyncCRDs = []string{"packages.pkgsync.dev", "clusterpackages.pkgsync.dev", "objectdeployments.pkgsync.dev", "clusterobjectdeployments.pkgsync.dev", "hostedclusterpackages.pkgsync.dev", "trustpolicies.pkgsync.dev"}
 
 func getCRD(ctx context.Context, c client.Client, name string) (*unstructured.Unstructured, error) {
 	crd := &unstructured.Unstructured{}
