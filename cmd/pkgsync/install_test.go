@@ -184,7 +184,7 @@ func TestInstallUninstall(t *testing.T) {
 			managers[mf.Manager] = true
 		}
 		assert.Equal(t, map[string]bool{installFieldManager: true}, managers)
-		assert.Contains(t, stderr, "pkgsync installed: 13 created, 0 configured, 0 unchanged")
+		assert.Contains(t, stderr, "pkgsync installed: 14 created, 0 configured, 0 unchanged")
 	})
 
 	t.Run("a second install writes nothing", func(t *testing.T) {
@@ -194,7 +194,7 @@ func TestInstallUninstall(t *testing.T) {
 		stdout, stderr, err := runCLI(t, "install", "--kubeconfig", kubeconfig, "--image", image, "--wait=false")
 		require.NoError(t, err, stderr)
 		assert.Empty(t, writes.list(), "no write request")
-		assert.Equal(t, 13, strings.Count(stdout, " unchanged\n"), stdout)
+		assert.Equal(t, 14, strings.Count(stdout, " unchanged\n"), stdout)
 		var after appsv1.Deployment
 		require.NoError(t, c.Get(t.Context(), deployKey, &after))
 		assert.Equal(t, before.ResourceVersion, after.ResourceVersion)
@@ -321,7 +321,7 @@ func TestInstallExport(t *testing.T) {
 				kinds = append(kinds, o.GetKind())
 			}
 			assert.Equal(t, []string{"Namespace", "CustomResourceDefinition", "CustomResourceDefinition", "CustomResourceDefinition",
-				"CustomResourceDefinition", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
+				"CustomResourceDefinition", "CustomResourceDefinition", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
 				"ClusterRoleBinding", "Deployment"}, kinds, "what others need comes first, as kubectl apply -f reads the file")
 			assert.Equal(t, tt.namespace, objs[0].GetName())
 			deploy := objs[len(objs)-1]

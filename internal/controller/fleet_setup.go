@@ -37,7 +37,7 @@ func setupFleets(_ context.Context, mgr ctrl.Manager, cfg Config, opts Options, 
 		For(&v1alpha1.HostedClusterPackage{}, builder.WithPredicates(specChanged)).
 		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(membersFleet), builder.WithPredicates(isMember)).
 		Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(mgr.GetClient(),
-			func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, fleetImage))).
+			func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, fleetImage)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(ctrlOpts)
 	if hostedClusterAPI {
 		hc := &unstructured.Unstructured{}

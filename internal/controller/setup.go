@@ -178,7 +178,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 			b = watchHostedInputs(b, listInNamespace(mgr.GetClient(), k.list))
 		}
 		if k.images != nil {
-			b = b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(mgr.GetClient(), k.images, packageImage)))
+			b = b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(mgr.GetClient(), k.images, packageImage)),
+				builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 		}
 		if err := b.Complete(k.reconciler); err != nil {
 			return fmt.Errorf("set up %s controller: %w", k.name, err)

@@ -141,6 +141,23 @@ func TestTrustPolicyPinsTenantPackages(t *testing.T) {
 	sign(other, otherDigest, platformKey)
 	waitForVerdict(t, unverified, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 
+	// A ClusterPackage is covered the same way: its spec.verify (the operator's, in the
+	// controller's namespace) does not replace the policy.
+	clusterImage := prefix + "/cluster:v1"
+	clusterDigest := pushPackage(t, writePackage(t, versionedPackage("cluster")), "e2e/"+ns+"/platform/cluster:v1")
+	sign(clusterImage, clusterDigest, tenantKey)
+	putKeys(t, controllerNS, map[string][]byte{"cosign.pub": tenantPub})
+	cpkg := &v1alpha1.ClusterPackage{
+		ObjectMeta: metav1.ObjectMeta{Name: "trust-" + ns[len(ns)-8:], Labels: labels},
+		Spec: v1alpha1.PackageSpec{Image: clusterImage,
+			Verify: &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "signing-keys"}}},
+	}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), cpkg))
+	t.Cleanup(func() { deleteAndWait(t, cpkg) })
+	ready = waitForReady(t, cpkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
+	assert.Contains(t, ready.Message, `TrustPolicy "`+policyName+`"`)
+	assert.Contains(t, ready.Message, clusterDigest)
+
 	// (4) Outside the policy (platformer is not under platform): the tenant's own key is
 	// enough, and without spec.verify --require-signatures refuses as before.
 	outside := suite.registry.Host + "/e2e/" + ns + "/platformer:v1"
