@@ -254,10 +254,20 @@ func TestInstallUninstall(t *testing.T) {
 			}}},
 		}}, "status", "inventory"))
 		require.NoError(t, c.Status().Update(t.Context(), pkg))
+		// A TrustPolicy applies nothing: it does not hold the uninstall, and goes with its CRD.
+		policy := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+			"repositories": []any{"registry.example.com/addons"},
+			"verify":       map[string]any{"secretRef": map[string]any{"name": "platform-keys"}},
+		}}}
+		policy.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TrustPolicyKind))
+		policy.SetName("platform")
+		require.NoError(t, c.Create(t.Context(), policy))
 
 		writes.reset()
 		_, _, err := runCLI(t, "uninstall", "--kubeconfig", kubeconfig)
 		require.Error(t, err)
+		assert.Contains(t, err.Error(), "1 pkgsync resources still exist")
+		assert.NotContains(t, err.Error(), "TrustPolicy")
 		assert.Contains(t, err.Error(), "Package.pkgsync.dev clusters-demo/hosted-addon")
 		assert.Contains(t, err.Error(), "--force")
 		assert.Empty(t, writes.list(), "nothing deleted")
