@@ -15,6 +15,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 // putSecret creates or replaces a Secret.
@@ -49,8 +50,10 @@ func newTrustPolicy(t *testing.T, name, secretName string, repositories ...strin
 // trusts: a Package that verifies with its own key in its own namespace is refused once a
 // policy covers its image (at once, not at its next interval, and although its own verdict is
 // cached), and installs once the policy's key signs the digest; a Package without spec.verify
-// is verified against the policy, which also satisfies --require-signatures; an image outside
-// the policy's prefixes (a sibling whose name merely starts the same) is not affected.
+// is verified against the policy, which also satisfies --require-signatures; an image two
+// policies cover (one of keys, one keyless) must meet both; a ClusterPackage is covered too; an
+// image outside the policies' prefixes (a sibling whose name merely starts the same) is not
+// affected.
 func TestTrustPolicyPinsTenantPackages(t *testing.T) {
 	const shard = "trust-policy"
 	controllerNS := newNamespace(t)
@@ -140,6 +143,53 @@ func TestTrustPolicyPinsTenantPackages(t *testing.T) {
 	assert.Empty(t, unverified.Status.LastAppliedRevision)
 	sign(other, otherDigest, platformKey)
 	waitForVerdict(t, unverified, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+
+	// Two policies cover one image (the second keyless, for prefix/keyless): both must be met.
+	sigstore, err := testenv.NewSigstore()
+	require.NoError(t, err)
+	trusted, err := sigstore.TrustedRoot()
+	require.NoError(t, err)
+	putSecret(t, controllerNS, "sigstore-root", map[string][]byte{v1alpha1.TrustedRootKey: trusted})
+	keylessName := "keyless-" + ns[len(ns)-6:]
+	keyless := &v1alpha1.TrustPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: keylessName},
+		Spec: v1alpha1.TrustPolicySpec{
+			Repositories: []string{prefix + "/keyless"},
+			Verify: v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "sigstore-root"},
+				MatchOIDCIdentity: []v1alpha1.OIDCIdentityMatch{{Issuer: `https://issuer\.example`, Subject: `release@example\.com`}}},
+		},
+	}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), keyless))
+	t.Cleanup(func() {
+		require.NoError(t, client.IgnoreNotFound(suite.mgmtClient.Delete(context.WithoutCancel(t.Context()), keyless)))
+	})
+	keylessRepo := "e2e/" + ns + "/platform/keyless/app"
+	attachKeyless := func(digest, identity string) {
+		t.Helper()
+		bundle, err := sigstore.SignImage(suite.registry.Host+"/"+keylessRepo, digest, source.SignPredicateType, identity, "https://issuer.example")
+		require.NoError(t, err)
+		_, err = testenv.AttachBundle(t.Context(), suite.registry.Host, keylessRepo, digest, bundle, source.SignPredicateType)
+		require.NoError(t, err)
+	}
+	keylessImage := suite.registry.Host + "/" + keylessRepo + ":v1"
+	keylessDigest := pushPackage(t, writePackage(t, versionedPackage("keyless")), keylessRepo+":v1")
+	attachKeyless(keylessDigest, "release@example.com")
+	both := newPackage(newNamespace(t), "both", keylessImage, "")
+	both.Labels = labels
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), both))
+	t.Cleanup(func() { deleteAndWaitVerify(t, both) })
+	ready = waitForReady(t, both, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
+	assert.Contains(t, ready.Message, `TrustPolicy "`+policyName+`"`, "the keyless policy is met, the key policy is not")
+	sign(keylessImage, keylessDigest, platformKey)
+	verdict = waitForVerdict(t, both, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.Contains(t, verdict.Message, keylessDigest)
+	keylessDigest2 := pushPackage(t, writePackage(t, versionedPackage("keyless 2")), keylessRepo+":v1")
+	sign(keylessImage, keylessDigest2, platformKey)
+	attachKeyless(keylessDigest2, "intruder@example.com")
+	verdict = waitForVerdict(t, both, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
+	assert.Contains(t, verdict.Message, `TrustPolicy "`+keylessName+`"`)
+	assert.Contains(t, verdict.Message, "no identity matches")
+	assert.Contains(t, verdict.Message, "the trusted root of Secret "+controllerNS+"/sigstore-root")
 
 	// A ClusterPackage is covered the same way: its spec.verify (the operator's, in the
 	// controller's namespace) does not replace the policy.
