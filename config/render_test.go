@@ -53,7 +53,7 @@ func TestRender(t *testing.T) {
 			for _, o := range objs {
 				kinds[o.GetKind()]++
 			}
-			assert.Equal(t, map[string]int{"CustomResourceDefinition": 5, "Namespace": 1, "ServiceAccount": 1,
+			assert.Equal(t, map[string]int{"CustomResourceDefinition": 6, "Namespace": 1, "ServiceAccount": 1,
 				"ClusterRole": 2, "ClusterRoleBinding": 3, "Deployment": 1}, kinds)
 
 			assert.NotNil(t, find(objs, "Namespace", tt.namespace), "the Namespace object is the controller's namespace")

@@ -22,6 +22,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Package{}, &PackageList{}, &ClusterPackage{}, &ClusterPackageList{},
 		&ObjectDeployment{}, &ObjectDeploymentList{}, &ClusterObjectDeployment{}, &ClusterObjectDeploymentList{},
 		&HostedClusterPackage{}, &HostedClusterPackageList{},
+		&TrustPolicy{}, &TrustPolicyList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -28,9 +28,9 @@ type Verification struct {
 	// SecretRef names a Secret of PEM public keys, one per data key ending in .pub (cosign.pub,
 	// as `cosign generate-key-pair` writes it); a signature made with any of them verifies. With
 	// matchOIDCIdentity it holds trusted_root.json instead. It lives in the resource's namespace
-	// (for a ClusterPackage, in the controller's namespace; in a HostedClusterPackage's
-	// template, the fleet reads it in the controller's namespace, before a digest becomes its
-	// target, and each member in its own) and is read on every reconcile, so a rotated key
+	// (for a ClusterPackage and a TrustPolicy, in the controller's namespace; in a
+	// HostedClusterPackage's template, the fleet reads it in the controller's namespace, before a
+	// digest becomes its target, and each member in its own) and is read on every reconcile, so a rotated key
 	// takes effect at the next one. Keys are the trust: no transparency log is
 	// consulted.
 	// +required

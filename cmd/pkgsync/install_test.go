@@ -96,7 +96,7 @@ func countingKubeconfig(t *testing.T, cfg *rest.Config) (string, *writeCounter) 
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 
-var pkgsyncCRDs = []string{"packages.pkgsync.dev", "clusterpackages.pkgsync.dev", "objectdeployments.pkgsync.dev", "clusterobjectdeployments.pkgsync.dev", "hostedclusterpackages.pkgsync.dev"}
+var pkgsyncCRDs = []string{"packages.pkgsync.dev", "clusterpackages.pkgsync.dev", "objectdeployments.pkgsync.dev", "clusterobjectdeployments.pkgsync.dev", "hostedclusterpackages.pkgsync.dev", "trustpolicies.pkgsync.dev"}
 
 func getCRD(ctx context.Context, c client.Client, name string) (*unstructured.Unstructured, error) {
 	crd := &unstructured.Unstructured{}
@@ -184,7 +184,7 @@ func TestInstallUninstall(t *testing.T) {
 			managers[mf.Manager] = true
 		}
 		assert.Equal(t, map[string]bool{installFieldManager: true}, managers)
-		assert.Contains(t, stderr, "pkgsync installed: 13 created, 0 configured, 0 unchanged")
+		assert.Contains(t, stderr, "pkgsync installed: 14 created, 0 configured, 0 unchanged")
 	})
 
 	t.Run("a second install writes nothing", func(t *testing.T) {
@@ -194,7 +194,7 @@ func TestInstallUninstall(t *testing.T) {
 		stdout, stderr, err := runCLI(t, "install", "--kubeconfig", kubeconfig, "--image", image, "--wait=false")
 		require.NoError(t, err, stderr)
 		assert.Empty(t, writes.list(), "no write request")
-		assert.Equal(t, 13, strings.Count(stdout, " unchanged\n"), stdout)
+		assert.Equal(t, 14, strings.Count(stdout, " unchanged\n"), stdout)
 		var after appsv1.Deployment
 		require.NoError(t, c.Get(t.Context(), deployKey, &after))
 		assert.Equal(t, before.ResourceVersion, after.ResourceVersion)
@@ -254,10 +254,20 @@ func TestInstallUninstall(t *testing.T) {
 			}}},
 		}}, "status", "inventory"))
 		require.NoError(t, c.Status().Update(t.Context(), pkg))
+		// A TrustPolicy applies nothing: it does not hold the uninstall, and goes with its CRD.
+		policy := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+			"repositories": []any{"registry.example.com/addons"},
+			"verify":       map[string]any{"secretRef": map[string]any{"name": "platform-keys"}},
+		}}}
+		policy.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TrustPolicyKind))
+		policy.SetName("platform")
+		require.NoError(t, c.Create(t.Context(), policy))
 
 		writes.reset()
 		_, _, err := runCLI(t, "uninstall", "--kubeconfig", kubeconfig)
 		require.Error(t, err)
+		assert.Contains(t, err.Error(), "1 pkgsync resources still exist")
+		assert.NotContains(t, err.Error(), "TrustPolicy")
 		assert.Contains(t, err.Error(), "Package.pkgsync.dev clusters-demo/hosted-addon")
 		assert.Contains(t, err.Error(), "--force")
 		assert.Empty(t, writes.list(), "nothing deleted")
@@ -321,7 +331,7 @@ func TestInstallExport(t *testing.T) {
 				kinds = append(kinds, o.GetKind())
 			}
 			assert.Equal(t, []string{"Namespace", "CustomResourceDefinition", "CustomResourceDefinition", "CustomResourceDefinition",
-				"CustomResourceDefinition", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
+				"CustomResourceDefinition", "CustomResourceDefinition", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
 				"ClusterRoleBinding", "Deployment"}, kinds, "what others need comes first, as kubectl apply -f reads the file")
 			assert.Equal(t, tt.namespace, objs[0].GetName())
 			deploy := objs[len(objs)-1]

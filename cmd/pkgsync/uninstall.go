@@ -114,13 +114,17 @@ func (i *installer) uninstall(ctx context.Context, objs []*unstructured.Unstruct
 	return nil
 }
 
-// listResources lists the resources of every pkgsync kind whose CRD is installed.
+// listResources lists the resources of every pkgsync kind whose CRD is installed and that
+// applies objects: TrustPolicies apply none, and go with their CRD.
 func (i *installer) listResources(ctx context.Context, crds []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, crd := range crds {
 		gvk, err := servedKind(crd)
 		if err != nil {
 			return nil, err
+		}
+		if gvk.Kind == v1alpha1.TrustPolicyKind {
+			continue
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))

@@ -142,7 +142,11 @@ func (r *fleetReconciler) reconcileFleet(ctx context.Context, fleet *v1alpha1.Ho
 	spec := &fleet.Spec
 	interval := spec.Template.Spec.GetInterval()
 	// Members would be refused without spec.verify: the fleet refuses first, before any request.
-	if err := r.verifier.required(spec.Template.Spec.Verify, fleetVerifyField, spec.Template.Spec.Image); err != nil {
+	if err := r.verifier.required(ctx, spec.Template.Spec.Verify, fleetVerifyField, spec.Template.Spec.Image); err != nil {
+		var refused *stageError
+		if !errors.As(err, &refused) {
+			return ctrl.Result{}, err // the policies could not be read: retried
+		}
 		conditions.MarkFalse(fleet, meta.ReadyCondition, v1alpha1.VerificationRequiredReason, "%s", err)
 		conditions.MarkStalled(fleet, v1alpha1.VerificationRequiredReason, "%s", err)
 		conditions.Delete(fleet, meta.ReconcilingCondition)

@@ -20,7 +20,7 @@ import (
 
 // setupFleets registers the HostedClusterPackage reconciler: woken by its own spec, by any
 // change of its members (their status drives the rollout; an edit of their spec is reverted),
-// and by HostedClusters joining, leaving or changing labels.
+// by HostedClusters joining, leaving or changing labels, and by TrustPolicies covering its image.
 func setupFleets(_ context.Context, mgr ctrl.Manager, cfg Config, opts Options, recorder record.EventRecorder, m *metrics,
 	verifier *signatureVerifier, ctrlOpts controller.Options, specChanged predicate.Predicate) error {
 	_, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version)
@@ -36,6 +36,8 @@ func setupFleets(_ context.Context, mgr ctrl.Manager, cfg Config, opts Options, 
 	b := ctrl.NewControllerManagedBy(mgr).Named("hostedclusterpackage").
 		For(&v1alpha1.HostedClusterPackage{}, builder.WithPredicates(specChanged)).
 		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(membersFleet), builder.WithPredicates(isMember)).
+		Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(mgr.GetClient(),
+			func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, fleetImage)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(ctrlOpts)
 	if hostedClusterAPI {
 		hc := &unstructured.Unstructured{}

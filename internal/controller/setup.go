@@ -81,7 +81,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	renders := newRenderCache(opts.RenderCacheBytes)
 	m.observeRenderCache(renders)
-	verifier := newSignatureVerifier(mgr.GetAPIReader(), cfg.Source, opts.Namespace, opts.RequireSignatures)
+	verifier := newSignatureVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures)
 	ctrlOpts := controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)}
 
 	hostedClusterAPI := false
@@ -151,28 +151,30 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		in, rendered := renders.reads(renderUser(namespace, name))
 		return !rendered || in.HostedCluster
 	}
-	// One row per kind: its reconciler, and for namespaced kinds the list that the hosted inputs
+	// One row per kind: its reconciler; for namespaced kinds the list that the hosted inputs
 	// (connector Secret, HostedCluster) of a namespace wake, and whether a resource's templates
-	// read its HostedCluster.
+	// read its HostedCluster; for kinds that install an image the list that a TrustPolicy change
+	// wakes.
 	kinds := []struct {
 		name               string
 		object             client.Object
 		reconciler         reconcile.Reconciler
 		list               func() client.ObjectList
 		readsHostedCluster func(namespace, name string) bool
+		images             func() client.ObjectList
 	}{
 		{"package", &v1alpha1.Package{}, newLifecycle(lc(), v1alpha1.PackageKind, func() *v1alpha1.Package { return &v1alpha1.Package{} },
 			(&packageSteps[*v1alpha1.Package]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, verifier: verifier, kind: v1alpha1.PackageKind}).steps()),
-			func() client.ObjectList { return &v1alpha1.PackageList{} }, readsHostedCluster},
+			func() client.ObjectList { return &v1alpha1.PackageList{} }, readsHostedCluster, func() client.ObjectList { return &v1alpha1.PackageList{} }},
 		{"clusterpackage", &v1alpha1.ClusterPackage{}, newLifecycle(lc(), v1alpha1.ClusterPackageKind, func() *v1alpha1.ClusterPackage { return &v1alpha1.ClusterPackage{} },
 			(&packageSteps[*v1alpha1.ClusterPackage]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, verifier: verifier, kind: v1alpha1.ClusterPackageKind}).steps()),
-			nil, nil},
+			nil, nil, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }},
 		{"objectdeployment", &v1alpha1.ObjectDeployment{}, newLifecycle(lc(), v1alpha1.ObjectDeploymentKind, func() *v1alpha1.ObjectDeployment { return &v1alpha1.ObjectDeployment{} },
 			(&objectDeploymentSteps[*v1alpha1.ObjectDeployment]{options: opts, rollouts: ro, kind: v1alpha1.ObjectDeploymentKind}).steps()),
-			func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }, nil},
+			func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }, nil, nil},
 		{"clusterobjectdeployment", &v1alpha1.ClusterObjectDeployment{}, newLifecycle(lc(), v1alpha1.ClusterObjectDeploymentKind, func() *v1alpha1.ClusterObjectDeployment { return &v1alpha1.ClusterObjectDeployment{} },
 			(&objectDeploymentSteps[*v1alpha1.ClusterObjectDeployment]{options: opts, rollouts: ro, kind: v1alpha1.ClusterObjectDeploymentKind}).steps()),
-			nil, nil},
+			nil, nil, nil},
 	}
 	if err := setupFleets(ctx, mgr, cfg, opts, recorder, m, verifier, ctrlOpts, specChanged); err != nil {
 		return err
@@ -181,6 +183,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		b := ctrl.NewControllerManagedBy(mgr).Named(k.name).For(k.object, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts)
 		if k.list != nil {
 			b = watchHostedInputs(b, listInNamespace(mgr.GetClient(), k.list), k.readsHostedCluster)
+		}
+		if k.images != nil {
+			b = b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(mgr.GetClient(), k.images, packageImage)),
+				builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 		}
 		if err := b.Complete(k.reconciler); err != nil {
 			return fmt.Errorf("set up %s controller: %w", k.name, err)

@@ -18,40 +18,71 @@ import (
 // verifiedEntries bounds the digests remembered as verified, per repository and key set.
 const verifiedEntries = 4096
 
-// signatureVerifier checks spec.verify: the keys (or the trusted root) come from the
-// resource's Secret on every reconcile (so a rotation counts at once), and a digest verified
-// with a key set (or a trusted root and identities) is remembered, so the registry is asked
-// once per digest and key set.
+// signatureVerifier checks the TrustPolicies that cover an image, then spec.verify: the keys
+// (or the trusted root) come from the policy's or the resource's Secret on every reconcile (so
+// a rotation counts at once), and a digest verified with a key set (or a trusted root and
+// identities) is remembered, so the registry is asked once per digest and key set.
 type signatureVerifier struct {
 	// apiReader reads the key Secrets without caching every Secret of the cluster.
 	apiReader client.Reader
-	source    *source.Client
-	// namespace holds the key Secrets of cluster-scoped resources.
+	// policies reads TrustPolicies from the manager's cache (every policy, whatever the shard).
+	policies client.Reader
+	source   *source.Client
+	// namespace holds the key Secrets of cluster-scoped resources and of TrustPolicies.
 	namespace string
-	// require refuses resources without spec.verify (--require-signatures).
-	require  bool
-	verified *lru.Cache // of the verifying key's name, keyed by repository, digest and key set ID
+	// require refuses resources without spec.verify (--require-signatures) that no policy covers.
+	require bool
+	// verified holds the verifying key's name, keyed by repository, digest and the trust ID:
+	// the key set's (or the trusted root's and identities') digest, whoever named them. A
+	// verdict with a tenant's keys is a verdict with those keys only: a policy's keys are
+	// another ID, verified on their own.
+	verified *lru.Cache
 }
 
-func newSignatureVerifier(apiReader client.Reader, src *source.Client, namespace string, require bool) *signatureVerifier {
-	return &signatureVerifier{apiReader: apiReader, source: src, namespace: namespace, require: require, verified: lru.New(verifiedEntries)}
+func newSignatureVerifier(apiReader, policies client.Reader, src *source.Client, namespace string, require bool) *signatureVerifier {
+	return &signatureVerifier{apiReader: apiReader, policies: policies, source: src, namespace: namespace, require: require, verified: lru.New(verifiedEntries)}
 }
 
-// verify checks the signature of ref (pinned to a digest) when spec.verify is set. Failures are
-// VerificationFailed stage errors naming the Secret, its keys and what failed. Without
-// spec.verify it refuses the resource when signatures are required.
+// verify checks the signature of ref (pinned to a digest) against every TrustPolicy that
+// covers it and against spec.verify when set. Failures are VerificationFailed stage errors
+// naming the policy or field, the Secret, its keys and what failed. Without spec.verify or a
+// policy it refuses the resource when signatures are required.
 func (v *signatureVerifier) verify(ctx context.Context, obj packageObject, ref source.Reference, creds source.Credentials) error {
 	return v.check(ctx, obj.GetSpec().Verify, obj.GetNamespace(), "spec.verify", ref, creds)
 }
 
-// check verifies ref with spec, the verification settings at field of a resource in namespace
-// ("" for a cluster-scoped resource: its Secret is in the controller's namespace).
+// check verifies ref with every TrustPolicy that covers it (in name order, the first refusal
+// wins), then with spec, the verification settings at field of a resource in namespace ("" for
+// a cluster-scoped resource: its Secret is in the controller's namespace). The policies come
+// first: a tenant's own settings, whatever they are, neither replace nor precede them.
 func (v *signatureVerifier) check(ctx context.Context, spec *v1alpha1.Verification, namespace, field string, ref source.Reference, creds source.Credentials) error {
+	policies, err := coveringPolicies(ctx, v.policies, ref)
+	if err != nil {
+		return err
+	}
+	for i := range policies {
+		if err := v.checkWith(ctx, &policies[i].Spec.Verify, v.namespace, trustPolicyField(policies[i].Name), ref, creds); err != nil {
+			return err
+		}
+	}
 	if spec == nil {
-		return v.required(spec, field, ref.Name())
+		if len(policies) > 0 {
+			return nil
+		}
+		return v.refuseUnverified(field, ref.Name())
 	}
 	if namespace == "" {
 		namespace = v.namespace
+	}
+	return v.checkWith(ctx, spec, namespace, field, ref, creds)
+}
+
+// checkWith verifies ref with spec, whose Secret is in namespace; field names spec in messages.
+func (v *signatureVerifier) checkWith(ctx context.Context, spec *v1alpha1.Verification, namespace, field string, ref source.Reference, creds source.Credentials) error {
+	if namespace == "" {
+		// Only a controller started without --namespace (tests, a local run) gets here.
+		return &stageError{reason: v1alpha1.VerificationFailedReason,
+			err: fmt.Errorf("%s.secretRef is read in the controller's namespace, and the controller runs without one (--namespace)", field)}
 	}
 	key := client.ObjectKey{Namespace: namespace, Name: spec.SecretRef.Name}
 	secretName := key.String()
@@ -98,13 +129,34 @@ func (v *signatureVerifier) check(ctx context.Context, spec *v1alpha1.Verificati
 }
 
 // required refuses, when signatures are required (--require-signatures), verification settings
-// (at field) that are not set, for the image.
-func (v *signatureVerifier) required(spec *v1alpha1.Verification, field, image string) error {
+// (at field) that are not set for image, unless a TrustPolicy covers the image (it is then
+// verified against the policy). An image that does not parse is left to the resolution to refuse.
+func (v *signatureVerifier) required(ctx context.Context, spec *v1alpha1.Verification, field, image string) error {
 	if spec != nil || !v.require {
 		return nil
 	}
+	ref, err := source.ParseReference(image)
+	if err != nil {
+		return nil
+	}
+	policies, err := coveringPolicies(ctx, v.policies, ref)
+	if err != nil {
+		return err
+	}
+	if len(policies) > 0 {
+		return nil
+	}
+	return v.refuseUnverified(field, image)
+}
+
+// refuseUnverified refuses, when signatures are required, an image that neither verification
+// settings (at field) nor a TrustPolicy verify.
+func (v *signatureVerifier) refuseUnverified(field, image string) error {
+	if !v.require {
+		return nil
+	}
 	return &stageError{reason: v1alpha1.VerificationRequiredReason,
-		err: fmt.Errorf("the controller runs with --require-signatures and %s is not set: name a Secret of cosign public keys in %s.secretRef to install %s", field, field, image)}
+		err: fmt.Errorf("the controller runs with --require-signatures, %s is not set and no TrustPolicy covers %s: name a Secret of cosign public keys in %s.secretRef to install it", field, image, field)}
 }
 
 // keylessPolicy reads the trusted root of a Secret and the identities of spec.verify.
