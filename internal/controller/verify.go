@@ -116,6 +116,14 @@ func (v *signatureVerifier) checkWith(ctx context.Context, spec *v1alpha1.Verifi
 	}
 	cacheKey := ref.Name() + "@" + ref.Digest + "\x00" + trustID
 	if _, ok := v.verified.Get(cacheKey); ok {
+		// A verdict was reached with the credentials of whoever verified first. It tells
+		// whether a digest is signed, which a caller that may not read the repository must not
+		// learn from the cache: it proves its own access first (free within source's access
+		// TTL; a tag it resolved itself counts).
+		if err := v.source.Authorize(ctx, ref, creds); err != nil {
+			return &stageError{reason: v1alpha1.VerificationFailedReason,
+				err: fmt.Errorf("%w (%s: %s)", withRegistryHint(err), field, trust)}
+		}
 		return nil
 	}
 	verified, err := verify()

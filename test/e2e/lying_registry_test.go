@@ -25,6 +25,8 @@ import (
 // privatePackage is a package team A keeps in a registry only A may read.
 type privatePackage struct {
 	registry *testenv.Registry
+	// creds are A's: they read and write the registry.
+	creds source.Credentials
 	// digest is the package's manifest digest; namespace and pkg are A's, Ready.
 	digest    string
 	namespace string
@@ -61,7 +63,7 @@ func installPrivatePackage(t *testing.T) privatePackage {
 	pkg.Spec.PullSecretRef = &meta.LocalObjectReference{Name: "registry"}
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
 	waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
-	return privatePackage{registry: reg, digest: img.Digest, namespace: ns, pkg: pkg}
+	return privatePackage{registry: reg, creds: creds, digest: img.Digest, namespace: ns, pkg: pkg}
 }
 
 // lyingRegistry serves a tenant's own registry, except that it answers every HEAD request for a
@@ -124,4 +126,32 @@ func TestCachedRenderNotServedThroughAnotherRegistry(t *testing.T) {
 	requestReconcile(t, private.pkg)
 	waitForReady(t, private.pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 	assert.True(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", private.namespace, "private"), "the owner still gets its package")
+}
+
+// TestCachedVerdictNotServedWithoutAccess: a tenant without credentials names another
+// namespace's private digest, which the controller verified and remembers as signed by the
+// owner's key, with that (public) key in its own spec.verify. The remembered verdict is not
+// served to it: it would tell whether the private digest is signed by a key, which the tenant
+// could not read from the registry. Its verification fails as for a digest nobody verified: the
+// registry refuses it the signatures.
+func TestCachedVerdictNotServedWithoutAccess(t *testing.T) {
+	private := installPrivatePackage(t)
+	key, pub := signingKey(t)
+	ref, err := source.ParseReference(private.pkg.Spec.Image)
+	require.NoError(t, err)
+	_, err = suite.source.Sign(t.Context(), ref.WithDigest(private.digest), key, private.creds)
+	require.NoError(t, err)
+	putKeys(t, private.namespace, map[string][]byte{"cosign.pub": pub})
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), clientKey(private.pkg), private.pkg))
+	private.pkg.Spec.Verify = &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "signing-keys"}}
+	require.NoError(t, suite.mgmtClient.Update(t.Context(), private.pkg))
+	waitForVerdict(t, private.pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+
+	b := newNamespace(t)
+	putKeys(t, b, map[string][]byte{"cosign.pub": pub})
+	pkg := newPackage(b, "probe", private.registry.Host+"/team-a/private@"+private.digest, "")
+	pkg.Spec.Verify = &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "signing-keys"}}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+	cond := waitForReadyMessage(t, pkg, metav1.ConditionFalse, v1alpha1.AuthenticationFailedReason, "(spec.verify: ")
+	assert.Contains(t, cond.Message, "authentication required", "stopped at verification, as an unverified digest is")
 }
