@@ -74,8 +74,9 @@ func NewClient(opts Options) (*Client, error) {
 	c := &Client{
 		opts:   opts,
 		limits: opts.Limits.withDefaults(),
-		// oras' retry transport backs off on 429 and 5xx answers.
-		httpClient:  &http.Client{Transport: retry.NewTransport(base)},
+		// oras' retry transport backs off on 429 and 5xx answers (5 retries, at most 3s apart);
+		// the bodies of the answers it retries are closed unread.
+		httpClient:  &http.Client{Transport: budgetTransport{next: retry.NewTransport(base)}},
 		tlsGiven:    tlsGiven,
 		authCaches:  lru.New(authCacheEntries),
 		memory:      newMemoryCache(opts.CacheBytes),

@@ -80,6 +80,7 @@ func TestReasonFor(t *testing.T) {
 		{pullFailed(&errcode.ErrorResponse{StatusCode: 401}), v1alpha1.AuthenticationFailedReason, false},
 		{pullFailed(errors.New("connection refused")), v1alpha1.PullFailedReason, false},
 		{pullFailed(fmt.Errorf("check access: %w", source.ErrAuthenticationRequired)), v1alpha1.AuthenticationFailedReason, false},
+		{pullFailed(fmt.Errorf("list tags of r/x: %w", source.ErrLimit)), v1alpha1.PullFailedReason, false},
 		{errors.New("something else"), v1alpha1.ApplyFailedReason, false},
 	}
 	for _, tc := range tests {
