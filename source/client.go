@@ -66,6 +66,9 @@ func NewClient(opts Options) (*Client, error) {
 			cfg.RootCAs = pool
 		}
 		t.TLSClientConfig = cfg
+		t.DialContext = opts.dialer()
+		t.MaxResponseHeaderBytes = maxResponseHeaderBytes
+		t.ResponseHeaderTimeout = responseHeaderTimeout
 		base = t
 	}
 	if opts.UserAgent == "" {
@@ -90,12 +93,13 @@ func NewClient(opts Options) (*Client, error) {
 	return c, nil
 }
 
-// plainHTTP tells whether host is reached over plain HTTP.
+// plainHTTP tells whether host is reached over plain HTTP: when listed, or when it is a
+// loopback registry and neither TLS options nor RefuseLocalAddresses say otherwise.
 func (c *Client) plainHTTP(host string) bool {
 	if slices.Contains(c.opts.PlainHTTPHosts, host) {
 		return true
 	}
-	return !c.tlsGiven && isLoopback(host)
+	return !c.tlsGiven && !c.opts.RefuseLocalAddresses && isLoopback(host)
 }
 
 // isLoopback tells whether host (host or host:port) is localhost or a loopback IP.
