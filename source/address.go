@@ -15,19 +15,6 @@ import (
 // unspecified address, which Options.RefuseLocalAddresses refuses unless the host is listed.
 var ErrLocalAddress = errors.New("registries on loopback, link-local or unspecified addresses are not allowed")
 
-// Bounds of the transport NewClient builds. A registry answers every request, and may be run by
-// whoever may name one; what oras reads of a response is bounded by oras (see budget.go and
-// docs/operations.md), the headers and the wait for them here.
-const (
-	// maxResponseHeaderBytes bounds a response's headers (net/http's default is 10 MiB). A
-	// registry's are a few KiB: a WWW-Authenticate challenge, a Link, a digest.
-	maxResponseHeaderBytes = 256 << 10
-	// responseHeaderTimeout bounds the wait for a response's headers once the request is
-	// sent (net/http waits without end by default). Bodies are bounded by the operation's
-	// deadline: a pull's, a listing's, a verification's.
-	responseHeaderTimeout = time.Minute
-)
-
 // dialer returns the DialContext of the transport NewClient builds: net/http's default dialer,
 // refusing local addresses (checked on the IP each attempt connects to) for hosts the options do
 // not allow, when they say so.

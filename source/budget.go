@@ -6,6 +6,38 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
+	"time"
+)
+
+// What a registry's responses can cost. A registry answers every request, and may be run by
+// whoever may name one in a Package. oras-go (v2.6.4) bounds most of what it reads itself:
+//   - a manifest fetched by reference is read to the size its Content-Length declares, which
+//     the callers check first (maxManifestBytes, maxSignatureManifestBytes); without a
+//     Docker-Content-Digest header it is read to compute the digest, up to
+//     Repository.MaxMetadataBytes (4 MiB; remote/repository.go calculateDigestFromResponse);
+//   - a page of a tag or referrers listing is decoded from at most MaxMetadataBytes
+//     (remote/repository.go tags, referrersPageByAPI), and a next-page Link must stay on the
+//     registry's origin (remote/utils.go parseLink); the number of pages is ours to bound
+//     (TagListMaxPages, ReferrerListMaxPages), and the total is, by a readBudget;
+//   - a token response from the auth realm is read up to 128 KiB (remote/auth/client.go
+//     maxResponseBytes), an error body up to 8 KiB (remote/internal/errutil maxErrorBytes);
+//   - redirects are followed 10 times at most, dropping credentials once they leave the origin
+//     (remote/auth/client.go defaultMaxRedirects, sendRedirectSafe);
+//   - retries of 429 and 5xx answers are 5 at most, at most 3 s apart (remote/retry
+//     DefaultPolicy), their bodies closed unread.
+//
+// Blobs are read to the size their descriptor declares (content.NewVerifyReader), which pull
+// checks against Limits first. What is left is the headers and the time, bounded here for the
+// transport NewClient builds, and by each operation's deadline.
+const (
+	// maxResponseHeaderBytes bounds a response's headers (net/http's default is 10 MiB). A
+	// registry's are a few KiB: a WWW-Authenticate challenge, a Link, a digest.
+	maxResponseHeaderBytes = 256 << 10
+	// responseHeaderTimeout bounds the wait for a response's headers once the request is
+	// sent (net/http waits without end by default). A body that trickles is bounded by the
+	// operation's deadline: a pull's (sharedPullTimeout), a resolution's or listing's
+	// (sharedResolveTimeout), a verification's (maxVerifyTime), and the caller's.
+	responseHeaderTimeout = time.Minute
 )
 
 // readBudget bounds the response bytes one operation reads from registries: each response body

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"time"
 
 	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/lru"
@@ -46,6 +47,8 @@ type Client struct {
 	resolutions *resolutionCache
 	// tagLists remembers recent tag listings for TagsWithin.
 	tagLists *tagListCache
+	// verifyTimeout bounds one verification (maxVerifyTime; tests lower it).
+	verifyTimeout time.Duration
 }
 
 // NewClient returns a Client. It fails only on an unusable CA bundle.
@@ -86,6 +89,8 @@ func NewClient(opts Options) (*Client, error) {
 		access:      newAccessCache(opts.AccessTTL),
 		resolutions: newResolutionCache(),
 		tagLists:    newTagListCache(),
+
+		verifyTimeout: maxVerifyTime,
 	}
 	if opts.CacheDir != "" {
 		c.disk = &diskCache{dir: opts.CacheDir}
