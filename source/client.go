@@ -14,15 +14,14 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
-	"k8s.io/utils/lru"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/retry"
 )
 
-// authCacheEntries bounds the number of distinct credentials whose tokens are kept.
-const authCacheEntries = 256
+// authCacheEntries bounds the number of registries and credentials whose auth scheme is kept.
+const authCacheEntries = 1024
 
 // Client talks to OCI registries. It is safe for concurrent use; share one per process so
 // pulls of one digest are merged and cached.
@@ -32,9 +31,9 @@ type Client struct {
 	httpClient *http.Client
 	tlsGiven   bool
 
-	// authCaches holds one oras token cache per distinct credential, so a token obtained with
-	// one caller's credentials is never sent on behalf of another caller.
-	authCaches *lru.Cache
+	// tokens holds the registries' tokens, per credential, so a token obtained with one
+	// caller's credentials is never sent on behalf of another caller; bounded in bytes.
+	tokens *tokenStore
 
 	// memory and disk hold content per repository and digest; access remembers which
 	// credential the registry let read which of them.
@@ -84,7 +83,7 @@ func NewClient(opts Options) (*Client, error) {
 		// the bodies of the answers it retries are closed unread.
 		httpClient:  &http.Client{Transport: budgetTransport{next: retry.NewTransport(base)}},
 		tlsGiven:    tlsGiven,
-		authCaches:  lru.New(authCacheEntries),
+		tokens:      newTokenStore(tokenCacheBytes),
 		memory:      newMemoryCache(opts.CacheBytes),
 		access:      newAccessCache(opts.AccessTTL),
 		resolutions: newResolutionCache(),
@@ -167,13 +166,7 @@ func (c *Client) credential(ctx context.Context, host string, creds Credentials)
 
 // authCache returns the token cache shared by every call with this registry and credential.
 func (c *Client) authCache(host string, cred auth.Credential) auth.Cache {
-	key := credentialKey(host, cred)
-	if cached, ok := c.authCaches.Get(key); ok {
-		return cached.(auth.Cache)
-	}
-	cache := auth.NewCache()
-	c.authCaches.Add(key, cache)
-	return cache
+	return c.tokens.forCredential(credentialKey(host, cred))
 }
 
 // credentialKey identifies a registry host and credential without keeping the secret itself.
