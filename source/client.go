@@ -11,17 +11,17 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"time"
 
 	"golang.org/x/sync/singleflight"
-	"k8s.io/utils/lru"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/retry"
 )
 
-// authCacheEntries bounds the number of distinct credentials whose tokens are kept.
-const authCacheEntries = 256
+// authCacheEntries bounds the number of registries and credentials whose auth scheme is kept.
+const authCacheEntries = 1024
 
 // Client talks to OCI registries. It is safe for concurrent use; share one per process so
 // pulls of one digest are merged and cached.
@@ -31,9 +31,9 @@ type Client struct {
 	httpClient *http.Client
 	tlsGiven   bool
 
-	// authCaches holds one oras token cache per distinct credential, so a token obtained with
-	// one caller's credentials is never sent on behalf of another caller.
-	authCaches *lru.Cache
+	// tokens holds the registries' tokens, per credential, so a token obtained with one
+	// caller's credentials is never sent on behalf of another caller; bounded in bytes.
+	tokens *tokenStore
 
 	// memory and disk hold content per repository and digest; access remembers which
 	// credential the registry let read which of them.
@@ -46,6 +46,8 @@ type Client struct {
 	resolutions *resolutionCache
 	// tagLists remembers recent tag listings for TagsWithin.
 	tagLists *tagListCache
+	// verifyTimeout bounds one verification (maxVerifyTime; tests lower it).
+	verifyTimeout time.Duration
 }
 
 // NewClient returns a Client. It fails only on an unusable CA bundle.
@@ -66,6 +68,9 @@ func NewClient(opts Options) (*Client, error) {
 			cfg.RootCAs = pool
 		}
 		t.TLSClientConfig = cfg
+		t.DialContext = opts.dialer()
+		t.MaxResponseHeaderBytes = maxResponseHeaderBytes
+		t.ResponseHeaderTimeout = responseHeaderTimeout
 		base = t
 	}
 	if opts.UserAgent == "" {
@@ -74,14 +79,17 @@ func NewClient(opts Options) (*Client, error) {
 	c := &Client{
 		opts:   opts,
 		limits: opts.Limits.withDefaults(),
-		// oras' retry transport backs off on 429 and 5xx answers.
-		httpClient:  &http.Client{Transport: retry.NewTransport(base)},
+		// oras' retry transport backs off on 429 and 5xx answers (5 retries, at most 3s apart);
+		// the bodies of the answers it retries are closed unread.
+		httpClient:  &http.Client{Transport: budgetTransport{next: retry.NewTransport(base)}},
 		tlsGiven:    tlsGiven,
-		authCaches:  lru.New(authCacheEntries),
+		tokens:      newTokenStore(tokenCacheBytes),
 		memory:      newMemoryCache(opts.CacheBytes),
 		access:      newAccessCache(opts.AccessTTL),
 		resolutions: newResolutionCache(),
 		tagLists:    newTagListCache(),
+
+		verifyTimeout: maxVerifyTime,
 	}
 	if opts.CacheDir != "" {
 		c.disk = &diskCache{dir: opts.CacheDir}
@@ -89,12 +97,13 @@ func NewClient(opts Options) (*Client, error) {
 	return c, nil
 }
 
-// plainHTTP tells whether host is reached over plain HTTP.
+// plainHTTP tells whether host is reached over plain HTTP: when listed, or when it is a
+// loopback registry and neither TLS options nor RefuseLocalAddresses say otherwise.
 func (c *Client) plainHTTP(host string) bool {
 	if slices.Contains(c.opts.PlainHTTPHosts, host) {
 		return true
 	}
-	return !c.tlsGiven && isLoopback(host)
+	return !c.tlsGiven && !c.opts.RefuseLocalAddresses && isLoopback(host)
 }
 
 // isLoopback tells whether host (host or host:port) is localhost or a loopback IP.
@@ -157,13 +166,7 @@ func (c *Client) credential(ctx context.Context, host string, creds Credentials)
 
 // authCache returns the token cache shared by every call with this registry and credential.
 func (c *Client) authCache(host string, cred auth.Credential) auth.Cache {
-	key := credentialKey(host, cred)
-	if cached, ok := c.authCaches.Get(key); ok {
-		return cached.(auth.Cache)
-	}
-	cache := auth.NewCache()
-	c.authCaches.Add(key, cache)
-	return cache
+	return c.tokens.forCredential(credentialKey(host, cred))
 }
 
 // credentialKey identifies a registry host and credential without keeping the secret itself.

@@ -14,10 +14,28 @@ type Options struct {
 	InsecureSkipTLSVerify bool
 	// PlainHTTPHosts lists registries (host or host:port) reached over plain HTTP. Loopback
 	// registries use plain HTTP without being listed, as docker, crane and oras do, unless
-	// CABundle or InsecureSkipTLSVerify asks for TLS.
+	// CABundle or InsecureSkipTLSVerify asks for TLS, or RefuseLocalAddresses is set.
 	PlainHTTPHosts []string
+	// RefuseLocalAddresses is for a client whose references someone else writes (the
+	// controller: a tenant's Package names the registry). It refuses what would let such a
+	// reference reach the client's own machine: plain HTTP to a registry not in
+	// PlainHTTPHosts (loopback registries included), and connections to loopback, link-local
+	// and unspecified addresses (127.0.0.0/8, ::1, 169.254.0.0/16, fe80::/10, 0.0.0.0, ::)
+	// other than to the hosts of PlainHTTPHosts and LocalHosts. The address is checked as it
+	// is dialled, after name resolution, so that a name resolving there, a redirect (of a
+	// blob download, say) and a token realm are refused too. Refusals wrap ErrLocalAddress. A
+	// host listed as host:port is allowed that port only; as host, any port. With an HTTP
+	// proxy the address dialled is the proxy's, which then reaches the registry on its own
+	// rules. The zero value refuses nothing: docker's and oras' behaviour on a developer's
+	// machine.
+	RefuseLocalAddresses bool
+	// LocalHosts lists registries (host or host:port) reached over HTTPS that may be on
+	// local addresses when RefuseLocalAddresses is set.
+	LocalHosts []string
 	// Transport is the base HTTP transport. Nil builds one from the TLS options above; a caller
-	// that sets it (a test counting requests, say) owns its TLS configuration.
+	// that sets it (a test counting requests, say) owns its TLS configuration, its time and
+	// header bounds, and the addresses it dials: RefuseLocalAddresses is enforced when dialling,
+	// by the transport built here, so with a Transport of the caller's it refuses plain HTTP only.
 	Transport http.RoundTripper
 	// UserAgent is sent with every request; empty means "pkgsync". Callers add their version.
 	UserAgent string

@@ -5,27 +5,48 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
 	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/lru"
+	"oras.land/oras-go/v2/errdef"
 )
 
+// Bounds of a tag listing. A registry answers for its own listing, and a registry may be run by
+// whoever may create a Package: with the count alone bounded, pages of one 4 MiB tag each once
+// drove the controller to 12 GiB. Each bound answers one way of making a listing large: long
+// tags (the count is bounded), many pages (each page is), padded pages (the total is).
 const (
 	// maxTags bounds the tags a listing reads; a repository with more is refused.
 	maxTags = 10000
+	// maxTagLength is the distribution spec's bound on a tag ([a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}):
+	// a longer one is refused as the page that holds it is read.
+	maxTagLength = 128
+	// maxTagPages bounds the pages of one listing: ten tags a page on average, at maxTags.
+	maxTagPages = 1000
+	// maxTagPageBytes bounds one page as read: oras' own bound (Repository.MaxMetadataBytes),
+	// counted by us so that the error names it rather than a truncated JSON document.
+	maxTagPageBytes = 4 << 20
+	// maxTagListBytes bounds what one listing reads in all, pages, token and error responses
+	// together: maxTags tags of maxTagLength take 1.3 MB of JSON; registries that add metadata
+	// to each tag (gcr.io) take more.
+	maxTagListBytes = 16 << 20
 	// tagPageSize is the number of tags asked for per page of the tag list.
 	tagPageSize = 1000
-	// tagListEntries bounds the tag listings remembered.
+	// tagListEntries and tagListBytes bound the tag listings remembered: maxTags tags of
+	// maxTagLength are 1.4 MB, so the number of entries alone would allow 1.4 GB.
 	tagListEntries = 1024
+	tagListBytes   = 16 << 20
 )
 
 // ErrNoMatchingVersion: no tag of the repository is a version the range accepts.
 var ErrNoMatchingVersion = errors.New("no tag matches the version range")
 
 // Tags lists the tags of ref's repository (its tag and digest are ignored), following the
-// registry's pages, at most 10000.
+// registry's pages. A listing past a bound (10000 tags, a tag over 128 characters, 1000 pages,
+// a page over 4 MiB, 16 MiB in all) is refused with an error wrapping ErrLimit that names it.
 func (c *Client) Tags(ctx context.Context, ref Reference, creds Credentials) ([]string, error) {
 	return c.TagsWithin(ctx, ref, creds, 0)
 }
@@ -43,31 +64,41 @@ func (c *Client) TagsWithin(ctx context.Context, ref Reference, creds Credential
 	key := ref.Name() + "\x00" + credentialKey(ref.Registry, cred)
 	rc := c.tagLists
 	if maxAge > 0 {
-		if v, ok := rc.entries.Get(key); ok {
-			if l := v.(tagList); rc.now().Sub(l.at) < maxAge {
-				return l.tags, nil
-			}
+		if l, ok := rc.get(key); ok && rc.now().Sub(l.at) < maxAge {
+			return l.tags, nil
 		}
 	}
 	shared := context.WithoutCancel(ctx)
 	result := rc.flight.DoChan(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(shared, sharedResolveTimeout)
 		defer cancel()
+		ctx = withReadBudget(ctx, &readBudget{what: "the tag listing", perResponse: rc.pageBytes, total: rc.listBytes})
 		started := rc.now()
 		repo := c.repositoryWith(ref, cred)
 		repo.TagListPageSize = rc.pageSize
+		repo.TagListMaxPages = rc.maxPages
+		// One byte over ours, so that our bound, which names itself, is met first.
+		repo.MaxMetadataBytes = rc.pageBytes + 1
 		var tags []string
 		err := repo.Tags(ctx, "", func(page []string) error {
 			if len(tags)+len(page) > rc.maxTags {
 				return fmt.Errorf("more than %d tags: %w", rc.maxTags, ErrLimit)
 			}
+			for _, tag := range page {
+				if len(tag) > maxTagLength {
+					return fmt.Errorf("%w: a tag of %d characters, over %d (the distribution spec's bound)", ErrLimit, len(tag), maxTagLength)
+				}
+			}
 			tags = append(tags, page...)
 			return nil
 		})
+		if errors.Is(err, errdef.ErrTooManyPages) {
+			err = fmt.Errorf("%w: %w", ErrLimit, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list tags of %s: %w", ref.Name(), c.explain(Reference{Registry: ref.Registry, Repository: ref.Repository}, err))
 		}
-		rc.entries.Add(key, tagList{tags: tags, at: started})
+		rc.add(key, tagList{tags: tags, at: started})
 		return tags, nil
 	})
 	select {
@@ -82,13 +113,19 @@ func (c *Client) TagsWithin(ctx context.Context, ref Reference, creds Credential
 }
 
 // tagListCache remembers when each repository's tags were last listed, per credential, and
-// merges concurrent listings of one repository.
+// merges concurrent listings of one repository. It is bounded in entries and in bytes.
 type tagListCache struct {
+	flight singleflight.Group
+	now    func() time.Time
+
+	// The bounds of a listing, fields so that tests can lower them.
+	pageSize, maxTags, maxPages int
+	pageBytes, listBytes        int64
+
+	mu       sync.Mutex
 	entries  *lru.Cache // of tagList, keyed by repository and credential
-	flight   singleflight.Group
-	now      func() time.Time
-	pageSize int
-	maxTags  int
+	bytes    int64      // the tagListSize of the entries
+	maxBytes int64
 }
 
 type tagList struct {
@@ -97,7 +134,53 @@ type tagList struct {
 }
 
 func newTagListCache() *tagListCache {
-	return &tagListCache{entries: lru.New(tagListEntries), now: time.Now, pageSize: tagPageSize, maxTags: maxTags}
+	c := &tagListCache{
+		now: time.Now, pageSize: tagPageSize, maxTags: maxTags, maxPages: maxTagPages,
+		pageBytes: maxTagPageBytes, listBytes: maxTagListBytes, maxBytes: tagListBytes,
+	}
+	// Called by the lru under c.mu: every call that can evict (Add, Remove, RemoveOldest) is
+	// made holding it.
+	c.entries = lru.NewWithEvictionFunc(tagListEntries, func(key lru.Key, value any) {
+		c.bytes -= tagListSize(key.(string), value.(tagList).tags)
+	})
+	return c
+}
+
+// tagListSize is what a listing costs in memory, roughly: the strings, their headers, the key.
+func tagListSize(key string, tags []string) int64 {
+	size := int64(len(key)) + 128
+	for _, t := range tags {
+		size += int64(len(t)) + 16
+	}
+	return size
+}
+
+func (c *tagListCache) get(key string) (tagList, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.entries.Get(key)
+	if !ok {
+		return tagList{}, false
+	}
+	return v.(tagList), true
+}
+
+// add remembers l under key, letting the least recently used listings go while the cache holds
+// more than its bytes. A listing larger than the whole cache is not remembered.
+func (c *tagListCache) add(key string, l tagList) {
+	size := tagListSize(key, l.tags)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// The lru replaces a value without evicting it: remove it first, so that it is uncounted.
+	c.entries.Remove(key)
+	if size > c.maxBytes {
+		return
+	}
+	c.entries.Add(key, l)
+	c.bytes += size
+	for c.bytes > c.maxBytes && c.entries.Len() > 0 {
+		c.entries.RemoveOldest()
+	}
 }
 
 // VersionRange is a parsed semantic version range: ">=1.4.0 <2.0.0", "~1.4", "^1", "1.x".

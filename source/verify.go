@@ -171,6 +171,8 @@ func (c *Client) Verify(ctx context.Context, ref Reference, keys *PublicKeys, cr
 	if keys == nil || len(keys.keys) == 0 {
 		return nil, fmt.Errorf("verify %s: no public key given", ref)
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.verifyTimeout)
+	defer cancel()
 	cred, err := c.credential(ctx, ref.Registry, creds)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", ref, err)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -16,6 +17,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
 )
 
@@ -44,6 +46,14 @@ const (
 	maxIdentities = 16
 	// maxReferrerPages bounds the pages of a referrers listing.
 	maxReferrerPages = 4
+	// maxReferrerPageBytes bounds one page of a referrers listing as read (oras' own bound,
+	// Repository.MaxMetadataBytes, is 4 MiB). A descriptor is a few hundred bytes, so a page
+	// holds over a thousand; decoded, the shortest JSON ones cost 40 times their size.
+	maxReferrerPageBytes = 512 << 10
+	// maxVerifyTime bounds one verification, which reads what whoever can push wrote, and is
+	// not run under a deadline by every caller: a registry that trickles bytes does not hold a
+	// worker longer.
+	maxVerifyTime = 2 * time.Minute
 )
 
 // ErrNoMatchingIdentity wraps failures where a bundle verified up to its certificate, whose
@@ -149,6 +159,8 @@ func (p *KeylessPolicy) String() string { return "[" + strings.Join(p.described,
 // identity that matched as Key. The error wraps ErrNoSignature when the image has neither and
 // ErrSignatureInvalid when none verifies.
 func (c *Client) VerifyKeyless(ctx context.Context, ref Reference, p *KeylessPolicy, creds Credentials) (*Verification, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.verifyTimeout)
+	defer cancel()
 	cred, err := c.credential(ctx, ref.Registry, creds)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", ref, err)
@@ -198,20 +210,33 @@ func (c *Client) VerifyKeyless(ctx context.Context, ref Reference, p *KeylessPol
 
 // listBundles returns the image's referrers that are sigstore bundles, at most maxBundles,
 // signatures before other bundles, and whether there were more.
+//
+// The registry decides how many referrers there are: the listing reads at most maxReferrerPages
+// pages (the repository's ReferrerListMaxPages) of at most maxReferrerPageBytes each, and keeps
+// maxBundles of each kind, so what is kept does not grow with what is listed.
 func listBundles(ctx context.Context, repo *remote.Repository, d digest.Digest) ([]ocispec.Descriptor, bool, error) {
 	var signatures, others []ocispec.Descriptor
+	more := false
 	subject := ocispec.Descriptor{Digest: d}
-	err := repo.Referrers(ctx, subject, BundleMediaType, func(page []ocispec.Descriptor) error {
+	listCtx := withReadBudget(ctx, &readBudget{what: "the referrers listing", perResponse: maxReferrerPageBytes, total: maxReferrerPages * maxReferrerPageBytes})
+	err := repo.Referrers(listCtx, subject, BundleMediaType, func(page []ocispec.Descriptor) error {
 		for _, desc := range page {
 			// The annotation is a hint for the order only: the statement inside is checked.
+			kind := &others
 			if desc.Annotations[BundlePredicateTypeAnnotation] == SignPredicateType {
-				signatures = append(signatures, desc)
-			} else {
-				others = append(others, desc)
+				kind = &signatures
 			}
+			if len(*kind) == maxBundles {
+				more = true
+				continue
+			}
+			*kind = append(*kind, desc)
 		}
 		return nil
 	})
+	if errors.Is(err, errdef.ErrTooManyPages) {
+		err = fmt.Errorf("%w: %w", ErrLimit, err)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -219,7 +244,7 @@ func listBundles(ctx context.Context, repo *remote.Repository, d digest.Digest) 
 	if len(all) > maxBundles {
 		return all[:maxBundles], true, nil
 	}
-	return all, false, nil
+	return all, more, nil
 }
 
 // verifyBundle reads one bundle and verifies it for the digest (algorithm, raw) under the

@@ -39,6 +39,7 @@ type controllerOptions struct {
 	namespace             string
 	concurrency           int
 	plainHTTPRegistries   []string
+	localRegistries       []string
 	caFile                string
 	watchLabelSelector    string
 	cacheDir              string
@@ -83,7 +84,8 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "pkgsync-controller", "Name of the leader-election Lease")
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The controller's namespace: leader election, and ClusterPackage pull secrets")
 	fs.IntVar(&o.concurrency, "concurrency", 4, "Resources of each kind reconciled at once")
-	fs.StringSliceVar(&o.plainHTTPRegistries, "plain-http-registry", nil, "Registry host[:port] reached over plain HTTP (repeatable); loopback registries always are")
+	fs.StringSliceVar(&o.plainHTTPRegistries, "plain-http-registry", nil, "Registry host[:port] reached over plain HTTP (repeatable); it may be on a loopback or link-local address. Every other registry is reached over HTTPS")
+	fs.StringSliceVar(&o.localRegistries, "local-registry", nil, "Registry host[:port] reached over HTTPS that may be on a loopback, link-local or unspecified address (repeatable); others on such addresses are refused, however they are named or redirected to")
 	fs.StringVar(&o.caFile, "ca-file", "", "PEM bundle of extra CAs trusted for registries")
 	fs.StringVar(&o.watchLabelSelector, "watch-label-selector", "", "Reconcile only resources matching this label selector (sharding)")
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "Directory keeping verified blobs across restarts (optional)")
@@ -175,7 +177,12 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		return err
 	}
 
-	srcOpts := source.Options{PlainHTTPHosts: o.plainHTTPRegistries, CacheDir: o.cacheDir, UserAgent: "pkgsync-controller/" + version.Version}
+	// Registries are named by whoever writes a Package: none reaches this machine's own ports
+	// (metrics, health, pprof) or a link-local address unless the operator named it.
+	srcOpts := source.Options{
+		PlainHTTPHosts: o.plainHTTPRegistries, LocalHosts: o.localRegistries, RefuseLocalAddresses: true,
+		CacheDir: o.cacheDir, UserAgent: "pkgsync-controller/" + version.Version,
+	}
 	if o.caFile != "" {
 		if srcOpts.CABundle, err = os.ReadFile(o.caFile); err != nil {
 			return fmt.Errorf("read --ca-file: %w", err)

@@ -80,6 +80,8 @@ func TestReasonFor(t *testing.T) {
 		{pullFailed(&errcode.ErrorResponse{StatusCode: 401}), v1alpha1.AuthenticationFailedReason, false},
 		{pullFailed(errors.New("connection refused")), v1alpha1.PullFailedReason, false},
 		{pullFailed(fmt.Errorf("check access: %w", source.ErrAuthenticationRequired)), v1alpha1.AuthenticationFailedReason, false},
+		{pullFailed(fmt.Errorf("list tags of r/x: %w", source.ErrLimit)), v1alpha1.PullFailedReason, false},
+		{pullFailed(fmt.Errorf("resolve r/x:1: %w", source.ErrLocalAddress)), v1alpha1.PullFailedReason, false},
 		{errors.New("something else"), v1alpha1.ApplyFailedReason, false},
 	}
 	for _, tc := range tests {
@@ -177,6 +179,7 @@ func TestPullErrorsCarryTheControllersHint(t *testing.T) {
 		source.ErrTLSVerification:        "--ca-file",
 		source.ErrHTTPSRequired:          "--ca-file",
 		source.ErrPlainHTTPAnswer:        "--plain-http-registry",
+		source.ErrLocalAddress:           "--local-registry",
 	} {
 		err := pullFailed(fmt.Errorf("pull r/x:1: %w", cause))
 		assert.ErrorIs(t, err, cause)

@@ -72,7 +72,9 @@ func startProcessController(ctx context.Context, env *environment, o options) (*
 		return nil, nil, err
 	}
 	c.metricsURL = "http://" + metricsAddr
-	c.cmd = exec.Command(bin, "controller", "--kubeconfig", kubeconfig,
+	// The fleet's images are on the counting proxy, on loopback: the controller reaches such a
+	// registry only when named.
+	c.cmd = exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--plain-http-registry", env.proxy.Host,
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0", "--enable-pprof",
 		"--concurrency", strconv.Itoa(o.workers))
 	if o.logFile != "" {

@@ -247,7 +247,8 @@ func (d *demo) prepareManagementCluster(ctx context.Context) error {
 
 func (d *demo) startController(abort context.CancelCauseFunc) error {
 	d.out.step("Start the controller")
-	args := []string{"controller", "--kubeconfig", d.management.KubeconfigPath,
+	// The registry is on loopback: the controller reaches it only when named.
+	args := []string{"controller", "--kubeconfig", d.management.KubeconfigPath, "--plain-http-registry", d.registry.Host,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		"--progress-interval", "1s", "--retry-interval", "2s", "--log-development"}
 	var err error

@@ -55,7 +55,7 @@ func startControllerProcess(t *testing.T, bin, kubeconfig, shard string) *exec.C
 	log, err := os.OpenFile(filepath.Join(t.TempDir(), "controller.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = log.Close() })
-	cmd := exec.Command(bin, "controller", "--kubeconfig", kubeconfig,
+	cmd := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--plain-http-registry", suite.registry.Host,
 		"--watch-label-selector", shardLabel+"="+shard, "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		"--progress-interval", "200ms", "--retry-interval", "500ms", "--disable-hosted-clusters")
 	cmd.Stdout, cmd.Stderr = log, log

@@ -41,10 +41,17 @@ func managementKubeconfig(t *testing.T) string {
 }
 
 // runController starts `pkgsync controller` for the resources labelled shardLabel=shard, with a
-// metrics endpoint of its own, fast progress and retry intervals, and args appended (later
-// flags win). The process is killed with SIGKILL when the test ends; its log is printed when
-// the test failed.
+// metrics endpoint of its own, fast progress and retry intervals, the suite's registry (on
+// loopback, plain HTTP) allowed, and args appended (later flags win). The process is killed
+// with SIGKILL when the test ends; its log is printed when the test failed.
 func runController(t *testing.T, shard string, args ...string) *controllerProc {
+	t.Helper()
+	return runControllerWithout(t, shard, append([]string{"--plain-http-registry", suite.registry.Host}, args...)...)
+}
+
+// runControllerWithout is runController without the suite's registry allowed: the controller
+// refuses it, as it refuses every loopback registry the operator did not name.
+func runControllerWithout(t *testing.T, shard string, args ...string) *controllerProc {
 	t.Helper()
 	bin := crashBinary(t)
 	metricsAddr := refusedAddress(t)

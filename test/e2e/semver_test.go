@@ -1,6 +1,12 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,4 +161,34 @@ func TestSemverListingShared(t *testing.T) {
 		waitForApplied(t, pkg, "1.2.0", digests["1.2.0"])
 	}
 	assert.Equal(t, before+2, suite.registryRequests.tagLists(repo), "one more listing for the new tag")
+}
+
+// A registry that answers the tag listing with page after page of one 4 MiB tag (which once
+// drove the controller to 12 GiB) gets the Package Ready=False, PullFailed, with the bound it
+// broke named, after one page per listing.
+func TestPackageSemverListingBounded(t *testing.T) {
+	var pages atomic.Int64
+	tag := strings.Repeat("a", 4<<20-64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		switch req.URL.Path {
+		case "/v2/":
+		case "/v2/attack/tags/list":
+			i := pages.Add(1)
+			if i%64 != 0 {
+				w.Header().Set("Link", fmt.Sprintf(`</v2/attack/tags/list?n=1000&last=p%d>; rel="next"`, i))
+			}
+			assert.NoError(t, json.NewEncoder(w).Encode(map[string]any{"name": "attack", "tags": []string{tag}}))
+		default:
+			http.NotFound(w, req)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	pkg := newPackage(newNamespace(t), "endless", strings.TrimPrefix(srv.URL, "http://")+"/attack", "")
+	pkg.Spec.Semver = ">=1.0.0"
+	pkg.Spec.RetryInterval = &metav1.Duration{Duration: time.Hour}
+	createPackage(t, pkg)
+	cond := waitForReady(t, pkg, metav1.ConditionFalse, v1alpha1.PullFailedReason)
+	assert.Contains(t, cond.Message, "limit exceeded: a tag of 4194240 characters, over 128")
+	assert.Contains(t, cond.Message, "list tags of "+strings.TrimPrefix(srv.URL, "http://")+"/attack")
+	assert.Less(t, pages.Load(), int64(10), "each listing stops at the first page")
 }
