@@ -24,9 +24,9 @@ type tagPager struct {
 }
 
 func (p *tagPager) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	switch {
-	case req.URL.Path == "/v2/":
-	case req.URL.Path == "/v2/attack/tags/list":
+	switch req.URL.Path {
+	case "/v2/":
+	case "/v2/attack/tags/list":
 		i := int(p.served.Add(1)) - 1
 		if i+1 < p.pages {
 			w.Header().Set("Link", fmt.Sprintf(`</v2/attack/tags/list?n=1000&last=p%d>; rel="next"`, i))
@@ -104,7 +104,7 @@ func TestTagsListingBoundedInBytes(t *testing.T) {
 			assert.ErrorContains(t, err, tc.message)
 			assert.ErrorContains(t, err, "list tags of "+host+"/attack")
 			// What the server wrote is not all read: the bound is on what the client reads.
-			assert.LessOrEqual(t, tc.srv.sent.Load(), tc.maxSent+int64(tc.srv.served.Load())*256, "pages served: %d", tc.srv.served.Load())
+			assert.LessOrEqual(t, tc.srv.sent.Load(), tc.maxSent+tc.srv.served.Load()*256, "pages served: %d", tc.srv.served.Load())
 		})
 	}
 }
