@@ -18,6 +18,10 @@ const (
 	DefaultInterval = 10 * time.Minute
 	// DefaultTimeout bounds one reconciliation: pulling, rendering and one apply pass.
 	DefaultTimeout = 5 * time.Minute
+	// MaxTimeout is the longest spec.timeout honoured; MinRetryInterval the shortest
+	// spec.retryInterval. The schema refuses others; these hold for objects stored before it did.
+	MaxTimeout       = 10 * time.Minute
+	MinRetryInterval = time.Second
 )
 
 // PackageSpec says which package to install and how.
@@ -69,16 +73,21 @@ type PackageSpec struct {
 
 	// RetryInterval is how soon a failed reconciliation is retried, the same fixed interval
 	// after every failure (no backoff). Unset means the controller's --retry-interval (30s by
-	// default).
+	// default). At least 1s: a resource retried without pause would cost the API server and its
+	// registry a request loop.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="spec.retryInterval is at least 1s"
 	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
 
-	// Timeout bounds one reconciliation: resolving, pulling, rendering and one apply pass.
+	// Timeout bounds one reconciliation: resolving, pulling, rendering and one apply pass (5m
+	// by default). At most 10m: a reconcile holds one of the controller's workers, which every
+	// resource of its kind shares, for as long as a slow registry lets it.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('10m')",message="spec.timeout is at most 10m"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// Suspend stops reconciling this package: nothing is resolved, applied or pruned, and status
@@ -209,12 +218,21 @@ func (in *PackageSpec) GetInterval() time.Duration {
 	return in.Interval.Duration
 }
 
-// GetTimeout returns the reconciliation timeout, defaulted.
+// GetTimeout returns the reconciliation timeout, defaulted, at most MaxTimeout.
 func (in *PackageSpec) GetTimeout() time.Duration {
 	if in.Timeout == nil || in.Timeout.Duration <= 0 {
 		return DefaultTimeout
 	}
-	return in.Timeout.Duration
+	return min(in.Timeout.Duration, MaxTimeout)
+}
+
+// GetRetryInterval returns spec.retryInterval, at least MinRetryInterval; zero when unset (the
+// controller's own applies).
+func (in *PackageSpec) GetRetryInterval() time.Duration {
+	if in.RetryInterval == nil || in.RetryInterval.Duration <= 0 {
+		return 0
+	}
+	return max(in.RetryInterval.Duration, MinRetryInterval)
 }
 
 // PruneEnabled reports whether objects that left the package are deleted.

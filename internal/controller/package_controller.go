@@ -258,13 +258,13 @@ func readPullCredentials(ctx context.Context, reader client.Reader, ns string, r
 // outcome sets the Ready condition from the pass and decides when to come back.
 func (r *packageSteps[T]) outcome(ctx context.Context, obj T, res *apply.Result, err error) (ctrl.Result, error) {
 	spec := obj.GetSpec()
-	return conclude(ctx, obj, res, err, spec.GetInterval(), r.retryInterval(spec.RetryInterval), r.options.ProgressInterval,
+	return conclude(ctx, obj, res, err, spec.GetInterval(), r.retryInterval(spec), r.options.ProgressInterval,
 		fmt.Sprintf("applied revision %s", obj.GetStatus().LastAppliedRevision))
 }
 
-func (r *packageSteps[T]) retryInterval(d *metav1.Duration) time.Duration {
-	if d != nil && d.Duration > 0 {
-		return d.Duration
+func (r *packageSteps[T]) retryInterval(spec *v1alpha1.PackageSpec) time.Duration {
+	if d := spec.GetRetryInterval(); d > 0 {
+		return d
 	}
 	return r.options.RetryInterval
 }

@@ -394,3 +394,34 @@ func TestClusterPackageServiceAccount(t *testing.T) {
 	waitForReady(t, cp, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 	assert.True(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", target, "impersonated"))
 }
+
+// TestPackageTimingBounds: spec.timeout is at most 10m and spec.retryInterval at least 1s, so
+// that a tenant can neither hold a shared worker for as long as its registry stalls nor retry in
+// a loop; the API server says so at once.
+func TestPackageTimingBounds(t *testing.T) {
+	ns := newNamespace(t)
+	for _, tt := range []struct {
+		name    string
+		edit    func(*v1alpha1.PackageSpec)
+		refused string
+	}{
+		{"timeout-over", func(s *v1alpha1.PackageSpec) { s.Timeout = &metav1.Duration{Duration: time.Hour} }, "spec.timeout is at most 10m"},
+		{"retry-under", func(s *v1alpha1.PackageSpec) { s.RetryInterval = &metav1.Duration{Duration: time.Millisecond} }, "spec.retryInterval is at least 1s"},
+		{"at-the-bounds", func(s *v1alpha1.PackageSpec) {
+			s.Timeout = &metav1.Duration{Duration: 10 * time.Minute}
+			s.RetryInterval = &metav1.Duration{Duration: time.Second}
+		}, ""},
+	} {
+		pkg := newPackage(ns, tt.name, suite.registry.Host+"/e2e/"+ns+"/timing:v1", "")
+		pkg.Spec.Suspend = true
+		tt.edit(&pkg.Spec)
+		err := suite.mgmtClient.Create(t.Context(), pkg)
+		if tt.refused == "" {
+			assert.NoError(t, err, tt.name)
+			continue
+		}
+		if assert.Error(t, err, tt.name) {
+			assert.Contains(t, err.Error(), tt.refused, tt.name)
+		}
+	}
+}
