@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -15,22 +16,65 @@ import (
 const maxConditionMessage = 4096
 
 // boundConditionMessages cuts every condition message of obj to maxConditionMessage bytes,
-// on a character boundary, saying how much was left out.
+// on a character boundary, saying how much was left out, and replaces the characters a
+// terminal would act on rather than show (see printable). Events are made from the messages
+// after this, so they carry the same text.
 func boundConditionMessages(obj conditions.Setter) {
 	conds := obj.GetConditions()
 	changed := false
 	for i := range conds {
-		if m := conds[i].Message; len(m) > maxConditionMessage {
+		m := conds[i].Message
+		if p := printable(m); p != m {
+			m = p
+			changed = true
+		}
+		if len(m) > maxConditionMessage {
 			const room = maxConditionMessage - 64 // for the note
 			cut := room
 			for cut > 0 && !utf8.RuneStart(m[cut]) {
 				cut--
 			}
-			conds[i].Message = fmt.Sprintf("%s … (%d more bytes left out)", m[:cut], len(m)-cut)
+			m = fmt.Sprintf("%s … (%d more bytes left out)", m[:cut], len(m)-cut)
 			changed = true
 		}
+		conds[i].Message = m
 	}
 	if changed {
 		obj.SetConditions(conds)
 	}
+}
+
+// printable replaces in s what a registry's or server's error text could use to make `kubectl
+// describe` or a terminal show something it does not say: control characters (ANSI escape
+// sequences start with ESC) other than newline and tab, and the Unicode marks that reorder
+// text (bidirectional overrides and isolates). Invalid UTF-8 is replaced too.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if unprintable(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if unprintable(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
+}
+
+func unprintable(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case r < 0x20, r >= 0x7f && r <= 0x9f, r == utf8.RuneError:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f:
+		return true
+	}
+	return false
 }

@@ -40,3 +40,24 @@ func TestStatusPatchBoundsConditionMessages(t *testing.T) {
 	assert.True(t, strings.HasPrefix(msg, "éé"))
 	assert.Contains(t, msg, "more bytes left out")
 }
+
+// TestConditionMessagesPrintable: error text a registry chose reaches status and events without
+// the characters a terminal acts on: an ANSI sequence that rewrites the line `kubectl describe`
+// shows, a carriage return that overprints it, text reordered by bidirectional overrides.
+func TestConditionMessagesPrintable(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, want string }{
+		{"manifest unknown", "manifest unknown"},
+		{"two errors:\n\tfirst\n\tsecond", "two errors:\n\tfirst\n\tsecond"},
+		{"denied\x1b[2K\x1b[1GReady: True", "denied\uFFFD[2K\uFFFD[1GReady: True"},
+		{"denied\rReady: True", "denied\uFFFDReady: True"},
+		{"abc\u202edcba", "abc\uFFFDdcba"},
+		{"bad \xff byte", "bad \uFFFD byte"},
+		{"\u0085next line", "\uFFFDnext line"},
+	} {
+		pkg := &v1alpha1.Package{}
+		conditions.MarkFalse(pkg, meta.ReadyCondition, v1alpha1.PullFailedReason, "%s", tt.in)
+		boundConditionMessages(pkg)
+		assert.Equal(t, tt.want, conditions.GetMessage(pkg, meta.ReadyCondition), "%q", tt.in)
+	}
+}
