@@ -48,7 +48,8 @@ func IsInsecureKubeconfig(err error) bool {
 // only. client-go would honour every field of a kubeconfig: exec plugins run commands,
 // tokenFile and the *-file fields read the controller's own files (its ServiceAccount token)
 // and send them to a server the Secret's writer chooses, proxy-url routes the connection
-// elsewhere. Flux's runtime/client has the same rule (KubeConfigFromBytes, KubeConfig), but
+// elsewhere; impersonation (as, as-groups, as-uid, as-user-extra) is refused too, not dropped,
+// so that a kubeconfig meant to act with less privilege never acts with its credential's. Flux's runtime/client has the same rule (KubeConfigFromBytes, KubeConfig), but
 // importing it links kubectl and cli-runtime into the controller, it drops exec and insecure
 // TLS silently instead of saying which field was refused, and it asks the server about flow
 // control while building the config; so the checks and the allow-list copy are written here.
@@ -139,10 +140,23 @@ func checkKubeconfig(cfg *clientcmdapi.Config, policy KubeconfigPolicy) *Insecur
 			return &InsecureKubeconfigError{Field: field("exec"), Problem: "exec credential plugins are not allowed (start the controller with --insecure-kubeconfig-exec to allow them)"}
 		case u.AuthProvider != nil:
 			return &InsecureKubeconfigError{Field: field("auth-provider"), Problem: "auth-provider plugins are not allowed; use a client certificate or a token"}
+		case u.Impersonate != "":
+			return &InsecureKubeconfigError{Field: field("as"), Problem: impersonationRefused}
+		case len(u.ImpersonateGroups) > 0:
+			return &InsecureKubeconfigError{Field: field("as-groups"), Problem: impersonationRefused}
+		case u.ImpersonateUID != "":
+			return &InsecureKubeconfigError{Field: field("as-uid"), Problem: impersonationRefused}
+		case len(u.ImpersonateUserExtra) > 0:
+			return &InsecureKubeconfigError{Field: field("as-user-extra"), Problem: impersonationRefused}
 		}
 	}
 	return nil
 }
+
+// impersonationRefused explains a refused impersonation field. The controller does not
+// impersonate on hosted clusters: dropping the field would run the kubeconfig with its
+// credential's own privileges (system:masters for HyperShift's), more than its writer meant.
+const impersonationRefused = "impersonation is not supported for hosted clusters, and the kubeconfig is refused rather than used with more privilege than it asks for; give a credential of the identity to act as"
 
 // fileRefused starts the problem of a file reference; the inline field to use follows.
 const fileRefused = "files are never read from the controller's file system; embed the data inline in "

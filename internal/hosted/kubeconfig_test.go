@@ -129,6 +129,20 @@ func TestConnectorKubeconfigAttacks(t *testing.T) {
 		{"auth provider", func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			u.AuthProvider = &clientcmdapi.AuthProviderConfig{Name: "oidc", Config: map[string]string{"id-token": "x"}}
 		}, `users["admin"].auth-provider`},
+		// Impersonation would run the kubeconfig with less privilege than its credential has;
+		// dropped silently, the credential's own (system:masters) would be used instead.
+		{"impersonated user", func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.Token, u.Impersonate = "inline", "system:serviceaccount:addon:installer"
+		}, `users["admin"].as`},
+		{"impersonated groups", func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.Token, u.ImpersonateGroups = "inline", []string{"addon-installers"}
+		}, `users["admin"].as-groups`},
+		{"impersonated UID", func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.Token, u.ImpersonateUID = "inline", "1234"
+		}, `users["admin"].as-uid`},
+		{"impersonated user extra", func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.Token, u.ImpersonateUserExtra = "inline", map[string][]string{"scopes": {"read"}}
+		}, `users["admin"].as-user-extra`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := useHostedClient(t, hostileKubeconfig(t, srv.URL, ca, tc.edit), Options{})
@@ -177,6 +191,7 @@ func FuzzConnectorKubeconfig(f *testing.F) {
 		"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://h\n    certificate-authority: /etc/ssl/ca.pem\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user:\n    tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token\n",
 		"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://h\n    insecure-skip-tls-verify: true\n    proxy-url: http://p:3128\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: [-c, id]}\n",
 		"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user:\n    client-certificate: /tmp/c\n    client-key: /tmp/k\n    auth-provider: {name: oidc}\n",
+		"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user:\n    token: t\n    as: someone\n    as-groups: [g]\n",
 		"{}",
 	} {
 		f.Add([]byte(seed))
@@ -188,6 +203,7 @@ func FuzzConnectorKubeconfig(f *testing.F) {
 		}
 		if cfg.BearerTokenFile != "" || cfg.CAFile != "" || cfg.CertFile != "" || cfg.KeyFile != "" ||
 			cfg.ExecProvider != nil || cfg.AuthProvider != nil || cfg.Insecure || cfg.Proxy != nil ||
+			cfg.Impersonate.UserName != "" || len(cfg.Impersonate.Groups) > 0 || cfg.Impersonate.UID != "" || len(cfg.Impersonate.Extra) > 0 ||
 			!strings.HasPrefix(cfg.Host, "https://") {
 			t.Fatalf("accepted an unsafe config: %+v", cfg)
 		}
