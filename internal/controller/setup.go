@@ -36,6 +36,7 @@ import (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hypershift.openshift.io,resources=hostedcontrolplanes,verbs=list
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // Config wires the reconcilers.
@@ -138,6 +139,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 				}
 				return inNamespace(ctx, ns)
 			}), builder.WithPredicates(hostedClusterStateChanged{}))
+			// The advertised endpoint decides which server a connector kubeconfig may name: a
+			// change wakes the namespace, without closing its circuit as Available=True does.
+			b = b.Watches(hc, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				return inNamespace(ctx, hosted.ControlPlaneNamespace(o.GetNamespace(), o.GetName()))
+			}), builder.WithPredicates(hostedClusterEndpointChanged{}))
 		}
 		return b
 	}
@@ -211,6 +217,25 @@ type hostedClusterStateChanged struct{ predicate.Funcs }
 
 func (hostedClusterStateChanged) Update(e event.UpdateEvent) bool {
 	return hostedClusterState(e.ObjectOld) != hostedClusterState(e.ObjectNew)
+}
+
+// hostedClusterEndpointChanged passes updates of a HostedCluster's status.controlPlaneEndpoint.
+type hostedClusterEndpointChanged struct{ predicate.Funcs }
+
+func (hostedClusterEndpointChanged) Create(event.CreateEvent) bool   { return false }
+func (hostedClusterEndpointChanged) Delete(event.DeleteEvent) bool   { return false }
+func (hostedClusterEndpointChanged) Generic(event.GenericEvent) bool { return false }
+
+func (hostedClusterEndpointChanged) Update(e event.UpdateEvent) bool {
+	endpoint := func(o client.Object) string {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return ""
+		}
+		ep, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "controlPlaneEndpoint")
+		return fmt.Sprint(ep)
+	}
+	return endpoint(e.ObjectOld) != endpoint(e.ObjectNew)
 }
 
 func hostedClusterState(o client.Object) string {

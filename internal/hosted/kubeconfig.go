@@ -3,8 +3,10 @@ package hosted
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"sort"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -21,6 +23,10 @@ type KubeconfigPolicy struct {
 	// AllowInsecureTLS lets a kubeconfig disable certificate verification or name a plain
 	// http:// server (--insecure-kubeconfig-tls).
 	AllowInsecureTLS bool
+	// AllowAnyServer lets a kubeconfig name any server (--insecure-kubeconfig-any-server), not
+	// only the hosted API server's own addresses (checkServer). Anyone who can write the
+	// connector Secret then makes the controller send requests wherever they like.
+	AllowAnyServer bool
 }
 
 // InsecureKubeconfigError says a connector kubeconfig holds something pkgsync refuses to use.
@@ -55,14 +61,18 @@ func IsInsecureKubeconfig(err error) bool {
 // control while building the config; so the checks and the allow-list copy are written here.
 //
 // A refused field is returned as an *InsecureKubeconfigError without Namespace and Secret,
-// which the caller fills in.
-func restConfigFromKubeconfig(data []byte, policy KubeconfigPolicy) (*rest.Config, error) {
+// which the caller fills in. serverField names the server used, for checkServer.
+func restConfigFromKubeconfig(data []byte, policy KubeconfigPolicy) (cfg *rest.Config, serverField string, err error) {
 	raw, err := clientcmd.Load(data)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig does not parse: %w", err)
+		return nil, "", fmt.Errorf("kubeconfig does not parse: %w", err)
 	}
 	if refused := checkKubeconfig(raw, policy); refused != nil {
-		return nil, refused
+		return nil, "", refused
+	}
+	serverField = "server"
+	if kctx := raw.Contexts[raw.CurrentContext]; kctx != nil {
+		serverField = fmt.Sprintf("clusters[%q].server", kctx.Cluster)
 	}
 	for _, u := range raw.AuthInfos {
 		if u != nil && u.Exec != nil {
@@ -70,9 +80,9 @@ func restConfigFromKubeconfig(data []byte, policy KubeconfigPolicy) (*rest.Confi
 			u.Exec.InteractiveMode = clientcmdapi.NeverExecInteractiveMode
 		}
 	}
-	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err = clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig is not usable: %w", err)
+		return nil, "", fmt.Errorf("kubeconfig is not usable: %w", err)
 	}
 	// An allow-list copy: whatever client-go adds to rest.Config later is not carried over.
 	out := &rest.Config{
@@ -95,7 +105,46 @@ func restConfigFromKubeconfig(data []byte, policy KubeconfigPolicy) (*rest.Confi
 	if policy.AllowExec && cfg.ExecProvider != nil {
 		out.ExecProvider = cfg.ExecProvider
 	}
-	return out, nil
+	return out, serverField, nil
+}
+
+// checkServer refuses a server that is not the hosted API server of namespace, unless the policy
+// allows any. A connector Secret is written by whoever may write Secrets of that name in the
+// namespace; if its server could be any URL, they would make the controller send discovery
+// requests and probes to any service the controller reaches (in-cluster ones included) and read
+// what answers in their resources' status. Accepted are the addresses HyperShift writes: the
+// Service kube-apiserver of the namespace, bare (as in service-network-admin-kubeconfig) or
+// qualified, any port; and, host and port, the endpoint the HostedCluster behind the namespace
+// advertises (status.controlPlaneEndpoint, as in admin-kubeconfig). field names the server in
+// the kubeconfig.
+func checkServer(server, field, namespace string, hc *HostedCluster, policy KubeconfigPolicy) *InsecureKubeconfigError {
+	if policy.AllowAnyServer {
+		return nil
+	}
+	accepted := fmt.Sprintf("%s, %s.%s.svc or %s.%s.svc.cluster.local (any port)", serviceHost, serviceHost, namespace, serviceHost, namespace)
+	advertised := ""
+	if hc != nil {
+		advertised = hc.Endpoint
+	}
+	if advertised != "" {
+		accepted += fmt.Sprintf(", or %s, the endpoint HostedCluster %s/%s advertises", advertised, hc.Namespace, hc.Name)
+	}
+	u, err := url.Parse(server)
+	if err == nil {
+		switch strings.ToLower(u.Hostname()) {
+		case serviceHost, serviceHost + "." + namespace + ".svc", serviceHost + "." + namespace + ".svc.cluster.local":
+			return nil
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+		}
+		if advertised != "" && strings.EqualFold(net.JoinHostPort(u.Hostname(), port), advertised) {
+			return nil
+		}
+	}
+	return &InsecureKubeconfigError{Field: field, Problem: fmt.Sprintf("the server is not the hosted API server of namespace %s: accepted are %s (start the controller with --insecure-kubeconfig-any-server to allow any server)",
+		namespace, accepted)}
 }
 
 // checkKubeconfig returns the first refused field of every cluster and user entry (not only

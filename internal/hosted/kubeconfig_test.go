@@ -3,8 +3,10 @@ package hosted
 import (
 	"context"
 	"encoding/pem"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,13 +69,26 @@ func hostileKubeconfig(t *testing.T, server string, ca []byte, edit func(*client
 	return data
 }
 
-// useHostedClient builds the client of namespace ns from its connector Secret and sends one
-// request with it, as a reconcile would.
+// useHostedClient builds the client of namespace clusters-a from its connector Secret and sends
+// one request with it, as a reconcile would. The HostedCluster behind the namespace advertises
+// the kubeconfig's server, as HyperShift advertises its hosted API server.
 func useHostedClient(t *testing.T, kubeconfig []byte, opts Options) error {
+	t.Helper()
+	var hc *HostedCluster
+	if raw, err := clientcmd.Load(kubeconfig); err == nil && raw.Clusters["hosted"] != nil {
+		if u, err := url.Parse(raw.Clusters["hosted"].Server); err == nil {
+			hc = &HostedCluster{Namespace: "clusters", Name: "a", Endpoint: u.Host}
+		}
+	}
+	return useHostedClientOf(t, kubeconfig, opts, hc)
+}
+
+// useHostedClientOf is useHostedClient with the HostedCluster behind the namespace given.
+func useHostedClientOf(t *testing.T, kubeconfig []byte, opts Options, hc *HostedCluster) error {
 	t.Helper()
 	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kubeconfig)).Build()
 	c := NewClients(reader, opts)
-	target, err := c.Target(t.Context(), "clusters-a")
+	target, err := c.Target(t.Context(), "clusters-a", hc)
 	if err != nil {
 		return err
 	}
@@ -183,6 +198,75 @@ func TestConnectorKubeconfigOptIns(t *testing.T) {
 	assert.True(t, srv.sawAuthorization("inline-token"))
 }
 
+// TestConnectorServerRestricted: a connector kubeconfig, which whoever may write Secrets of
+// its name in the namespace writes, may name only the hosted API server of the namespace: the
+// Service kube-apiserver there or the endpoint its HostedCluster advertises. Any other server
+// (an in-cluster service, another namespace's API server) is refused before anything is sent.
+func TestConnectorServerRestricted(t *testing.T) {
+	t.Parallel()
+	srv := newCapturingServer(t)
+	kc := hostileKubeconfig(t, srv.URL, pemCert(srv), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
+	endpoint := strings.TrimPrefix(srv.URL, "https://")
+	advertising := func(ep string) *HostedCluster { return &HostedCluster{Namespace: "clusters", Name: "a", Endpoint: ep} }
+
+	for _, tc := range []struct {
+		name string
+		hc   *HostedCluster
+	}{
+		{"no HostedCluster", nil},
+		{"HostedCluster advertising no endpoint", advertising("")},
+		{"HostedCluster advertising another endpoint", advertising("api.a.example.com:6443")},
+		{"HostedCluster advertising the host on another port", advertising(net.JoinHostPort(srv.Listener.Addr().(*net.TCPAddr).IP.String(), "6443"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := useHostedClientOf(t, kc, Options{}, tc.hc)
+			require.Error(t, err)
+			assert.True(t, IsInsecureKubeconfig(err), "%v", err)
+			assert.Contains(t, err.Error(), `clusters["hosted"].server`)
+			assert.Contains(t, err.Error(), "kube-apiserver.clusters-a.svc")
+			assert.Contains(t, err.Error(), "--insecure-kubeconfig-any-server")
+		})
+	}
+	srv.mu.Lock()
+	sent := len(srv.auths)
+	srv.mu.Unlock()
+	assert.Zero(t, sent, "nothing, not even a probe, is sent to a refused server")
+
+	require.NoError(t, useHostedClientOf(t, kc, Options{}, advertising(endpoint)), "the advertised endpoint is accepted")
+	require.NoError(t, useHostedClientOf(t, kc, Options{Kubeconfig: KubeconfigPolicy{AllowAnyServer: true}}, nil), "--insecure-kubeconfig-any-server accepts any server")
+
+	// A client already built is checked again on every use: the endpoint may change.
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kc)).Build()
+	c := NewClients(reader, Options{})
+	_, err := c.Target(t.Context(), "clusters-a", advertising(endpoint))
+	require.NoError(t, err)
+	_, err = c.Target(t.Context(), "clusters-a", advertising("api.a.example.com:6443"))
+	assert.True(t, IsInsecureKubeconfig(err), "%v", err)
+	cached, _ := c.Stats()
+	assert.Zero(t, cached, "the refused client is dropped, and its prober with it")
+
+	for _, tc := range []struct {
+		server string
+		ok     bool
+	}{
+		{"https://kube-apiserver:6443", true},
+		{"https://kube-apiserver:2040", true},
+		{"https://kube-apiserver.clusters-a.svc:6443", true},
+		{"https://KUBE-APISERVER.clusters-a.svc.cluster.local", true},
+		{"https://kube-apiserver.clusters-b.svc:6443", false},
+		{"https://kube-apiserver.clusters-b.svc.cluster.local:6443", false},
+		{"https://kube-apiserver.clusters-a.svc.evil.example.com:6443", false},
+		{"https://pkgsync-metrics.pkgsync-system.svc:8443", false},
+		{"https://169.254.169.254", false},
+		{"https://api.a.example.com:6443", true},
+		{"https://api.a.example.com", false},
+		{"https://api.a.example.com:443", false},
+	} {
+		refused := checkServer(tc.server, `clusters["c"].server`, "clusters-a", advertising("api.a.example.com:6443"), KubeconfigPolicy{})
+		assert.Equal(t, tc.ok, refused == nil, "%s: %v", tc.server, refused)
+	}
+}
+
 // FuzzConnectorKubeconfig checks that whatever a Secret holds, a config that is accepted
 // carries no file reference, plugin, proxy or disabled verification.
 func FuzzConnectorKubeconfig(f *testing.F) {
@@ -197,7 +281,7 @@ func FuzzConnectorKubeconfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := restConfigFromKubeconfig(data, KubeconfigPolicy{})
+		cfg, _, err := restConfigFromKubeconfig(data, KubeconfigPolicy{})
 		if err != nil {
 			return
 		}
@@ -213,4 +297,40 @@ func FuzzConnectorKubeconfig(f *testing.F) {
 // pemCert returns the test server's certificate as a PEM CA bundle.
 func pemCert(s *capturingServer) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+}
+
+// TestHostedResponseBodyNeverInErrors: whatever a server named by a connector kubeconfig answers
+// that is not a Kubernetes API object (an in-cluster service's page, an HTML error) never reaches
+// an error, which becomes a status message that the Secret's writer reads. The status code does.
+func TestHostedResponseBodyNeverInErrors(t *testing.T) {
+	t.Parallel()
+	const marker = "s3cr3t-internal-page"
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/readyz":
+			_, _ = w.Write([]byte("ok"))
+			return
+		case "/api/v1":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"kind":"APIResourceList","groupVersion":"v1","resources":[{"name":"configmaps","namespaced":true,"kind":"ConfigMap","verbs":["get"]}]}`))
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte("<html><body>internal dashboard: " + marker + "</body></html>"))
+	}))
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	kc := hostileKubeconfig(t, srv.URL, ca, func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kc)).Build()
+	c := NewClients(reader, Options{Kubeconfig: anyServer})
+	target, err := c.Target(t.Context(), "clusters-a", nil)
+	require.NoError(t, err)
+
+	var cm corev1.ConfigMap
+	err = target.Client.Get(t.Context(), client.ObjectKey{Namespace: "x", Name: "y"}, &cm)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), marker)
+	assert.Contains(t, err.Error(), "HTTP 500")
+	assert.Contains(t, err.Error(), "not shown")
 }
