@@ -347,6 +347,7 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 	if err != nil {
 		return nil, fmt.Errorf("build probe client for hosted cluster of %s: %w", namespace, err)
 	}
+	pc.CheckRedirect = noRedirects
 	cfg = withShortHandshake(cfg, c.opts.DialTimeout, tlsConfig)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return opaqueBodies{rt} })
 	if c.opts.OnRequest != nil {
@@ -356,6 +357,7 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 	if err != nil {
 		return nil, fmt.Errorf("build HTTP client for hosted cluster of %s: %w", namespace, err)
 	}
+	httpClient.CheckRedirect = noRedirects
 	mapper, err := newRESTMapper(c.opts.RESTMapper, cfg, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("build RESTMapper for hosted cluster of %s: %w", namespace, err)
@@ -427,6 +429,11 @@ func IsNoCredentials(err error) bool {
 	var nc *NoCredentialsError
 	return errors.As(err, &nc)
 }
+
+// noRedirects makes a redirect an answer, not followed: an API server does not redirect API
+// requests, and following one would send the controller's requests (and, to the same host, its
+// credentials) to a server checkServer would refuse.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // opaqueBodies replaces the body of every response that is not a Kubernetes API object with a
 // fixed text naming its status code. client-go copies the body of an unexpected response (an

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -333,4 +334,40 @@ func TestHostedResponseBodyNeverInErrors(t *testing.T) {
 	assert.NotContains(t, err.Error(), marker)
 	assert.Contains(t, err.Error(), "HTTP 500")
 	assert.Contains(t, err.Error(), "not shown")
+}
+
+// TestHostedRedirectNotFollowed: a hosted API server's redirect is not followed, so an accepted
+// server cannot send the controller's requests on to a server that would be refused.
+func TestHostedRedirectNotFollowed(t *testing.T) {
+	t.Parallel()
+	var elsewhere atomic.Int64
+	target := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		elsewhere.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"y","namespace":"x"}}`))
+	}))
+	t.Cleanup(target.Close)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/readyz":
+			_, _ = w.Write([]byte("ok"))
+		case "/api/v1":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"kind":"APIResourceList","groupVersion":"v1","resources":[{"name":"configmaps","namespaced":true,"kind":"ConfigMap","verbs":["get"]}]}`))
+		default:
+			http.Redirect(w, r, target.URL+r.URL.Path, http.StatusFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	kc := hostileKubeconfig(t, srv.URL, ca, func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kc)).Build()
+	c := NewClients(reader, Options{})
+	hc := &HostedCluster{Namespace: "clusters", Name: "a", Endpoint: strings.TrimPrefix(srv.URL, "https://")}
+	tgt, err := c.Target(t.Context(), "clusters-a", hc)
+	require.NoError(t, err)
+	var cm corev1.ConfigMap
+	err = tgt.Client.Get(t.Context(), client.ObjectKey{Namespace: "x", Name: "y"}, &cm)
+	assert.Error(t, err, "a redirect is an error, not an object")
+	assert.Zero(t, elsewhere.Load(), "nothing is sent where the redirect points")
 }
