@@ -96,6 +96,7 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 		"Which namespaces may have hosted-cluster phases: HostedCluster (a HyperShift HostedCluster maps to the namespace) or Label (the namespace is labelled hypershift.openshift.io/hosted-control-plane=true; only where tenants cannot label namespaces)")
 	fs.BoolVar(&o.kubeconfigPolicy.AllowExec, "insecure-kubeconfig-exec", false, "Allow exec credential plugins in connector kubeconfigs (they run commands inside the controller)")
 	fs.BoolVar(&o.kubeconfigPolicy.AllowInsecureTLS, "insecure-kubeconfig-tls", false, "Allow connector kubeconfigs to disable TLS verification or use plain http")
+	fs.BoolVar(&o.kubeconfigPolicy.AllowAnyServer, "insecure-kubeconfig-any-server", false, "Allow connector kubeconfigs to name any server, not only the hosted API server (kube-apiserver[.<namespace>.svc[.cluster.local]] or the HostedCluster's status.controlPlaneEndpoint)")
 	fs.BoolVar(&o.disableHosted, "disable-hosted-clusters", false, "Refuse hosted-cluster phases (and do not watch connector Secrets)")
 	fs.StringVar(&o.connectorSecret, "hosted-kubeconfig-secret", hosted.DefaultSecretName, "Name of the connector Secret in each hosted-control-plane namespace")
 	fs.StringVar(&o.connectorSecretKey, "hosted-kubeconfig-key", hosted.DefaultSecretKey, "Data key of the kubeconfig in the connector Secret")

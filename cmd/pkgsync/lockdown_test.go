@@ -39,7 +39,7 @@ func TestLockdownOverlay(t *testing.T) {
 
 	cmd := newControllerCmd()
 	require.NoError(t, cmd.ParseFlags(args[1:]), "every argument is a flag of pkgsync controller")
-	for _, f := range []string{"insecure-kubeconfig-exec", "insecure-kubeconfig-tls", "allow-cross-namespace"} {
+	for _, f := range []string{"insecure-kubeconfig-exec", "insecure-kubeconfig-tls", "insecure-kubeconfig-any-server", "allow-cross-namespace"} {
 		assert.Equal(t, "false", cmd.Flags().Lookup(f).Value.String(), f)
 	}
 	assert.Equal(t, "HostedCluster", cmd.Flags().Lookup("hosted-namespace-rule").Value.String())

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -229,7 +230,7 @@ func (r *fleetReconciler) reconcileFleet(ctx context.Context, fleet *v1alpha1.Ho
 			problems = append(problems, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: memberErrorReason(err), Message: err.Error()})
 		}
 	}
-	if err := r.removeStrayMembers(ctx, members, owned); err != nil {
+	if err := r.removeStrayMembers(ctx, members, collisions, owned); err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -331,8 +332,11 @@ func (r *fleetReconciler) resolveTarget(ctx context.Context, fleet *v1alpha1.Hos
 	return &v1alpha1.FleetRevision{Name: revisionName(digest, td), Image: pinned.String(), Digest: digest, TemplateDigest: td}, pinned, creds, nil
 }
 
-// members lists the selected HostedClusters with their member Packages, and the clusters whose
-// namespace holds a Package of the member's name that is not this fleet's.
+// members lists the selected HostedClusters with their member Packages, and the clusters that
+// get no member: those whose namespace holds a Package of the member's name that is not this
+// fleet's, and those whose hosted-control-plane namespace another HostedCluster maps to too
+// (a-x/b and a/x-b both map to a-x-b) when HyperShift's HostedControlPlane there does not name
+// them. One namespace never gets a member written for two clusters.
 func (r *fleetReconciler) members(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, owned []*v1alpha1.Package) ([]*fleetMember, []v1alpha1.MemberStatus, error) {
 	selector := labels.Everything()
 	if fleet.Spec.HostedClusterSelector != nil {
@@ -343,9 +347,19 @@ func (r *fleetReconciler) members(ctx context.Context, fleet *v1alpha1.HostedClu
 	}
 	hcs := &unstructured.UnstructuredList{}
 	hcs.SetGroupVersionKind(hosted.HostedClusterGVK.GroupVersion().WithKind(hosted.HostedClusterGVK.Kind + "List"))
-	if err := r.client.List(ctx, hcs, client.MatchingLabelsSelector{Selector: selector}, client.UnsafeDisableDeepCopy); err != nil {
+	// Every HostedCluster, selected or not: an unselected one may own the namespace a selected
+	// one maps to.
+	if err := r.client.List(ctx, hcs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("list HostedClusters: %w", err)
 	}
+	mapped := map[string][]types.NamespacedName{}
+	for i := range hcs.Items {
+		hc := &hcs.Items[i]
+		ns := hosted.ControlPlaneNamespace(hc.GetNamespace(), hc.GetName())
+		mapped[ns] = append(mapped[ns], types.NamespacedName{Namespace: hc.GetNamespace(), Name: hc.GetName()})
+	}
+	owners := map[string]types.NamespacedName{}
+	ownerErrs := map[string]error{}
 	byNamespace := map[string]*v1alpha1.Package{}
 	for _, p := range owned {
 		byNamespace[p.Namespace] = p
@@ -356,12 +370,36 @@ func (r *fleetReconciler) members(ctx context.Context, fleet *v1alpha1.HostedClu
 	)
 	for i := range hcs.Items {
 		hc := &hcs.Items[i]
-		if !hc.GetDeletionTimestamp().IsZero() {
+		if !hc.GetDeletionTimestamp().IsZero() || !selector.Matches(labels.Set(hc.GetLabels())) {
 			continue
 		}
 		m := &fleetMember{namespace: hosted.ControlPlaneNamespace(hc.GetNamespace(), hc.GetName()), labels: hc.GetLabels()}
 		if p := fleet.Spec.Rollout.Partitions; p != nil {
 			m.partition = hc.GetLabels()[p.LabelKey]
+		}
+		if candidates := mapped[m.namespace]; len(candidates) > 1 {
+			if _, seen := owners[m.namespace]; !seen {
+				// Uncached and metadata only, for the rare namespace several clusters map to.
+				owner, err := hosted.OwnerOfNamespace(ctx, r.apiReader, m.namespace, candidates)
+				var ambiguous *hosted.AmbiguousError
+				if err != nil && !errors.As(err, &ambiguous) {
+					return nil, nil, err
+				}
+				owners[m.namespace], ownerErrs[m.namespace] = owner, err
+			}
+			self := types.NamespacedName{Namespace: hc.GetNamespace(), Name: hc.GetName()}
+			msg := ""
+			switch owner := owners[m.namespace]; {
+			case ownerErrs[m.namespace] != nil:
+				msg = ownerErrs[m.namespace].Error()
+			case owner != self:
+				msg = fmt.Sprintf("HostedCluster %s maps to namespace %s, which belongs to HostedCluster %s (its HostedControlPlane names it)", self, m.namespace, owner)
+			}
+			if msg != "" {
+				collisions = append(collisions, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: v1alpha1.CollisionReason,
+					Message: msg + "; no member is written for it, and a member there is left as it is"})
+				continue
+			}
 		}
 		m.pkg, m.pending = r.writes.view(fleet, m.namespace, byNamespace[m.namespace])
 		if m.pkg == nil {
@@ -441,11 +479,16 @@ func (r *fleetReconciler) keepMember(ctx context.Context, fleet *v1alpha1.Hosted
 }
 
 // removeStrayMembers deletes the fleet's members whose HostedCluster is gone or no longer
-// selected. Each one's finalizer tears its objects down.
-func (r *fleetReconciler) removeStrayMembers(ctx context.Context, members []*fleetMember, owned []*v1alpha1.Package) error {
+// selected. Each one's finalizer tears its objects down. A member in a namespace of a collision
+// stays: which HostedCluster it serves cannot be told, and deleting it would tear down what it
+// installed because someone created a HostedCluster with a colliding name.
+func (r *fleetReconciler) removeStrayMembers(ctx context.Context, members []*fleetMember, collisions []v1alpha1.MemberStatus, owned []*v1alpha1.Package) error {
 	keep := map[string]bool{}
 	for _, m := range members {
 		keep[m.namespace] = true
+	}
+	for _, c := range collisions {
+		keep[c.Namespace] = true
 	}
 	for _, p := range owned {
 		if keep[p.Namespace] || !p.DeletionTimestamp.IsZero() {

@@ -6,8 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
 // HostedNamespaceRule decides which namespaces are hosted-control-plane namespaces. Only their
@@ -41,8 +39,13 @@ func (e *notHostedError) Error() string {
 }
 
 // admitHosted returns nil when namespace may send phases to a hosted cluster under the rule;
-// hc is the HostedCluster findHostedCluster found behind it.
-func (r *rollouts) admitHosted(ctx context.Context, namespace string, hc *hosted.HostedCluster) error {
+// behind is what findHostedCluster found behind it. A namespace that several HostedClusters map
+// to, none of them named by its HostedControlPlane, is refused under either rule: whichever
+// cluster the connector Secret reaches, pkgsync cannot tell which HostedCluster it is.
+func (r *rollouts) admitHosted(ctx context.Context, namespace string, behind hostedBehind) error {
+	if behind.ambiguous != nil {
+		return &notHostedError{namespace: namespace, why: behind.ambiguous.Error()}
+	}
 	switch r.hostedNamespaceRule {
 	case HostedNamespaceByLabel:
 		var ns corev1.Namespace
@@ -54,7 +57,7 @@ func (r *rollouts) admitHosted(ctx context.Context, namespace string, hc *hosted
 		}
 		return nil
 	default:
-		if hc != nil {
+		if behind.cluster != nil {
 			return nil
 		}
 		why := "no HyperShift HostedCluster maps to it (HyperShift names a hosted-control-plane namespace <hostedcluster namespace>-<hostedcluster name>)"

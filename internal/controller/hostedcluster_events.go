@@ -17,7 +17,7 @@ import (
 
 // hostedClusterEvents wakes the resources of a HostedCluster's hosted-control-plane namespace:
 // every one of them when what pkgsync gates on changes (the HostedCluster appears or goes,
-// becomes Available or not, is paused or resumed), and, when only what templates see of it
+// becomes Available or not, is paused or resumed, advertises another API server endpoint), and, when only what templates see of it
 // changes (labels, annotations, spec.nodeSelector, spec.platform.type), those whose last render
 // read it or that have no render yet. HyperShift writes status often; the rest wakes nobody.
 type hostedClusterEvents struct {
@@ -47,6 +47,12 @@ func (h hostedClusterEvents) Update(ctx context.Context, e event.UpdateEvent, q 
 	switch {
 	case hostedClusterState(e.ObjectOld) != hostedClusterState(e.ObjectNew):
 		h.all(ctx, e.ObjectNew, q)
+	case endpoint(e.ObjectOld) != endpoint(e.ObjectNew):
+		// The advertised endpoint decides which server a connector kubeconfig may name: a change
+		// wakes the namespace, without closing its circuit as Available=True does.
+		for _, req := range h.inNamespace(ctx, controlPlaneNamespaceOf(e.ObjectNew)) {
+			q.Add(req)
+		}
 	case h.readsHostedCluster != nil && templateView(e.ObjectOld) != templateView(e.ObjectNew):
 		for _, req := range h.inNamespace(ctx, controlPlaneNamespaceOf(e.ObjectNew)) {
 			if h.readsHostedCluster(req.Namespace, req.Name) {
@@ -85,6 +91,16 @@ func hostedClusterState(o client.Object) string {
 		}
 	}
 	return state
+}
+
+// endpoint is the HostedCluster's status.controlPlaneEndpoint, as one comparable string.
+func endpoint(o client.Object) string {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return ""
+	}
+	ep, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "controlPlaneEndpoint")
+	return fmt.Sprint(ep)
 }
 
 // templateView is what package templates see of a HostedCluster (templateHostedCluster), as

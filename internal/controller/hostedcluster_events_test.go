@@ -50,6 +50,9 @@ func TestHostedClusterEvents(t *testing.T) {
 			o["status"].(map[string]any)["conditions"] = append(o["status"].(map[string]any)["conditions"].([]any),
 				map[string]any{"type": "ReconciliationActive", "status": "False"})
 		}, []string{"other", "reader"}},
+		{"another endpoint advertised: everyone", func(o map[string]any) {
+			o["status"].(map[string]any)["controlPlaneEndpoint"] = map[string]any{"host": "api.example.com", "port": int64(6443)}
+		}, []string{"other", "reader"}},
 		{"status churn: nobody", func(o map[string]any) {
 			o["status"].(map[string]any)["conditions"].([]any)[1] = map[string]any{"type": "Degraded", "status": "True"}
 			o["status"].(map[string]any)["version"] = map[string]any{"desired": "4.21"}

@@ -53,14 +53,14 @@ func (r *objectDeploymentSteps[T]) pass(ctx context.Context, obj T, rep *report,
 		return conclude(ctx, obj, nil, err, spec.GetInterval(), r.options.RetryInterval, r.options.ProgressInterval, "")
 	}
 	res, err := r.rollouts.apply(ctx, rolloutRequest{
-		owner:         ownerOf(obj, r.kind),
-		hostedCluster: hc,
-		phases:        phases,
-		probes:        spec.Template.Spec.AvailabilityProbes,
-		adopt:         spec.AdoptionPolicy,
-		prune:         true,
-		previous:      status.Inventory,
-		record:        rep.recordInventory(),
+		owner:    ownerOf(obj, r.kind),
+		hosted:   hc,
+		phases:   phases,
+		probes:   spec.Template.Spec.AvailabilityProbes,
+		adopt:    spec.AdoptionPolicy,
+		prune:    true,
+		previous: status.Inventory,
+		record:   rep.recordInventory(),
 	})
 	recordPass(status, res)
 	if err == nil && res.Complete() {

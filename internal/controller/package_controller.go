@@ -112,7 +112,13 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err != nil {
 		return nil, err
 	}
-	rendered, err := r.render(ctx, obj, ref, creds, configDigest, hc)
+	if hc.ambiguous != nil {
+		// Its templates cannot be told which HostedCluster they render for: rendered without
+		// one, a management phase could be as wrong as one rendered with the other's labels.
+		// The whole Package waits, not only its hosted-cluster phases.
+		return nil, &notHostedError{namespace: obj.GetNamespace(), why: hc.ambiguous.Error()}
+	}
+	rendered, err := r.render(ctx, obj, ref, creds, configDigest, hc.cluster)
 	if err != nil {
 		return nil, constraintViolated(err)
 	}
@@ -127,7 +133,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		adopt:          spec.AdoptionPolicy,
 		prune:          spec.PruneEnabled(),
 		previous:       status.Inventory,
-		hostedCluster:  hc,
+		hosted:         hc,
 		record:         record,
 	})
 	recordPass(&status.RolloutStatus, res)

@@ -51,8 +51,8 @@ type rolloutRequest struct {
 	adopt          v1alpha1.AdoptionPolicy
 	prune          bool
 	previous       *v1alpha1.Inventory
-	// hostedCluster behind the owner's namespace, from findHostedCluster; nil when none.
-	hostedCluster *hosted.HostedCluster
+	// hosted is what is behind the owner's namespace, from findHostedCluster.
+	hosted hostedBehind
 	// record stores the intended inventory before the pass creates anything new.
 	record func(context.Context, apply.Inventory) error
 }
@@ -69,7 +69,7 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 		return nil, err
 	}
 	if classes[classHosted] && req.owner.Namespace != "" {
-		if err := r.admitHosted(ctx, req.owner.Namespace, req.hostedCluster); err != nil {
+		if err := r.admitHosted(ctx, req.owner.Namespace, req.hosted); err != nil {
 			return nil, err
 		}
 	}
@@ -77,12 +77,12 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 	if req.serviceAccount != "" && req.owner.Namespace == "" && r.controllerNamespace == "" {
 		return nil, &stageError{reason: v1alpha1.ApplyFailedReason, err: fmt.Errorf("spec.serviceAccountName %q: a cluster-scoped resource impersonates a ServiceAccount of the controller's namespace, and the controller was started without --namespace", req.serviceAccount)}
 	}
-	tgts, hostedErr := r.targets.forRollout(ctx, req.owner.Namespace, r.serviceAccountNamespace(req.owner), r.serviceAccountFor(req.owner, req.serviceAccount), classes)
+	tgts, hostedErr := r.targets.forRollout(ctx, req.owner.Namespace, req.hosted.cluster, r.serviceAccountNamespace(req.owner), r.serviceAccountFor(req.owner, req.serviceAccount), classes)
 	if hostedErr != nil && tgts == nil {
 		return nil, hostedErr
 	}
 	if hostedErr == nil && classes[classHosted] {
-		hostedErr = gateOnHostedCluster(req.hostedCluster, req.owner.Namespace)
+		hostedErr = gateOnHostedCluster(req.hosted.cluster, req.owner.Namespace)
 		if hostedErr != nil {
 			delete(tgts, classHosted)
 		}
@@ -187,17 +187,17 @@ func (r *rollouts) teardown(ctx context.Context, owner apply.Owner, serviceAccou
 	for _, ph := range current.Phases {
 		classes[ph.Class] = true
 	}
+	var behind hostedBehind
 	if classes[classHosted] && owner.Namespace != "" {
-		hc, err := r.findHostedCluster(ctx, owner.Namespace)
-		if err != nil {
+		if behind, err = r.findHostedCluster(ctx, owner.Namespace); err != nil {
 			return nil, nil, err
 		}
-		if r.admitHosted(ctx, owner.Namespace, hc) != nil {
+		if r.admitHosted(ctx, owner.Namespace, behind) != nil {
 			current, letGo = splitInventory(current, isHosted, letGo)
 			delete(classes, classHosted)
 		}
 	}
-	tgts, hostedErr := r.targets.forRollout(ctx, owner.Namespace, r.serviceAccountNamespace(owner), r.serviceAccountFor(owner, serviceAccount), classes)
+	tgts, hostedErr := r.targets.forRollout(ctx, owner.Namespace, behind.cluster, r.serviceAccountNamespace(owner), r.serviceAccountFor(owner, serviceAccount), classes)
 	if hostedErr != nil {
 		if tgts == nil || !policy.letGoUnreachableHosted {
 			return nil, letGo, hostedErr
@@ -250,14 +250,29 @@ func splitInventory(inv apply.Inventory, match func(class string, ref apply.Obje
 	return kept, out
 }
 
-// findHostedCluster returns the HostedCluster behind a namespace, nil for cluster-scoped owners,
-// namespaces without one, or clusters without HyperShift's API. Reconcilers call it once and
-// hand the result to templates and to the hosted-phase gate.
-func (r *rollouts) findHostedCluster(ctx context.Context, namespace string) (*hosted.HostedCluster, error) {
+// hostedBehind is what is behind a namespace: its HostedCluster (nil for cluster-scoped owners,
+// namespaces without one, or clusters without HyperShift's API), or why none can be told.
+type hostedBehind struct {
+	cluster *hosted.HostedCluster
+	// ambiguous says that several HostedClusters map to the namespace and HyperShift's
+	// HostedControlPlane there names none of them: templates see no HostedCluster, and
+	// hosted-cluster phases are refused (admitHosted).
+	ambiguous *hosted.AmbiguousError
+}
+
+// findHostedCluster returns what is behind a namespace. Reconcilers call it once and hand the
+// result to templates and to the hosted-phase gate. The HostedControlPlanes of a namespace are
+// read, uncached, only where several HostedClusters map to it.
+func (r *rollouts) findHostedCluster(ctx context.Context, namespace string) (hostedBehind, error) {
 	if namespace == "" {
-		return nil, nil
+		return hostedBehind{}, nil
 	}
-	return hosted.FindHostedCluster(ctx, r.reader, namespace, r.hostedClustersIndexed)
+	hc, err := hosted.FindHostedCluster(ctx, r.reader, r.apiReader, namespace, r.hostedClustersIndexed)
+	var ambiguous *hosted.AmbiguousError
+	if errors.As(err, &ambiguous) {
+		return hostedBehind{ambiguous: ambiguous}, nil
+	}
+	return hostedBehind{cluster: hc}, err
 }
 
 // templateHostedCluster is what templates see of a HostedCluster as .environment.hyperShift.

@@ -62,10 +62,11 @@ func (t *targets) managementTarget(namespace, serviceAccount string) (apply.Targ
 	return apply.Target{Client: c, Name: "management cluster as " + user}, nil
 }
 
-// forRollout returns the targets for the classes a rollout uses. A hosted-cluster target that
-// cannot be had is left out and its error returned, so that the engine still applies the phases
-// before the first hosted one and reports that phase as waiting.
-func (t *targets) forRollout(ctx context.Context, namespace, saNamespace, serviceAccount string, classes map[string]bool) (map[string]apply.Target, error) {
+// forRollout returns the targets for the classes a rollout uses; hc is the HostedCluster behind
+// namespace, if any. A hosted-cluster target that cannot be had is left out and its error
+// returned, so that the engine still applies the phases before the first hosted one and reports
+// that phase as waiting.
+func (t *targets) forRollout(ctx context.Context, namespace string, hc *hosted.HostedCluster, saNamespace, serviceAccount string, classes map[string]bool) (map[string]apply.Target, error) {
 	out := map[string]apply.Target{}
 	if classes[""] {
 		mt, err := t.managementTarget(saNamespace, serviceAccount)
@@ -83,7 +84,7 @@ func (t *targets) forRollout(ctx context.Context, namespace, saNamespace, servic
 	if t.hosted == nil {
 		return out, &apply.TargetUnavailableError{Class: classHosted, Err: fmt.Errorf("hosted-cluster phases are disabled in this controller")}
 	}
-	ht, err := t.hosted.Target(ctx, namespace)
+	ht, err := t.hosted.Target(ctx, namespace, hc)
 	if err != nil {
 		return out, err
 	}

@@ -6,6 +6,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -98,9 +100,13 @@ type Clients struct {
 
 type entry struct {
 	dataHash [sha256.Size]byte
-	target   apply.Target
-	lastUsed time.Time
-	health   health
+	// server is the kubeconfig's server as written (before the Service host is rewritten), and
+	// serverField names it; checked on every use, as the endpoint a HostedCluster advertises
+	// may change.
+	server, serverField string
+	target              apply.Target
+	lastUsed            time.Time
+	health              health
 	// probeURL and probeClient check the API server while the circuit is open.
 	probeURL    string
 	probeClient *http.Client
@@ -159,8 +165,10 @@ func NewClients(reader client.Reader, opts Options) *Clients {
 // SecretName is the connector Secret's name, for watches and cache filters.
 func (c *Clients) SecretName() string { return c.opts.SecretName }
 
-// Target returns the apply target for the hosted cluster of a hosted-control-plane namespace.
-func (c *Clients) Target(ctx context.Context, namespace string) (apply.Target, error) {
+// Target returns the apply target for the hosted cluster of a hosted-control-plane namespace; hc
+// is the HostedCluster behind it (nil when there is none), whose advertised endpoint the
+// kubeconfig's server may name (checkServer).
+func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluster) (apply.Target, error) {
 	var secret corev1.Secret
 	err := c.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.opts.SecretName}, &secret)
 	if apierrors.IsNotFound(err) {
@@ -180,8 +188,17 @@ func (c *Clients) Target(ctx context.Context, namespace string) (apply.Target, e
 	now := c.now()
 	c.evictIdle(now)
 	e, ok := c.entries[namespace]
+	if ok && e.dataHash == hash {
+		if refused := c.checkServer(namespace, e.server, e.serverField, hc); refused != nil {
+			// The HostedCluster advertises another endpoint now: nothing more is sent, probes
+			// included.
+			delete(c.entries, namespace)
+			c.mu.Unlock()
+			return apply.Target{}, refused
+		}
+	}
 	if !ok || e.dataHash != hash {
-		if e, err = c.build(namespace, data); err != nil {
+		if e, err = c.build(namespace, data, hc); err != nil {
 			c.mu.Unlock()
 			return apply.Target{}, err
 		}
@@ -270,8 +287,18 @@ func (c *Clients) evictIdle(now time.Time) {
 	}
 }
 
-func (c *Clients) build(namespace string, kubeconfig []byte) (*entry, error) {
-	cfg, err := restConfigFromKubeconfig(kubeconfig, c.opts.Kubeconfig)
+// checkServer is checkServer of the kubeconfig for namespace, nil when the server is accepted.
+func (c *Clients) checkServer(namespace, server, field string, hc *HostedCluster) error {
+	refused := checkServer(server, field, namespace, hc, c.opts.Kubeconfig)
+	if refused == nil {
+		return nil
+	}
+	refused.Namespace, refused.Secret = namespace, c.opts.SecretName
+	return refused
+}
+
+func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) (*entry, error) {
+	cfg, serverField, err := restConfigFromKubeconfig(kubeconfig, c.opts.Kubeconfig)
 	var refused *InsecureKubeconfigError
 	if errors.As(err, &refused) {
 		refused.Namespace, refused.Secret = namespace, c.opts.SecretName
@@ -279,6 +306,10 @@ func (c *Clients) build(namespace string, kubeconfig []byte) (*entry, error) {
 	}
 	if err != nil {
 		return nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: err.Error()}
+	}
+	server := cfg.Host
+	if err := c.checkServer(namespace, server, serverField, hc); err != nil {
+		return nil, err
 	}
 	if !c.opts.KeepServiceHost {
 		cfg.Host, err = rewriteServiceHost(cfg.Host, namespace)
@@ -316,7 +347,9 @@ func (c *Clients) build(namespace string, kubeconfig []byte) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build probe client for hosted cluster of %s: %w", namespace, err)
 	}
+	pc.CheckRedirect = noRedirects
 	cfg = withShortHandshake(cfg, c.opts.DialTimeout, tlsConfig)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return opaqueBodies{rt} })
 	if c.opts.OnRequest != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return timedTransport{rt, c.opts.OnRequest} })
 	}
@@ -324,6 +357,7 @@ func (c *Clients) build(namespace string, kubeconfig []byte) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build HTTP client for hosted cluster of %s: %w", namespace, err)
 	}
+	httpClient.CheckRedirect = noRedirects
 	mapper, err := newRESTMapper(c.opts.RESTMapper, cfg, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("build RESTMapper for hosted cluster of %s: %w", namespace, err)
@@ -333,6 +367,7 @@ func (c *Clients) build(namespace string, kubeconfig []byte) (*entry, error) {
 		return nil, fmt.Errorf("build client for hosted cluster of %s: %w", namespace, err)
 	}
 	return &entry{
+		server: server, serverField: serverField,
 		target:   apply.Target{Client: cl, Name: "hosted cluster " + namespace, Budget: c.opts.Budget},
 		probeURL: strings.TrimSuffix(cfg.Host, "/") + "/readyz", probeClient: pc,
 	}, nil
@@ -393,4 +428,41 @@ func rewriteServiceHost(host, namespace string) (string, error) {
 func IsNoCredentials(err error) bool {
 	var nc *NoCredentialsError
 	return errors.As(err, &nc)
+}
+
+// noRedirects makes a redirect an answer, not followed: an API server does not redirect API
+// requests, and following one would send the controller's requests (and, to the same host, its
+// credentials) to a server checkServer would refuse.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// opaqueBodies replaces the body of every response that is not a Kubernetes API object with a
+// fixed text naming its status code. client-go copies the body of an unexpected response (an
+// HTML error page, a text answer) into its error, the error becomes a condition message and an
+// event, and whoever wrote the connector Secret reads them: with a server that is not a hosted
+// API server (--insecure-kubeconfig-any-server, or a Service answering in its place), that
+// would let them read what in-cluster services answer through the controller. Kubernetes API
+// responses (JSON, protobuf, YAML), Status errors included, pass unchanged.
+type opaqueBodies struct{ next http.RoundTripper }
+
+func (t opaqueBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mediaType {
+	case "application/json", "application/vnd.kubernetes.protobuf", "application/yaml",
+		"application/apply-patch+yaml":
+		return resp, nil
+	}
+	// Drain a little so that the connection may be reused, then drop the body.
+	_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+	_ = resp.Body.Close()
+	text := fmt.Sprintf("HTTP %d from the hosted API server with a body that is not a Kubernetes API object; the body is not shown", resp.StatusCode)
+	resp.Body = io.NopCloser(strings.NewReader(text))
+	resp.ContentLength = int64(len(text))
+	resp.Header = resp.Header.Clone()
+	resp.Header.Set("Content-Type", "text/plain")
+	resp.Header.Del("Content-Encoding")
+	return resp, nil
 }

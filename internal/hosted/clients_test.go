@@ -20,6 +20,10 @@ func connectorSecret(ns string, data []byte) *corev1.Secret {
 	}
 }
 
+// anyServer lets the tests of caching and health use servers on 127.0.0.1 without a
+// HostedCluster advertising them; TestConnectorServerRestricted tests the default.
+var anyServer = KubeconfigPolicy{AllowAnyServer: true}
+
 func TestRewriteServiceHost(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
@@ -42,17 +46,17 @@ func TestClientsCacheRebuildAndEvict(t *testing.T) {
 		return hostileKubeconfig(t, srv.URL, pemCert(srv), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = token })
 	}
 	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", withToken("a")), connectorSecret("clusters-b", withToken("b"))).Build()
-	c := NewClients(reader, Options{IdleTTL: time.Hour})
+	c := NewClients(reader, Options{Kubeconfig: anyServer, IdleTTL: time.Hour})
 	now := time.Now()
 	c.now = func() time.Time { return now }
 
-	ta, err := c.Target(ctx, "clusters-a")
+	ta, err := c.Target(ctx, "clusters-a", nil)
 	require.NoError(t, err)
 	assert.Equal(t, "hosted cluster clusters-a", ta.Name)
-	again, err := c.Target(ctx, "clusters-a")
+	again, err := c.Target(ctx, "clusters-a", nil)
 	require.NoError(t, err)
 	assert.Same(t, ta.Client, again.Client, "an unchanged Secret reuses the client")
-	_, err = c.Target(ctx, "clusters-b")
+	_, err = c.Target(ctx, "clusters-b", nil)
 	require.NoError(t, err)
 	cached, builds := c.Stats()
 	assert.Equal(t, 2, cached)
@@ -61,7 +65,7 @@ func TestClientsCacheRebuildAndEvict(t *testing.T) {
 
 	// Rotation: new data, new client.
 	require.NoError(t, reader.Update(ctx, connectorSecret("clusters-a", withToken("a2"))))
-	rotated, err := c.Target(ctx, "clusters-a")
+	rotated, err := c.Target(ctx, "clusters-a", nil)
 	require.NoError(t, err)
 	assert.NotSame(t, ta.Client, rotated.Client)
 	_, builds = c.Stats()
@@ -69,7 +73,7 @@ func TestClientsCacheRebuildAndEvict(t *testing.T) {
 
 	// clusters-b unused for longer than the TTL is evicted on the next use of the cache.
 	now = now.Add(2 * time.Hour)
-	_, err = c.Target(ctx, "clusters-a")
+	_, err = c.Target(ctx, "clusters-a", nil)
 	require.NoError(t, err)
 	cached, _ = c.Stats()
 	assert.Equal(t, 1, cached)
@@ -82,9 +86,9 @@ func TestClientsWithoutCredentials(t *testing.T) {
 		connectorSecret("empty", nil),
 		connectorSecret("garbage", []byte("{not a kubeconfig")),
 	).Build()
-	c := NewClients(reader, Options{})
+	c := NewClients(reader, Options{Kubeconfig: anyServer})
 	for _, ns := range []string{"missing", "empty", "garbage"} {
-		_, err := c.Target(ctx, ns)
+		_, err := c.Target(ctx, ns, nil)
 		require.Error(t, err, ns)
 		assert.True(t, IsNoCredentials(err), "%s: %v", ns, err)
 		assert.Contains(t, err.Error(), ns)

@@ -40,18 +40,18 @@ func TestCircuit(t *testing.T) {
 	cs := &capturingServer{Server: srv}
 	kc := hostileKubeconfig(t, srv.URL, pemCert(cs), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
 	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kc)).Build()
-	c := NewClients(reader, Options{ProbeInterval: 20 * time.Millisecond, MaxProbeInterval: 80 * time.Millisecond, ProbeTimeout: time.Second})
+	c := NewClients(reader, Options{Kubeconfig: anyServer, ProbeInterval: 20 * time.Millisecond, MaxProbeInterval: 80 * time.Millisecond, ProbeTimeout: time.Second})
 	woken := make(chan string, 1)
 	c.OnRecovered(func(ns string) { woken <- ns })
 
-	_, err := c.Target(t.Context(), "clusters-a")
+	_, err := c.Target(t.Context(), "clusters-a", nil)
 	require.NoError(t, err)
 	opened := c.MarkUnavailable("clusters-a", errors.New("dial tcp: i/o timeout"))
 	require.Error(t, opened, "the error of the failure that opened the circuit")
 	assert.Equal(t, 1, c.States()[HealthOpen])
 
 	before := requests.Load()
-	_, err = c.Target(t.Context(), "clusters-a")
+	_, err = c.Target(t.Context(), "clusters-a", nil)
 	var down *UnavailableError
 	require.ErrorAs(t, err, &down, "an open circuit fails fast")
 	var unavailable *apply.TargetUnavailableError
@@ -67,7 +67,7 @@ func TestCircuit(t *testing.T) {
 	// Failed probes (503) keep it open, one per backoff step.
 	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.GreaterOrEqual(ct, c.Probes(), int64(3)) }, 5*time.Second, 5*time.Millisecond)
 	assert.Equal(t, 0, c.States()[HealthClosed])
-	_, err = c.Target(t.Context(), "clusters-a")
+	_, err = c.Target(t.Context(), "clusters-a", nil)
 	assert.EqualError(t, err, opened.Error(), "the message stays that of the opening failure, whatever the probes: a retry writes no status")
 	assert.NotContains(t, err.Error(), "503", "no probe error in the message")
 	select {
@@ -83,19 +83,19 @@ func TestCircuit(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a successful probe must wake the namespace")
 	}
-	_, err = c.Target(t.Context(), "clusters-a")
+	_, err = c.Target(t.Context(), "clusters-a", nil)
 	require.NoError(t, err, "the circuit is closed")
 
 	// Reset closes an open circuit at once (the HostedCluster turned Available).
 	require.Error(t, c.MarkUnavailable("clusters-a", errors.New("refused")))
 	c.Reset("clusters-a")
-	_, err = c.Target(t.Context(), "clusters-a")
+	_, err = c.Target(t.Context(), "clusters-a", nil)
 	require.NoError(t, err)
 }
 
 func TestBackoffIsCapped(t *testing.T) {
 	t.Parallel()
-	c := NewClients(fake.NewClientBuilder().Build(), Options{ProbeInterval: time.Second, MaxProbeInterval: 8 * time.Second})
+	c := NewClients(fake.NewClientBuilder().Build(), Options{Kubeconfig: anyServer, ProbeInterval: time.Second, MaxProbeInterval: 8 * time.Second})
 	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 4: 8 * time.Second, 10: 8 * time.Second} {
 		got := c.backoff(n)
 		assert.GreaterOrEqual(t, got, want, "step %d", n)
@@ -128,11 +128,11 @@ func startProber(t *testing.T, c *Clients) {
 func TestProbesAreNotRequests(t *testing.T) {
 	t.Parallel()
 	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", newProbedServer(t))).Build()
-	c := NewClients(reader, Options{ProbeInterval: 20 * time.Millisecond, MaxProbeInterval: 40 * time.Millisecond, ProbeTimeout: time.Second})
+	c := NewClients(reader, Options{Kubeconfig: anyServer, ProbeInterval: 20 * time.Millisecond, MaxProbeInterval: 40 * time.Millisecond, ProbeTimeout: time.Second})
 	var requests, probes atomic.Int64
 	c.Observe(func(time.Duration) { requests.Add(1) }, func(string, time.Duration, error) { probes.Add(1) })
 
-	target, err := c.Target(t.Context(), "clusters-a")
+	target, err := c.Target(t.Context(), "clusters-a", nil)
 	require.NoError(t, err)
 	require.Error(t, target.Client.Get(t.Context(), client.ObjectKey{Namespace: "x", Name: "y"}, &corev1.ConfigMap{}), "the server answers 503")
 	sent := requests.Load()
@@ -216,13 +216,13 @@ func TestFirstContact(t *testing.T) {
 		connectorSecret("slow", hostileKubeconfig(t, slow.URL, pemCert(&capturingServer{Server: slow}), token)),
 	).Build()
 	const wait = 200 * time.Millisecond
-	c := NewClients(reader, Options{Timeout: time.Minute, DialTimeout: time.Minute, ProbeTimeout: 2 * time.Second,
+	c := NewClients(reader, Options{Kubeconfig: anyServer, Timeout: time.Minute, DialTimeout: time.Minute, ProbeTimeout: 2 * time.Second,
 		ProbeInterval: time.Minute, FirstContactWait: wait})
 	woken := make(chan string, 4)
 	c.OnRecovered(func(ns string) { woken <- ns })
 
 	start := time.Now()
-	_, err := c.Target(t.Context(), "hole")
+	_, err := c.Target(t.Context(), "hole", nil)
 	var down *UnavailableError
 	require.ErrorAs(t, err, &down)
 	assert.ErrorContains(t, err, "no answer to the first contact within 200ms")
@@ -230,13 +230,13 @@ func TestFirstContact(t *testing.T) {
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.Equal(ct, 1, c.States()[HealthOpen], "the first contact ends at the probe timeout and opens the circuit")
 	}, 10*time.Second, 10*time.Millisecond)
-	_, err = c.Target(t.Context(), "hole")
+	_, err = c.Target(t.Context(), "hole", nil)
 	require.ErrorAs(t, err, &down)
 	assert.ErrorContains(t, err, "probe:", "the failure of the first contact")
 	assert.Equal(t, int64(1), c.Probes(), "one first contact, no probe from the caller")
 
 	delay.Store(int64(time.Second))
-	_, err = c.Target(t.Context(), "slow")
+	_, err = c.Target(t.Context(), "slow", nil)
 	require.ErrorAs(t, err, &down, "no answer within the wait")
 	select {
 	case ns := <-woken:
@@ -244,7 +244,7 @@ func TestFirstContact(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the first answer must wake the namespace")
 	}
-	_, err = c.Target(t.Context(), "slow")
+	_, err = c.Target(t.Context(), "slow", nil)
 	require.NoError(t, err)
 }
 
@@ -255,13 +255,13 @@ func TestDeletedSecretIsNotProbed(t *testing.T) {
 	t.Parallel()
 	kc := newProbedServer(t)
 	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kc), connectorSecret("clusters-b", kc)).Build()
-	c := NewClients(reader, Options{ProbeInterval: 20 * time.Millisecond, MaxProbeInterval: 40 * time.Millisecond, ProbeTimeout: time.Second})
+	c := NewClients(reader, Options{Kubeconfig: anyServer, ProbeInterval: 20 * time.Millisecond, MaxProbeInterval: 40 * time.Millisecond, ProbeTimeout: time.Second})
 	var mu sync.Mutex
 	probes := map[string]int{}
 	c.Observe(nil, func(ns string, _ time.Duration, _ error) { mu.Lock(); probes[ns]++; mu.Unlock() })
 	count := func(ns string) int { mu.Lock(); defer mu.Unlock(); return probes[ns] }
 	for _, ns := range []string{"clusters-a", "clusters-b"} {
-		_, err := c.Target(t.Context(), ns)
+		_, err := c.Target(t.Context(), ns, nil)
 		require.NoError(t, err)
 		require.Error(t, c.MarkUnavailable(ns, errors.New("refused")))
 	}
@@ -280,10 +280,10 @@ func TestDeletedSecretIsNotProbed(t *testing.T) {
 func TestIdleOpenCircuitIsEvicted(t *testing.T) {
 	t.Parallel()
 	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", newProbedServer(t))).Build()
-	c := NewClients(reader, Options{IdleTTL: time.Hour})
+	c := NewClients(reader, Options{Kubeconfig: anyServer, IdleTTL: time.Hour})
 	now := time.Now()
 	c.now = func() time.Time { return now }
-	_, err := c.Target(t.Context(), "clusters-a")
+	_, err := c.Target(t.Context(), "clusters-a", nil)
 	require.NoError(t, err)
 	require.Error(t, c.MarkUnavailable("clusters-a", errors.New("refused")))
 
@@ -299,16 +299,16 @@ func TestIdleOpenCircuitIsEvicted(t *testing.T) {
 func TestNextProbeWhileProbing(t *testing.T) {
 	t.Parallel()
 	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", newProbedServer(t))).Build()
-	c := NewClients(reader, Options{ProbeTimeout: time.Minute})
+	c := NewClients(reader, Options{Kubeconfig: anyServer, ProbeTimeout: time.Minute})
 	now := time.Now()
 	c.now = func() time.Time { return now }
-	_, err := c.Target(t.Context(), "clusters-a")
+	_, err := c.Target(t.Context(), "clusters-a", nil)
 	require.NoError(t, err)
 	require.Error(t, c.MarkUnavailable("clusters-a", errors.New("refused")))
 
 	now = now.Add(time.Minute) // past the first backoff step, within the idle TTL
 	require.Len(t, c.dueProbes(), 1, "the probe is due and marked in flight")
-	_, err = c.Target(t.Context(), "clusters-a")
+	_, err = c.Target(t.Context(), "clusters-a", nil)
 	var down *UnavailableError
 	require.ErrorAs(t, err, &down)
 	assert.Equal(t, now.Add(time.Minute), down.NextProbe, "when the probe in flight ends at the latest")

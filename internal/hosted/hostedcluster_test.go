@@ -6,8 +6,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 // TestTrimHostedCluster: the cache keeps of a HostedCluster what pkgsync reads, and
@@ -46,7 +55,7 @@ func TestTrimHostedCluster(t *testing.T) {
 
 	find := func(u *unstructured.Unstructured) *HostedCluster {
 		reader := fake.NewClientBuilder().WithObjects(u).Build()
-		hc, err := FindHostedCluster(t.Context(), reader, "clusters-hc1", false)
+		hc, err := FindHostedCluster(t.Context(), reader, reader, "clusters-hc1", false)
 		require.NoError(t, err)
 		require.NotNil(t, hc)
 		return hc
@@ -57,4 +66,84 @@ func TestTrimHostedCluster(t *testing.T) {
 	passed, err := TrimHostedCluster(other)
 	require.NoError(t, err)
 	assert.Same(t, other, passed, "other objects pass through")
+}
+
+// hyperShiftCRD is a small stand-in for one of HyperShift's CRDs: its group, version, kind and
+// scope, with spec and status kept as they are.
+func hyperShiftCRD(gvk schema.GroupVersionKind, plural string) *apiextensionsv1.CustomResourceDefinition {
+	preserve := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + gvk.Group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: gvk.Group, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: gvk.Kind, ListKind: gvk.Kind + "List"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: gvk.Version, Served: true, Storage: true,
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": preserve, "status": preserve}}},
+			}},
+		},
+	}
+}
+
+// TestFindHostedClusterCollision: a-x/b, a/x-b and a/x.b all map to namespace a-x-b. Against a
+// real API server, the HostedControlPlane there decides which one the namespace belongs to;
+// without one naming a candidate, the lookup refuses to choose, naming every candidate, instead
+// of handing templates another cluster's labels.
+func TestFindHostedClusterCollision(t *testing.T) {
+	t.Parallel()
+	cp := testenv.NewControlPlane(t, "hostedcluster")
+	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{
+		hyperShiftCRD(HostedClusterGVK, "hostedclusters"), hyperShiftCRD(HostedControlPlaneGVK, "hostedcontrolplanes"),
+	}})
+	require.NoError(t, err)
+	c, err := client.New(cp.Config, client.Options{})
+	require.NoError(t, err)
+	ctx := t.Context()
+	for _, ns := range []string{"a", "a-x", "a-x-b", "solo"} {
+		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	for _, hc := range []struct{ namespace, name, wave string }{{"a-x", "b", "one"}, {"a", "x-b", "two"}, {"a", "x.b", "three"}, {"solo", "only", "four"}} {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(HostedClusterGVK)
+		u.SetNamespace(hc.namespace)
+		u.SetName(hc.name)
+		u.SetLabels(map[string]string{"wave": hc.wave})
+		require.NoError(t, c.Create(ctx, u))
+	}
+	find := func(namespace string) (*HostedCluster, error) {
+		return FindHostedCluster(ctx, c, c, namespace, false)
+	}
+
+	solo, err := find("solo-only")
+	require.NoError(t, err)
+	require.NotNil(t, solo)
+	assert.Equal(t, "four", solo.Labels["wave"], "one HostedCluster per namespace needs no HostedControlPlane")
+
+	_, err = find("a-x-b")
+	var ambiguous *AmbiguousError
+	require.ErrorAs(t, err, &ambiguous, "three HostedClusters map to a-x-b and nothing says which one owns it")
+	for _, name := range []string{"a-x/b", "a/x-b", "a/x.b"} {
+		assert.Contains(t, err.Error(), name)
+	}
+	assert.Contains(t, err.Error(), "no HostedControlPlane")
+
+	hcp := &unstructured.Unstructured{}
+	hcp.SetGroupVersionKind(HostedControlPlaneGVK)
+	hcp.SetNamespace("a-x-b")
+	hcp.SetName("x-b")
+	hcp.SetAnnotations(map[string]string{ClusterAnnotation: "elsewhere/x-b"})
+	require.NoError(t, c.Create(ctx, hcp))
+	_, err = find("a-x-b")
+	require.ErrorAs(t, err, &ambiguous, "a HostedControlPlane naming none of them settles nothing")
+	assert.Contains(t, err.Error(), ClusterAnnotation)
+
+	hcp.SetAnnotations(map[string]string{ClusterAnnotation: "a/x-b"})
+	require.NoError(t, c.Update(ctx, hcp))
+	owner, err := find("a-x-b")
+	require.NoError(t, err)
+	require.NotNil(t, owner)
+	assert.Equal(t, types.NamespacedName{Namespace: "a", Name: "x-b"}, types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name})
+	assert.Equal(t, "two", owner.Labels["wave"], "templates see the labels of the HostedCluster HyperShift put there")
 }

@@ -70,8 +70,11 @@ func startInlineController(ctx context.Context, env *environment, o options) (*i
 	recorder := metrics.NewRecorder()
 	crmetrics.Registry.MustRegister(recorder.Collectors()...)
 	// hosted.NewClients' defaults are those of `pkgsync controller`'s flags: dial 5s, request
-	// 15s, probe every 2s doubling to 5m, probe timeout 3s, reconcile budget 30s.
-	c.hostedClients = hosted.NewClients(mgr.GetClient(), hosted.Options{Scheme: env.scheme, RESTMapper: mgr.GetRESTMapper()})
+	// 15s, probe every 2s doubling to 5m, probe timeout 3s, reconcile budget 30s. The bench's
+	// hosted API servers listen on 127.0.0.1 and its HostedClusters (optional) advertise no
+	// endpoint: connector kubeconfigs may name any server (--insecure-kubeconfig-any-server).
+	c.hostedClients = hosted.NewClients(mgr.GetClient(), hosted.Options{Scheme: env.scheme, RESTMapper: mgr.GetRESTMapper(),
+		Kubeconfig: hosted.KubeconfigPolicy{AllowAnyServer: true}})
 	err = controller.Setup(ctx, mgr, controller.Config{
 		Options:                 controller.Options{KubernetesVersion: "v1.36.3"},
 		Source:                  src,

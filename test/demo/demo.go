@@ -229,7 +229,11 @@ func (d *demo) prepareManagementCluster(ctx context.Context) error {
 		return err
 	}
 	d.out.say("installed a small HostedCluster CRD (hypershift.openshift.io/v1beta1) in place of HyperShift's")
-	if err := createHostedCluster(ctx, d.mc); err != nil {
+	endpoint, err := controlPlaneEndpoint(d.hosted.Config.Host)
+	if err != nil {
+		return err
+	}
+	if err := createHostedCluster(ctx, d.mc, endpoint); err != nil {
 		return err
 	}
 	d.out.say("created HostedCluster %s/%s, condition Available=False (its control plane is \"starting\")", hostedClusterNamespace, hostedClusterName)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,9 +117,24 @@ func waitEstablished(ctx context.Context, c client.Client, name string) error {
 	}, "CRD "+name+" to be established")
 }
 
+// controlPlaneEndpoint is status.controlPlaneEndpoint of a HostedCluster whose hosted API server
+// is at server (an https:// URL): pkgsync accepts a connector kubeconfig naming that address.
+func controlPlaneEndpoint(server string) (map[string]any, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return nil, fmt.Errorf("hosted API server %q: %w", server, err)
+	}
+	port, err := strconv.ParseInt(u.Port(), 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("hosted API server %q has no port: %w", server, err)
+	}
+	return map[string]any{"host": u.Hostname(), "port": port}, nil
+}
+
 // createHostedCluster creates the HostedCluster clusters/demo, not yet Available, the way
-// HyperShift shows a cluster whose control plane is still starting.
-func createHostedCluster(ctx context.Context, c client.Client) error {
+// HyperShift shows a cluster whose control plane is still starting, advertising its hosted API
+// server at endpoint.
+func createHostedCluster(ctx context.Context, c client.Client, endpoint map[string]any) error {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hostedClusterNamespace}}); err != nil {
 		return fmt.Errorf("create namespace %s: %w", hostedClusterNamespace, err)
 	}
@@ -132,6 +149,10 @@ func createHostedCluster(ctx context.Context, c client.Client) error {
 	hc.SetName(hostedClusterName)
 	if err := c.Create(ctx, hc); err != nil {
 		return fmt.Errorf("create HostedCluster %s/%s: %w", hostedClusterNamespace, hostedClusterName, err)
+	}
+	hc.Object["status"] = map[string]any{"controlPlaneEndpoint": endpoint}
+	if err := c.Status().Update(ctx, hc); err != nil {
+		return fmt.Errorf("set HostedCluster %s/%s status.controlPlaneEndpoint: %w", hostedClusterNamespace, hostedClusterName, err)
 	}
 	return setHostedClusterAvailable(ctx, c, false, "WaitingForControlPlane", "the hosted control plane is starting")
 }

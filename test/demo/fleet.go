@@ -36,8 +36,12 @@ func (d *demo) fleetAct(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	endpoint, err := controlPlaneEndpoint(d.hosted.Config.Host)
+	if err != nil {
+		return err
+	}
 	for _, c := range fleetClusters {
-		if err := createFleetCluster(ctx, d.mc, c.name, c.wave, kubeconfig); err != nil {
+		if err := createFleetCluster(ctx, d.mc, c.name, c.wave, endpoint, kubeconfig); err != nil {
 			return err
 		}
 		d.out.say("created HostedCluster %s/%s (%s=%s), its namespace %s and connector Secret", hostedClusterNamespace, c.name, waveLabel, c.wave,
@@ -152,9 +156,9 @@ func (d *demo) followFleet(ctx context.Context, digest string) error {
 	}, "HostedClusterPackage "+fleetName+" to be Ready on "+digest)
 }
 
-// createFleetCluster creates an Available HostedCluster with a partition label, its
-// hosted-control-plane namespace and connector Secret.
-func createFleetCluster(ctx context.Context, c client.Client, name, wave string, kubeconfig []byte) error {
+// createFleetCluster creates an Available HostedCluster with a partition label, advertising its
+// hosted API server at endpoint, its hosted-control-plane namespace and connector Secret.
+func createFleetCluster(ctx context.Context, c client.Client, name, wave string, endpoint map[string]any, kubeconfig []byte) error {
 	hc := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
 		"platform": map[string]any{"type": "None"},
 		"release":  map[string]any{"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-multi"},
@@ -166,7 +170,7 @@ func createFleetCluster(ctx context.Context, c client.Client, name, wave string,
 	if err := c.Create(ctx, hc); err != nil {
 		return fmt.Errorf("create HostedCluster %s/%s: %w", hostedClusterNamespace, name, err)
 	}
-	hc.Object["status"] = map[string]any{"conditions": []any{map[string]any{
+	hc.Object["status"] = map[string]any{"controlPlaneEndpoint": endpoint, "conditions": []any{map[string]any{
 		"type": "Available", "status": "True", "reason": "AsExpected", "message": "The hosted control plane is available",
 		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
 	}}}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -220,7 +221,47 @@ func newHCPNamespace(t *testing.T, user string) string {
 	return hcp
 }
 
+// putConnectorSecret writes the connector Secret of namespace. HyperShift writes it and the
+// HostedCluster's status.controlPlaneEndpoint in step; so here the HostedCluster behind the
+// namespace, if any, first advertises the kubeconfig's server (the suite's hosted control plane,
+// or the proxy or dead address a test stands in for it), which pkgsync requires of the server.
+// TestConnectorServerElsewhereRefused writes a Secret without it.
 func putConnectorSecret(t *testing.T, namespace string, kubeconfig []byte) {
+	t.Helper()
+	advertiseServer(t, namespace, kubeconfig)
+	writeConnectorSecret(t, namespace, kubeconfig)
+}
+
+// advertiseServer sets status.controlPlaneEndpoint of the HostedCluster behind namespace to the
+// server of kubeconfig, when there are both.
+func advertiseServer(t *testing.T, namespace string, kubeconfig []byte) {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil || cfg.Contexts[cfg.CurrentContext] == nil || cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster] == nil {
+		return // a kubeconfig the test breaks on purpose
+	}
+	u, err := url.Parse(cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster].Server)
+	if err != nil {
+		return
+	}
+	port, err := strconv.ParseInt(u.Port(), 10, 32)
+	if err != nil {
+		return
+	}
+	list := hostedClusterList()
+	require.NoError(t, suite.mgmtClient.List(t.Context(), list))
+	for i := range list.Items {
+		hc := &list.Items[i]
+		if hosted.ControlPlaneNamespace(hc.GetNamespace(), hc.GetName()) != namespace {
+			continue
+		}
+		require.NoError(t, unstructured.SetNestedField(hc.Object, map[string]any{"host": u.Hostname(), "port": port}, "status", "controlPlaneEndpoint"))
+		require.NoError(t, suite.mgmtClient.Status().Update(t.Context(), hc))
+	}
+}
+
+// writeConnectorSecret writes the connector Secret of namespace as it is.
+func writeConnectorSecret(t *testing.T, namespace string, kubeconfig []byte) {
 	t.Helper()
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: hosted.DefaultSecretName, Namespace: namespace},

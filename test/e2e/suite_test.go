@@ -106,7 +106,8 @@ func setupSuite(dir string) error {
 		return err
 	}
 	if _, err := envtest.InstallCRDs(suite.mgmt.Config, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join("..", "..", "config", "crd", "bases"), filepath.Join("testdata", "hostedcluster-crd.yaml")},
+		Paths: []string{filepath.Join("..", "..", "config", "crd", "bases"), filepath.Join("testdata", "hostedcluster-crd.yaml"),
+			filepath.Join("testdata", "hostedcontrolplane-crd.yaml")},
 	}); err != nil {
 		return fmt.Errorf("install CRDs: %w", err)
 	}
