@@ -62,6 +62,12 @@ func conclude(ctx context.Context, obj statusObject, res *apply.Result, err erro
 			// succeeds wakes the resource at once.
 			retry = max(time.Until(down.NextProbe)+time.Second, retry)
 		}
+		var paused *pausedError
+		if errors.As(err, &paused) && !paused.until.IsZero() {
+			// The pause ends by itself (spec.pausedUntil): come back then, whether or not
+			// HyperShift's operator reports it.
+			retry = min(retry, time.Until(paused.until)+time.Second)
+		}
 		if isWaitingForInterval(reason) {
 			retry = jittered(interval)
 		}

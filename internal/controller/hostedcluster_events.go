@@ -17,7 +17,7 @@ import (
 
 // hostedClusterEvents wakes the resources of a HostedCluster's hosted-control-plane namespace:
 // every one of them when what pkgsync gates on changes (the HostedCluster appears or goes,
-// becomes Available or not, is paused or resumed, advertises another API server endpoint), and, when only what templates see of it
+// becomes Available or not, is paused or resumed by its condition or spec.pausedUntil, advertises another API server endpoint), and, when only what templates see of it
 // changes (labels, annotations, spec.nodeSelector, spec.platform.type), those whose last render
 // read it or that have no render yet. HyperShift writes status often; the rest wakes nobody.
 type hostedClusterEvents struct {
@@ -77,7 +77,7 @@ func controlPlaneNamespaceOf(o client.Object) string {
 }
 
 // hostedClusterState is what pkgsync gates on: the Available and ReconciliationActive
-// conditions.
+// conditions, and spec.pausedUntil.
 func hostedClusterState(o client.Object) string {
 	u, ok := o.(*unstructured.Unstructured)
 	if !ok {
@@ -85,6 +85,9 @@ func hostedClusterState(o client.Object) string {
 	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	state := ""
+	if until, ok, _ := unstructured.NestedString(u.Object, "spec", "pausedUntil"); ok {
+		state = "pausedUntil=" + until + ";"
+	}
 	for _, c := range conds {
 		if m, ok := c.(map[string]any); ok && (m["type"] == "Available" || m["type"] == "ReconciliationActive") {
 			state += fmt.Sprintf("%v=%v;", m["type"], m["status"])

@@ -53,6 +53,7 @@ func TestHostedClusterEvents(t *testing.T) {
 		{"another endpoint advertised: everyone", func(o map[string]any) {
 			o["status"].(map[string]any)["controlPlaneEndpoint"] = map[string]any{"host": "api.example.com", "port": int64(6443)}
 		}, []string{"other", "reader"}},
+		{"paused by spec.pausedUntil: everyone", func(o map[string]any) { o["spec"].(map[string]any)["pausedUntil"] = "true" }, []string{"other", "reader"}},
 		{"status churn: nobody", func(o map[string]any) {
 			o["status"].(map[string]any)["conditions"].([]any)[1] = map[string]any{"type": "Degraded", "status": "True"}
 			o["status"].(map[string]any)["version"] = map[string]any{"desired": "4.21"}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
@@ -82,7 +84,7 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 		return nil, hostedErr
 	}
 	if hostedErr == nil && classes[classHosted] {
-		hostedErr = gateOnHostedCluster(req.hosted.cluster, req.owner.Namespace)
+		hostedErr = gateOnHostedCluster(req.hosted.cluster, req.owner.Namespace, time.Now())
 		if hostedErr != nil {
 			delete(tgts, classHosted)
 		}
@@ -141,24 +143,41 @@ func (r *rollouts) openCircuit(ctx context.Context, namespace string, err error,
 }
 
 // gateOnHostedCluster holds hosted-cluster phases while the HostedCluster behind the namespace
-// is not Available, or is paused (ReconciliationActive=False, spec.pausedUntil). A paused hosted
-// API server still answers, but its administrators asked HyperShift to leave the cluster alone
-// and its credentials are no longer renewed: pkgsync does not roll out into it either. Teardown
-// is not gated. Without a HostedCluster (admitted by the Label rule), the connector Secret alone
-// decides.
-func gateOnHostedCluster(hc *hosted.HostedCluster, namespace string) error {
-	var msg string
-	switch {
-	case hc == nil:
-		return nil
-	case hc.Paused:
-		msg = fmt.Sprintf("HostedCluster %s/%s is paused (ReconciliationActive=False); hosted-cluster phases wait until it is resumed", hc.Namespace, hc.Name)
-	case !hc.Available:
-		msg = fmt.Sprintf("HostedCluster %s/%s is not Available: %s", hc.Namespace, hc.Name, hc.Message)
-	default:
+// is not Available, or is paused (ReconciliationActive=False, or spec.pausedUntil "true" or a
+// time still to come: HostedCluster.PausedAt). A paused hosted API server still answers, but its
+// administrators asked HyperShift to leave the cluster alone and its credentials are no longer
+// renewed: pkgsync does not roll out into it either. Teardown is not gated. Without a
+// HostedCluster (admitted by the Label rule), the connector Secret alone decides.
+func gateOnHostedCluster(hc *hosted.HostedCluster, namespace string, now time.Time) error {
+	if hc == nil {
 		return nil
 	}
-	return &apply.TargetUnavailableError{Class: classHosted, Target: "hosted cluster " + namespace, Err: errors.New(msg)}
+	var err error
+	if paused, until := hc.PausedAt(now); paused {
+		err = &pausedError{cluster: hc.Namespace + "/" + hc.Name, pausedUntil: hc.PausedUntil, until: until}
+	} else if !hc.Available {
+		err = fmt.Errorf("HostedCluster %s/%s is not Available: %s", hc.Namespace, hc.Name, hc.Message)
+	} else {
+		return nil
+	}
+	return &apply.TargetUnavailableError{Class: classHosted, Target: "hosted cluster " + namespace, Err: err}
+}
+
+// pausedError says a HostedCluster's owner paused it; until is when the pause ends by itself
+// (spec.pausedUntil), zero when only resuming it ends it.
+type pausedError struct {
+	cluster, pausedUntil string
+	until                time.Time
+}
+
+func (e *pausedError) Error() string {
+	if b, err := strconv.ParseBool(e.pausedUntil); err == nil && b {
+		return fmt.Sprintf("HostedCluster %s is paused (spec.pausedUntil: %q); hosted-cluster phases wait until it is resumed", e.cluster, e.pausedUntil)
+	}
+	if e.until.IsZero() {
+		return fmt.Sprintf("HostedCluster %s is paused (ReconciliationActive=False); hosted-cluster phases wait until it is resumed", e.cluster)
+	}
+	return fmt.Sprintf("HostedCluster %s is paused until %s (spec.pausedUntil); hosted-cluster phases wait until then", e.cluster, e.until.UTC().Format(time.RFC3339))
 }
 
 // teardownPolicy says what a teardown pass may let go instead of deleting.

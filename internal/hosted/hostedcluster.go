@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,9 +29,11 @@ type HostedCluster struct {
 	// Available mirrors the Available condition; Message explains it when false.
 	Available bool
 	Message   string
-	// Paused is true while HyperShift's reconciliation is paused (ReconciliationActive=False):
-	// the API server runs, but secrets and certificates are not refreshed.
-	Paused bool
+	// Paused is true while HyperShift reports its reconciliation paused
+	// (ReconciliationActive=False): the API server runs, but secrets and certificates are not
+	// refreshed. PausedUntil is spec.pausedUntil as written, which pauses it too: see PausedAt.
+	Paused      bool
+	PausedUntil string
 	// Labels, Annotations and NodeSelector (spec.nodeSelector) are what package templates see
 	// of it; copies, never the cache's maps.
 	Labels, Annotations, NodeSelector map[string]string
@@ -39,6 +42,25 @@ type HostedCluster struct {
 	// Endpoint is the hosted API server HyperShift advertises, status.controlPlaneEndpoint as
 	// host:port; empty until it is known.
 	Endpoint string
+}
+
+// PausedAt tells whether the cluster's owner has paused it at now, as HyperShift reads it:
+// ReconciliationActive=False, or spec.pausedUntil a boolean that is true (as Go's
+// strconv.ParseBool reads it: "true", "True", "1", ...) or an RFC 3339 time after now (a past
+// or unparsable time pauses nothing). HyperShift's operator writes the condition some time after
+// the field changes, and not at all while it is down; the field is the owner's word. until is
+// the time the pause ends by itself, zero when it does not.
+func (hc *HostedCluster) PausedAt(now time.Time) (paused bool, until time.Time) {
+	if b, err := strconv.ParseBool(hc.PausedUntil); err == nil {
+		return b || hc.Paused, time.Time{}
+	}
+	if t, err := time.Parse(time.RFC3339, hc.PausedUntil); err == nil && t.After(now) {
+		if hc.Paused {
+			return true, time.Time{} // the condition may outlast the time
+		}
+		return true, t
+	}
+	return hc.Paused, time.Time{}
 }
 
 // ControlPlaneNamespace returns the hosted-control-plane namespace HyperShift uses for a
@@ -102,6 +124,7 @@ func hostedClusterOf(hc *unstructured.Unstructured, namespace string) *HostedClu
 	// validation rejects one).
 	out.NodeSelector, _, _ = unstructured.NestedStringMap(hc.Object, "spec", "nodeSelector")
 	out.PlatformType, _, _ = unstructured.NestedString(hc.Object, "spec", "platform", "type")
+	out.PausedUntil, _, _ = unstructured.NestedString(hc.Object, "spec", "pausedUntil")
 	out.Endpoint = endpointOf(hc)
 	conds, _, _ := unstructured.NestedSlice(hc.Object, "status", "conditions")
 	for _, c := range conds {
@@ -202,7 +225,7 @@ func OwnerOfNamespace(ctx context.Context, reader client.Reader, namespace strin
 }
 
 // TrimHostedCluster is a cache transform: it keeps of a HostedCluster only what pkgsync reads
-// (metadata, spec.nodeSelector, spec.platform.type, status.conditions and
+// (metadata, spec.nodeSelector, spec.platform.type, spec.pausedUntil, status.conditions and
 // status.controlPlaneEndpoint, which FindHostedCluster, the fleet and the watch predicate use)
 // and passes every other object through. A real HostedCluster carries tens of kilobytes of spec
 // and status (networking, platform details, version history); a controller of a thousand hosted
@@ -219,6 +242,9 @@ func TrimHostedCluster(obj any) (any, error) {
 	}
 	if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "platform", "type"); ok {
 		spec["platform"] = map[string]any{"type": v}
+	}
+	if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "pausedUntil"); ok {
+		spec["pausedUntil"] = v
 	}
 	trimmed["spec"] = spec
 	status := map[string]any{}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -339,4 +340,34 @@ func setHostedClusterPaused(t *testing.T, hc *unstructured.Unstructured, paused 
 		map[string]any{"type": "ReconciliationActive", "status": active, "reason": "AsExpected", "message": "paused: " + active, "lastTransitionTime": now},
 	}, "status", "conditions"))
 	require.NoError(t, suite.mgmtClient.Status().Update(t.Context(), hc))
+}
+
+// TestPausedUntilHoldsHostedPhases: spec.pausedUntil alone pauses a cluster, as HyperShift reads
+// it, before its operator writes ReconciliationActive=False (or while that operator is down):
+// "true" until the field is removed, a time until then, after which the phases go on by
+// themselves.
+func TestPausedUntilHoldsHostedPhases(t *testing.T) {
+	hc, hcp := newHostedControlPlane(t, "", true)
+	setPausedUntil(t, hc, "true")
+	od := inlineDeployment(t, hcp, "paused-until", "paused-until-addon")
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), od))
+	waitForReadyMessage(t, od, metav1.ConditionFalse, v1alpha1.HostedClusterUnavailableReason, `paused (spec.pausedUntil: "true")`)
+	assert.False(t, exists(t, suite.hostedClient, "v1", "Namespace", "", "paused-until-addon"), "nothing reaches the paused cluster")
+
+	until := time.Now().Add(5 * time.Second).UTC().Format(time.RFC3339)
+	setPausedUntil(t, hc, until)
+	waitForReadyMessage(t, od, metav1.ConditionFalse, v1alpha1.HostedClusterUnavailableReason, "paused until "+until)
+	assert.False(t, exists(t, suite.hostedClient, "v1", "Namespace", "", "paused-until-addon"), "nothing reaches the paused cluster")
+	// Nothing else changes: the time passing ends the pause.
+	waitForReady(t, od, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.True(t, exists(t, suite.hostedClient, "v1", "ConfigMap", "paused-until-addon", "settings"))
+}
+
+// setPausedUntil writes spec.pausedUntil as a HostedCluster's owner does, leaving its conditions
+// (Available=True, no ReconciliationActive) as they are.
+func setPausedUntil(t *testing.T, hc *unstructured.Unstructured, value string) {
+	t.Helper()
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(hc), hc))
+	require.NoError(t, unstructured.SetNestedField(hc.Object, value, "spec", "pausedUntil"))
+	require.NoError(t, suite.mgmtClient.Update(t.Context(), hc))
 }
