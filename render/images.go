@@ -32,14 +32,11 @@ type LockedImage = v1alpha1.PackageManifestLockImage
 // Operator's image layout) and returns the directory of fsys that is the package root, and
 // spec.images.
 func Images(fsys fs.FS) (string, []v1alpha1.PackageImage, error) {
-	root, err := packageRoot(fsys)
+	root, rootDir, err := packageRoot(fsys)
 	if err != nil {
 		return "", nil, err
 	}
-	dir := "."
-	if root != fsys {
-		dir = pkoPackageDir
-	}
+	dir := rootDir
 	m, _, errs := readManifest(root)
 	if m == nil || len(errs) > 0 {
 		return "", nil, errs

@@ -23,6 +23,7 @@ func imagePackage(apiVersion, lock string) fstest.MapFS {
 kind: PackageManifest
 metadata: {name: p}
 spec:
+  scopes: [Namespaced]
   phases: [{name: deploy}]
   images:
   - {name: app, image: "quay.io/example/app:v1"}

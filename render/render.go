@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/desired"
@@ -45,7 +47,7 @@ func ValidateStructure(ctx context.Context, fsys fs.FS, opts Options) error {
 
 // render is Render; allowMissing lets configuration values the schema requires be absent.
 func render(ctx context.Context, fsys fs.FS, opts Options, allowMissing bool) (*Result, error) {
-	fsys, err := packageRoot(fsys)
+	fsys, _, err := packageRoot(fsys)
 	if err != nil {
 		return nil, err
 	}
@@ -205,22 +207,24 @@ func withoutMissing(errs Errors) (Errors, bool) {
 	return kept, missing
 }
 
-func packageRoot(fsys fs.FS) (fs.FS, error) {
+// packageRoot returns the package root within fsys and its directory: "." or package/
+// (Package Operator's image layout).
+func packageRoot(fsys fs.FS) (fs.FS, string, error) {
 	for _, n := range manifestFiles {
 		if _, err := fs.Stat(fsys, n); err == nil {
-			return fsys, nil
+			return fsys, ".", nil
 		}
 	}
 	for _, n := range manifestFiles {
 		if _, err := fs.Stat(fsys, path.Join(pkoPackageDir, n)); err == nil {
 			sub, err := fs.Sub(fsys, pkoPackageDir)
 			if err != nil {
-				return nil, fmt.Errorf("open %s/: %w", pkoPackageDir, err)
+				return nil, "", fmt.Errorf("open %s/: %w", pkoPackageDir, err)
 			}
-			return sub, nil
+			return sub, pkoPackageDir, nil
 		}
 	}
-	return fsys, nil
+	return fsys, ".", nil
 }
 
 // tree is a package's files, read once.
@@ -452,6 +456,14 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 		}
 		e.Err = err
 		r.fail(&e)
+	}
+	// Labels are checked before the filters, as Package Operator checks them: an object with
+	// an invalid label is refused even where a condition leaves it out.
+	if errs := metav1validation.ValidateLabels(obj.GetLabels(), field.NewPath("metadata", "labels")); len(errs) > 0 {
+		for _, fe := range errs {
+			fail(fe.Field, errors.New(fe.ErrorBody()))
+		}
+		return
 	}
 	keep, err := r.filters.keep(obj)
 	if err != nil {

@@ -1,11 +1,10 @@
 package render
 
 import (
-	"encoding/json"
 	"fmt"
 	"io/fs"
-	"regexp"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -35,66 +34,13 @@ type TemplateTests struct {
 	Skipped []string
 }
 
-// testCaseNameRE keeps case names usable as file names inside FixturesDir.
-var testCaseNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]*$`)
-
-// manifestTests is the test section of a manifest.
-type manifestTests struct {
-	Test struct {
-		Template []struct {
-			Name    string `json:"name"`
-			Context struct {
-				Package struct {
-					Metadata struct {
-						Name        string            `json:"name"`
-						Namespace   string            `json:"namespace"`
-						Labels      map[string]string `json:"labels"`
-						Annotations map[string]string `json:"annotations"`
-					} `json:"metadata"`
-					Image string `json:"image"`
-				} `json:"package"`
-				Config      json.RawMessage `json:"config"`
-				Environment struct {
-					Kubernetes struct {
-						Version string `json:"version"`
-					} `json:"kubernetes"`
-					OpenShift *struct {
-						Version string `json:"version"`
-					} `json:"openShift"`
-					Proxy *struct {
-						HTTPProxy  string `json:"httpProxy"`
-						HTTPSProxy string `json:"httpsProxy"`
-						NoProxy    string `json:"noProxy"`
-					} `json:"proxy"`
-					HyperShift *struct {
-						HostedCluster *struct {
-							Metadata struct {
-								Name        string            `json:"name"`
-								Namespace   string            `json:"namespace"`
-								Labels      map[string]string `json:"labels"`
-								Annotations map[string]string `json:"annotations"`
-							} `json:"metadata"`
-							HostedClusterNamespace string            `json:"hostedClusterNamespace"`
-							NodeSelector           map[string]string `json:"nodeSelector"`
-						} `json:"hostedCluster"`
-					} `json:"hyperShift"`
-				} `json:"environment"`
-			} `json:"context"`
-		} `json:"template"`
-		Kubeconform json.RawMessage `json:"kubeconform"`
-	} `json:"test"`
-}
-
 // ReadTemplateTests reads the test section of a package's manifest.
 func ReadTemplateTests(fsys fs.FS) (*TemplateTests, error) {
-	root, err := packageRoot(fsys)
+	root, rootDir, err := packageRoot(fsys)
 	if err != nil {
 		return nil, err
 	}
-	out := &TemplateTests{Dir: "."}
-	if root != fsys {
-		out.Dir = pkoPackageDir
-	}
+	out := &TemplateTests{Dir: rootDir}
 	m, file, errs := readManifest(root)
 	if m == nil || len(errs) > 0 {
 		return nil, errs
@@ -103,7 +49,7 @@ func ReadTemplateTests(fsys fs.FS) (*TemplateTests, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", file, err)
 	}
-	var mt manifestTests
+	var mt pkoManifest // readManifest decoded it strictly already
 	if err := yaml.Unmarshal(data, &mt); err != nil {
 		return nil, &Error{File: file, Field: "test", Err: fmt.Errorf("decode: %w", err)}
 	}
@@ -112,9 +58,8 @@ func ReadTemplateTests(fsys fs.FS) (*TemplateTests, error) {
 	for i, tc := range mt.Test.Template {
 		field := fmt.Sprintf("test.template[%d].name", i)
 		switch {
-		case !testCaseNameRE.MatchString(tc.Name):
-			bad = append(bad, &Error{File: file, Field: field, Err: fmt.Errorf("%q: a case name is a file name in %s: letters, digits, '.', '_' and '-', starting with a letter or digit", tc.Name, FixturesDir)})
-			continue
+		case len(validation.IsConfigMapKey(tc.Name)) > 0:
+			continue // reported by readManifest for Package Operator's format
 		case seen[tc.Name]:
 			bad = append(bad, &Error{File: file, Field: field, Err: fmt.Errorf("duplicate case %q", tc.Name)})
 			continue
@@ -147,7 +92,7 @@ func ReadTemplateTests(fsys fs.FS) (*TemplateTests, error) {
 	if len(bad) > 0 {
 		return nil, bad
 	}
-	if len(mt.Test.Kubeconform) > 0 && string(mt.Test.Kubeconform) != "null" {
+	if mt.Test.Kubeconform != nil {
 		out.Skipped = append(out.Skipped, "test.kubeconform: skipped: pkgsync does not validate rendered objects against schemas")
 	}
 	return out, nil

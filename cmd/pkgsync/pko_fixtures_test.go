@@ -78,7 +78,7 @@ func TestPackageOperatorFixturesInvalid(t *testing.T) {
 		{name: "unsupported"},
 		{name: "phases"},
 		{name: "config", flags: []string{"--config", filepath.Join(pkoFixtures, "invalid", "config", ".bad-config.yaml")}},
-		{name: "test-cases", validates: true},
+		{name: "test-cases"},
 	}
 	for _, tt := range tests {
 		name := tt.name

@@ -95,7 +95,7 @@ func TestTestCommandFixtures(t *testing.T) {
 // Case names come from the package: one must not write outside .test-fixtures.
 func TestTestCommandRefusesCaseNamesOutsideFixtures(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"../../escaped", "/tmp/abs", "a/b", ".hidden", ""} {
+	for _, name := range []string{"../../escaped", "/tmp/abs", "a/b", "..", ""} {
 		manifest := strings.Replace(testedManifest, "name: defaults", "name: "+`"`+name+`"`, 1)
 		dir := writeTestedPackage(t, manifest)
 		_, _, err := runCLI(t, "test", dir)
