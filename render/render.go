@@ -160,6 +160,7 @@ func renderTree(ctx context.Context, c component, opts Options, allowMissing boo
 		phases:   map[string]int{},
 		seen:     map[objectKey]string{},
 		mappedBy: map[string]string{},
+		prefix:   c.prefix,
 	}
 	// Templates and CEL expressions record what they read in one place.
 	r.tp.reads = flt.cel.reads
@@ -292,8 +293,13 @@ type renderer struct {
 	filters  *filters
 	phases   map[string]int
 	seen     map[objectKey]string
-	// mappedBy names the object that maps each destination condition type, for errors.
+	// mappedBy names the object that maps each destination condition type, for errors. It is
+	// per component: only one component of a package is installed by a Package, so two
+	// components may map the same destination.
 	mappedBy map[string]string
+	// prefix is the component's directory (see component.prefix), for the file names that
+	// errors give in their text.
+	prefix string
 	result   Result
 	errs     Errors
 }
@@ -519,9 +525,9 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 	p := &r.result.Phases[idx]
 	gvk := obj.GroupVersionKind()
 	key := objectKey{class: p.Class, group: gvk.Group, kind: gvk.Kind, namespace: obj.GetNamespace(), name: obj.GetName()}
-	where := at.File
+	where := r.prefix + at.File
 	if at.Document > 0 {
-		where = fmt.Sprintf("%s (document %d)", at.File, at.Document)
+		where = fmt.Sprintf("%s (document %d)", where, at.Document)
 	}
 	if prev, dup := r.seen[key]; dup {
 		fail("metadata.name", fmt.Errorf("duplicate object, already defined in %s", prev))
