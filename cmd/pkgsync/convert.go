@@ -70,7 +70,7 @@ kinds.`,
 
 // readDocuments reads the objects of a YAML or JSON stream; a List's items are its objects.
 func readDocuments(stdin io.Reader, file string) ([]map[string]any, error) {
-	var r io.Reader = stdin
+	r := stdin
 	if file != "-" {
 		f, err := os.Open(file)
 		if err != nil {
