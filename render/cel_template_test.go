@@ -16,6 +16,7 @@ func celTemplatePackage(tmpl string) fstest.MapFS {
 kind: PackageManifest
 metadata: {name: p}
 spec:
+  scopes: [Namespaced, Cluster]
   phases: [{name: deploy}]
   config:
     openAPIV3Schema:

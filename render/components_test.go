@@ -57,14 +57,14 @@ func TestComponentsValidateStructureChecksEveryComponent(t *testing.T) {
 func TestComponentsRules(t *testing.T) {
 	t.Parallel()
 	rootManifest := func(components bool) *fstest.MapFile {
-		m := "apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: r}\nspec:\n  phases: [{name: deploy}]\n"
+		m := "apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: r}\nspec:\n  scopes: [Namespaced, Cluster]\n  phases: [{name: deploy}]\n"
 		if components {
 			m += "  components: {}\n"
 		}
 		return &fstest.MapFile{Data: []byte(m)}
 	}
-	compManifest := &fstest.MapFile{Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: c}\nspec:\n  phases: [{name: deploy}]\n")}
-	nested := &fstest.MapFile{Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: c}\nspec:\n  phases: [{name: deploy}]\n  components: {}\n")}
+	compManifest := &fstest.MapFile{Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: c}\nspec:\n  scopes: [Namespaced, Cluster]\n  phases: [{name: deploy}]\n")}
+	nested := &fstest.MapFile{Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: c}\nspec:\n  scopes: [Namespaced, Cluster]\n  phases: [{name: deploy}]\n  components: {}\n")}
 	obj := &fstest.MapFile{Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: in-components\n  annotations: {package-operator.run/phase: deploy}\n")}
 
 	tests := []struct {
@@ -152,7 +152,7 @@ func TestUnsupportedPackageOperatorFieldsAreRefused(t *testing.T) {
 		"spec.dependencies": "  dependencies:\n  - image: {name: dep, package: quay.io/x/dep, range: '>=1'}\n",
 		"spec.repositories": "  repositories:\n  - image: quay.io/x/repo:v1\n",
 	} {
-		fsys := fstest.MapFS{"manifest.yaml": {Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: r}\nspec:\n  phases: [{name: deploy}]\n" + body)}}
+		fsys := fstest.MapFS{"manifest.yaml": {Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: r}\nspec:\n  scopes: [Namespaced, Cluster]\n  phases: [{name: deploy}]\n" + body)}}
 		err := ValidateStructure(t.Context(), fsys, Options{})
 		require.Error(t, err, field)
 		assert.Contains(t, err.Error(), "manifest.yaml: "+field+": not supported")

@@ -18,7 +18,7 @@ func conditionMapPackage(mapping string) fstest.MapFS {
 		"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  annotations:\n    package-operator.run/phase: deploy\n    example.com/kept: 'yes'\n" +
 		"    package-operator.run/condition-map: |-\n" + indentLines(mapping, "      ") + "\n"
 	return fstest.MapFS{
-		"manifest.yaml": {Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: r}\nspec:\n  phases: [{name: deploy}]\n")},
+		"manifest.yaml": {Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: r}\nspec:\n  scopes: [Namespaced, Cluster]\n  phases: [{name: deploy}]\n")},
 		"objects.yaml":  {Data: []byte(obj)},
 	}
 }

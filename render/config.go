@@ -2,17 +2,23 @@ package render
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -37,6 +43,11 @@ func newConfigSchema(file string, in *apiextensionsv1.JSONSchemaProps) (*configS
 	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(in, internal, nil); err != nil {
 		return nil, bad(field0, fmt.Errorf("convert schema: %w", err))
 	}
+	// The schema is checked as the API server checks a CustomResourceDefinition's (what Package
+	// Operator's manifest validation does too): the same code, on a definition made to hold it.
+	if errs := checkSchemaAsCRD(file, field0, internal); len(errs) > 0 {
+		return nil, errs
+	}
 	structural, err := structuralschema.NewStructural(internal)
 	if err != nil {
 		return nil, bad(field0, fmt.Errorf("not a structural schema: %w", err))
@@ -53,6 +64,35 @@ func newConfigSchema(file string, in *apiextensionsv1.JSONSchemaProps) (*configS
 		return nil, bad(field0, fmt.Errorf("build validator: %w", err))
 	}
 	return &configSchema{structural: structural, validator: validator}, nil
+}
+
+// checkSchemaAsCRD validates schema as the openAPIV3Schema of a CustomResourceDefinition and
+// reports the errors under field0.
+func checkSchemaAsCRD(file, field0 string, schema *apiextensions.JSONSchemaProps) Errors {
+	const version = "v1"
+	crd := &apiextensions.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "configs.package.pkgsync.dev"},
+		Spec: apiextensions.CustomResourceDefinitionSpec{
+			Group:                 "package.pkgsync.dev",
+			Names:                 apiextensions.CustomResourceDefinitionNames{Plural: "configs", Singular: "config", Kind: "Config", ListKind: "ConfigList"},
+			Scope:                 apiextensions.NamespaceScoped,
+			Versions:              []apiextensions.CustomResourceDefinitionVersion{{Name: version, Served: true, Storage: true}},
+			Validation:            &apiextensions.CustomResourceValidation{OpenAPIV3Schema: schema},
+			Conversion:            &apiextensions.CustomResourceConversion{Strategy: apiextensions.NoneConverter},
+			PreserveUnknownFields: ptr.To(false),
+		},
+		Status: apiextensions.CustomResourceDefinitionStatus{StoredVersions: []string{version}},
+	}
+	const prefix = "spec.validation.openAPIV3Schema"
+	var errs Errors
+	for _, fe := range apiextensionsvalidation.ValidateCustomResourceDefinition(context.Background(), crd) {
+		f, ok := strings.CutPrefix(fe.Field, prefix)
+		if !ok {
+			f = fe.Field // not the schema's: a bug of this function, still reported
+		}
+		errs = append(errs, &Error{File: file, Field: field0 + f, Err: errors.New(fe.ErrorBody())})
+	}
+	return errs
 }
 
 // apply decodes the configuration, prunes unknown fields, applies defaults and validates it:

@@ -54,7 +54,7 @@ func TestConstraints(t *testing.T) {
 	t.Parallel()
 	manifest := func(constraints string) fstest.MapFS {
 		return fstest.MapFS{
-			"manifest.yaml": {Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: c}\nspec:\n  phases: [{name: deploy}]\n  constraints:\n" + constraints)},
+			"manifest.yaml": {Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: c}\nspec:\n  scopes: [Namespaced, Cluster]\n  phases: [{name: deploy}]\n  constraints:\n" + constraints)},
 			"cm.yaml":       {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  annotations: {package-operator.run/phase: deploy}\n")},
 		}
 	}

@@ -69,6 +69,7 @@ func filterPackage(filter, condition string) fstest.MapFS {
 kind: PackageManifest
 metadata: {name: p}
 spec:
+  scopes: [Namespaced, Cluster]
   phases: [{name: deploy}]
   config:
     openAPIV3Schema:

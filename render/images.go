@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/opencontainers/go-digest"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/yaml"
 
@@ -18,8 +19,6 @@ const (
 	// LockFile is the name of the lock file at a package's root: the digest of every image of
 	// spec.images, as Package Operator's manifest.lock.yaml holds them.
 	LockFile = "manifest.lock.yaml"
-	// lockKind is the kind of the lock file.
-	lockKind = "PackageManifestLock"
 )
 
 // ErrImagesNotLocked marks a package whose spec.images are not all in its lock file with the
@@ -27,37 +26,17 @@ const (
 var ErrImagesNotLocked = errors.New("images not locked")
 
 // LockedImage is one image of spec.images resolved to its manifest digest.
-type LockedImage struct {
-	// Name is the image's name in spec.images.
-	Name string `json:"name"`
-	// Image is the reference spec.images gives, usually with a tag.
-	Image string `json:"image"`
-	// Digest is the manifest digest the reference resolved to, sha256:....
-	Digest string `json:"digest"`
-}
-
-// manifestLock is the lock file, in Package Operator's format.
-type manifestLock struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Spec       struct {
-		Images       []LockedImage `json:"images"`
-		Dependencies []any         `json:"dependencies,omitempty"`
-	} `json:"spec"`
-}
+type LockedImage = v1alpha1.PackageManifestLockImage
 
 // Images reads a package's manifest (from the package root, or package/ in Package
 // Operator's image layout) and returns the directory of fsys that is the package root, and
 // spec.images.
 func Images(fsys fs.FS) (string, []v1alpha1.PackageImage, error) {
-	root, err := packageRoot(fsys)
+	root, rootDir, err := packageRoot(fsys)
 	if err != nil {
 		return "", nil, err
 	}
-	dir := "."
-	if root != fsys {
-		dir = pkoPackageDir
-	}
+	dir := rootDir
 	m, _, errs := readManifest(root)
 	if m == nil || len(errs) > 0 {
 		return "", nil, errs
@@ -68,8 +47,10 @@ func Images(fsys fs.FS) (string, []v1alpha1.PackageImage, error) {
 // MarshalLock returns the lock file holding images, in Package Operator's format so that its
 // tools read it too.
 func MarshalLock(images []LockedImage) ([]byte, error) {
-	l := manifestLock{APIVersion: pkoManifestAPIVersion, Kind: lockKind}
-	l.Spec.Images = images
+	l := v1alpha1.PackageManifestLock{
+		TypeMeta: metav1.TypeMeta{APIVersion: pkoManifestAPIVersion, Kind: v1alpha1.PackageManifestLockKind},
+		Spec:     v1alpha1.PackageManifestLockSpec{Images: images},
+	}
 	if l.Spec.Images == nil {
 		l.Spec.Images = []LockedImage{}
 	}
@@ -104,7 +85,9 @@ func lockedImages(fsys fs.FS, manifestFile string, m *v1alpha1.PackageManifest, 
 		return nil, Errors{&Error{File: LockFile, Err: fmt.Errorf("read lock file: %w", err)}}
 	}
 
-	var lock manifestLock
+	// Decoded as Package Operator's type, strictly: metadata (which its tool writes) is read
+	// and ignored; a field neither tool knows is refused by name.
+	var lock v1alpha1.PackageManifestLock
 	if err := yaml.UnmarshalStrict(data, &lock); err != nil {
 		return nil, Errors{&Error{File: LockFile, Err: fmt.Errorf("decode lock file: %s", strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: "))}}
 	}
@@ -112,8 +95,8 @@ func lockedImages(fsys fs.FS, manifestFile string, m *v1alpha1.PackageManifest, 
 	bad := func(field string, err error) {
 		errs = append(errs, &Error{File: LockFile, Field: field, Err: err})
 	}
-	if lock.Kind != lockKind {
-		bad("kind", fmt.Errorf("must be %s, not %q", lockKind, lock.Kind))
+	if lock.Kind != v1alpha1.PackageManifestLockKind {
+		bad("kind", fmt.Errorf("must be %s, not %q", v1alpha1.PackageManifestLockKind, lock.Kind))
 	}
 	if lock.APIVersion != pkoManifestAPIVersion && lock.APIVersion != v1alpha1.GroupVersion.String() {
 		bad("apiVersion", fmt.Errorf("must be %s (or %s), not %q", pkoManifestAPIVersion, v1alpha1.GroupVersion, lock.APIVersion))
@@ -131,6 +114,10 @@ func lockedImages(fsys fs.FS, manifestFile string, m *v1alpha1.PackageManifest, 
 			continue
 		case sets.KeySet(locked).Has(li.Name) || invalid.Has(li.Name):
 			bad(field+".name", fmt.Errorf("duplicate image %q", li.Name))
+			continue
+		case li.Image == "":
+			bad(field+".image", fmt.Errorf("image %q: required", li.Name))
+			invalid.Insert(li.Name)
 			continue
 		}
 		if _, err := digest.Parse(li.Digest); err != nil {

@@ -2,6 +2,7 @@ package render
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -22,6 +23,7 @@ func imagePackage(apiVersion, lock string) fstest.MapFS {
 kind: PackageManifest
 metadata: {name: p}
 spec:
+  scopes: [Namespaced]
   phases: [{name: deploy}]
   images:
   - {name: app, image: "quay.io/example/app:v1"}
@@ -69,6 +71,47 @@ func TestImagesRenderLockedDigests(t *testing.T) {
 			}, data, "the locked digest, not the tag")
 		})
 	}
+}
+
+// lockAsKubectlPackageWrites is a lock file as Package Operator's `kubectl package update`
+// writes it: its PackageManifestLock type marshalled to YAML, keys sorted, with the
+// metadata its ObjectMeta always brings.
+const lockAsKubectlPackageWrites = `apiVersion: manifests.package-operator.run/v1alpha1
+kind: PackageManifestLock
+metadata:
+  creationTimestamp: null
+spec:
+  images:
+  - digest: ` + digestA + `
+    image: quay.io/example/app:v1
+    name: app
+  - digest: ` + digestB + `
+    image: nginx:1.27
+    name: proxy
+`
+
+// A lock file written by Package Operator's tool is read as it is: metadata included.
+func TestImagesLockAsPackageOperatorWritesIt(t *testing.T) {
+	t.Parallel()
+	for _, api := range []string{pkoAPI, ownAPI} {
+		t.Run(api, func(t *testing.T) {
+			t.Parallel()
+			res, err := Render(t.Context(), imagePackage(api, lockAsKubectlPackageWrites), Options{})
+			require.NoError(t, err)
+			assert.Equal(t, map[string]any{
+				"app":   "quay.io/example/app@" + digestA,
+				"proxy": "index.docker.io/library/nginx@" + digestB,
+			}, res.Phases[0].Objects[0].Object["data"])
+		})
+	}
+	// And pkgsync lock writes the same file. The apimachinery this is built with leaves the
+	// zero creationTimestamp out, as Package Operator's releases built on it do too.
+	lock, err := MarshalLock([]LockedImage{
+		{Name: "app", Image: "quay.io/example/app:v1", Digest: digestA},
+		{Name: "proxy", Image: "nginx:1.27", Digest: digestB},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, strings.Replace(lockAsKubectlPackageWrites, "metadata:\n  creationTimestamp: null\n", "metadata: {}\n", 1), string(lock))
 }
 
 // pkgsync's own format may go without a lock file: its images are then given as written.
@@ -119,6 +162,37 @@ func TestImagesLockErrors(t *testing.T) {
 			name: "unknown field", api: pkoAPI,
 			lock: lockOf(`  - {name: app, image: "quay.io/example/app:v1", digest: ` + digestA + ", tag: v1}\n"),
 			want: []string{`manifest.lock.yaml: decode lock file: json: unknown field "tag"`},
+		},
+		{
+			name: "unknown top-level field", api: pkoAPI,
+			lock: lockAsKubectlPackageWrites + "status: {}\n",
+			want: []string{`manifest.lock.yaml: decode lock file: json: unknown field "status"`},
+		},
+		{
+			name: "unknown metadata field", api: pkoAPI,
+			lock: strings.Replace(lockAsKubectlPackageWrites, "metadata:\n", "metadata:\n  colour: red\n", 1),
+			want: []string{`manifest.lock.yaml: decode lock file: json: unknown field "colour"`},
+		},
+		{
+			name: "empty name, image and digest", api: pkoAPI, notLocked: true,
+			lock: lockOf(`  - {name: app, image: "quay.io/example/app:v1", digest: ` + digestA + `}
+  - {name: proxy, image: "", digest: ` + digestB + `}
+  - {name: "", image: "nginx:1.27", digest: ` + digestB + `}
+  - {name: other, image: "nginx:1.27", digest: ""}
+`),
+			want: []string{
+				`manifest.lock.yaml: spec.images[1].image: image "proxy": required`,
+				`manifest.lock.yaml: spec.images[2].name: required`,
+				`manifest.lock.yaml: spec.images[3].digest: image "other": invalid digest ""`,
+			},
+		},
+		{
+			name: "duplicate name", api: pkoAPI,
+			lock: lockOf(`  - {name: app, image: "quay.io/example/app:v1", digest: ` + digestA + `}
+  - {name: proxy, image: "nginx:1.27", digest: ` + digestB + `}
+  - {name: app, image: "quay.io/example/app:v1", digest: ` + digestA + `}
+`),
+			want: []string{`manifest.lock.yaml: spec.images[2].name: duplicate image "app"`},
 		},
 		{
 			name: "dependencies", api: pkoAPI,

@@ -1,13 +1,13 @@
 package render
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -60,16 +60,18 @@ func readManifestFormat(fsys fs.FS) (*v1alpha1.PackageManifest, string, bool, Er
 		return nil, name, false, Errors{&Error{File: name, Field: "kind", Err: fmt.Errorf("must be %s, not %q", v1alpha1.PackageManifestKind, head.Kind)}}
 	}
 	m := &v1alpha1.PackageManifest{}
+	var pkoErrs Errors
 	var err error
 	switch head.APIVersion {
 	case v1alpha1.GroupVersion.String():
 		err = yaml.UnmarshalStrict(data, m)
 	case pkoManifestAPIVersion:
-		err = yaml.Unmarshal(data, m)
-		if err == nil {
-			if errs := unsupportedPKOFields(name, data); len(errs) > 0 {
-				return nil, name, false, errs
-			}
+		// Package Operator's format is decoded strictly too, against every field of its own
+		// type: a typo is refused by name rather than silently ignored.
+		var pm pkoManifest
+		if err = yaml.UnmarshalStrict(data, &pm); err == nil {
+			m.TypeMeta, m.ObjectMeta, m.Spec = pm.TypeMeta, pm.ObjectMeta, pm.Spec.PackageManifestSpec
+			pkoErrs = checkPKOManifest(name, &pm)
 		}
 		for i := range m.Spec.Phases {
 			if m.Spec.Phases[i].Class == pkoDefaultClass {
@@ -83,8 +85,11 @@ func readManifestFormat(fsys fs.FS) (*v1alpha1.PackageManifest, string, bool, Er
 		msg := strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: ")
 		return nil, name, false, Errors{&Error{File: name, Err: fmt.Errorf("decode manifest: %s", msg)}}
 	}
+	if unsupported := pkoErrs.unsupported(); len(unsupported) > 0 {
+		return nil, name, false, unsupported
+	}
 	m.APIVersion = v1alpha1.GroupVersion.String()
-	return m, name, head.APIVersion == pkoManifestAPIVersion, checkManifest(name, m)
+	return m, name, head.APIVersion == pkoManifestAPIVersion, append(checkManifest(name, m), pkoErrs...)
 }
 
 // checkManifest reports every inconsistency of a decoded manifest.
@@ -175,25 +180,80 @@ func checkManifest(file string, m *v1alpha1.PackageManifest) Errors {
 	return errs
 }
 
-// unsupportedPKOFields refuses the Package Operator manifest fields pkgsync does not implement,
-// so that a package relying on them fails loudly instead of installing without them.
-func unsupportedPKOFields(file string, data []byte) Errors {
-	var probe struct {
-		Spec struct {
-			Dependencies json.RawMessage `json:"dependencies"`
-			Repositories json.RawMessage `json:"repositories"`
-		} `json:"spec"`
+// errUnsupported marks the Package Operator fields pkgsync does not implement.
+var errUnsupported = errors.New("not supported")
+
+// unsupported returns the errors of fields pkgsync does not implement: a manifest using them is
+// refused with them alone, before anything else is checked.
+func (errs Errors) unsupported() Errors {
+	var out Errors
+	for _, err := range errs {
+		if errors.Is(err, errUnsupported) {
+			out = append(out, err)
+		}
 	}
-	if err := yaml.Unmarshal(data, &probe); err != nil {
-		return nil // reported by the decode of the manifest itself
+	return out
+}
+
+// checkPKOManifest applies the rules Package Operator's manifest validation has and pkgsync's
+// own format does not, and refuses the fields pkgsync does not implement, so that a package
+// relying on them fails loudly instead of installing without them.
+func checkPKOManifest(file string, pm *pkoManifest) Errors {
+	var errs Errors
+	bad := func(field string, err error) {
+		errs = append(errs, &Error{File: file, Field: field, Err: err})
+	}
+	noDeps := fmt.Errorf("%w: pkgsync does not resolve or install package dependencies; install each package with its own Package", errUnsupported)
+	if len(pm.Spec.Dependencies) > 0 {
+		bad("spec.dependencies", noDeps)
+	}
+	if len(pm.Spec.Repositories) > 0 {
+		bad("spec.repositories", noDeps)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	// Package Operator requires scopes. pkgsync's own format may leave them out: such a package
+	// installs in either scope.
+	if len(pm.Spec.Scopes) == 0 {
+		bad("spec.scopes", fmt.Errorf("required: list where the package may be installed: %s and/or %s", v1alpha1.ScopeNamespaced, v1alpha1.ScopeCluster))
+	}
+	for i, tc := range pm.Test.Template {
+		if msgs := validation.IsConfigMapKey(tc.Name); len(msgs) > 0 {
+			bad(fmt.Sprintf("test.template[%d].name", i), fmt.Errorf("%q: a case name is a directory name in %s: %s", tc.Name, FixturesDir, strings.Join(msgs, "; ")))
+		}
+	}
+	if kc := pm.Test.Kubeconform; kc != nil && kc.KubernetesVersion == "" {
+		bad("test.kubeconform.kubernetesVersion", errors.New("required"))
+	}
+	return append(errs, checkTestConfigs(file, pm)...)
+}
+
+// checkTestConfigs validates the configuration of every test case against the manifest's
+// schema, as Package Operator does whenever it loads a package: a case whose configuration the
+// package itself would refuse makes the package invalid. A broken schema is reported by the
+// render, not here.
+func checkTestConfigs(file string, pm *pkoManifest) Errors {
+	if len(pm.Test.Template) == 0 || pm.Spec.Config.OpenAPIV3Schema == nil {
+		return nil
+	}
+	schema, schemaErrs := newConfigSchema(file, pm.Spec.Config.OpenAPIV3Schema)
+	if len(schemaErrs) > 0 {
+		return nil
 	}
 	var errs Errors
-	for _, f := range []struct {
-		field string
-		raw   json.RawMessage
-	}{{"spec.dependencies", probe.Spec.Dependencies}, {"spec.repositories", probe.Spec.Repositories}} {
-		if len(f.raw) > 0 && string(f.raw) != "null" && string(f.raw) != "[]" {
-			errs = append(errs, &Error{File: file, Field: f.field, Err: errors.New("not supported: pkgsync does not resolve or install package dependencies; install each package with its own Package")})
+	for i, tc := range pm.Test.Template {
+		var raw []byte
+		if len(tc.Context.Config) > 0 && string(tc.Context.Config) != "null" {
+			raw = tc.Context.Config
+		}
+		_, cfgErrs := schema.apply(raw)
+		for _, err := range cfgErrs {
+			field := fmt.Sprintf("test.template[%d].context.config", i)
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				errs = append(errs, &Error{File: file, Field: field + strings.TrimPrefix(ce.Field, "config"), Err: errors.New(ce.Detail)})
+			}
 		}
 	}
 	return errs

@@ -17,4 +17,17 @@ type Result struct {
 	// Inputs says which per-resource parts of Options the render read: renders of the same
 	// package, configuration and cluster-wide environment that agree on these are identical.
 	Inputs Inputs
+	// Files is set by RenderTestCase only: every YAML file of the package that holds objects,
+	// as rendered.
+	Files []File
+}
+
+// File is a YAML file of a package as rendered: a template's output under its name without
+// .gotmpl, a plain file as written. Documents a condition leaves out are removed (the others
+// joined by "---" lines); a file left with none is not a File.
+type File struct {
+	// Path in the package (of the component), for example deploy/app.yaml.
+	Path string
+	// Content as rendered.
+	Content string
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/desired"
@@ -23,7 +25,15 @@ const pkoPackageDir = v1alpha1.PackageOperatorImageDir
 // Errors holding every problem found: *Error for a broken package, *ConfigError for a
 // configuration that does not satisfy the package's schema.
 func Render(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
-	return render(ctx, fsys, opts, false)
+	return renderWith(ctx, fsys, opts, mode{})
+}
+
+// mode says how a render differs from a plain Render.
+type mode struct {
+	// allowMissing lets configuration values the schema requires be absent (a build).
+	allowMissing bool
+	// testCase renders as Package Operator's template tests do (see RenderTestCase).
+	testCase bool
 }
 
 // Validate renders the package and returns every problem at once, or nil.
@@ -39,13 +49,14 @@ func Validate(ctx context.Context, fsys fs.FS, opts Options) error {
 // incomplete configuration proves nothing about their output, and kustomizations built from
 // templates are skipped. Every other problem is reported as Render reports it.
 func ValidateStructure(ctx context.Context, fsys fs.FS, opts Options) error {
-	_, err := render(ctx, fsys, opts, true)
+	_, err := renderWith(ctx, fsys, opts, mode{allowMissing: true})
 	return err
 }
 
-// render is Render; allowMissing lets configuration values the schema requires be absent.
-func render(ctx context.Context, fsys fs.FS, opts Options, allowMissing bool) (*Result, error) {
-	fsys, err := packageRoot(fsys)
+// renderWith is Render in a mode.
+func renderWith(ctx context.Context, fsys fs.FS, opts Options, m mode) (*Result, error) {
+	allowMissing := m.allowMissing
+	fsys, _, err := packageRoot(fsys)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +64,7 @@ func render(ctx context.Context, fsys fs.FS, opts Options, allowMissing bool) (*
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	res, err := renderComponent(ctx, c, opts, allowMissing)
+	res, err := renderComponent(ctx, c, opts, m)
 	if !c.skipComponents {
 		return res, err
 	}
@@ -73,7 +84,7 @@ func render(ctx context.Context, fsys fs.FS, opts Options, allowMissing bool) (*
 			opts.Component = name
 			c, cErrs := selectComponent(fsys, name)
 			if len(cErrs) == 0 {
-				_, err := renderComponent(ctx, c, opts, allowMissing)
+				_, err := renderComponent(ctx, c, opts, m)
 				var compErrs Errors
 				if err != nil && !errors.As(err, &compErrs) {
 					return nil, err
@@ -90,8 +101,8 @@ func render(ctx context.Context, fsys fs.FS, opts Options, allowMissing bool) (*
 }
 
 // renderComponent renders one component: the root package or one of components/.
-func renderComponent(ctx context.Context, c component, opts Options, allowMissing bool) (*Result, error) {
-	res, err := renderTree(ctx, c, opts, allowMissing)
+func renderComponent(ctx context.Context, c component, opts Options, m mode) (*Result, error) {
+	res, err := renderTree(ctx, c, opts, m)
 	var errs Errors
 	if errors.As(err, &errs) {
 		return nil, c.rebase(errs)
@@ -100,7 +111,8 @@ func renderComponent(ctx context.Context, c component, opts Options, allowMissin
 }
 
 // renderTree renders the package tree of one component.
-func renderTree(ctx context.Context, c component, opts Options, allowMissing bool) (*Result, error) {
+func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result, error) {
+	allowMissing := m.allowMissing
 	fsys := c.fsys
 	manifest, manifestFile, pko, errs := readManifestFormat(fsys)
 	if manifest == nil {
@@ -118,6 +130,12 @@ func renderTree(ctx context.Context, c component, opts Options, allowMissing boo
 	}
 	images, imageErrs := lockedImages(fsys, manifestFile, manifest, pko)
 	errs = append(errs, imageErrs...)
+	if m.testCase && len(imageErrs) == 0 {
+		// The lock is checked all the same, as Package Operator's tests check it.
+		for name := range images {
+			images[name] = TestImage
+		}
+	}
 
 	if opts.Name == "" {
 		opts.Name = manifest.Name
@@ -158,6 +176,8 @@ func renderTree(ctx context.Context, c component, opts Options, allowMissing boo
 		phases:   map[string]int{},
 		seen:     map[objectKey]string{},
 		mappedBy: map[string]string{},
+		prefix:   c.prefix,
+		files:    m.testCase,
 	}
 	// Templates and CEL expressions record what they read in one place.
 	r.tp.reads = flt.cel.reads
@@ -205,22 +225,24 @@ func withoutMissing(errs Errors) (Errors, bool) {
 	return kept, missing
 }
 
-func packageRoot(fsys fs.FS) (fs.FS, error) {
+// packageRoot returns the package root within fsys and its directory: "." or package/
+// (Package Operator's image layout).
+func packageRoot(fsys fs.FS) (fs.FS, string, error) {
 	for _, n := range manifestFiles {
 		if _, err := fs.Stat(fsys, n); err == nil {
-			return fsys, nil
+			return fsys, ".", nil
 		}
 	}
 	for _, n := range manifestFiles {
 		if _, err := fs.Stat(fsys, path.Join(pkoPackageDir, n)); err == nil {
 			sub, err := fs.Sub(fsys, pkoPackageDir)
 			if err != nil {
-				return nil, fmt.Errorf("open %s/: %w", pkoPackageDir, err)
+				return nil, "", fmt.Errorf("open %s/: %w", pkoPackageDir, err)
 			}
-			return sub, nil
+			return sub, pkoPackageDir, nil
 		}
 	}
-	return fsys, nil
+	return fsys, ".", nil
 }
 
 // tree is a package's files, read once.
@@ -288,10 +310,17 @@ type renderer struct {
 	filters  *filters
 	phases   map[string]int
 	seen     map[objectKey]string
-	// mappedBy names the object that maps each destination condition type, for errors.
+	// mappedBy names the object that maps each destination condition type, for errors. It is
+	// per component: only one component of a package is installed by a Package, so two
+	// components may map the same destination.
 	mappedBy map[string]string
-	result   Result
-	errs     Errors
+	// prefix is the component's directory (see component.prefix), for the file names that
+	// errors give in their text.
+	prefix string
+	// files asks for result.Files (RenderTestCase).
+	files  bool
+	result Result
+	errs   Errors
 }
 
 func (r *renderer) fail(err error) { r.errs = append(r.errs, err) }
@@ -402,10 +431,38 @@ func (r *renderer) load(ctx context.Context, t *tree, renderTemplates bool) {
 		for _, err := range errs {
 			r.fail(err)
 		}
+		left := map[int]bool{} // documents left out
 		for _, o := range objs {
-			r.place(o.obj, "", &Error{File: source[name], Document: o.document, Line: o.line})
+			if !r.place(o.obj, "", &Error{File: source[name], Document: o.document, Line: o.line}) {
+				left[o.document] = true
+			}
+		}
+		if r.files && len(objs) > 0 {
+			r.addFile(name, rendered[name], left)
 		}
 	}
+}
+
+// addFile records a rendered YAML file for result.Files, without the documents left out.
+func (r *renderer) addFile(name, content string, left map[int]bool) {
+	if len(left) > 0 {
+		var kept []string
+		for _, doc := range splitDocuments(content) {
+			if left[doc.index] || isBlank(doc.body) {
+				continue
+			}
+			body := doc.body
+			if !strings.HasSuffix(body, "\n") {
+				body += "\n"
+			}
+			kept = append(kept, body)
+		}
+		content = strings.Join(kept, "---\n")
+	}
+	if strings.TrimSpace(content) == "" {
+		return
+	}
+	r.result.Files = append(r.result.Files, File{Path: name, Content: content})
 }
 
 // kustomizationRoots finds the outermost directories holding a kustomization, outside
@@ -440,8 +497,9 @@ func (r *renderer) kustomizationRoots(names []string, rendered, source map[strin
 }
 
 // place checks an object's phase annotations, strips them and adds the object to its phase.
-// at says where the object came from, for errors.
-func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at *Error) {
+// at says where the object came from, for errors. It reports whether the object was added:
+// not when a condition leaves it out, or when it is refused.
+func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at *Error) bool {
 	fail := func(field string, err error) {
 		e := *at
 		e.Field = field
@@ -453,30 +511,38 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 		e.Err = err
 		r.fail(&e)
 	}
+	// Labels are checked before the filters, as Package Operator checks them: an object with
+	// an invalid label is refused even where a condition leaves it out.
+	if errs := metav1validation.ValidateLabels(obj.GetLabels(), field.NewPath("metadata", "labels")); len(errs) > 0 {
+		for _, fe := range errs {
+			fail(fe.Field, errors.New(fe.ErrorBody()))
+		}
+		return false
+	}
 	keep, err := r.filters.keep(obj)
 	if err != nil {
 		fail("metadata.annotations."+conditionAnnotation, err)
-		return
+		return false
 	}
 	if !keep {
-		return
+		return false
 	}
 	ann := obj.GetAnnotations()
 	if _, ok := ann[pkoExternalAnnotation]; ok {
 		fail("metadata.annotations."+pkoExternalAnnotation, errors.New("not supported: pkgsync applies every object of a package, it cannot only observe one; remove the object or the annotation"))
-		return
+		return false
 	}
 	var mappings []desired.ConditionMapping
 	if value, ok := ann[conditionMapAnnotation]; ok {
 		if mappings, err = parseConditionMap(value); err != nil {
 			fail("metadata.annotations."+conditionMapAnnotation, err)
-			return
+			return false
 		}
 	}
 	own, pko := ann[v1alpha1.PhaseAnnotation], ann[pkoPhaseAnnotation]
 	if own != "" && pko != "" && own != pko {
 		fail("metadata.annotations", fmt.Errorf("%s %q and %s %q disagree; keep one", v1alpha1.PhaseAnnotation, own, pkoPhaseAnnotation, pko))
-		return
+		return false
 	}
 	phase := own
 	if phase == "" {
@@ -487,12 +553,12 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 	}
 	if phase == "" {
 		fail("metadata.annotations", fmt.Errorf("missing phase: add the annotation %s with one of the manifest's phases (%s)", v1alpha1.PhaseAnnotation, r.phaseList()))
-		return
+		return false
 	}
 	idx, ok := r.phases[phase]
 	if !ok {
 		fail("metadata.annotations", fmt.Errorf("unknown phase %q: the manifest declares %s", phase, r.phaseList()))
-		return
+		return false
 	}
 	delete(ann, v1alpha1.PhaseAnnotation)
 	delete(ann, pkoPhaseAnnotation)
@@ -507,18 +573,18 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 	p := &r.result.Phases[idx]
 	gvk := obj.GroupVersionKind()
 	key := objectKey{class: p.Class, group: gvk.Group, kind: gvk.Kind, namespace: obj.GetNamespace(), name: obj.GetName()}
-	where := at.File
+	where := r.prefix + at.File
 	if at.Document > 0 {
-		where = fmt.Sprintf("%s (document %d)", at.File, at.Document)
+		where = fmt.Sprintf("%s (document %d)", where, at.Document)
 	}
 	if prev, dup := r.seen[key]; dup {
 		fail("metadata.name", fmt.Errorf("duplicate object, already defined in %s", prev))
-		return
+		return false
 	}
 	for _, m := range mappings {
 		if prev, dup := r.mappedBy[m.Destination]; dup {
 			fail("metadata.annotations."+conditionMapAnnotation, fmt.Errorf("destination %q is already mapped by %s", m.Destination, prev))
-			return
+			return false
 		}
 	}
 	r.seen[key] = where
@@ -528,6 +594,7 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 		p.ConditionMappings = append(p.ConditionMappings, m)
 	}
 	p.Objects = append(p.Objects, obj)
+	return true
 }
 
 func (r *renderer) phaseList() string {

@@ -240,7 +240,7 @@ func TestRenderErrors(t *testing.T) {
 	}, {
 		dir: "bad-schema",
 		want: []wantError{
-			{file: "manifest.yaml", field: "spec.config.openAPIV3Schema.properties[untyped].type", contains: "not a structural schema"},
+			{file: "manifest.yaml", field: "spec.config.openAPIV3Schema.properties[untyped].type", contains: "Required value: must not be empty for specified object fields"},
 		},
 	}}
 	for _, tt := range tests {

@@ -1,22 +1,30 @@
 package render
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"io/fs"
-	"regexp"
+	"path"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
 // FixturesDir is where a package keeps the expected renders of its test.template cases, next
-// to its manifest. As a dot-directory it is never part of a render.
+// to its manifest (a component's next to the component's manifest), as Package Operator lays
+// them out: FixturesDir/CASE/PATH holds the render of the package file PATH (a template under
+// its name without .gotmpl). As a dot-directory it is never part of a render.
 const FixturesDir = ".test-fixtures"
+
+// TestImage is what every image of spec.images renders as in a test case, as in Package
+// Operator's template tests: fixtures do not change when an image is locked to a new digest.
+const TestImage = "registry.package-operator.run/static-image"
 
 // TestCase is one test.template case of a manifest: a name and the render options its context
 // gives.
 type TestCase struct {
-	// Name of the case; its fixture is FixturesDir/NAME.yaml.
+	// Name of the case; its fixtures are in FixturesDir/NAME/.
 	Name string
 	// Options are the render options of the case's context.
 	Options Options
@@ -26,84 +34,75 @@ type TestCase struct {
 // Operator's tooling reads them) and what the manifest's test section asks for that pkgsync
 // does not do (test.kubeconform), to be reported as skipped.
 type TemplateTests struct {
-	// Dir is the package root within the tree: "." or "package" (Package Operator's image
-	// layout). Fixtures live in Dir/FixturesDir.
+	// Dir is the directory of the manifest within the tree: "." or "package" (Package
+	// Operator's image layout), followed by components/NAME for a component. Fixtures live in
+	// Dir/FixturesDir.
 	Dir string
+	// Component is the component the cases are of, empty for the root package.
+	Component string
 	// Cases in the manifest's order.
 	Cases []TestCase
 	// Skipped names the parts of the test section that are not run, with why.
 	Skipped []string
 }
 
-// testCaseNameRE keeps case names usable as file names inside FixturesDir.
-var testCaseNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]*$`)
-
-// manifestTests is the test section of a manifest.
-type manifestTests struct {
-	Test struct {
-		Template []struct {
-			Name    string `json:"name"`
-			Context struct {
-				Package struct {
-					Metadata struct {
-						Name        string            `json:"name"`
-						Namespace   string            `json:"namespace"`
-						Labels      map[string]string `json:"labels"`
-						Annotations map[string]string `json:"annotations"`
-					} `json:"metadata"`
-					Image string `json:"image"`
-				} `json:"package"`
-				Config      json.RawMessage `json:"config"`
-				Environment struct {
-					Kubernetes struct {
-						Version string `json:"version"`
-					} `json:"kubernetes"`
-					OpenShift *struct {
-						Version string `json:"version"`
-					} `json:"openShift"`
-					Proxy *struct {
-						HTTPProxy  string `json:"httpProxy"`
-						HTTPSProxy string `json:"httpsProxy"`
-						NoProxy    string `json:"noProxy"`
-					} `json:"proxy"`
-					HyperShift *struct {
-						HostedCluster *struct {
-							Metadata struct {
-								Name        string            `json:"name"`
-								Namespace   string            `json:"namespace"`
-								Labels      map[string]string `json:"labels"`
-								Annotations map[string]string `json:"annotations"`
-							} `json:"metadata"`
-							HostedClusterNamespace string            `json:"hostedClusterNamespace"`
-							NodeSelector           map[string]string `json:"nodeSelector"`
-						} `json:"hostedCluster"`
-					} `json:"hyperShift"`
-				} `json:"environment"`
-			} `json:"context"`
-		} `json:"template"`
-		Kubeconform json.RawMessage `json:"kubeconform"`
-	} `json:"test"`
-}
-
 // ReadTemplateTests reads the test section of a package's manifest.
 func ReadTemplateTests(fsys fs.FS) (*TemplateTests, error) {
-	root, err := packageRoot(fsys)
+	return ReadComponentTemplateTests(fsys, "")
+}
+
+// ReadAllTemplateTests reads the test sections of the root package and, in a multi-component
+// package, of every component: Package Operator runs them all.
+func ReadAllTemplateTests(fsys fs.FS) ([]*TemplateTests, error) {
+	root, err := ReadTemplateTests(fsys)
 	if err != nil {
 		return nil, err
 	}
-	out := &TemplateTests{Dir: "."}
-	if root != fsys {
-		out.Dir = pkoPackageDir
+	out := []*TemplateTests{root}
+	pkg, _, err := packageRoot(fsys)
+	if err != nil {
+		return nil, err
 	}
-	m, file, errs := readManifest(root)
-	if m == nil || len(errs) > 0 {
+	if m, _, errs := readManifest(pkg); m == nil || len(errs) > 0 || m.Spec.Components == nil {
+		return out, nil
+	}
+	names, errs := componentNames(pkg)
+	if len(errs) > 0 {
 		return nil, errs
 	}
-	data, err := fs.ReadFile(root, file)
+	for _, name := range names {
+		tests, err := ReadComponentTemplateTests(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tests)
+	}
+	return out, nil
+}
+
+// ReadComponentTemplateTests reads the test section of a component's manifest; the empty
+// name is the root package.
+func ReadComponentTemplateTests(fsys fs.FS, component string) (*TemplateTests, error) {
+	root, rootDir, err := packageRoot(fsys)
+	if err != nil {
+		return nil, err
+	}
+	c, errs := selectComponent(root, component)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	out := &TemplateTests{Dir: path.Join(rootDir, c.prefix), Component: component}
+	root = c.fsys
+	m, file, errs := readManifest(root)
+	if m == nil || len(errs) > 0 {
+		return nil, c.rebase(errs)
+	}
+	file = c.prefix + file
+	data, err := fs.ReadFile(root, strings.TrimPrefix(file, c.prefix))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", file, err)
 	}
-	var mt manifestTests
+	var mt pkoManifest // readManifest decoded it strictly already
 	if err := yaml.Unmarshal(data, &mt); err != nil {
 		return nil, &Error{File: file, Field: "test", Err: fmt.Errorf("decode: %w", err)}
 	}
@@ -112,9 +111,8 @@ func ReadTemplateTests(fsys fs.FS) (*TemplateTests, error) {
 	for i, tc := range mt.Test.Template {
 		field := fmt.Sprintf("test.template[%d].name", i)
 		switch {
-		case !testCaseNameRE.MatchString(tc.Name):
-			bad = append(bad, &Error{File: file, Field: field, Err: fmt.Errorf("%q: a case name is a file name in %s: letters, digits, '.', '_' and '-', starting with a letter or digit", tc.Name, FixturesDir)})
-			continue
+		case len(validation.IsConfigMapKey(tc.Name)) > 0:
+			continue // reported by readManifest for Package Operator's format
 		case seen[tc.Name]:
 			bad = append(bad, &Error{File: file, Field: field, Err: fmt.Errorf("duplicate case %q", tc.Name)})
 			continue
@@ -122,7 +120,8 @@ func ReadTemplateTests(fsys fs.FS) (*TemplateTests, error) {
 		seen[tc.Name] = true
 		c := tc.Context
 		opts := Options{
-			Name: c.Package.Metadata.Name, Namespace: c.Package.Metadata.Namespace,
+			Component: component,
+			Name:      c.Package.Metadata.Name, Namespace: c.Package.Metadata.Namespace,
 			Labels: c.Package.Metadata.Labels, Annotations: c.Package.Metadata.Annotations,
 			Image: c.Package.Image, Environment: Environment{KubernetesVersion: c.Environment.Kubernetes.Version},
 		}
@@ -147,8 +146,15 @@ func ReadTemplateTests(fsys fs.FS) (*TemplateTests, error) {
 	if len(bad) > 0 {
 		return nil, bad
 	}
-	if len(mt.Test.Kubeconform) > 0 && string(mt.Test.Kubeconform) != "null" {
+	if mt.Test.Kubeconform != nil {
 		out.Skipped = append(out.Skipped, "test.kubeconform: skipped: pkgsync does not validate rendered objects against schemas")
 	}
 	return out, nil
+}
+
+// RenderTestCase renders a test case as Package Operator's template tests do: every image of
+// spec.images is TestImage (the lock file is checked, its digests not used), and the result's Files holds each YAML file
+// of the package as rendered, for comparison with the case's fixtures.
+func RenderTestCase(ctx context.Context, fsys fs.FS, tc TestCase) (*Result, error) {
+	return renderWith(ctx, fsys, tc.Options, mode{testCase: true})
 }

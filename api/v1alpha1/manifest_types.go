@@ -202,3 +202,66 @@ type PackageImage struct {
 	// +required
 	Image string `json:"image"`
 }
+
+// PackageManifestLockKind is the kind of a package's manifest.lock.yaml.
+const PackageManifestLockKind = "PackageManifestLock"
+
+// PackageManifestLock is a package's manifest.lock.yaml: the digest every image of
+// spec.images resolved to. Its fields are those of Package Operator's type of the same name, so
+// that a lock file written by either tool is read by both. Like PackageManifest it is not
+// served by an API server.
+// +kubebuilder:skipversion
+type PackageManifestLock struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec holds the resolved images.
+	Spec PackageManifestLockSpec `json:"spec,omitempty"`
+}
+
+// PackageManifestLockSpec lists what a lock file pins.
+type PackageManifestLockSpec struct {
+	// Images are the images of the manifest's spec.images, each with its digest.
+	// +required
+	Images []PackageManifestLockImage `json:"images"`
+
+	// Dependencies are the package images Package Operator's dependency solver chose. pkgsync
+	// installs no dependencies: a lock file listing any is refused.
+	// +optional
+	Dependencies []PackageManifestLockDependency `json:"dependencies,omitempty"`
+}
+
+// PackageManifestLockImage is one image of spec.images resolved to its manifest digest.
+type PackageManifestLockImage struct {
+	// Name is the image's name in spec.images.
+	// +required
+	Name string `json:"name"`
+
+	// Image is the reference spec.images gives, usually with a tag.
+	// +required
+	Image string `json:"image"`
+
+	// Digest is the manifest digest the reference resolved to, sha256:....
+	// +required
+	Digest string `json:"digest"`
+}
+
+// PackageManifestLockDependency is a dependency package image chosen by Package Operator's
+// solver. It is read only to be refused with a clear message.
+type PackageManifestLockDependency struct {
+	// Name of the dependency.
+	// +required
+	Name string `json:"name"`
+
+	// Image is the dependency's package image.
+	// +required
+	Image string `json:"image"`
+
+	// Digest of the image.
+	// +required
+	Digest string `json:"digest"`
+
+	// Version of the dependency that was chosen.
+	// +required
+	Version string `json:"version"`
+}

@@ -1,12 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
@@ -23,10 +25,17 @@ func newTestCmd() *cobra.Command {
 		Use:   "test DIR",
 		Short: "Render a package's test.template cases and compare them with its .test-fixtures",
 		Long: `Test renders every case of the manifest's test.template (its context: package metadata,
-configuration, environment) and compares the result with .test-fixtures/NAME.yaml next to the
-manifest, as Package Operator's tooling does. A missing fixture is written; with --update every
-fixture is rewritten. A test.kubeconform section is reported as skipped. Exits 1 when a case
-fails to render or differs from its fixture.`,
+configuration, environment) and compares each YAML file of the package, as rendered, with
+.test-fixtures/CASE/PATH next to the manifest (a template's PATH is its name without .gotmpl),
+as Package Operator's "kubectl package test" lays fixtures out and compares them. Images render
+as ` + render.TestImage + `, as there.
+
+A case without a fixture directory is written; an existing one is compared and never touched:
+a file that differs fails the case with a unified diff, as does a rendered file the fixtures lack
+or a fixture file the render no longer produces. --update rewrites the fixtures of every case.
+In a multi-component package every component's cases run too (fixtures in
+components/NAME/.test-fixtures); --component runs one component's only. A test.kubeconform
+section is reported as skipped. Exits 1 when a case fails.`,
 		Example: `  pkgsync test ./my-package
   pkgsync test ./my-package --update`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -38,75 +47,150 @@ fails to render or differs from its fixture.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
 			fsys := os.DirFS(dir)
-			tests, err := render.ReadTemplateTests(fsys)
-			if err != nil {
-				return exitCodeError{code: 1, err: fmt.Errorf("test %s: %w", dir, err)}
+			var all []*render.TemplateTests
+			if component != "" {
+				tests, err := render.ReadComponentTemplateTests(fsys, component)
+				if err != nil {
+					return exitCodeError{code: 1, err: fmt.Errorf("test %s: %w", dir, err)}
+				}
+				all = append(all, tests)
+			} else {
+				var err error
+				if all, err = render.ReadAllTemplateTests(fsys); err != nil {
+					return exitCodeError{code: 1, err: fmt.Errorf("test %s: %w", dir, err)}
+				}
 			}
-			stderr := cmd.ErrOrStderr()
-			for _, s := range tests.Skipped {
-				fmt.Fprintln(stderr, s)
+			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			failed, total := 0, 0
+			for _, tests := range all {
+				for _, s := range tests.Skipped {
+					fmt.Fprintln(stderr, prefixed(tests.Component, s))
+				}
+				for _, tc := range tests.Cases {
+					total++
+					name := prefixed(tests.Component, tc.Name)
+					fixtures := filepath.Join(dir, filepath.FromSlash(tests.Dir), render.FixturesDir, tc.Name)
+					status, err := runTestCase(cmd, fsys, fixtures, tc, update)
+					if err != nil {
+						failed++
+						fmt.Fprintf(stderr, "FAIL %s: %v\n", name, err)
+						continue
+					}
+					fmt.Fprintf(stdout, "%s %s\n", status, name)
+				}
 			}
-			if len(tests.Cases) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: no test.template cases\n", dir)
+			if total == 0 {
+				fmt.Fprintf(stdout, "%s: no test.template cases\n", dir)
 				return nil
 			}
-			fixtures := filepath.Join(dir, tests.Dir, render.FixturesDir)
-			failed := 0
-			for _, tc := range tests.Cases {
-				tc.Options.Component = component
-				status, err := runTestCase(cmd, fsys, fixtures, tc, update)
-				if err != nil {
-					failed++
-					fmt.Fprintf(stderr, "FAIL %s: %v\n", tc.Name, err)
-					continue
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", status, tc.Name)
-			}
 			if failed > 0 {
-				return exitCodeError{code: 1, err: fmt.Errorf("test %s: %d of %d case(s) failed", dir, failed, len(tests.Cases))}
+				return exitCodeError{code: 1, err: fmt.Errorf("test %s: %d of %d case(s) failed", dir, failed, total)}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&update, "update", false, "rewrite every fixture with the current render")
-	cmd.Flags().StringVar(&component, "component", "", "component of a multi-component package to test (components/NAME)")
+	cmd.Flags().BoolVar(&update, "update", false, "rewrite the fixtures of every case with the current render")
+	cmd.Flags().StringVar(&component, "component", "", "test only this component of a multi-component package (components/NAME)")
 	return cmd
 }
 
-// runTestCase renders one case and checks it against its fixture; it says what it did: ok,
-// written or updated.
+// prefixed names what belongs to a component by the component: "backend/defaults".
+func prefixed(component, s string) string {
+	if component == "" {
+		return s
+	}
+	return component + "/" + s
+}
+
+// runTestCase renders one case and checks it against its fixture directory; it says what it
+// did: ok, written or updated.
 func runTestCase(cmd *cobra.Command, fsys fs.FS, fixtures string, tc render.TestCase, update bool) (string, error) {
-	res, err := render.Render(cmd.Context(), fsys, tc.Options)
+	res, err := render.RenderTestCase(cmd.Context(), fsys, tc)
 	if err != nil {
 		return "", err
 	}
-	var got bytes.Buffer
-	if err := res.WriteYAML(&got); err != nil {
-		return "", err
-	}
-	file := filepath.Join(fixtures, tc.Name+".yaml")
-	want, err := os.ReadFile(file)
+	_, statErr := os.Stat(fixtures)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) || update:
-		if err := os.MkdirAll(fixtures, 0o755); err != nil {
+	case update && statErr == nil:
+		// Files the render no longer produces go too: the directory is the render.
+		if err := os.RemoveAll(fixtures); err != nil {
 			return "", err
 		}
-		if err := os.WriteFile(file, got.Bytes(), 0o644); err != nil {
-			return "", err
-		}
-		if update && err == nil {
-			return "updated", nil
-		}
-		return "written", nil
-	case err != nil:
-		return "", err
+		return "updated", writeFixtures(fixtures, res.Files)
+	case errors.Is(statErr, fs.ErrNotExist):
+		return "written", writeFixtures(fixtures, res.Files)
+	case statErr != nil:
+		return "", statErr
 	}
-	if bytes.Equal(want, got.Bytes()) {
-		return "ok", nil
+	return "ok", compareFixtures(fixtures, res.Files)
+}
+
+func writeFixtures(dir string, files []render.File) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
-	diff, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(string(want)), B: difflib.SplitLines(got.String()),
-		FromFile: file, ToFile: "render", Context: 3,
+	for _, f := range files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(f.Content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compareFixtures compares the rendered files with the fixture directory, reading it only, and
+// reports every difference: one unified diff per differing file, and each file only one side has.
+func compareFixtures(dir string, files []render.File) error {
+	var have []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		have = append(have, filepath.ToSlash(rel))
+		return nil
 	})
-	return "", fmt.Errorf("the render differs from %s (run with --update to accept it):\n%s", file, diff)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	rendered := map[string]bool{}
+	for _, f := range files {
+		rendered[f.Path] = true
+		want, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
+		if errors.Is(err, fs.ErrNotExist) {
+			problems = append(problems, fmt.Sprintf("%s: rendered, but not in the fixtures", f.Path))
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if string(want) == f.Content {
+			continue
+		}
+		diff, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+			A: difflib.SplitLines(string(want)), B: difflib.SplitLines(f.Content),
+			FromFile: path.Join("FIXTURE", f.Path), ToFile: path.Join("ACTUAL", f.Path), Context: 3,
+		})
+		if err != nil {
+			return err
+		}
+		problems = append(problems, fmt.Sprintf("%s: differs from its fixture:\n%s", f.Path, strings.TrimRight(diff, "\n")))
+	}
+	slices.Sort(have)
+	for _, p := range have {
+		if !rendered[p] {
+			problems = append(problems, fmt.Sprintf("%s: in the fixtures, but the render has no objects there", p))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("the render differs from %s (run with --update to accept it):\n%s", dir, strings.Join(problems, "\n"))
+	}
+	return nil
 }

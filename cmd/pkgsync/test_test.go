@@ -68,10 +68,22 @@ func TestTestCommandFixtures(t *testing.T) {
 	require.NoError(t, err, stderr)
 	assert.Equal(t, "written defaults\nwritten hosted.three-replicas\n", stdout)
 	assert.Contains(t, stderr, "test.kubeconform: skipped", "a kubeconform section is reported, never silently ignored")
-	fixture, err := os.ReadFile(filepath.Join(dir, ".test-fixtures", "hosted.three-replicas.yaml"))
+	// Package Operator's layout: one directory per case, one file per template, named
+	// without .gotmpl, holding the template's output as it is.
+	fixture, err := os.ReadFile(filepath.Join(dir, ".test-fixtures", "hosted.three-replicas", "cm.yaml"))
 	require.NoError(t, err)
-	assert.Contains(t, string(fixture), `replicas: "3"`)
-	assert.Contains(t, string(fixture), "team: a")
+	assert.Equal(t, `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: t
+  namespace: clusters-demo
+  annotations: {package-operator.run/phase: deploy}
+data:
+  replicas: "3"
+  team: a
+`, string(fixture))
+	_, err = os.Stat(filepath.Join(dir, ".test-fixtures", "defaults", "cm.yaml"))
+	require.NoError(t, err)
 
 	stdout, _, err = runCLI(t, "test", dir)
 	require.NoError(t, err)
@@ -79,11 +91,14 @@ func TestTestCommandFixtures(t *testing.T) {
 
 	// The package changes: the case fails with a diff, until --update accepts it.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cm.yaml.gotmpl"), []byte(strings.Replace(testedTemplate, "data:", "data:\n  added: yes-it-is", 1)), 0o644))
+	before := readDir(t, filepath.Join(dir, ".test-fixtures"))
 	_, stderr, err = runCLI(t, "test", dir)
 	require.Error(t, err)
 	assert.Contains(t, stderr, "FAIL defaults: the render differs from")
+	assert.Contains(t, stderr, "cm.yaml: differs from its fixture:\n--- FIXTURE/cm.yaml\n+++ ACTUAL/cm.yaml\n")
 	assert.Contains(t, stderr, "+  added: yes-it-is")
 	assert.ErrorContains(t, err, "2 of 2 case(s) failed")
+	assert.Equal(t, before, readDir(t, filepath.Join(dir, ".test-fixtures")), "a failing comparison leaves the fixtures as they are")
 
 	stdout, _, err = runCLI(t, "test", dir, "--update")
 	require.NoError(t, err)
@@ -95,7 +110,7 @@ func TestTestCommandFixtures(t *testing.T) {
 // Case names come from the package: one must not write outside .test-fixtures.
 func TestTestCommandRefusesCaseNamesOutsideFixtures(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"../../escaped", "/tmp/abs", "a/b", ".hidden", ""} {
+	for _, name := range []string{"../../escaped", "/tmp/abs", "a/b", "..", ""} {
 		manifest := strings.Replace(testedManifest, "name: defaults", "name: "+`"`+name+`"`, 1)
 		dir := writeTestedPackage(t, manifest)
 		_, _, err := runCLI(t, "test", dir)
@@ -109,4 +124,106 @@ func TestTestCommandRefusesCaseNamesOutsideFixtures(t *testing.T) {
 		_, err = os.Stat(filepath.Join(dir, ".test-fixtures"))
 		assert.True(t, os.IsNotExist(err), "no fixture written for a refused manifest")
 	}
+}
+
+// A fixture file the render no longer produces, and a rendered file the fixtures lack, each
+// fail the case; --update makes the fixture directory the render again.
+func TestTestCommandFixtureFilesOnOneSide(t *testing.T) {
+	t.Parallel()
+	dir := writeTestedPackage(t, testedManifest)
+	_, _, err := runCLI(t, "test", dir)
+	require.NoError(t, err)
+
+	stale := filepath.Join(dir, ".test-fixtures", "defaults", "old", "gone.yaml")
+	require.NoError(t, os.MkdirAll(filepath.Dir(stale), 0o755))
+	require.NoError(t, os.WriteFile(stale, []byte("kind: Gone\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "more.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: more\n  annotations: {package-operator.run/phase: deploy}\n"), 0o644))
+
+	_, stderr, err := runCLI(t, "test", dir)
+	require.Error(t, err)
+	assert.Contains(t, stderr, "more.yaml: rendered, but not in the fixtures")
+	assert.Contains(t, stderr, "old/gone.yaml: in the fixtures, but the render has no objects there")
+	_, err = os.Stat(stale)
+	require.NoError(t, err, "compared, not touched")
+
+	stdout, _, err := runCLI(t, "test", dir, "--update")
+	require.NoError(t, err)
+	assert.Equal(t, "updated defaults\nupdated hosted.three-replicas\n", stdout)
+	_, err = os.Stat(stale)
+	assert.True(t, os.IsNotExist(err), "--update drops what the render no longer produces")
+	_, _, err = runCLI(t, "test", dir)
+	require.NoError(t, err)
+}
+
+// Documents a condition leaves out are not in the fixture; a file left without any is no
+// fixture at all. Images are Package Operator's static test image, lock file or not.
+func TestTestCommandFiltersAndImages(t *testing.T) {
+	t.Parallel()
+	manifest := strings.Replace(testedManifest, "  phases: [{name: deploy}]\n", "  phases: [{name: deploy}]\n  images: [{name: app, image: quay.io/example/app:v1}]\n", 1)
+	dir := writeTestedPackage(t, manifest)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.lock.yaml"), []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifestLock\nmetadata: {}\nspec:\n  images:\n  - {name: app, image: quay.io/example/app:v1, digest: sha256:"+strings.Repeat("1", 64)+"}\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cm.yaml.gotmpl"), []byte(strings.Replace(testedTemplate, "data:", "data:\n  image: {{ .images.app }}", 1)+`---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: only-three
+  annotations:
+    package-operator.run/phase: deploy
+    package-operator.run/condition: config.replicas == 3
+`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "never.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: never\n  annotations:\n    package-operator.run/phase: deploy\n    package-operator.run/condition: \"false\"\n"), 0o644))
+	_, stderr, err := runCLI(t, "test", dir)
+	require.NoError(t, err, stderr)
+
+	defaults, err := os.ReadFile(filepath.Join(dir, ".test-fixtures", "defaults", "cm.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(defaults), "image: registry.package-operator.run/static-image")
+	assert.NotContains(t, string(defaults), "only-three")
+	assert.NotContains(t, string(defaults), "---")
+	three, err := os.ReadFile(filepath.Join(dir, ".test-fixtures", "hosted.three-replicas", "cm.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(three), "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: only-three\n")
+	_, err = os.Stat(filepath.Join(dir, ".test-fixtures", "defaults", "never.yaml"))
+	assert.True(t, os.IsNotExist(err))
+}
+
+// readDir maps every file under dir to its content.
+func readDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[p] = string(b)
+		return err
+	}))
+	return out
+}
+
+// In a multi-component package every component's cases run, with fixtures next to the
+// component's manifest; --component runs one component's.
+func TestTestCommandComponents(t *testing.T) {
+	t.Parallel()
+	dir := writeTestedPackage(t, strings.Replace(testedManifest, "  phases: [{name: deploy}]\n", "  phases: [{name: deploy}]\n  components: {}\n", 1))
+	comp := filepath.Join(dir, "components", "backend")
+	require.NoError(t, os.MkdirAll(comp, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(comp, "manifest.yaml"), []byte(strings.Replace(testedManifest, "name: tested", "name: backend", 1)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(comp, "cm.yaml.gotmpl"), []byte(testedTemplate), 0o644))
+
+	stdout, stderr, err := runCLI(t, "test", dir)
+	require.NoError(t, err, stderr)
+	assert.Equal(t, "written defaults\nwritten hosted.three-replicas\nwritten backend/defaults\nwritten backend/hosted.three-replicas\n", stdout)
+	_, err = os.Stat(filepath.Join(comp, ".test-fixtures", "defaults", "cm.yaml"))
+	require.NoError(t, err)
+
+	require.NoError(t, os.WriteFile(filepath.Join(comp, "cm.yaml.gotmpl"), []byte(strings.Replace(testedTemplate, "data:", "data:\n  backend: yes", 1)), 0o644))
+	stdout, stderr, err = runCLI(t, "test", dir, "--component", "backend")
+	require.Error(t, err)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "FAIL backend/defaults: the render differs from "+filepath.Join(comp, ".test-fixtures", "defaults"))
+	stdout, _, err = runCLI(t, "test", dir)
+	require.Error(t, err)
+	assert.Equal(t, "ok defaults\nok hosted.three-replicas\n", stdout, "the root's cases still pass")
 }
