@@ -164,7 +164,7 @@ func TestBuildRejects(t *testing.T) {
 func TestBuildAcceptsPackageOperatorManifest(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"manifest.yml": "apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: pko\nspec:\n  phases: [{name: a}]\n"})
+	writeTree(t, dir, map[string]string{"manifest.yml": "apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: pko\nspec:\n  scopes: [Namespaced]\n  phases: [{name: a}]\n"})
 	var seen []string
 	img, err := Build(dir, BuildOptions{Validate: func(fsys fs.FS) error {
 		seen = append(seen, readTree(t, fsys)["manifest.yml"])

@@ -381,7 +381,7 @@ func TestTLS(t *testing.T) {
 // pkoLayer is a Package Operator image's single layer: the package under package/, next to
 // files that are not part of it.
 const (
-	pkoManifest = "apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: pko\nspec:\n  phases: [{name: deploy}]\n"
+	pkoManifest = "apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: pko\nspec:\n  scopes: [Namespaced]\n  phases: [{name: deploy}]\n"
 	pkoObject   = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pko-cm\n  annotations: {package-operator.run/phase: deploy}\n"
 )
 
