@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/lru"
 	"oras.land/oras-go/v2/registry/remote/auth"
 )
@@ -16,7 +15,8 @@ const (
 	// defaultAccessTTL is how long a proof is trusted when Options.AccessTTL is zero.
 	defaultAccessTTL = 5 * time.Minute
 	// sharedAccessTimeout bounds an access check that merged callers share: it runs on after
-	// the caller that started it gives up, so that the others still get their answer.
+	// the caller that started it gives up, so that the others still get their answer, and
+	// stops once none waits.
 	sharedAccessTimeout = time.Minute
 )
 
@@ -27,7 +27,7 @@ const (
 type accessCache struct {
 	ttl     time.Duration
 	entries *lru.Cache // of time.Time, when the proving request was sent, keyed by accessKey
-	flight  singleflight.Group
+	flight  flightGroup
 	now     func() time.Time
 }
 
@@ -89,15 +89,9 @@ func (c *Client) authorize(ctx context.Context, ref Reference, cred auth.Credent
 	if ac.proven(key) {
 		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	// The first caller's context values do the request; its cancellation does not, so the
 	// callers merged into it are not failed by it. They share one credential: the key says so.
-	shared := context.WithoutCancel(ctx)
-	result := ac.flight.DoChan(key, func() (any, error) {
-		ctx, cancel := context.WithTimeout(shared, sharedAccessTimeout)
-		defer cancel()
+	_, err := ac.flight.do(ctx, key, sharedAccessTimeout, func(ctx context.Context) (any, error) {
 		sent := ac.now()
 		if _, err := c.repositoryWith(ref, cred).Resolve(ctx, ref.Digest); err != nil {
 			return nil, c.explain(ref, err)
@@ -105,13 +99,11 @@ func (c *Client) authorize(ctx context.Context, ref Reference, cred auth.Credent
 		ac.record(ref, cred, sent)
 		return nil, nil
 	})
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case res := <-result:
-		if res.Err != nil {
-			return fmt.Errorf("check access: %w", res.Err)
-		}
+	switch {
+	case err == nil:
 		return nil
+	case ctx.Err() != nil:
+		return err
 	}
+	return fmt.Errorf("check access: %w", err)
 }

@@ -5,27 +5,44 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// ErrLocalAddress: the registry, a redirect or a token realm is on a loopback, link-local or
-// unspecified address, which Options.RefuseLocalAddresses refuses unless the host is listed.
-var ErrLocalAddress = errors.New("registries on loopback, link-local or unspecified addresses are not allowed")
+// ErrLocalAddress: the registry, a redirect or a token realm is on a loopback, link-local,
+// unspecified or cloud metadata address, or on one of this machine's own addresses, or a redirect
+// leads to plain HTTP; Options.RefuseLocalAddresses refuses these unless the host is listed.
+var ErrLocalAddress = errors.New("registries on loopback, link-local, metadata or this machine's own addresses, and redirects to plain HTTP, are not allowed")
+
+// metadataAddresses are cloud metadata services that are neither loopback nor link-local
+// (169.254.169.254 is link-local): AWS' and GCE's over IPv6, Alibaba Cloud's.
+var metadataAddresses = []netip.Addr{
+	netip.MustParseAddr("fd00:ec2::254"),
+	netip.MustParseAddr("fd20:ce::254"),
+	netip.MustParseAddr("100.100.100.200"),
+}
+
+// nat64Prefix is the well-known NAT64 prefix (RFC 6052): behind DNS64/NAT64, 64:ff9b::a9fe:a9fe
+// reaches 169.254.169.254.
+var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
 
 // dialer returns the DialContext of the transport NewClient builds: net/http's default dialer,
 // refusing local addresses (checked on the IP each attempt connects to) for hosts the options do
-// not allow, when they say so.
+// not allow, when they say so. This machine's own addresses are read once, here: a pod's do not
+// change while it runs.
 func (o *Options) dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
 	// net/http's DefaultTransport dialer.
 	plain := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	if !o.RefuseLocalAddresses {
 		return plain.DialContext
 	}
+	own := ownAddresses()
 	guarded := *plain
-	guarded.Control = refuseLocal
+	guarded.Control = func(_, address string, _ syscall.RawConn) error { return refuseLocal(address, own) }
 	allowed := append(append([]string{}, o.PlainHTTPHosts...), o.LocalHosts...)
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if hostAllowed(allowed, addr) {
@@ -33,6 +50,44 @@ func (o *Options) dialer() func(ctx context.Context, network, addr string) (net.
 		}
 		return guarded.DialContext(ctx, network, addr)
 	}
+}
+
+// ownAddresses returns the addresses of this machine's interfaces (a pod's own IP among them),
+// or none when they cannot be read.
+func ownAddresses() []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var own []netip.Addr
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				own = append(own, ip.Unmap())
+			}
+		}
+	}
+	return own
+}
+
+// checkRedirect is the http.Client.CheckRedirect of a client with RefuseLocalAddresses: it
+// refuses a redirect from HTTPS to plain HTTP, and one to a plain HTTP host the options do not
+// list, so that no redirect reaches a plain HTTP port the dial check lets through (a listed
+// registry's). It keeps net/http's bound of 10 redirects, which a CheckRedirect replaces.
+func (o *Options) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if req.URL.Scheme != "http" {
+		return nil
+	}
+	if prev := via[len(via)-1]; prev.URL.Scheme == "https" {
+		return fmt.Errorf("redirect from %s to %s leaves HTTPS for plain HTTP: %w", prev.URL.Host, req.URL.Redacted(), ErrLocalAddress)
+	}
+	if !slices.Contains(o.PlainHTTPHosts, req.URL.Host) {
+		return fmt.Errorf("redirect to %s: plain HTTP to a registry not listed: %w", req.URL.Redacted(), ErrLocalAddress)
+	}
+	return nil
 }
 
 // hostAllowed tells whether addr (host:port, as dialled) is one of hosts (host or host:port).
@@ -53,9 +108,10 @@ func hostAllowed(hosts []string, addr string) bool {
 	return false
 }
 
-// refuseLocal is a net.Dialer Control: it runs once the address is resolved, before connecting,
-// and refuses loopback, link-local and unspecified addresses.
-func refuseLocal(_, address string, _ syscall.RawConn) error {
+// refuseLocal runs in a net.Dialer Control, once the address is resolved and before connecting:
+// it refuses loopback, link-local, unspecified and cloud metadata addresses, the addresses in
+// own (this machine's), and NAT64 addresses that embed any of these.
+func refuseLocal(address string, own []netip.Addr) error {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
 		return err
@@ -64,17 +120,33 @@ func refuseLocal(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("dial %s: not an IP address", address)
 	}
-	ip = ip.Unmap()
-	var kind string
+	ip = ip.WithZone("").Unmap()
+	if kind := localKind(ip, own); kind != "" {
+		return fmt.Errorf("%s is %s: %w", ip, kind, ErrLocalAddress)
+	}
+	if nat64Prefix.Contains(ip) {
+		b := ip.As16()
+		v4 := netip.AddrFrom4([4]byte(b[12:]))
+		if kind := localKind(v4, own); kind != "" {
+			return fmt.Errorf("%s is NAT64 for %s, %s: %w", ip, v4, kind, ErrLocalAddress)
+		}
+	}
+	return nil
+}
+
+// localKind names what makes ip local, or returns "".
+func localKind(ip netip.Addr, own []netip.Addr) string {
 	switch {
 	case ip.IsLoopback():
-		kind = "a loopback address"
+		return "a loopback address"
 	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast():
-		kind = "a link-local address"
+		return "a link-local address"
 	case ip.IsUnspecified():
-		kind = "the unspecified address, which reaches this machine"
-	default:
-		return nil
+		return "the unspecified address, which reaches this machine"
+	case slices.Contains(metadataAddresses, ip):
+		return "a cloud metadata address"
+	case slices.Contains(own, ip):
+		return "an address of this machine"
 	}
-	return fmt.Errorf("%s is %s: %w", ip.WithZone(""), kind, ErrLocalAddress)
+	return ""
 }

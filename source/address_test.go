@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -139,4 +140,143 @@ func TestHostAllowed(t *testing.T) {
 	} {
 		assert.Equal(t, want, hostAllowed(hosts, addr), addr)
 	}
+}
+
+// machineAddress is an address of this machine that is neither loopback nor link-local: what a
+// pod's own IP is to the controller.
+func machineAddress(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("no non-loopback IPv4 address")
+	return ""
+}
+
+// ownPort is a server on every interface of this machine that counts what reaches it, as the
+// controller's metrics, health and pprof ports do (--metrics-bind-address=:8080).
+func ownPort(t *testing.T, tls bool) (port string, hits *atomic.Int64) {
+	t.Helper()
+	hits = &atomic.Int64{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	l, err := net.Listen("tcp", "0.0.0.0:0")
+	require.NoError(t, err)
+	srv.Listener = l
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	_, port, err = net.SplitHostPort(l.Addr().String())
+	require.NoError(t, err)
+	return port, hits
+}
+
+// A registry the operator allowed (on this machine's own address, so that the test needs no
+// other) redirects the client to this machine's own ports: over plain HTTP the redirect is
+// refused before it is followed, over HTTPS when it is dialled.
+func TestRefuseRedirectToOwnAddress(t *testing.T) {
+	t.Parallel()
+	ip := machineAddress(t)
+	plainPort, plainHits := ownPort(t, false)
+	tlsPort, tlsHits := ownPort(t, true)
+	for _, tt := range []struct {
+		name, registryScheme, target, want string
+	}{
+		{"https to plain http", "https", "http://" + net.JoinHostPort(ip, plainPort), "leaves HTTPS for plain HTTP"},
+		{"http to an unlisted plain http host", "http", "http://" + net.JoinHostPort(ip, plainPort), "plain HTTP to a registry not listed"},
+		{"https to this machine's address", "https", "https://" + net.JoinHostPort(ip, tlsPort), "is an address of this machine"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			hostile := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, tt.target+"/debug/pprof/profile?seconds=1", http.StatusTemporaryRedirect)
+			}))
+			l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+			require.NoError(t, err)
+			hostile.Listener = l
+			opts := Options{RefuseLocalAddresses: true}
+			if tt.registryScheme == "https" {
+				hostile.StartTLS()
+				// A registry with a publicly trusted certificate, stood in for by skipping
+				// verification (which changes nothing of the address checks).
+				opts.InsecureSkipTLSVerify = true
+				opts.LocalHosts = []string{l.Addr().String()}
+			} else {
+				hostile.Start()
+				opts.PlainHTTPHosts = []string{l.Addr().String()}
+			}
+			t.Cleanup(hostile.Close)
+			c := newClient(t, opts)
+			ref := mustRef(t, l.Addr().String()+"/x@sha256:"+strings.Repeat("0", 64))
+			err = c.Authorize(t.Context(), ref, nil)
+			require.ErrorIs(t, err, ErrLocalAddress)
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+	assert.Zero(t, plainHits.Load(), "requests that reached a plain HTTP port of this machine")
+	assert.Zero(t, tlsHits.Load(), "requests that reached an HTTPS port of this machine")
+}
+
+// This machine's own addresses are refused like loopback, unless the operator listed the host.
+func TestRefuseOwnAddresses(t *testing.T) {
+	t.Parallel()
+	ip := machineAddress(t)
+	port, hits := ownPort(t, false)
+	host := net.JoinHostPort(ip, port)
+	_, err := newClient(t, Options{RefuseLocalAddresses: true}).Resolve(t.Context(), mustRef(t, host+"/x:y"), nil)
+	require.ErrorIs(t, err, ErrLocalAddress)
+	assert.Contains(t, err.Error(), "is an address of this machine")
+	assert.Zero(t, hits.Load())
+
+	_, err = newClient(t, Options{RefuseLocalAddresses: true, PlainHTTPHosts: []string{host}}).Resolve(t.Context(), mustRef(t, host+"/x:y"), nil)
+	require.NotErrorIs(t, err, ErrLocalAddress, "a listed host is reached")
+	assert.Equal(t, int64(1), hits.Load())
+}
+
+// Cloud metadata services that are neither loopback nor link-local, and NAT64 spellings of
+// local addresses (an IPv6-only cluster behind DNS64/NAT64), are refused as they are dialled.
+func TestRefuseMetadataAddresses(t *testing.T) {
+	t.Parallel()
+	own := []netip.Addr{netip.MustParseAddr("10.1.2.3")}
+	for addr, want := range map[string]string{
+		"[fd00:ec2::254]:80":      "a cloud metadata address",
+		"[fd20:ce::254]:80":       "a cloud metadata address",
+		"100.100.100.200:80":      "a cloud metadata address",
+		"169.254.169.254:80":      "a link-local address",
+		"[64:ff9b::a9fe:a9fe]:80": "NAT64 for 169.254.169.254, a link-local address",
+		"[64:ff9b::7f00:1]:80":    "NAT64 for 127.0.0.1, a loopback address",
+		"[64:ff9b::6464:64c8]:80": "NAT64 for 100.100.100.200, a cloud metadata address",
+		"[64:ff9b::a01:203]:443":  "NAT64 for 10.1.2.3, an address of this machine",
+		"[64:ff9b::]:80":          "NAT64 for 0.0.0.0, the unspecified address",
+		"10.1.2.3:8080":           "an address of this machine",
+		"[::ffff:10.1.2.3]:8080":  "an address of this machine",
+		"[fe80::1%eth0]:80":       "a link-local address",
+		"10.1.2.4:443":            "",
+		"100.100.100.201:443":     "",
+		"[fd00:ec2::253]:443":     "",
+		"[64:ff9b::808:808]:443":  "",
+		"[2001:db8::254]:443":     "",
+	} {
+		err := refuseLocal(addr, own)
+		if want == "" {
+			assert.NoError(t, err, addr)
+			continue
+		}
+		assert.ErrorIs(t, err, ErrLocalAddress, addr)
+		assert.ErrorContains(t, err, want, addr)
+	}
+}
+
+// The dial check lives in the transport NewClient builds: a Transport of the caller's would
+// bypass it, so the two are refused together.
+func TestNewClientRefusesTransportWithRefuseLocalAddresses(t *testing.T) {
+	t.Parallel()
+	_, err := NewClient(Options{RefuseLocalAddresses: true, Transport: http.DefaultTransport})
+	require.ErrorContains(t, err, "RefuseLocalAddresses")
 }

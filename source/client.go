@@ -13,7 +13,6 @@ import (
 	"slices"
 	"time"
 
-	"golang.org/x/sync/singleflight"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -39,8 +38,10 @@ type Client struct {
 	// credential the registry let read which of them.
 	memory *memoryCache
 	disk   *diskCache
-	flight singleflight.Group
+	flight flightGroup
 	access *accessCache
+	// pullBudget bounds the bytes that pulls in flight hold unpacked (Options.PullBytes).
+	pullBudget *pullBudget
 
 	// resolutions remembers recent tag resolutions for ResolveWithin.
 	resolutions *resolutionCache
@@ -50,8 +51,18 @@ type Client struct {
 	verifyTimeout time.Duration
 }
 
-// NewClient returns a Client. It fails only on an unusable CA bundle.
+// NewClient returns a Client. It fails on an unusable CA bundle, on a Transport together with
+// RefuseLocalAddresses (the dial check lives in the transport built here), and on a PullBytes
+// below Limits.MaxUncompressedBytes.
 func NewClient(opts Options) (*Client, error) {
+	if opts.Transport != nil && opts.RefuseLocalAddresses {
+		return nil, errors.New("RefuseLocalAddresses is enforced by the transport NewClient builds: it cannot be combined with a Transport")
+	}
+	limits := opts.Limits.withDefaults()
+	budget, err := newPullBudget(opts.PullBytes, limits)
+	if err != nil {
+		return nil, err
+	}
 	base := opts.Transport
 	tlsGiven := len(opts.CABundle) > 0 || opts.InsecureSkipTLSVerify
 	if base == nil {
@@ -76,12 +87,18 @@ func NewClient(opts Options) (*Client, error) {
 	if opts.UserAgent == "" {
 		opts.UserAgent = "pkgsync"
 	}
+	// oras' retry transport backs off on 429 and 5xx answers (5 retries, at most 3s apart);
+	// the bodies of the answers it retries are closed unread.
+	httpClient := &http.Client{Transport: budgetTransport{next: retry.NewTransport(base)}}
+	if opts.RefuseLocalAddresses {
+		// oras' own redirect checks (leaving the origin, token realms) call this one too.
+		httpClient.CheckRedirect = opts.checkRedirect
+	}
 	c := &Client{
-		opts:   opts,
-		limits: opts.Limits.withDefaults(),
-		// oras' retry transport backs off on 429 and 5xx answers (5 retries, at most 3s apart);
-		// the bodies of the answers it retries are closed unread.
-		httpClient:  &http.Client{Transport: budgetTransport{next: retry.NewTransport(base)}},
+		opts:        opts,
+		limits:      limits,
+		pullBudget:  budget,
+		httpClient:  httpClient,
 		tlsGiven:    tlsGiven,
 		tokens:      newTokenStore(tokenCacheBytes),
 		memory:      newMemoryCache(opts.CacheBytes),

@@ -19,15 +19,18 @@ type Options struct {
 	// RefuseLocalAddresses is for a client whose references someone else writes (the
 	// controller: a tenant's Package names the registry). It refuses what would let such a
 	// reference reach the client's own machine: plain HTTP to a registry not in
-	// PlainHTTPHosts (loopback registries included), and connections to loopback, link-local
-	// and unspecified addresses (127.0.0.0/8, ::1, 169.254.0.0/16, fe80::/10, 0.0.0.0, ::)
-	// other than to the hosts of PlainHTTPHosts and LocalHosts. The address is checked as it
-	// is dialled, after name resolution, so that a name resolving there, a redirect (of a
-	// blob download, say) and a token realm are refused too. Refusals wrap ErrLocalAddress. A
-	// host listed as host:port is allowed that port only; as host, any port. With an HTTP
-	// proxy the address dialled is the proxy's, which then reaches the registry on its own
-	// rules. The zero value refuses nothing: docker's and oras' behaviour on a developer's
-	// machine.
+	// PlainHTTPHosts (loopback registries included), a redirect from HTTPS to plain HTTP or to
+	// a plain HTTP host not in PlainHTTPHosts, and connections to loopback, link-local and
+	// unspecified addresses (127.0.0.0/8, ::1, 169.254.0.0/16, fe80::/10, 0.0.0.0, ::), cloud
+	// metadata addresses (fd00:ec2::254, fd20:ce::254, 100.100.100.200), the addresses of this
+	// machine's interfaces (read once, by NewClient), and NAT64 addresses (64:ff9b::/96) that
+	// embed any of these, other than to the hosts of PlainHTTPHosts and LocalHosts. The
+	// address is checked as it is dialled, after name resolution, so that a name resolving
+	// there, a redirect (of a blob download, say) and a token realm are refused too. Refusals
+	// wrap ErrLocalAddress. A host listed as host:port is allowed that port only; as host, any
+	// port. With an HTTP proxy the address dialled is the proxy's, which then reaches the
+	// registry on its own rules. The zero value refuses nothing: docker's and oras' behaviour
+	// on a developer's machine.
 	RefuseLocalAddresses bool
 	// LocalHosts lists registries (host or host:port) reached over HTTPS that may be on
 	// local addresses when RefuseLocalAddresses is set.
@@ -35,7 +38,7 @@ type Options struct {
 	// Transport is the base HTTP transport. Nil builds one from the TLS options above; a caller
 	// that sets it (a test counting requests, say) owns its TLS configuration, its time and
 	// header bounds, and the addresses it dials: RefuseLocalAddresses is enforced when dialling,
-	// by the transport built here, so with a Transport of the caller's it refuses plain HTTP only.
+	// by the transport built here, so NewClient refuses a Transport with RefuseLocalAddresses.
 	Transport http.RoundTripper
 	// UserAgent is sent with every request; empty means "pkgsync". Callers add their version.
 	UserAgent string
@@ -50,6 +53,13 @@ type Options struct {
 	// CacheBytes bounds the in-memory cache of unpacked artifacts, keyed by registry,
 	// repository and digest. Zero means 64 MiB; a negative value turns the memory cache off.
 	CacheBytes int64
+	// PullBytes bounds, for the client (one per process), the bytes of files that pulls in
+	// flight hold unpacked. A pull counts each file before reading it, gives its bytes back
+	// when it ends (its artifact then stays in the memory cache, which CacheBytes bounds, or
+	// with its callers), and waits for the budget, as long as its context allows, when other
+	// pulls hold it. Zero means 128 MiB, or Limits.MaxUncompressedBytes if larger; a negative
+	// value sets no bound. A value below Limits.MaxUncompressedBytes is refused by NewClient.
+	PullBytes int64
 	// CacheDir, when set, keeps verified blobs on disk, one directory per registry and
 	// repository (repositories/SHA256(REGISTRY/REPOSITORY)/blobs/ALG/HEX), so a restart does not
 	// download them again. It is not pruned; give it its own volume.

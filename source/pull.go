@@ -39,8 +39,9 @@ const (
 	// maxManifestBytes bounds manifests, as the registries themselves do (4 MiB).
 	maxManifestBytes = 4 << 20
 	// sharedPullTimeout bounds a pull that merged callers share: it runs on after the caller
-	// that started it gives up, so that the others still get their result.
-	sharedPullTimeout = 10 * time.Minute
+	// that started it gives up, so that the others still get their result, and stops once none
+	// waits. This bounds a pull that callers keep joining.
+	sharedPullTimeout = 5 * time.Minute
 )
 
 // Format names the image format an artifact was read from.
@@ -103,14 +104,12 @@ func (c *Client) Pull(ctx context.Context, ref Reference, creds Credentials) (*A
 		return a, nil
 	}
 	// The first caller's context values and credentials do the download; its cancellation does
-	// not, so the callers merged into it are not failed by it.
-	shared := context.WithoutCancel(ctx)
-	result := c.flight.DoChan(key, func() (any, error) {
+	// not, so the callers merged into it are not failed by it. Once every caller has left, the
+	// download stops.
+	val, err := c.flight.do(ctx, key, sharedPullTimeout, func(ctx context.Context) (any, error) {
 		if a := c.memory.get(key); a != nil {
 			return a, nil
 		}
-		ctx, cancel := context.WithTimeout(shared, sharedPullTimeout)
-		defer cancel()
 		a, err := c.pull(ctx, ref, cred)
 		if err != nil {
 			return nil, err
@@ -118,15 +117,10 @@ func (c *Client) Pull(ctx context.Context, ref Reference, creds Credentials) (*A
 		c.memory.add(key, a)
 		return a, nil
 	})
-	select {
-	case <-ctx.Done():
-		return nil, fmt.Errorf("pull %s: %w", ref, ctx.Err())
-	case res := <-result:
-		if res.Err != nil {
-			return nil, fmt.Errorf("pull %s: %w", ref, res.Err)
-		}
-		return res.Val.(*Artifact), nil
+	if err != nil {
+		return nil, fmt.Errorf("pull %s: %w", ref, err)
 	}
+	return val.(*Artifact), nil
 }
 
 // manifestDoc holds the fields pkgsync reads from OCI and Docker schema2 manifests and indexes.
@@ -177,7 +171,18 @@ func (c *Client) pull(ctx context.Context, ref Reference, cred auth.Credential) 
 		compressed += l.Size
 	}
 
+	// What the files take is counted against the process's budget for pulls in flight, and
+	// given back when this pull ends, however it ends.
 	u := newUnpacker(c.limits)
+	var reserved int64
+	defer func() { c.pullBudget.release(reserved) }()
+	u.reserve = func(n int64) error {
+		if err := c.pullBudget.acquire(ctx, n); err != nil {
+			return err
+		}
+		reserved += n
+		return nil
+	}
 	for _, layer := range doc.Layers {
 		gzipped, err := layerCompression(layer.MediaType)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/lru"
 )
 
@@ -13,7 +12,8 @@ import (
 const resolutionEntries = 4096
 
 // sharedResolveTimeout bounds a resolution that merged callers share: it runs on after the
-// caller that started it gives up, so that the others still get their answer.
+// caller that started it gives up, so that the others still get their answer, and stops once
+// none waits.
 const sharedResolveTimeout = time.Minute
 
 // resolutionCache remembers when each tag was last resolved to which digest, per credential,
@@ -21,7 +21,7 @@ const sharedResolveTimeout = time.Minute
 // one HEAD request per interval instead of one per resource.
 type resolutionCache struct {
 	entries *lru.Cache // of resolution, keyed by resolutionKey
-	flight  singleflight.Group
+	flight  flightGroup
 	now     func() time.Time
 }
 
@@ -67,10 +67,7 @@ func (c *Client) ResolveWithin(ctx context.Context, ref Reference, creds Credent
 
 	// The first caller's context values do the request; its cancellation does not, so the
 	// callers merged into it are not failed by it.
-	shared := context.WithoutCancel(ctx)
-	result := rc.flight.DoChan(key, func() (any, error) {
-		ctx, cancel := context.WithTimeout(shared, sharedResolveTimeout)
-		defer cancel()
+	val, err := rc.flight.do(ctx, key, sharedResolveTimeout, func(ctx context.Context) (any, error) {
 		started := rc.now()
 		dgst, err := c.resolve(ctx, ref, cred)
 		if err != nil {
@@ -81,13 +78,11 @@ func (c *Client) ResolveWithin(ctx context.Context, ref Reference, creds Credent
 		rc.entries.Add(key, resolution{digest: dgst, at: started})
 		return dgst, nil
 	})
-	select {
-	case <-ctx.Done():
-		return "", fmt.Errorf("resolve %s: %w", ref, ctx.Err())
-	case res := <-result:
-		if res.Err != nil {
-			return "", res.Err
-		}
-		return res.Val.(string), nil
+	switch {
+	case err == nil:
+		return val.(string), nil
+	case ctx.Err() != nil:
+		return "", fmt.Errorf("resolve %s: %w", ref, err)
 	}
+	return "", err
 }

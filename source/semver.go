@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/Masterminds/semver/v3"
-	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/lru"
 	"oras.land/oras-go/v2/errdef"
 )
@@ -68,10 +67,7 @@ func (c *Client) TagsWithin(ctx context.Context, ref Reference, creds Credential
 			return l.tags, nil
 		}
 	}
-	shared := context.WithoutCancel(ctx)
-	result := rc.flight.DoChan(key, func() (any, error) {
-		ctx, cancel := context.WithTimeout(shared, sharedResolveTimeout)
-		defer cancel()
+	val, err := rc.flight.do(ctx, key, sharedResolveTimeout, func(ctx context.Context) (any, error) {
 		ctx = withReadBudget(ctx, &readBudget{what: "the tag listing", perResponse: rc.pageBytes, total: rc.listBytes})
 		started := rc.now()
 		repo := c.repositoryWith(ref, cred)
@@ -101,21 +97,19 @@ func (c *Client) TagsWithin(ctx context.Context, ref Reference, creds Credential
 		rc.add(key, tagList{tags: tags, at: started})
 		return tags, nil
 	})
-	select {
-	case <-ctx.Done():
-		return nil, fmt.Errorf("list tags of %s: %w", ref.Name(), ctx.Err())
-	case res := <-result:
-		if res.Err != nil {
-			return nil, res.Err
-		}
-		return res.Val.([]string), nil
+	switch {
+	case err == nil:
+		return val.([]string), nil
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("list tags of %s: %w", ref.Name(), err)
 	}
+	return nil, err
 }
 
 // tagListCache remembers when each repository's tags were last listed, per credential, and
 // merges concurrent listings of one repository. It is bounded in entries and in bytes.
 type tagListCache struct {
-	flight singleflight.Group
+	flight flightGroup
 	now    func() time.Time
 
 	// The bounds of a listing, fields so that tests can lower them.

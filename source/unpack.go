@@ -33,6 +33,8 @@ type unpacker struct {
 	dirs  map[string]bool
 	bytes int64
 	count int
+	// reserve, when set, is called with a file's size before the file is read into memory.
+	reserve func(n int64) error
 }
 
 func newUnpacker(limits Limits) *unpacker {
@@ -115,6 +117,11 @@ func (u *unpacker) entry(hdr *tar.Header, r io.Reader) error {
 	}
 	if hdr.Size < 0 || hdr.Size > u.limits.MaxUncompressedBytes-u.bytes {
 		return fmt.Errorf("%w: %s makes the package larger than %d bytes uncompressed", ErrLimit, hdr.Name, u.limits.MaxUncompressedBytes)
+	}
+	if u.reserve != nil {
+		if err := u.reserve(hdr.Size); err != nil {
+			return fmt.Errorf("unpack %s: %w", hdr.Name, err)
+		}
 	}
 	data := make([]byte, hdr.Size)
 	if _, err := io.ReadFull(r, data); err != nil {

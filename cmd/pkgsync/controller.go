@@ -43,6 +43,7 @@ type controllerOptions struct {
 	caFile                string
 	watchLabelSelector    string
 	cacheDir              string
+	pullMemoryMiB         int64
 	allowCrossNamespace   bool
 	requireSignatures     bool
 	defaultServiceAccount string
@@ -85,10 +86,11 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The controller's namespace: leader election, and ClusterPackage pull secrets")
 	fs.IntVar(&o.concurrency, "concurrency", 4, "Resources of each kind reconciled at once")
 	fs.StringSliceVar(&o.plainHTTPRegistries, "plain-http-registry", nil, "Registry host[:port] reached over plain HTTP (repeatable); it may be on a loopback or link-local address. Every other registry is reached over HTTPS")
-	fs.StringSliceVar(&o.localRegistries, "local-registry", nil, "Registry host[:port] reached over HTTPS that may be on a loopback, link-local or unspecified address (repeatable); others on such addresses are refused, however they are named or redirected to")
+	fs.StringSliceVar(&o.localRegistries, "local-registry", nil, "Registry host[:port] reached over HTTPS that may be on a loopback, link-local, unspecified or cloud metadata address, or on this machine's own (repeatable); others on such addresses are refused, however they are named or redirected to")
 	fs.StringVar(&o.caFile, "ca-file", "", "PEM bundle of extra CAs trusted for registries")
 	fs.StringVar(&o.watchLabelSelector, "watch-label-selector", "", "Reconcile only resources matching this label selector (sharding)")
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "Directory keeping verified blobs across restarts (optional)")
+	fs.Int64Var(&o.pullMemoryMiB, "pull-memory-mib", 128, "MiB that pulls in flight may hold unpacked, together; a pull waits (within the reconcile's timeout) for what others hold. At least 128, the largest package")
 	fs.BoolVar(&o.allowCrossNamespace, "allow-cross-namespace", false, "Let namespaced resources create cluster-scoped objects and objects in other namespaces")
 	fs.BoolVar(&o.requireSignatures, "require-signatures", false, "Refuse Packages and ClusterPackages without spec.verify, and HostedClusterPackages without spec.template.spec.verify (reason VerificationRequired)")
 	fs.StringVar(&o.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the resource's own namespace) impersonated by namespaced resources that name none, and by every ObjectDeployment; empty means the controller's own identity")
@@ -183,6 +185,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 	srcOpts := source.Options{
 		PlainHTTPHosts: o.plainHTTPRegistries, LocalHosts: o.localRegistries, RefuseLocalAddresses: true,
 		CacheDir: o.cacheDir, UserAgent: "pkgsync-controller/" + version.Version,
+		PullBytes: o.pullMemoryMiB << 20,
 	}
 	if o.caFile != "" {
 		if srcOpts.CABundle, err = os.ReadFile(o.caFile); err != nil {

@@ -108,7 +108,7 @@ var registryHints = []struct {
 	{source.ErrTLSVerification, "start the controller with --ca-file holding the registry's CA"},
 	{source.ErrHTTPSRequired, "start the controller with --ca-file holding the registry's CA, which switches to HTTPS"},
 	{source.ErrPlainHTTPAnswer, "start the controller with --plain-http-registry naming this registry"},
-	{source.ErrLocalAddress, "only the operator can allow such a registry: start the controller with --local-registry naming it, or with --plain-http-registry if it serves plain HTTP"},
+	{source.ErrLocalAddress, "only the operator can allow such a registry: start the controller with --local-registry naming it, or with --plain-http-registry if it serves plain HTTP (a redirect from HTTPS to plain HTTP is refused whatever the flags)"},
 }
 
 func withRegistryHint(err error) error {
