@@ -56,10 +56,7 @@ func fleetEvents(t testingT, ctx context.Context, name, eventType, reason string
 func TestFleetVerification(t *testing.T) {
 	const shard = "fleet-verify"
 	controllerNS := newNamespace(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped, err := startController(ctx, shardLabel+"="+shard, func(o *controller.Options) { o.Namespace = controllerNS })
-	require.NoError(t, err)
-	t.Cleanup(func() { cancel(); <-stopped })
+	runShardController(t, shard, func(o *controller.Options) { o.Namespace = controllerNS })
 
 	hcNamespace := newNamespace(t)
 	repo := "e2e/" + hcNamespace + "/fleet-signed"

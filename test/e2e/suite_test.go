@@ -11,6 +11,7 @@ import (
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/metrics"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -190,4 +191,14 @@ func startController(ctx context.Context, selector string, configure ...func(*co
 		}
 	}()
 	return stopped, nil
+}
+
+// runShardController runs pkgsync's reconcilers in this process for the resources labelled
+// shardLabel=shard, with options changed by configure, until the test ends.
+func runShardController(t *testing.T, shard string, configure ...func(*controller.Options)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped, err := startController(ctx, shardLabel+"="+shard, configure...)
+	require.NoError(t, err)
+	t.Cleanup(func() { cancel(); <-stopped })
 }

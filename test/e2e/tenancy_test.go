@@ -237,10 +237,7 @@ func TestNamespaceDeletionCompletesWithoutRBAC(t *testing.T) {
 // TestDefaultServiceAccount: with --default-service-account, resources that name no
 // ServiceAccount (every ObjectDeployment) write as that ServiceAccount of their namespace.
 func TestDefaultServiceAccount(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped, err := startController(ctx, shardLabel+"=default-sa", func(o *controller.Options) { o.DefaultServiceAccount = "pkgsync-tenant" })
-	require.NoError(t, err)
-	t.Cleanup(func() { cancel(); <-stopped })
+	runShardController(t, "default-sa", func(o *controller.Options) { o.DefaultServiceAccount = "pkgsync-tenant" })
 
 	ns := newNamespace(t)
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pkgsync-tenant"}}))

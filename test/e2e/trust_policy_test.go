@@ -57,13 +57,10 @@ func newTrustPolicy(t *testing.T, name, secretName string, repositories ...strin
 func TestTrustPolicyPinsTenantPackages(t *testing.T) {
 	const shard = "trust-policy"
 	controllerNS := newNamespace(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped, err := startController(ctx, shardLabel+"="+shard, func(o *controller.Options) {
+	runShardController(t, shard, func(o *controller.Options) {
 		o.Namespace = controllerNS
 		o.RequireSignatures = true
 	})
-	require.NoError(t, err)
-	t.Cleanup(func() { cancel(); <-stopped })
 
 	ns := newNamespace(t)
 	prefix := suite.registry.Host + "/e2e/" + ns + "/platform"
@@ -235,10 +232,7 @@ func TestTrustPolicyPinsTenantPackages(t *testing.T) {
 func TestTrustPolicyHoldsFleetTarget(t *testing.T) {
 	const shard = "trust-fleet"
 	controllerNS := newNamespace(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped, err := startController(ctx, shardLabel+"="+shard, func(o *controller.Options) { o.Namespace = controllerNS })
-	require.NoError(t, err)
-	t.Cleanup(func() { cancel(); <-stopped })
+	runShardController(t, shard, func(o *controller.Options) { o.Namespace = controllerNS })
 
 	hcNamespace := newNamespace(t)
 	repo := "e2e/" + hcNamespace + "/platform/fleet"

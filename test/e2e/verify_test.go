@@ -152,10 +152,7 @@ func deleteAndWaitVerify(t *testing.T, pkg *v1alpha1.Package) {
 // TestRequireSignatures: with --require-signatures a Package without spec.verify is refused
 // before anything of it is pulled, and one with spec.verify and a signed digest is installed.
 func TestRequireSignatures(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped, err := startController(ctx, shardLabel+"=require-signatures", func(o *controller.Options) { o.RequireSignatures = true })
-	require.NoError(t, err)
-	t.Cleanup(func() { cancel(); <-stopped })
+	runShardController(t, "require-signatures", func(o *controller.Options) { o.RequireSignatures = true })
 
 	ns := newNamespace(t)
 	repo := "e2e/" + ns + "/required"
