@@ -144,7 +144,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	specChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{})
 
 	lc := func() lifecycleBase {
-		return lifecycleBase{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: recorder, metrics: cfg.Metrics, options: opts, rollouts: ro}
+		return lifecycleBase{client: mgr.GetClient(), recorder: recorder, metrics: cfg.Metrics}
 	}
 	// readsHostedCluster tells whether a Package's last render read its HostedCluster; one that
 	// has not rendered yet may.
@@ -171,10 +171,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 			(&packageSteps[*v1alpha1.ClusterPackage]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, verifier: verifier, kind: v1alpha1.ClusterPackageKind}).steps()),
 			nil, nil, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }},
 		{"objectdeployment", &v1alpha1.ObjectDeployment{}, newLifecycle(lc(), v1alpha1.ObjectDeploymentKind, func() *v1alpha1.ObjectDeployment { return &v1alpha1.ObjectDeployment{} },
-			(&objectDeploymentSteps[*v1alpha1.ObjectDeployment]{options: opts, rollouts: ro, kind: v1alpha1.ObjectDeploymentKind}).steps()),
+			(&objectDeploymentSteps[*v1alpha1.ObjectDeployment]{apiReader: mgr.GetAPIReader(), options: opts, rollouts: ro, kind: v1alpha1.ObjectDeploymentKind}).steps()),
 			func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }, nil, nil},
 		{"clusterobjectdeployment", &v1alpha1.ClusterObjectDeployment{}, newLifecycle(lc(), v1alpha1.ClusterObjectDeploymentKind, func() *v1alpha1.ClusterObjectDeployment { return &v1alpha1.ClusterObjectDeployment{} },
-			(&objectDeploymentSteps[*v1alpha1.ClusterObjectDeployment]{options: opts, rollouts: ro, kind: v1alpha1.ClusterObjectDeploymentKind}).steps()),
+			(&objectDeploymentSteps[*v1alpha1.ClusterObjectDeployment]{apiReader: mgr.GetAPIReader(), options: opts, rollouts: ro, kind: v1alpha1.ClusterObjectDeploymentKind}).steps()),
 			nil, nil, nil},
 	}
 	if err := setupFleets(ctx, mgr, cfg, opts, recorder, m, verifier, ctrlOpts, specChanged); err != nil {
