@@ -31,9 +31,6 @@ type packageObject interface {
 	GetStatus() *v1alpha1.PackageStatus
 }
 
-// ownedConditions are the conditions the patch helper may overwrite.
-var ownedConditions = []string{meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition}
-
 // historyLimit bounds status.history.
 const historyLimit = 5
 
