@@ -68,6 +68,39 @@ const (
 	// their cluster cannot be reached, their namespace is being deleted, or the resource's
 	// namespace is not a hosted-control-plane namespace.
 	ObjectsLeftReason = "ObjectsLeft"
-	// DeletingReason: the resource is being deleted and its objects torn down.
+	// DeletingReason: the resource is being deleted and its objects torn down (a fleet: its
+	// members deleted).
 	DeletingReason = "Deleting"
+)
+
+// Reasons of a HostedClusterPackage (fleet): its conditions, its events and its
+// status.failedMembers.
+const (
+	// RolloutProgressingReason: members are being moved to the target revision.
+	RolloutProgressingReason = "RolloutProgressing"
+	// RolloutHaltedReason: more members failed than spec.rollout.failureThreshold allows.
+	RolloutHaltedReason = "RolloutHalted"
+	// RolloutPausedReason: spec.rollout.paused holds a rollout that is not finished.
+	RolloutPausedReason = "RolloutPaused"
+	// MembersFailedReason: members could not be written, or collide with Packages that are
+	// not the fleet's.
+	MembersFailedReason = "MembersFailed"
+	// InvalidSpecReason: the spec cannot be acted on (a selector the API server let through).
+	InvalidSpecReason = "InvalidSpec"
+	// HostedClusterAPIMissingReason: the HostedCluster API is not installed.
+	HostedClusterAPIMissingReason = "HostedClusterAPIMissing"
+
+	// MemberNotCreatedReason (status.inProgress, status.failedMembers): no member Package yet.
+	MemberNotCreatedReason = "NotCreated"
+	// NamespaceNotFoundReason (status.failedMembers): the member's namespace does not exist.
+	NamespaceNotFoundReason = "NamespaceNotFound"
+	// MemberWriteFailedReason (status.failedMembers): the API server refused the member.
+	MemberWriteFailedReason = "MemberWriteFailed"
+
+	// PartitionStartedReason (events only): the rollout reached a partition.
+	PartitionStartedReason = "PartitionStarted"
+	// PartitionCompleteReason (events only): every member of a partition is Ready on the target.
+	PartitionCompleteReason = "PartitionComplete"
+	// RolloutResumedReason (events only): a halted partition rolls out again.
+	RolloutResumedReason = "RolloutResumed"
 )

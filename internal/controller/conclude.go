@@ -38,7 +38,7 @@ func recordPass(status *v1alpha1.RolloutStatus, res *apply.Result) {
 	status.Inventory = inventoryToStatus(res.Inventory)
 }
 
-// conclude sets Ready from the outcome of a pass and decides when to reconcile again:
+// conclude sets Ready from the outcome of an apply pass and decides when to reconcile again:
 // complete → the interval; waiting on availability → the progress interval; failures → the
 // retry interval, with Stalled when only a change of spec or package can help.
 func conclude(ctx context.Context, obj statusObject, res *apply.Result, err error, interval, retry, progress time.Duration, successMsg string) (ctrl.Result, error) {
@@ -47,15 +47,12 @@ func conclude(ctx context.Context, obj statusObject, res *apply.Result, err erro
 	switch {
 	case err != nil:
 		reason := reasonFor(err)
-		conditions.MarkFalse(obj, meta.ReadyCondition, reason, "%s", err.Error())
 		if isStalling(reason) {
-			conditions.MarkStalled(obj, reason, "%s", err.Error())
-			conditions.Delete(obj, meta.ReconcilingCondition)
+			markOutcome(obj, outcome{state: outcomeStalled, reason: reason, message: err.Error()})
 			log.Info("reconciliation stalled", "reason", reason, "error", err.Error())
 			return ctrl.Result{RequeueAfter: jittered(interval)}, nil
 		}
-		conditions.Delete(obj, meta.StalledCondition)
-		conditions.MarkReconciling(obj, v1alpha1.ProgressingWithRetryReason, "%s", err.Error())
+		markOutcome(obj, outcome{state: outcomeRetrying, reason: reason, message: err.Error()})
 		var down *hosted.UnavailableError
 		if errors.As(err, &down) {
 			// Nothing is sent to the hosted cluster before its next probe; a probe that
@@ -76,32 +73,83 @@ func conclude(ctx context.Context, obj statusObject, res *apply.Result, err erro
 		// registry that comes back should be noticed within one retry interval.
 		return ctrl.Result{RequeueAfter: retry}, nil
 	case res != nil && !res.Complete():
-		conditions.Delete(obj, meta.StalledCondition)
-		conditions.MarkFalse(obj, meta.ReadyCondition, v1alpha1.PhaseProgressingReason, "%s", res.Summary())
-		conditions.MarkReconciling(obj, v1alpha1.PhaseProgressingReason, "%s", res.Summary())
+		markOutcome(obj, outcome{state: outcomeProgressing, reason: v1alpha1.PhaseProgressingReason, message: res.Summary()})
 		return ctrl.Result{RequeueAfter: progress}, nil
 	default:
-		conditions.Delete(obj, meta.StalledCondition)
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.MarkTrue(obj, meta.ReadyCondition, v1alpha1.ReconciliationSucceededReason, "%s", successMsg)
+		markOutcome(obj, outcome{state: outcomeSucceeded, message: successMsg})
 		return ctrl.Result{RequeueAfter: jittered(interval)}, nil
+	}
+}
+
+// outcome is how a pass ended, in the terms the conditions of every kind speak. Each kind
+// decides its outcome (conclude for the kinds that apply objects, fleetOutcome for a fleet);
+// markOutcome is the one place an outcome becomes conditions.
+type outcome struct {
+	state outcomeState
+	// reason and message of Ready (and of Stalled or Reconciling with it). A success has
+	// ReconciliationSucceeded.
+	reason, message string
+}
+
+type outcomeState int
+
+const (
+	// outcomeSucceeded: Ready=True; neither Reconciling nor Stalled.
+	outcomeSucceeded outcomeState = iota
+	// outcomeStalled: Ready=False and Stalled with the same reason: only a change of spec (or of the
+	// package) can help.
+	outcomeStalled
+	// outcomeRetrying: Ready=False, Reconciling=ProgressingWithRetry: the pass failed, and is tried again.
+	outcomeRetrying
+	// outcomeProgressing: Ready=False, Reconciling with the same reason: the work goes on by itself
+	// (objects becoming available, a rollout moving, members being written again).
+	outcomeProgressing
+	// outcomeWaiting: Ready=False, neither Reconciling nor Stalled: the spec holds the work (a paused
+	// rollout).
+	outcomeWaiting
+)
+
+// markOutcome sets Ready, Reconciling and Stalled from an outcome.
+func markOutcome(obj conditions.Setter, o outcome) {
+	switch o.state {
+	case outcomeSucceeded:
+		conditions.MarkTrue(obj, meta.ReadyCondition, v1alpha1.ReconciliationSucceededReason, "%s", o.message)
+	default:
+		conditions.MarkFalse(obj, meta.ReadyCondition, o.reason, "%s", o.message)
+	}
+	if o.state == outcomeStalled {
+		conditions.MarkStalled(obj, o.reason, "%s", o.message)
+	} else {
+		conditions.Delete(obj, meta.StalledCondition)
+	}
+	switch o.state {
+	case outcomeRetrying:
+		conditions.MarkReconciling(obj, v1alpha1.ProgressingWithRetryReason, "%s", o.message)
+	case outcomeProgressing:
+		conditions.MarkReconciling(obj, o.reason, "%s", o.message)
+	default:
+		conditions.Delete(obj, meta.ReconcilingCondition)
 	}
 }
 
 // acknowledgeRequest records a reconcile.fluxcd.io/requestedAt request as handled. A suspended
 // resource acknowledges it too, so that the requester can tell the request was seen and that
 // nothing was applied because of the suspension.
-func acknowledgeRequest(obj client.Object, status *v1alpha1.RolloutStatus) {
+func acknowledgeRequest(obj client.Object, status commonStatus) {
 	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
-		status.SetLastHandledReconcileRequest(token)
+		status.request.SetLastHandledReconcileRequest(token)
 	}
 }
 
-// recordObservedGeneration records the observed generation once the outcome of this generation is known.
-func recordObservedGeneration(obj statusObject, status *v1alpha1.RolloutStatus) {
-	if conditions.IsReady(obj) || conditions.IsStalled(obj) {
-		status.ObservedGeneration = obj.GetGeneration()
-	}
+// rolloutCommon points into the common part of the status of the kinds that apply objects.
+func rolloutCommon(s *v1alpha1.RolloutStatus) commonStatus {
+	return commonStatus{request: &s.ReconcileRequestStatus, observedGeneration: &s.ObservedGeneration}
+}
+
+// settled reports whether the outcome of an apply pass is final (Ready or Stalled): the kinds
+// that apply objects record their generation as observed then, not while they still work on it.
+func settled(obj statusObject) bool {
+	return conditions.IsReady(obj) || conditions.IsStalled(obj)
 }
 
 // announce emits an event when Ready changes: Normal when it turns true, Warning on failure.
@@ -127,7 +175,7 @@ func announce(rec record.EventRecorder, obj statusObject, old *metav1.Condition)
 // of status, one request per write), metrics and an event when Ready changes.
 type report struct {
 	obj      statusObject
-	status   *v1alpha1.RolloutStatus
+	status   commonStatus
 	patcher  *statusPatcher
 	metrics  runtimectrl.Metrics
 	recorder record.EventRecorder
@@ -137,9 +185,15 @@ type report struct {
 	oldConditions []metav1.Condition
 	// acknowledge records the reconcile request being handled in the final patch.
 	acknowledge bool
+	// observed reports whether the outcome is the generation's (kindSteps.observed).
+	observed func() bool
+	// announce emits the event of a change of Ready; nil is announce.
+	announce func(old *metav1.Condition)
+	// written is set once the final patch succeeded.
+	written bool
 }
 
-func beginReport(c client.Client, obj statusObject, status *v1alpha1.RolloutStatus, m runtimectrl.Metrics, rec record.EventRecorder) *report {
+func beginReport(c client.Client, obj statusObject, status commonStatus, m runtimectrl.Metrics, rec record.EventRecorder) *report {
 	return &report{
 		obj: obj, status: status, patcher: newStatusPatcher(obj, c), metrics: m, recorder: rec,
 		start: time.Now(), oldReady: conditions.Get(obj, meta.ReadyCondition).DeepCopy(),
@@ -172,21 +226,27 @@ func (r *report) save(ctx context.Context) error {
 }
 
 // recordInventory returns the apply engine's Record hook for a resource's status.
-func (r *report) recordInventory() func(context.Context, apply.Inventory) error {
+func (r *report) recordInventory(status *v1alpha1.RolloutStatus) func(context.Context, apply.Inventory) error {
 	return func(ctx context.Context, inv apply.Inventory) error {
-		r.status.Inventory = inventoryToStatus(inv)
+		status.Inventory = inventoryToStatus(inv)
 		return r.save(ctx)
 	}
 }
 
-// finish patches the status and returns the reconcile error joined with any patch error.
+// finish patches the status and returns the reconcile error joined with any patch error. The
+// generation is recorded as observed (the one rule for every kind) when the reconcile returned
+// no error and the kind calls its outcome the generation's.
 func (r *report) finish(ctx context.Context, retErr error) error {
 	if r.acknowledge {
 		acknowledgeRequest(r.obj, r.status)
 	}
-	recordObservedGeneration(r.obj, r.status)
+	if retErr == nil && r.observed != nil && r.observed() {
+		*r.status.observedGeneration = r.obj.GetGeneration()
+	}
 	keepTransitionTimes(r.obj, r.oldConditions)
-	if err := r.patcher.patch(ctx, r.obj); err != nil {
+	err := r.patcher.patch(ctx, r.obj)
+	r.written = err == nil
+	if err != nil {
 		// A resource whose finalizer was just removed is gone: nothing to report on.
 		if !r.obj.GetDeletionTimestamp().IsZero() && apierrors.IsNotFound(err) {
 			err = nil
@@ -195,7 +255,11 @@ func (r *report) finish(ctx context.Context, retErr error) error {
 	}
 	r.metrics.RecordDuration(ctx, r.obj, r.start)
 	r.metrics.RecordReadiness(ctx, r.obj)
-	announce(r.recorder, r.obj, r.oldReady)
+	if r.announce != nil {
+		r.announce(r.oldReady)
+	} else {
+		announce(r.recorder, r.obj, r.oldReady)
+	}
 	return retErr
 }
 

@@ -15,33 +15,37 @@ import (
 // last status (Ready=True on the old revision) while a tampered push is refused.
 const maxConditionMessage = 4096
 
-// boundConditionMessages cuts every condition message of obj to maxConditionMessage bytes,
-// on a character boundary, saying how much was left out, and replaces the characters a
-// terminal would act on rather than show (see printable). Events are made from the messages
-// after this, so they carry the same text.
+// boundConditionMessages bounds every condition message of obj (boundMessage, to
+// maxConditionMessage bytes). Events are made from the messages after this, so they carry the
+// same text.
 func boundConditionMessages(obj conditions.Setter) {
 	conds := obj.GetConditions()
 	changed := false
 	for i := range conds {
-		m := conds[i].Message
-		if p := printable(m); p != m {
-			m = p
+		if m := boundMessage(conds[i].Message, maxConditionMessage); m != conds[i].Message {
+			conds[i].Message = m
 			changed = true
 		}
-		if len(m) > maxConditionMessage {
-			const room = maxConditionMessage - 64 // for the note
-			cut := room
-			for cut > 0 && !utf8.RuneStart(m[cut]) {
-				cut--
-			}
-			m = fmt.Sprintf("%s … (%d more bytes left out)", m[:cut], len(m)-cut)
-			changed = true
-		}
-		conds[i].Message = m
 	}
 	if changed {
 		obj.SetConditions(conds)
 	}
+}
+
+// boundMessage cuts a message of text others control to limit bytes, on a character boundary,
+// saying how much was left out, and replaces the characters a terminal would act on rather than
+// show (see printable). Every message in a status goes through it: conditions, and the members a
+// fleet lists.
+func boundMessage(m string, limit int) string {
+	m = printable(m)
+	if len(m) <= limit {
+		return m
+	}
+	cut := limit - 64 // room for the note
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s … (%d more bytes left out)", m[:cut], len(m)-cut)
 }
 
 // printable replaces in s what a registry's or server's error text could use to make `kubectl

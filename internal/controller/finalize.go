@@ -21,6 +21,15 @@ import (
 	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
+// teardownInventory is the finalize step (kindSteps.finalize) of the kinds that apply objects:
+// one teardown pass over what their inventory holds.
+func teardownInventory[T statusObject](ro *rollouts, reader client.Reader, opts Options, kind string,
+	status func(T) *v1alpha1.RolloutStatus, serviceAccount func(T) string) func(context.Context, T) (ctrl.Result, error) {
+	return func(ctx context.Context, obj T) (ctrl.Result, error) {
+		return finalize(ctx, ro, reader, obj, ownerOf(obj, kind), serviceAccount(obj), status(obj), opts)
+	}
+}
+
 // finalize makes one teardown pass for a resource being deleted and lets the resource go once
 // everything is gone. Hosted objects are removed first when the hosted cluster answers; when
 // the namespace is terminating (HyperShift is deleting the hosted control plane) or the hosted

@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
-	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
-	"github.com/fluxcd/pkg/runtime/patch"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,29 +30,16 @@ import (
 // +kubebuilder:rbac:groups=pkgsync.dev,resources=hostedclusterpackages/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=pkgsync.dev,resources=packages,verbs=create;delete
 
-// Fleet condition reasons.
+// maxListedMembers bounds the members listed in a fleet's status, and maxMemberMessage the
+// message of each.
 const (
-	// RolloutProgressingReason: members are being moved to the target revision.
-	RolloutProgressingReason = "RolloutProgressing"
-	// RolloutHaltedReason: more members failed than spec.rollout.failureThreshold allows.
-	RolloutHaltedReason = "RolloutHalted"
-	// RolloutPausedReason: spec.rollout.paused holds a rollout that is not finished.
-	RolloutPausedReason = "RolloutPaused"
-	// MembersFailedReason: members could not be written, or collide with Packages that are
-	// not the fleet's.
-	MembersFailedReason = "MembersFailed"
-	// InvalidSpecReason: the spec cannot be acted on (a selector the API server let through).
-	InvalidSpecReason = "InvalidSpec"
-	// HostedClusterAPIMissingReason: the HostedCluster API is not installed.
-	HostedClusterAPIMissingReason = "HostedClusterAPIMissing"
+	maxListedMembers = 10
+	maxMemberMessage = 512
 )
 
-// maxListedMembers bounds the members listed in a fleet's status.
-const maxListedMembers = 10
-
-// fleetReconciler keeps a HostedClusterPackage's members: one Package per selected hosted
-// cluster, each on the revision the rollout assigns it.
-type fleetReconciler struct {
+// fleetSteps are the steps of a HostedClusterPackage within the shared lifecycle: keep one
+// member Package per selected hosted cluster, each on the revision the rollout assigns it.
+type fleetSteps struct {
 	client    client.Client
 	apiReader client.Reader
 	source    *source.Client
@@ -63,124 +47,58 @@ type fleetReconciler struct {
 	// members verify it.
 	verifier *signatureVerifier
 	recorder record.EventRecorder
-	metrics  runtimectrl.Metrics
 	own      *metrics
 	options  Options
 	// hostedClusterAPI is false when the HostedCluster API is not installed.
 	hostedClusterAPI bool
 	now              func() time.Time
 	writes           memberWrites
-	// statuses holds the status last written per fleet UID.
-	statuses sync.Map
 }
 
-// Reconcile implements reconcile.Reconciler.
-func (r *fleetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	fleet := &v1alpha1.HostedClusterPackage{}
-	if err := r.client.Get(ctx, req.NamespacedName, fleet); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.writes.forget(req.Name)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+// steps returns the fleet steps for the lifecycle. A fleet's status is what its rollout
+// decides from (target, stable revision, partition times) and every member's change wakes it,
+// often before the cache shows the status it wrote last: the lifecycle keeps that
+// (copyStatus). Every reconcile that returns no error has acted on the fleet's spec: the
+// members are what the plan says, and what follows is their progress, which the status tells
+// without a new generation; so each such reconcile observes the generation.
+func (r *fleetSteps) steps() kindSteps[*v1alpha1.HostedClusterPackage] {
+	return kindSteps[*v1alpha1.HostedClusterPackage]{
+		status: func(f *v1alpha1.HostedClusterPackage) commonStatus {
+			return commonStatus{request: &f.Status.ReconcileRequestStatus, observedGeneration: &f.Status.ObservedGeneration}
+		},
+		suspended:  func(f *v1alpha1.HostedClusterPackage) bool { return f.Spec.Suspend },
+		observed:   func(*v1alpha1.HostedClusterPackage) bool { return true },
+		pass:       r.pass,
+		finalize:   r.finalize,
+		announce:   announceFleet,
+		copyStatus: func(dst, src *v1alpha1.HostedClusterPackage) { dst.Status = *src.Status.DeepCopy() },
+		gone:       func(key types.NamespacedName) { r.writes.forget(key.Name) },
 	}
-	start := r.now()
-	if written, ok := r.statuses.Load(fleet.UID); ok {
-		// This controller is the only writer of a fleet's status: what it wrote last is newer
-		// than, or the same as, what the cache may still show.
-		fleet.Status = *written.(*v1alpha1.HostedClusterPackageStatus).DeepCopy()
-	}
-	patcher := patch.NewSerialPatcher(fleet, r.client)
-	if !fleet.DeletionTimestamp.IsZero() {
-		oldReady := conditions.Get(fleet, meta.ReadyCondition).DeepCopy()
-		defer announceFleet(r.recorder, fleet, oldReady)
-		return r.finalize(ctx, fleet, patcher)
-	}
-	if !controllerutil.ContainsFinalizer(fleet, v1alpha1.FinalizerName) {
-		// Before any member exists: deleting the fleet removes its members, and waits for their
-		// teardown, whether or not a garbage collector runs.
-		controllerutil.AddFinalizer(fleet, v1alpha1.FinalizerName)
-		if err := patcher.Patch(ctx, fleet, patch.WithFieldOwner(fieldOwner)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
-	}
-	oldReady := conditions.Get(fleet, meta.ReadyCondition).DeepCopy()
-	lastHandled := fleet.Status.GetLastHandledReconcileRequest()
-	defer func() {
-		if token, ok := meta.ReconcileAnnotationValue(fleet.GetAnnotations()); ok {
-			fleet.Status.SetLastHandledReconcileRequest(token)
-		}
-		if retErr == nil {
-			fleet.Status.ObservedGeneration = fleet.Generation
-		}
-		boundConditionMessages(fleet)
-		if err := patcher.Patch(ctx, fleet, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
-			r.statuses.Delete(fleet.UID)
-			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
-		} else {
-			r.statuses.Store(fleet.UID, fleet.Status.DeepCopy())
-		}
-		r.metrics.RecordDuration(ctx, fleet, start)
-		r.metrics.RecordReadiness(ctx, fleet)
-		announceFleet(r.recorder, fleet, oldReady)
-	}()
+}
 
-	r.metrics.RecordSuspend(ctx, fleet, fleet.Spec.Suspend)
-	if fleet.Spec.Suspend {
-		return ctrl.Result{}, nil
-	}
+// pass keeps the fleet's members: choose the target revision, plan the rollout from what the
+// members show, write the members the plan moves, and report.
+func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, _ *report, lastHandled string) (ctrl.Result, error) {
 	if !r.hostedClusterAPI {
-		err := errors.New("the HostedCluster API (hypershift.openshift.io/v1beta1) is not installed on this cluster: a HostedClusterPackage needs HyperShift")
-		conditions.MarkFalse(fleet, meta.ReadyCondition, HostedClusterAPIMissingReason, "%s", err)
-		conditions.MarkStalled(fleet, HostedClusterAPIMissingReason, "%s", err)
-		conditions.Delete(fleet, meta.ReconcilingCondition)
+		markOutcome(fleet, outcome{state: outcomeStalled, reason: v1alpha1.HostedClusterAPIMissingReason,
+			message: "the HostedCluster API (hypershift.openshift.io/v1beta1) is not installed on this cluster: a HostedClusterPackage needs HyperShift"})
 		return ctrl.Result{}, nil
 	}
+	// A stall is concluded anew by every pass, a transient error included.
 	conditions.Delete(fleet, meta.StalledCondition)
-	return r.reconcileFleet(ctx, fleet, lastHandled)
-}
-
-func (r *fleetReconciler) reconcileFleet(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (ctrl.Result, error) {
 	spec := &fleet.Spec
-	interval := spec.Template.Spec.GetInterval()
-	// Members would be refused without spec.verify: the fleet refuses first, before any request.
-	if err := r.verifier.required(ctx, spec.Template.Spec.Verify, fleetVerifyField, spec.Template.Spec.Image); err != nil {
-		var refused *stageError
-		if !errors.As(err, &refused) {
-			return ctrl.Result{}, err // the policies could not be read: retried
-		}
-		conditions.MarkFalse(fleet, meta.ReadyCondition, v1alpha1.VerificationRequiredReason, "%s", err)
-		conditions.MarkStalled(fleet, v1alpha1.VerificationRequiredReason, "%s", err)
-		conditions.Delete(fleet, meta.ReconcilingCondition)
-		return ctrl.Result{}, nil
-	}
-	// held says why the target stays where it is: the tag could not be resolved, or its digest
-	// failed verification. The fleet then goes on managing its members with the target it has
-	// (adding clusters that join, removing those that leave, reverting drift), so that neither a
-	// registry outage nor an unsigned push freezes it; with no target yet, it waits.
-	var held error
-	var heldReason string
-	target, pinned, creds, err := r.resolveTarget(ctx, fleet, lastHandled)
-	if err != nil {
-		held, heldReason = err, reasonFor(err)
-	} else if err := r.verifier.check(ctx, spec.Template.Spec.Verify, "", fleetVerifyField, pinned, creds); err != nil {
-		// A digest is verified before it becomes the target: one that fails never reaches a
-		// member, canaries included. The verdict is cached per digest and key set, so members
-		// verifying the same digest with the same keys cost no further request.
-		held = fmt.Errorf("revision %s is not rolled out, members stay on the revisions they have%s: %w", target.Name, r.stableNote(fleet), err)
-		heldReason = reasonFor(err)
-	}
-	markHeld := func() {
-		conditions.MarkFalse(fleet, meta.ReadyCondition, heldReason, "%s", held)
-		conditions.MarkReconciling(fleet, v1alpha1.ProgressingWithRetryReason, "%s", held)
-	}
+	target, held, err := r.chooseTarget(ctx, fleet, lastHandled)
+	var refused *stageError
 	switch {
-	case held == nil:
-		fleet.Status.Target = target
-	case fleet.Status.Target == nil:
-		markHeld()
+	case errors.As(err, &refused):
+		markOutcome(fleet, outcome{state: outcomeStalled, reason: refused.reason, message: err.Error()})
+		return ctrl.Result{}, nil
+	case err != nil:
+		return ctrl.Result{}, err // retried
+	case target == nil:
+		// No target yet: wait for one.
+		markOutcome(fleet, *held)
 		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
-	default:
-		target = fleet.Status.Target
 	}
 
 	owned, err := r.ownedMembers(ctx, fleet)
@@ -188,34 +106,87 @@ func (r *fleetReconciler) reconcileFleet(ctx context.Context, fleet *v1alpha1.Ho
 		return ctrl.Result{}, err
 	}
 	members, collisions, err := r.members(ctx, fleet, owned)
+	if errors.As(err, &refused) {
+		markOutcome(fleet, outcome{state: outcomeStalled, reason: refused.reason, message: err.Error()})
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
-		var invalid *stageError
-		if errors.As(err, &invalid) {
-			conditions.MarkFalse(fleet, meta.ReadyCondition, invalid.reason, "%s", err)
-			conditions.MarkStalled(fleet, invalid.reason, "%s", err)
-			conditions.Delete(fleet, meta.ReconcilingCondition)
-			return ctrl.Result{}, nil
-		}
 		return ctrl.Result{}, err
 	}
+	now := r.now()
+	plan := planRollout(members, memberPartitions(members, spec.Rollout.Partitions), target.Name, stableName(fleet), spec.Rollout, fleet.Status.Partitions, now)
+	problems := append(slices.Clone(collisions), r.keepMembers(ctx, fleet, plan, members, target, now)...)
+	if err := r.removeStrayMembers(ctx, members, collisions, owned); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	r.report(fleet, plan, problems, now)
+	o := fleetOutcome(fleet, plan, problems)
+	if held != nil {
+		// The members are kept on the target the fleet has; Ready says why it is not the tag's.
+		o = *held
+	}
+	markOutcome(fleet, o)
+	return ctrl.Result{RequeueAfter: fleetRequeue(spec.Template.Spec.GetInterval(), plan.wakeAfter, len(problems) > 0 || held != nil, r.options.RetryInterval)}, nil
+}
+
+// chooseTarget returns the revision to roll out: the template's tag resolved and verified, or,
+// when that fails (held says why), the target the fleet has, so that neither a registry outage
+// nor an unsigned push freezes the fleet (it goes on adding clusters that join, removing those
+// that leave, reverting drift); with no target yet, target is nil. A *stageError refuses the
+// spec: members would be refused without spec.verify, so the fleet refuses first, before any
+// request.
+func (r *fleetSteps) chooseTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (*v1alpha1.FleetRevision, *outcome, error) {
+	verify := fleet.Spec.Template.Spec.Verify
+	if err := r.verifier.required(ctx, verify, fleetVerifyField, fleet.Spec.Template.Spec.Image); err != nil {
+		return nil, nil, err
+	}
+	target, pinned, creds, err := r.resolveTarget(ctx, fleet, lastHandled)
+	var held error
+	if err != nil {
+		held = err
+	} else if verr := r.verifier.check(ctx, verify, "", fleetVerifyField, pinned, creds); verr != nil {
+		// A digest is verified before it becomes the target: one that fails never reaches a
+		// member, canaries included. The verdict is cached per digest and key set, so members
+		// verifying the same digest with the same keys cost no further request.
+		err = verr
+		held = fmt.Errorf("revision %s is not rolled out, members stay on the revisions they have%s: %w", target.Name, r.stableNote(fleet), verr)
+	}
+	if held == nil {
+		fleet.Status.Target = target
+		return target, nil, nil
+	}
+	// Retried whatever the reason: the tag may move, the registry come back, a signature appear.
+	return fleet.Status.Target, &outcome{state: outcomeRetrying, reason: reasonFor(err), message: held.Error()}, nil
+}
+
+// memberPartitions orders the partitions the members are in.
+func memberPartitions(members []*fleetMember, p *v1alpha1.FleetPartitions) []string {
 	present := make([]string, 0, len(members))
 	for _, m := range members {
 		present = append(present, m.partition)
 	}
-	order := partitionOrder(present, spec.Rollout.Partitions)
-	stableName := ""
-	if fleet.Status.Stable != nil {
-		stableName = fleet.Status.Stable.Name
-	}
-	now := r.now()
-	plan := planRollout(members, order, target.Name, stableName, spec.Rollout, fleet.Status.Partitions, now)
+	return partitionOrder(present, p)
+}
 
+func stableName(fleet *v1alpha1.HostedClusterPackage) string {
+	if fleet.Status.Stable == nil {
+		return ""
+	}
+	return fleet.Status.Stable.Name
+}
+
+// keepMembers writes each member the plan assigns a revision, and returns the members that
+// could not be written.
+func (r *fleetSteps) keepMembers(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, members []*fleetMember,
+	target *v1alpha1.FleetRevision, now time.Time) []v1alpha1.MemberStatus {
+	spec := &fleet.Spec
 	targetSource := fleetRevisionSource{name: target.Name, image: target.Image, template: &spec.Template, overrides: spec.ConfigOverrides}
 	var stableSource fleetRevisionSource
 	if s := fleet.Status.Stable; s != nil {
 		stableSource = fleetRevisionSource{name: s.Name, image: s.Image, template: &s.Template, overrides: s.ConfigOverrides}
 	}
-	problems := slices.Clone(collisions)
+	var problems []v1alpha1.MemberStatus
 	for _, m := range members {
 		var src fleetRevisionSource
 		switch plan.assign[m.namespace] {
@@ -230,38 +201,29 @@ func (r *fleetReconciler) reconcileFleet(ctx context.Context, fleet *v1alpha1.Ho
 			problems = append(problems, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: memberErrorReason(err), Message: err.Error()})
 		}
 	}
-	if err := r.removeStrayMembers(ctx, members, collisions, owned); err != nil {
-		return ctrl.Result{}, err
-	}
+	return problems
+}
 
-	r.report(fleet, plan, problems, now)
-	if plan.complete && (fleet.Status.Stable == nil || fleet.Status.Stable.Name != target.Name) {
-		fleet.Status.Stable = &v1alpha1.FleetStableRevision{FleetRevision: *target, Template: *spec.Template.DeepCopy()}
-		for _, o := range spec.ConfigOverrides {
-			fleet.Status.Stable.ConfigOverrides = append(fleet.Status.Stable.ConfigOverrides, *o.DeepCopy())
-		}
-	}
+// fleetRequeue says when to come back: at the interval (jittered), sooner when the plan changes
+// by itself (a soak or a progress deadline ends), at the retry interval when something failed.
+func fleetRequeue(interval, wakeAfter time.Duration, failed bool, retry time.Duration) time.Duration {
 	requeue := jittered(interval)
-	if plan.wakeAfter > 0 {
-		requeue = min(requeue, plan.wakeAfter)
+	if wakeAfter > 0 {
+		requeue = min(requeue, wakeAfter)
 	}
-	if len(problems) > 0 || held != nil {
-		requeue = min(requeue, r.options.RetryInterval)
+	if failed {
+		requeue = min(requeue, retry)
 	}
-	if held != nil {
-		markHeld()
-	}
-	return ctrl.Result{RequeueAfter: requeue}, nil
+	return requeue
 }
 
 // finalize deletes every member and removes the finalizer once they are gone (each member's
 // own finalizer tears its objects down first). Member deletions wake the fleet.
-func (r *fleetReconciler) finalize(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, patcher *patch.SerialPatcher) (ctrl.Result, error) {
+func (r *fleetSteps) finalize(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) (ctrl.Result, error) {
 	owned, err := r.ownedMembers(ctx, fleet)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	left := len(owned)
 	for _, p := range owned {
 		if p.DeletionTimestamp.IsZero() {
 			if err := r.client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
@@ -269,20 +231,13 @@ func (r *fleetReconciler) finalize(ctx context.Context, fleet *v1alpha1.HostedCl
 			}
 		}
 	}
-	if left > 0 {
-		conditions.MarkFalse(fleet, meta.ReadyCondition, v1alpha1.DeletingReason, "waiting for %d member(s) to be torn down", left)
-		if err := patcher.Patch(ctx, fleet, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
+	if left := len(owned); left > 0 {
+		markOutcome(fleet, outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason, message: fmt.Sprintf("waiting for %d member(s) to be torn down", left)})
 		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
 	}
 	r.writes.forget(fleet.Name)
-	r.statuses.Delete(fleet.UID)
 	r.own.fleetMembers.DeletePartialMatch(map[string]string{"fleet": fleet.Name})
 	controllerutil.RemoveFinalizer(fleet, v1alpha1.FinalizerName)
-	if err := patcher.Patch(ctx, fleet, patch.WithFieldOwner(fieldOwner)); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
 	return ctrl.Result{}, nil
 }
 
@@ -291,7 +246,7 @@ func (r *fleetReconciler) finalize(ctx context.Context, fleet *v1alpha1.HostedCl
 const fleetVerifyField = "spec.template.spec.verify"
 
 // stableNote names the stable revision, which members the rollout has not reached stay on.
-func (r *fleetReconciler) stableNote(fleet *v1alpha1.HostedClusterPackage) string {
+func (r *fleetSteps) stableNote(fleet *v1alpha1.HostedClusterPackage) string {
 	if fleet.Status.Stable == nil {
 		return ""
 	}
@@ -301,7 +256,7 @@ func (r *fleetReconciler) stableNote(fleet *v1alpha1.HostedClusterPackage) strin
 // resolveTarget resolves the template's tag, once per interval for the whole fleet, and names
 // the revision it makes with the template. It also returns the image pinned to the digest and
 // the credentials it was resolved with, to verify it.
-func (r *fleetReconciler) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (*v1alpha1.FleetRevision, source.Reference, source.Credentials, error) {
+func (r *fleetSteps) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (*v1alpha1.FleetRevision, source.Reference, source.Credentials, error) {
 	var none source.Reference
 	tmpl := &fleet.Spec.Template.Spec
 	ref, err := source.ParseReference(tmpl.Image)
@@ -313,12 +268,8 @@ func (r *fleetReconciler) resolveTarget(ctx context.Context, fleet *v1alpha1.Hos
 		return nil, none, nil, err
 	}
 	maxAge := tmpl.GetInterval() / 2
-	if token, ok := meta.ReconcileAnnotationValue(fleet.GetAnnotations()); ok && token != lastHandled {
-		// A request is answered by any resolution made after it (Flux's tokens are times).
-		maxAge = 0
-		if requested, err := time.Parse(time.RFC3339Nano, token); err == nil {
-			maxAge = max(r.now().Sub(requested), 0)
-		}
+	if age, pending := requestAge(fleet, lastHandled, r.now()); pending {
+		maxAge = age
 	}
 	digest, err := r.source.ResolveWithin(ctx, ref, creds, maxAge)
 	if err != nil {
@@ -337,12 +288,12 @@ func (r *fleetReconciler) resolveTarget(ctx context.Context, fleet *v1alpha1.Hos
 // fleet's, and those whose hosted-control-plane namespace another HostedCluster maps to too
 // (a-x/b and a/x-b both map to a-x-b) when HyperShift's HostedControlPlane there does not name
 // them. One namespace never gets a member written for two clusters.
-func (r *fleetReconciler) members(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, owned []*v1alpha1.Package) ([]*fleetMember, []v1alpha1.MemberStatus, error) {
+func (r *fleetSteps) members(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, owned []*v1alpha1.Package) ([]*fleetMember, []v1alpha1.MemberStatus, error) {
 	selector := labels.Everything()
 	if fleet.Spec.HostedClusterSelector != nil {
 		var err error
 		if selector, err = metav1.LabelSelectorAsSelector(fleet.Spec.HostedClusterSelector); err != nil {
-			return nil, nil, &stageError{reason: InvalidSpecReason, err: fmt.Errorf("spec.hostedClusterSelector: %w", err)}
+			return nil, nil, &stageError{reason: v1alpha1.InvalidSpecReason, err: fmt.Errorf("spec.hostedClusterSelector: %w", err)}
 		}
 	}
 	hcs := &unstructured.UnstructuredList{}
@@ -358,8 +309,7 @@ func (r *fleetReconciler) members(ctx context.Context, fleet *v1alpha1.HostedClu
 		ns := hosted.ControlPlaneNamespace(hc.GetNamespace(), hc.GetName())
 		mapped[ns] = append(mapped[ns], types.NamespacedName{Namespace: hc.GetNamespace(), Name: hc.GetName()})
 	}
-	owners := map[string]types.NamespacedName{}
-	ownerErrs := map[string]error{}
+	owners := namespaceOwners{}
 	byNamespace := map[string]*v1alpha1.Package{}
 	for _, p := range owned {
 		byNamespace[p.Namespace] = p
@@ -377,29 +327,15 @@ func (r *fleetReconciler) members(ctx context.Context, fleet *v1alpha1.HostedClu
 		if p := fleet.Spec.Rollout.Partitions; p != nil {
 			m.partition = hc.GetLabels()[p.LabelKey]
 		}
-		if candidates := mapped[m.namespace]; len(candidates) > 1 {
-			if _, seen := owners[m.namespace]; !seen {
-				// Uncached and metadata only, for the rare namespace several clusters map to.
-				owner, err := hosted.OwnerOfNamespace(ctx, r.apiReader, m.namespace, candidates)
-				var ambiguous *hosted.AmbiguousError
-				if err != nil && !errors.As(err, &ambiguous) {
-					return nil, nil, err
-				}
-				owners[m.namespace], ownerErrs[m.namespace] = owner, err
-			}
-			self := types.NamespacedName{Namespace: hc.GetNamespace(), Name: hc.GetName()}
-			msg := ""
-			switch owner := owners[m.namespace]; {
-			case ownerErrs[m.namespace] != nil:
-				msg = ownerErrs[m.namespace].Error()
-			case owner != self:
-				msg = fmt.Sprintf("HostedCluster %s maps to namespace %s, which belongs to HostedCluster %s (its HostedControlPlane names it)", self, m.namespace, owner)
-			}
-			if msg != "" {
-				collisions = append(collisions, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: v1alpha1.CollisionReason,
-					Message: msg + "; no member is written for it, and a member there is left as it is"})
-				continue
-			}
+		self := types.NamespacedName{Namespace: hc.GetNamespace(), Name: hc.GetName()}
+		msg, err := owners.collision(ctx, r.apiReader, m.namespace, self, mapped[m.namespace])
+		if err != nil {
+			return nil, nil, err
+		}
+		if msg != "" {
+			collisions = append(collisions, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: v1alpha1.CollisionReason,
+				Message: msg + "; no member is written for it, and a member there is left as it is"})
+			continue
 		}
 		m.pkg, m.pending = r.writes.view(fleet, m.namespace, byNamespace[m.namespace])
 		if m.pkg == nil {
@@ -421,9 +357,45 @@ func (r *fleetReconciler) members(ctx context.Context, fleet *v1alpha1.HostedClu
 	return members, collisions, nil
 }
 
+// namespaceOwners remembers, within one reconcile, which HostedCluster owns a namespace
+// several map to (or why that cannot be told).
+type namespaceOwners map[string]namespaceOwner
+
+type namespaceOwner struct {
+	owner types.NamespacedName
+	err   error
+}
+
+// collision says why the HostedCluster self gets no member in namespace, which candidates map
+// to: another one's HostedControlPlane names it, or none can be told apart. "" when self may
+// have it.
+func (o namespaceOwners) collision(ctx context.Context, reader client.Reader, namespace string, self types.NamespacedName, candidates []types.NamespacedName) (string, error) {
+	if len(candidates) <= 1 {
+		return "", nil
+	}
+	known, seen := o[namespace]
+	if !seen {
+		// Uncached and metadata only, for the rare namespace several clusters map to.
+		owner, err := hosted.OwnerOfNamespace(ctx, reader, namespace, candidates)
+		var ambiguous *hosted.AmbiguousError
+		if err != nil && !errors.As(err, &ambiguous) {
+			return "", err
+		}
+		known = namespaceOwner{owner: owner, err: err}
+		o[namespace] = known
+	}
+	switch {
+	case known.err != nil:
+		return known.err.Error(), nil
+	case known.owner != self:
+		return fmt.Sprintf("HostedCluster %s maps to namespace %s, which belongs to HostedCluster %s (its HostedControlPlane names it)", self, namespace, known.owner), nil
+	}
+	return "", nil
+}
+
 // ownedMembers lists the fleet's members from the cache: Packages named like the fleet,
 // labelled with it and owned by it. Read once per reconcile and shared by its steps.
-func (r *fleetReconciler) ownedMembers(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) ([]*v1alpha1.Package, error) {
+func (r *fleetSteps) ownedMembers(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) ([]*v1alpha1.Package, error) {
 	list := &v1alpha1.PackageList{}
 	if err := r.client.List(ctx, list, client.MatchingLabels{v1alpha1.FleetLabel: fleet.Name}); err != nil {
 		return nil, fmt.Errorf("list members: %w", err)
@@ -448,7 +420,7 @@ func isOwnedBy(p *v1alpha1.Package, fleet *v1alpha1.HostedClusterPackage) bool {
 
 // keepMember creates or corrects one member; a member that already is what it should be costs
 // no request.
-func (r *fleetReconciler) keepMember(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, src fleetRevisionSource, m *fleetMember, now time.Time) error {
+func (r *fleetSteps) keepMember(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, src fleetRevisionSource, m *fleetMember, now time.Time) error {
 	desired, err := desiredMember(fleet, src, m, now)
 	if err != nil {
 		return &stageError{reason: v1alpha1.InvalidConfigReason, err: err}
@@ -482,7 +454,7 @@ func (r *fleetReconciler) keepMember(ctx context.Context, fleet *v1alpha1.Hosted
 // selected. Each one's finalizer tears its objects down. A member in a namespace of a collision
 // stays: which HostedCluster it serves cannot be told, and deleting it would tear down what it
 // installed because someone created a HostedCluster with a colliding name.
-func (r *fleetReconciler) removeStrayMembers(ctx context.Context, members []*fleetMember, collisions []v1alpha1.MemberStatus, owned []*v1alpha1.Package) error {
+func (r *fleetSteps) removeStrayMembers(ctx context.Context, members []*fleetMember, collisions []v1alpha1.MemberStatus, owned []*v1alpha1.Package) error {
 	keep := map[string]bool{}
 	for _, m := range members {
 		keep[m.namespace] = true
@@ -508,13 +480,13 @@ func memberErrorReason(err error) string {
 	case errors.As(err, &stage):
 		return stage.reason
 	case apierrors.IsNotFound(err):
-		return "NamespaceNotFound"
+		return v1alpha1.NamespaceNotFoundReason
 	}
-	return "MemberWriteFailed"
+	return v1alpha1.MemberWriteFailedReason
 }
 
 // report writes the fleet's status from the plan, with events and metrics for what changed.
-func (r *fleetReconciler) report(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, problems []v1alpha1.MemberStatus, now time.Time) {
+func (r *fleetSteps) report(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, problems []v1alpha1.MemberStatus, now time.Time) {
 	st := &fleet.Status
 	r.announcePartitions(fleet, st.Partitions, plan.partitions, now)
 	st.Partitions = plan.partitions
@@ -526,39 +498,36 @@ func (r *fleetReconciler) report(fleet *v1alpha1.HostedClusterPackage, plan roll
 	for state, n := range map[string]int32{"total": plan.counts.Total, "updated": plan.counts.Updated, "ready": plan.counts.Ready, "failed": plan.counts.Failed} {
 		r.own.fleetMembers.WithLabelValues(fleet.Name, state).Set(float64(n))
 	}
-
-	target := st.Target.Name
-	where := func() string {
-		if plan.current == "" {
-			return ""
+	if plan.complete && (st.Stable == nil || st.Stable.Name != st.Target.Name) {
+		st.Stable = &v1alpha1.FleetStableRevision{FleetRevision: *st.Target, Template: *fleet.Spec.Template.DeepCopy()}
+		for _, o := range fleet.Spec.ConfigOverrides {
+			st.Stable.ConfigOverrides = append(st.Stable.ConfigOverrides, *o.DeepCopy())
 		}
-		return fmt.Sprintf("partition %s: ", partitionName(plan.current))
+	}
+}
+
+// fleetOutcome is what the plan and the members that could not be kept make of the fleet's
+// conditions.
+func fleetOutcome(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, problems []v1alpha1.MemberStatus) outcome {
+	target, progress := fleet.Status.Target.Name, fleet.Status.Progress
+	where := ""
+	if plan.current != "" {
+		where = fmt.Sprintf("partition %s: ", partitionName(plan.current))
 	}
 	switch {
 	case plan.halted:
-		msg := fmt.Sprintf("rollout of %s halted in partition %s: %d member(s) failed (spec.rollout.failureThreshold): %s",
-			target, partitionName(plan.current), len(plan.failed), describeMembers(plan.failed))
-		conditions.MarkFalse(fleet, meta.ReadyCondition, RolloutHaltedReason, "%s", msg)
-		conditions.MarkStalled(fleet, RolloutHaltedReason, "%s", msg)
-		conditions.Delete(fleet, meta.ReconcilingCondition)
+		return outcome{state: outcomeStalled, reason: v1alpha1.RolloutHaltedReason, message: fmt.Sprintf("rollout of %s halted in partition %s: %d member(s) failed (spec.rollout.failureThreshold): %s",
+			target, partitionName(plan.current), len(plan.failed), describeMembers(plan.failed))}
 	case plan.counts.Total == 0 && len(problems) == 0:
-		conditions.MarkTrue(fleet, meta.ReadyCondition, v1alpha1.ReconciliationSucceededReason, "no HostedCluster matches spec.hostedClusterSelector: 0 members")
-		conditions.Delete(fleet, meta.ReconcilingCondition)
+		return outcome{state: outcomeSucceeded, message: "no HostedCluster matches spec.hostedClusterSelector: 0 members"}
 	case len(problems) > 0:
-		msg := fmt.Sprintf("%d member(s) cannot be kept: %s", len(problems), describeMembers(problems))
-		conditions.MarkFalse(fleet, meta.ReadyCondition, MembersFailedReason, "%s", msg)
-		conditions.MarkReconciling(fleet, MembersFailedReason, "%s", msg)
+		return outcome{state: outcomeProgressing, reason: v1alpha1.MembersFailedReason, message: fmt.Sprintf("%d member(s) cannot be kept: %s", len(problems), describeMembers(problems))}
 	case plan.complete:
-		conditions.MarkTrue(fleet, meta.ReadyCondition, v1alpha1.ReconciliationSucceededReason, "%d member(s) Ready on revision %s", plan.counts.Total, target)
-		conditions.Delete(fleet, meta.ReconcilingCondition)
+		return outcome{state: outcomeSucceeded, message: fmt.Sprintf("%d member(s) Ready on revision %s", plan.counts.Total, target)}
 	case fleet.Spec.Rollout.Paused:
-		msg := fmt.Sprintf("%srollout of %s paused (spec.rollout.paused): %s updated/ready/total", where(), target, st.Progress)
-		conditions.MarkFalse(fleet, meta.ReadyCondition, RolloutPausedReason, "%s", msg)
-		conditions.Delete(fleet, meta.ReconcilingCondition)
+		return outcome{state: outcomeWaiting, reason: v1alpha1.RolloutPausedReason, message: fmt.Sprintf("%srollout of %s paused (spec.rollout.paused): %s updated/ready/total", where, target, progress)}
 	default:
-		msg := fmt.Sprintf("%srolling out %s: %s updated/ready/total", where(), target, st.Progress)
-		conditions.MarkFalse(fleet, meta.ReadyCondition, RolloutProgressingReason, "%s", msg)
-		conditions.MarkReconciling(fleet, RolloutProgressingReason, "%s", msg)
+		return outcome{state: outcomeProgressing, reason: v1alpha1.RolloutProgressingReason, message: fmt.Sprintf("%srolling out %s: %s updated/ready/total", where, target, progress)}
 	}
 }
 
@@ -566,12 +535,12 @@ func (r *fleetReconciler) report(fleet *v1alpha1.HostedClusterPackage, plan roll
 // is told by the partition events, not by one event per member.
 func announceFleet(rec record.EventRecorder, fleet *v1alpha1.HostedClusterPackage, old *metav1.Condition) {
 	now := conditions.Get(fleet, meta.ReadyCondition)
-	if now == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason) {
+	if rec == nil || now == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason) {
 		return
 	}
 	eventType := corev1.EventTypeNormal
 	switch now.Reason {
-	case RolloutProgressingReason, RolloutPausedReason, v1alpha1.DeletingReason, v1alpha1.ReconciliationSucceededReason:
+	case v1alpha1.RolloutProgressingReason, v1alpha1.RolloutPausedReason, v1alpha1.DeletingReason, v1alpha1.ReconciliationSucceededReason:
 	default:
 		eventType = corev1.EventTypeWarning
 	}
@@ -579,7 +548,7 @@ func announceFleet(rec record.EventRecorder, fleet *v1alpha1.HostedClusterPackag
 }
 
 // announcePartitions emits an event per partition transition: start, finish, halt, resume.
-func (r *fleetReconciler) announcePartitions(fleet *v1alpha1.HostedClusterPackage, before, after []v1alpha1.PartitionStatus, now time.Time) {
+func (r *fleetSteps) announcePartitions(fleet *v1alpha1.HostedClusterPackage, before, after []v1alpha1.PartitionStatus, now time.Time) {
 	old := map[string]v1alpha1.PartitionStatus{}
 	for _, p := range before {
 		old[p.Name] = p
@@ -594,15 +563,15 @@ func (r *fleetReconciler) announcePartitions(fleet *v1alpha1.HostedClusterPackag
 		switch p.State {
 		case v1alpha1.PartitionProgressing:
 			if seen && prev.State == v1alpha1.PartitionHalted {
-				r.recorder.Eventf(fleet, corev1.EventTypeNormal, "RolloutResumed", "partition %s: rollout of %s resumed", name, target)
+				r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.RolloutResumedReason, "partition %s: rollout of %s resumed", name, target)
 			} else {
-				r.recorder.Eventf(fleet, corev1.EventTypeNormal, "PartitionStarted", "partition %s: rolling out %s", name, target)
+				r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.PartitionStartedReason, "partition %s: rolling out %s", name, target)
 			}
 		case v1alpha1.PartitionHalted:
-			r.recorder.Eventf(fleet, corev1.EventTypeWarning, RolloutHaltedReason, "partition %s: rollout of %s halted", name, target)
+			r.recorder.Eventf(fleet, corev1.EventTypeWarning, v1alpha1.RolloutHaltedReason, "partition %s: rollout of %s halted", name, target)
 		case v1alpha1.PartitionComplete:
 			if seen && prev.State != v1alpha1.PartitionPending {
-				r.recorder.Eventf(fleet, corev1.EventTypeNormal, "PartitionComplete", "partition %s: every member Ready on %s", name, target)
+				r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.PartitionCompleteReason, "partition %s: every member Ready on %s", name, target)
 				if p.StartedAt != nil {
 					r.own.partitionDuration.WithLabelValues(fleet.Name).Observe(now.Sub(p.StartedAt.Time).Seconds())
 				}
@@ -630,14 +599,14 @@ func describeMembers(ms []v1alpha1.MemberStatus) string {
 	return strings.Join(parts, "; ")
 }
 
+// bounded keeps the first maxListedMembers members, each message bounded the way condition
+// messages are (boundMessage).
 func bounded(ms []v1alpha1.MemberStatus) []v1alpha1.MemberStatus {
 	if len(ms) > maxListedMembers {
 		ms = ms[:maxListedMembers]
 	}
 	for i := range ms {
-		if len(ms[i].Message) > 512 {
-			ms[i].Message = ms[i].Message[:512] + "…"
-		}
+		ms[i].Message = boundMessage(ms[i].Message, maxMemberMessage)
 	}
 	return ms
 }

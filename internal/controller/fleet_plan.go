@@ -47,7 +47,7 @@ type memberHealth struct {
 // for longer than the progress deadline without becoming Ready.
 func healthOf(m *fleetMember, deadline time.Duration, now time.Time) memberHealth {
 	if m.pkg == nil {
-		return memberHealth{reason: "NotCreated", message: "no member Package yet"}
+		return memberHealth{reason: v1alpha1.MemberNotCreatedReason, message: "no member Package yet"}
 	}
 	p := m.pkg
 	ready := conditions.Get(p, meta.ReadyCondition)
@@ -117,163 +117,197 @@ type rolloutPlan struct {
 // later partitions stay where they are. The plan is a function of what is observed, so a controller restart resumes it.
 func planRollout(members []*fleetMember, order []string, targetName, stableName string, strategy v1alpha1.FleetRolloutStrategy,
 	previous []v1alpha1.PartitionStatus, now time.Time) rolloutPlan {
-	plan := rolloutPlan{assign: map[string]assignment{}}
-	deadline := strategy.GetProgressDeadline()
+	p := &planner{
+		plan:   rolloutPlan{assign: map[string]assignment{}, complete: true},
+		target: targetName, stable: stableName, rollingOut: stableName != targetName,
+		strategy: strategy, deadline: strategy.GetProgressDeadline(), prevState: map[string]v1alpha1.PartitionStatus{}, now: now,
+	}
+	for _, ps := range previous {
+		p.prevState[ps.Name] = ps
+	}
 	byPartition := map[string][]*fleetMember{}
 	for _, m := range members {
 		byPartition[m.partition] = append(byPartition[m.partition], m)
 	}
-	prevState := map[string]v1alpha1.PartitionStatus{}
-	for _, p := range previous {
-		prevState[p.Name] = p
-	}
-	transition := func(name string, state v1alpha1.PartitionState) metav1.Time {
-		if p, ok := prevState[name]; ok && p.State == state {
-			return p.LastTransitionTime
-		}
-		return metav1.NewTime(now.Truncate(time.Second))
-	}
-	wake := func(d time.Duration) {
-		if d > 0 && (plan.wakeAfter == 0 || d < plan.wakeAfter) {
-			plan.wakeAfter = d
-		}
-	}
-
-	rollingOut := stableName != targetName
 	reached := true // every partition before this one is done
-	plan.complete = true
 	for _, name := range order {
 		ms := byPartition[name]
-		ps := v1alpha1.PartitionStatus{Name: name}
-		health := make([]memberHealth, len(ms))
-		for i, m := range ms {
-			onTarget := m.revision() == targetName
-			health[i] = healthOf(m, deadline, now)
-			ps.Total++
-			if onTarget {
-				ps.Updated++
-				if health[i].failed {
-					ps.Failed++
-				}
-			}
-			if health[i].ready {
-				ps.Ready++
-			}
-			if onTarget && !health[i].ready && !health[i].failed {
-				if since, err := time.Parse(time.RFC3339, m.pkg.GetAnnotations()[fleetRevisionTimeAnnotation]); err == nil {
-					wake(since.Add(deadline).Sub(now) + time.Second)
-				}
-			}
-		}
-		done := ps.Updated == ps.Total && ps.Ready == ps.Total
-
-		switch {
-		case !reached:
-			ps.State = v1alpha1.PartitionPending
-			for _, m := range ms {
-				plan.assign[m.namespace] = keepOrStable(m, targetName, stableName, rollingOut)
-			}
-		case !rollingOut:
-			// Nothing to roll out: every member is kept on the one revision, new ones created on it.
-			for _, m := range ms {
-				plan.assign[m.namespace] = toTarget
-			}
-			ps.State = v1alpha1.PartitionComplete
-			if !done {
-				ps.State = v1alpha1.PartitionProgressing
-			}
-		case done:
-			for _, m := range ms {
-				plan.assign[m.namespace] = toTarget
-			}
-			ps.State = v1alpha1.PartitionComplete
-			if soak := soakOf(strategy); soak > 0 {
-				prev, ok := prevState[name]
-				switch {
-				case ok && prev.State == v1alpha1.PartitionComplete:
-				case ok && prev.State == v1alpha1.PartitionSoaking && now.Sub(prev.LastTransitionTime.Time) >= soak:
-				default:
-					ps.State = v1alpha1.PartitionSoaking
-					since := transition(name, v1alpha1.PartitionSoaking).Time
-					wake(since.Add(soak).Sub(now) + time.Second)
-					reached = false
-					plan.current = name
-				}
-			}
-		default:
-			reached = false
-			plan.current = name
-			threshold := scaledCount(strategy.FailureThreshold, int(ps.Total), 1, true)
-			for i, m := range ms {
-				if m.revision() == targetName && health[i].failed {
-					plan.failed = append(plan.failed, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: name, Reason: health[i].reason, Message: health[i].message})
-				}
-			}
-			switch {
-			case int(ps.Failed) >= threshold:
-				ps.State = v1alpha1.PartitionHalted
-				plan.halted = true
-				for _, m := range ms {
-					plan.assign[m.namespace] = keepOrStable(m, targetName, stableName, true)
-				}
-			case strategy.Paused:
-				ps.State = v1alpha1.PartitionProgressing
-				for _, m := range ms {
-					plan.assign[m.namespace] = keepOrStable(m, targetName, stableName, true)
-				}
-			default:
-				ps.State = v1alpha1.PartitionProgressing
-				// Members that exist and are not Ready are unavailable already; a member created
-				// now becomes unavailable until it is Ready, so creating one costs budget too.
-				unavailable := 0
-				for i, m := range ms {
-					if m.pkg != nil && !health[i].ready {
-						unavailable++
-					}
-				}
-				budget := scaledCount(strategy.MaxUnavailable, int(ps.Total), 1, false) - unavailable
-				for i, m := range ms {
-					switch {
-					case m.revision() == targetName:
-						plan.assign[m.namespace] = toTarget
-					case m.pkg != nil && !health[i].ready:
-						// Not available anyway: moving it costs no availability.
-						plan.assign[m.namespace] = toTarget
-					case budget > 0:
-						plan.assign[m.namespace] = toTarget
-						budget--
-					default:
-						plan.assign[m.namespace] = keepOrStable(m, targetName, stableName, true)
-					}
-				}
-			}
-		}
-		if ps.State != v1alpha1.PartitionComplete {
-			plan.complete = false
-		}
-		ps.LastTransitionTime = transition(name, ps.State)
-		prev, seen := prevState[name]
-		switch {
-		case ps.State == v1alpha1.PartitionPending:
-		case seen && prev.StartedAt != nil && prev.State != v1alpha1.PartitionPending &&
-			(prev.State != v1alpha1.PartitionComplete || ps.State == v1alpha1.PartitionComplete):
-			ps.StartedAt = prev.StartedAt
-		default:
-			started := metav1.NewTime(now.Truncate(time.Second))
-			ps.StartedAt = &started
-		}
-		for i, m := range ms {
-			if m.revision() == targetName && !health[i].ready && !health[i].failed && m.pkg != nil {
-				plan.inProgress = append(plan.inProgress, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: name, Reason: health[i].reason, Message: health[i].message})
-			}
-		}
-		plan.counts.Total += ps.Total
-		plan.counts.Updated += ps.Updated
-		plan.counts.Ready += ps.Ready
-		plan.counts.Failed += ps.Failed
-		plan.partitions = append(plan.partitions, ps)
+		ps, health := p.observe(name, ms)
+		reached = p.decide(&ps, ms, health, reached)
+		p.record(ps, ms, health)
 	}
-	return plan
+	return p.plan
+}
+
+// planner holds what planRollout decides from and what it has decided so far.
+type planner struct {
+	plan           rolloutPlan
+	target, stable string
+	rollingOut     bool
+	strategy       v1alpha1.FleetRolloutStrategy
+	deadline       time.Duration
+	prevState      map[string]v1alpha1.PartitionStatus
+	now            time.Time
+}
+
+// transition is when a partition entered state: kept from before when it was in it already.
+func (p *planner) transition(name string, state v1alpha1.PartitionState) metav1.Time {
+	if prev, ok := p.prevState[name]; ok && prev.State == state {
+		return prev.LastTransitionTime
+	}
+	return metav1.NewTime(p.now.Truncate(time.Second))
+}
+
+// wake brings the time the plan changes by itself forward to d from now.
+func (p *planner) wake(d time.Duration) {
+	if d > 0 && (p.plan.wakeAfter == 0 || d < p.plan.wakeAfter) {
+		p.plan.wakeAfter = d
+	}
+}
+
+// observe counts a partition's members and reads their health.
+func (p *planner) observe(name string, ms []*fleetMember) (v1alpha1.PartitionStatus, []memberHealth) {
+	ps := v1alpha1.PartitionStatus{Name: name}
+	health := make([]memberHealth, len(ms))
+	for i, m := range ms {
+		onTarget := m.revision() == p.target
+		health[i] = healthOf(m, p.deadline, p.now)
+		ps.Total++
+		if onTarget {
+			ps.Updated++
+			if health[i].failed {
+				ps.Failed++
+			}
+		}
+		if health[i].ready {
+			ps.Ready++
+		}
+		if onTarget && !health[i].ready && !health[i].failed {
+			if since, err := time.Parse(time.RFC3339, m.pkg.GetAnnotations()[fleetRevisionTimeAnnotation]); err == nil {
+				p.wake(since.Add(p.deadline).Sub(p.now) + time.Second)
+			}
+		}
+	}
+	return ps, health
+}
+
+// decide sets a partition's state and its members' assignments, and reports whether the
+// rollout goes on past it. reached says whether every partition before it is done.
+func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*fleetMember, health []memberHealth, reached bool) bool {
+	done := ps.Updated == ps.Total && ps.Ready == ps.Total
+	switch {
+	case !reached:
+		ps.State = v1alpha1.PartitionPending
+		p.assignAll(ms, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, p.rollingOut) })
+		return false
+	case !p.rollingOut:
+		// Nothing to roll out: every member is kept on the one revision, new ones created on it.
+		p.assignAll(ms, func(*fleetMember) assignment { return toTarget })
+		ps.State = v1alpha1.PartitionComplete
+		if !done {
+			ps.State = v1alpha1.PartitionProgressing
+		}
+		return true
+	case done:
+		p.assignAll(ms, func(*fleetMember) assignment { return toTarget })
+		ps.State = v1alpha1.PartitionComplete
+		if soak := soakOf(p.strategy); soak > 0 {
+			prev, ok := p.prevState[ps.Name]
+			switch {
+			case ok && prev.State == v1alpha1.PartitionComplete:
+			case ok && prev.State == v1alpha1.PartitionSoaking && p.now.Sub(prev.LastTransitionTime.Time) >= soak:
+			default:
+				ps.State = v1alpha1.PartitionSoaking
+				since := p.transition(ps.Name, v1alpha1.PartitionSoaking).Time
+				p.wake(since.Add(soak).Sub(p.now) + time.Second)
+				p.plan.current = ps.Name
+				return false
+			}
+		}
+		return true
+	}
+	p.plan.current = ps.Name
+	threshold := scaledCount(p.strategy.FailureThreshold, int(ps.Total), 1, true)
+	for i, m := range ms {
+		if m.revision() == p.target && health[i].failed {
+			p.plan.failed = append(p.plan.failed, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: ps.Name, Reason: health[i].reason, Message: health[i].message})
+		}
+	}
+	switch {
+	case int(ps.Failed) >= threshold:
+		ps.State = v1alpha1.PartitionHalted
+		p.plan.halted = true
+		p.assignAll(ms, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, true) })
+	case p.strategy.Paused:
+		ps.State = v1alpha1.PartitionProgressing
+		p.assignAll(ms, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, true) })
+	default:
+		ps.State = v1alpha1.PartitionProgressing
+		p.moveWithinBudget(ms, health, int(ps.Total))
+	}
+	return false
+}
+
+func (p *planner) assignAll(ms []*fleetMember, to func(*fleetMember) assignment) {
+	for _, m := range ms {
+		p.plan.assign[m.namespace] = to(m)
+	}
+}
+
+// moveWithinBudget moves the members of the partition being rolled out to the target as
+// maxUnavailable allows. Members that exist and are not Ready are unavailable already; a
+// member created now becomes unavailable until it is Ready, so creating one costs budget too.
+func (p *planner) moveWithinBudget(ms []*fleetMember, health []memberHealth, total int) {
+	unavailable := 0
+	for i, m := range ms {
+		if m.pkg != nil && !health[i].ready {
+			unavailable++
+		}
+	}
+	budget := scaledCount(p.strategy.MaxUnavailable, total, 1, false) - unavailable
+	for i, m := range ms {
+		switch {
+		case m.revision() == p.target:
+			p.plan.assign[m.namespace] = toTarget
+		case m.pkg != nil && !health[i].ready:
+			// Not available anyway: moving it costs no availability.
+			p.plan.assign[m.namespace] = toTarget
+		case budget > 0:
+			p.plan.assign[m.namespace] = toTarget
+			budget--
+		default:
+			p.plan.assign[m.namespace] = keepOrStable(m, p.target, p.stable, true)
+		}
+	}
+}
+
+// record builds a decided partition's status (times, members in progress) and adds it to the
+// plan's counts.
+func (p *planner) record(ps v1alpha1.PartitionStatus, ms []*fleetMember, health []memberHealth) {
+	if ps.State != v1alpha1.PartitionComplete {
+		p.plan.complete = false
+	}
+	ps.LastTransitionTime = p.transition(ps.Name, ps.State)
+	prev, seen := p.prevState[ps.Name]
+	switch {
+	case ps.State == v1alpha1.PartitionPending:
+	case seen && prev.StartedAt != nil && prev.State != v1alpha1.PartitionPending &&
+		(prev.State != v1alpha1.PartitionComplete || ps.State == v1alpha1.PartitionComplete):
+		ps.StartedAt = prev.StartedAt
+	default:
+		started := metav1.NewTime(p.now.Truncate(time.Second))
+		ps.StartedAt = &started
+	}
+	for i, m := range ms {
+		if m.revision() == p.target && !health[i].ready && !health[i].failed && m.pkg != nil {
+			p.plan.inProgress = append(p.plan.inProgress, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: ps.Name, Reason: health[i].reason, Message: health[i].message})
+		}
+	}
+	p.plan.counts.Total += ps.Total
+	p.plan.counts.Updated += ps.Updated
+	p.plan.counts.Ready += ps.Ready
+	p.plan.counts.Failed += ps.Failed
+	p.plan.partitions = append(p.plan.partitions, ps)
 }
 
 // keepOrStable is where a member the rollout has not reached stays: on the stable revision,

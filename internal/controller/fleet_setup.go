@@ -25,10 +25,12 @@ func setupFleets(_ context.Context, mgr ctrl.Manager, cfg Config, opts Options, 
 	verifier *signatureVerifier, ctrlOpts controller.Options, specChanged predicate.Predicate) error {
 	_, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version)
 	hostedClusterAPI := err == nil
-	r := &fleetReconciler{
+	steps := &fleetSteps{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), source: cfg.Source, verifier: verifier, recorder: recorder,
-		metrics: cfg.Metrics, own: m, options: opts, hostedClusterAPI: hostedClusterAPI, now: time.Now,
+		own: m, options: opts, hostedClusterAPI: hostedClusterAPI, now: time.Now,
 	}
+	base := lifecycleBase{client: mgr.GetClient(), recorder: recorder, metrics: cfg.Metrics}
+	r := newLifecycle(base, v1alpha1.HostedClusterPackageKind, func() *v1alpha1.HostedClusterPackage { return &v1alpha1.HostedClusterPackage{} }, steps.steps())
 	isMember := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := o.GetLabels()[v1alpha1.FleetLabel]
 		return ok

@@ -25,14 +25,20 @@ type objectDeploymentObject interface {
 // objectDeploymentSteps are the steps of ObjectDeployments and ClusterObjectDeployments within
 // the shared lifecycle: apply the inline phases with the same engine as packages.
 type objectDeploymentSteps[T objectDeploymentObject] struct {
-	options  Options
-	rollouts *rollouts
-	kind     string
+	// apiReader reads namespaces at teardown without caching them.
+	apiReader client.Reader
+	options   Options
+	rollouts  *rollouts
+	kind      string
 }
 
 // steps returns the ObjectDeployment steps for the lifecycle.
 func (r *objectDeploymentSteps[T]) steps() kindSteps[T] {
-	return kindSteps[T]{rolloutStatus: r.rolloutStatus, serviceAccount: r.serviceAccount, suspended: r.suspended, pass: r.pass}
+	return kindSteps[T]{
+		status:    func(obj T) commonStatus { return rolloutCommon(r.rolloutStatus(obj)) },
+		suspended: r.suspended, observed: func(obj T) bool { return settled(obj) }, pass: r.pass,
+		finalize: teardownInventory(r.rollouts, r.apiReader, r.options, r.kind, r.rolloutStatus, r.serviceAccount),
+	}
 }
 
 func (r *objectDeploymentSteps[T]) rolloutStatus(obj T) *v1alpha1.RolloutStatus {
@@ -60,7 +66,7 @@ func (r *objectDeploymentSteps[T]) pass(ctx context.Context, obj T, rep *report,
 		adopt:    spec.AdoptionPolicy,
 		prune:    true,
 		previous: status.Inventory,
-		record:   rep.recordInventory(),
+		record:   rep.recordInventory(status),
 	})
 	recordPass(status, res)
 	if err == nil && res.Complete() {

@@ -31,9 +31,6 @@ type packageObject interface {
 	GetStatus() *v1alpha1.PackageStatus
 }
 
-// ownedConditions are the conditions the patch helper may overwrite.
-var ownedConditions = []string{meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition}
-
 // historyLimit bounds status.history.
 const historyLimit = 5
 
@@ -56,13 +53,17 @@ type packageSteps[T packageObject] struct {
 
 // steps returns the package steps for the lifecycle.
 func (r *packageSteps[T]) steps() kindSteps[T] {
-	return kindSteps[T]{rolloutStatus: r.rolloutStatus, serviceAccount: r.serviceAccount, suspended: r.suspended, pass: r.pass, deleting: r.deleting}
-}
-
-// deleting lets the render cache drop the resource's render when no other resource uses it
-// (teardown works from the inventory, not from a render).
-func (r *packageSteps[T]) deleting(obj T) {
-	r.renders.forget(renderUser(obj.GetNamespace(), obj.GetName()))
+	teardown := teardownInventory(r.rollouts, r.apiReader, r.options, r.kind, r.rolloutStatus, r.serviceAccount)
+	return kindSteps[T]{
+		status:    func(obj T) commonStatus { return rolloutCommon(r.rolloutStatus(obj)) },
+		suspended: r.suspended, observed: func(obj T) bool { return settled(obj) }, pass: r.pass,
+		finalize: func(ctx context.Context, obj T) (ctrl.Result, error) {
+			// The render cache drops the resource's render when no other resource uses it
+			// (teardown works from the inventory, not from a render).
+			r.renders.forget(renderUser(obj.GetNamespace(), obj.GetName()))
+			return teardown(ctx, obj)
+		},
+	}
 }
 
 func (r *packageSteps[T]) rolloutStatus(obj T) *v1alpha1.RolloutStatus {
@@ -77,7 +78,7 @@ func (r *packageSteps[T]) pass(ctx context.Context, obj T, rep *report, lastHand
 	// The deferred status patch runs after cancel, so it keeps the parent context.
 	rctx, cancel := context.WithTimeout(ctx, spec.GetTimeout())
 	defer cancel()
-	res, err := r.reconcile(rctx, obj, maxAge, rep.recordInventory())
+	res, err := r.reconcile(rctx, obj, maxAge, rep.recordInventory(r.rolloutStatus(obj)))
 	return r.outcome(ctx, obj, res, err)
 }
 
@@ -336,18 +337,14 @@ func jittered(d time.Duration) time.Duration { return jitter.JitteredIntervalDur
 
 // resolveMaxAge says how old a tag resolution (made by any resource) may be for this reconcile.
 // An interval reconcile takes one from the last half interval, so a fleet of resources naming
-// one tag costs one HEAD request per interval. A reconcile request (reconcile.fluxcd.io/requestedAt,
-// as `flux reconcile` writes it) takes one made after the request, and a new resource one made
-// after its creation: a whole wave of them then shares one answer that is still newer than what
-// was asked for. A changed spec always asks the registry. Ages are measured from now.
+// one tag costs one HEAD request per interval. A reconcile request takes one made after the
+// request (requestAge, the rule a fleet follows too), and a new resource one made after its
+// creation: a whole wave of them then shares one answer that is still newer than what was
+// asked for. A changed spec always asks the registry. Ages are measured from now.
 func resolveMaxAge(obj packageObject, lastHandled string, interval time.Duration, now time.Time) time.Duration {
 	status := obj.GetStatus()
-	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok && token != lastHandled {
-		requested, err := time.Parse(time.RFC3339Nano, token)
-		if err != nil {
-			return 0
-		}
-		return max(now.Sub(requested), 0)
+	if age, pending := requestAge(obj, lastHandled, now); pending {
+		return age
 	}
 	switch {
 	case status.LastAttemptedRevision == "":

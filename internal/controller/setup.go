@@ -67,84 +67,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err := m.register(); err != nil {
 		return fmt.Errorf("register metrics: %w", err)
 	}
-	ts := newTargets(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), cfg.Hosted)
-	ro := &rollouts{
-		engine:                apply.NewEngine(apply.Options{}),
-		targets:               ts,
-		reader:                mgr.GetClient(),
-		metrics:               m,
-		controllerNamespace:   opts.Namespace,
-		allowCrossNamespace:   opts.AllowCrossNamespace,
-		apiReader:             mgr.GetAPIReader(),
-		hostedNamespaceRule:   opts.HostedNamespaceRule,
-		defaultServiceAccount: opts.DefaultServiceAccount,
-		recorder:              recorder,
-	}
+	ro := newRollouts(mgr, opts, cfg.Hosted, m, recorder)
 	renders := newRenderCache(opts.RenderCacheBytes)
 	m.observeRenderCache(renders)
 	verifier := newSignatureVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures)
 	ctrlOpts := controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)}
 
-	hostedClusterAPI := false
-	if cfg.Hosted != nil {
-		// The prober of unreachable hosted API servers runs beside the reconcile workers.
-		m.observeHosted(cfg.Hosted)
-		if err := mgr.Add(cfg.Hosted); err != nil {
-			return fmt.Errorf("add hosted-cluster prober: %w", err)
-		}
-		if err := mgr.Add(hostedStatesRunnable{m: m, c: cfg.Hosted}); err != nil {
-			return fmt.Errorf("add hosted-cluster metrics: %w", err)
-		}
-		if _, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version); err == nil {
-			hostedClusterAPI = true
-			if err := hosted.IndexHostedClusters(ctx, mgr.GetFieldIndexer()); err != nil {
-				return fmt.Errorf("index HostedClusters: %w", err)
-			}
-			ro.hostedClustersIndexed = true
-		}
+	hostedClusterAPI, err := startHosted(ctx, mgr, cfg.Hosted, m)
+	if err != nil {
+		return err
 	}
-	// watchHostedInputs wakes the resources of a hosted-control-plane namespace when its
-	// connector Secret appears or rotates, when its HostedCluster changes what pkgsync gates on
-	// or what their templates read (hostedClusterEvents), and when its hosted API server answers
-	// a probe again after it did not. readsHostedCluster is nil for kinds without templates.
-	watchHostedInputs := func(b *builder.Builder, inNamespace func(context.Context, string) []reconcile.Request, readsHostedCluster func(namespace, name string) bool) *builder.Builder {
-		if cfg.Hosted == nil {
-			return b
-		}
-		recovered := make(chan event.GenericEvent, 1024)
-		cfg.Hosted.OnRecovered(func(namespace string) {
-			ev := event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: namespace}}}
-			select {
-			case recovered <- ev:
-			default:
-				// Never block the prober: the resources' requeue at the next probe time covers it.
-			}
-		})
-		b = b.WatchesRawSource(crsource.Channel(recovered, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return inNamespace(ctx, o.GetNamespace())
-		})))
-		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			if o.GetName() != cfg.Hosted.SecretName() {
-				return nil
-			}
-			return inNamespace(ctx, o.GetNamespace())
-		}))
-		if hostedClusterAPI {
-			hc := &unstructured.Unstructured{}
-			hc.SetGroupVersionKind(hosted.HostedClusterGVK)
-			b = b.Watches(hc, hostedClusterEvents{
-				inNamespace:        inNamespace,
-				readsHostedCluster: readsHostedCluster,
-				// HyperShift says the control plane is back: try it at once.
-				available: cfg.Hosted.Reset,
-			})
-		}
-		return b
-	}
+	ro.hostedClustersIndexed = hostedClusterAPI
 	specChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{})
 
 	lc := func() lifecycleBase {
-		return lifecycleBase{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: recorder, metrics: cfg.Metrics, options: opts, rollouts: ro}
+		return lifecycleBase{client: mgr.GetClient(), recorder: recorder, metrics: cfg.Metrics}
 	}
 	// readsHostedCluster tells whether a Package's last render read its HostedCluster; one that
 	// has not rendered yet may.
@@ -171,10 +108,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 			(&packageSteps[*v1alpha1.ClusterPackage]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, verifier: verifier, kind: v1alpha1.ClusterPackageKind}).steps()),
 			nil, nil, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }},
 		{"objectdeployment", &v1alpha1.ObjectDeployment{}, newLifecycle(lc(), v1alpha1.ObjectDeploymentKind, func() *v1alpha1.ObjectDeployment { return &v1alpha1.ObjectDeployment{} },
-			(&objectDeploymentSteps[*v1alpha1.ObjectDeployment]{options: opts, rollouts: ro, kind: v1alpha1.ObjectDeploymentKind}).steps()),
+			(&objectDeploymentSteps[*v1alpha1.ObjectDeployment]{apiReader: mgr.GetAPIReader(), options: opts, rollouts: ro, kind: v1alpha1.ObjectDeploymentKind}).steps()),
 			func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }, nil, nil},
 		{"clusterobjectdeployment", &v1alpha1.ClusterObjectDeployment{}, newLifecycle(lc(), v1alpha1.ClusterObjectDeploymentKind, func() *v1alpha1.ClusterObjectDeployment { return &v1alpha1.ClusterObjectDeployment{} },
-			(&objectDeploymentSteps[*v1alpha1.ClusterObjectDeployment]{options: opts, rollouts: ro, kind: v1alpha1.ClusterObjectDeploymentKind}).steps()),
+			(&objectDeploymentSteps[*v1alpha1.ClusterObjectDeployment]{apiReader: mgr.GetAPIReader(), options: opts, rollouts: ro, kind: v1alpha1.ClusterObjectDeploymentKind}).steps()),
 			nil, nil, nil},
 	}
 	if err := setupFleets(ctx, mgr, cfg, opts, recorder, m, verifier, ctrlOpts, specChanged); err != nil {
@@ -183,7 +120,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	for _, k := range kinds {
 		b := ctrl.NewControllerManagedBy(mgr).Named(k.name).For(k.object, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts)
 		if k.list != nil {
-			b = watchHostedInputs(b, listInNamespace(mgr.GetClient(), k.list), k.readsHostedCluster)
+			b = watchHostedInputs(b, cfg.Hosted, hostedClusterAPI, listInNamespace(mgr.GetClient(), k.list), k.readsHostedCluster)
 		}
 		if k.images != nil {
 			b = b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(mgr.GetClient(), k.images, packageImage)),
@@ -194,6 +131,84 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// newRollouts makes what applies a pass for every kind that applies objects.
+func newRollouts(mgr ctrl.Manager, opts Options, hc *hosted.Clients, m *metrics, recorder record.EventRecorder) *rollouts {
+	return &rollouts{
+		engine:                apply.NewEngine(apply.Options{}),
+		targets:               newTargets(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), hc),
+		reader:                mgr.GetClient(),
+		metrics:               m,
+		controllerNamespace:   opts.Namespace,
+		allowCrossNamespace:   opts.AllowCrossNamespace,
+		apiReader:             mgr.GetAPIReader(),
+		hostedNamespaceRule:   opts.HostedNamespaceRule,
+		defaultServiceAccount: opts.DefaultServiceAccount,
+		recorder:              recorder,
+	}
+}
+
+// startHosted runs the prober of unreachable hosted API servers beside the reconcile workers,
+// with its metrics, and indexes HostedClusters when their API is installed, which it reports.
+func startHosted(ctx context.Context, mgr ctrl.Manager, hc *hosted.Clients, m *metrics) (hostedClusterAPI bool, err error) {
+	if hc == nil {
+		return false, nil
+	}
+	m.observeHosted(hc)
+	if err := mgr.Add(hc); err != nil {
+		return false, fmt.Errorf("add hosted-cluster prober: %w", err)
+	}
+	if err := mgr.Add(hostedStatesRunnable{m: m, c: hc}); err != nil {
+		return false, fmt.Errorf("add hosted-cluster metrics: %w", err)
+	}
+	if _, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version); err != nil {
+		return false, nil
+	}
+	if err := hosted.IndexHostedClusters(ctx, mgr.GetFieldIndexer()); err != nil {
+		return false, fmt.Errorf("index HostedClusters: %w", err)
+	}
+	return true, nil
+}
+
+// watchHostedInputs wakes the resources of a hosted-control-plane namespace when its connector
+// Secret appears or rotates, when its HostedCluster changes what pkgsync gates on or what their
+// templates read (hostedClusterEvents), and when its hosted API server answers a probe again
+// after it did not. readsHostedCluster is nil for kinds without templates.
+func watchHostedInputs(b *builder.Builder, hc *hosted.Clients, hostedClusterAPI bool, inNamespace func(context.Context, string) []reconcile.Request,
+	readsHostedCluster func(namespace, name string) bool) *builder.Builder {
+	if hc == nil {
+		return b
+	}
+	recovered := make(chan event.GenericEvent, 1024)
+	hc.OnRecovered(func(namespace string) {
+		ev := event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: namespace}}}
+		select {
+		case recovered <- ev:
+		default:
+			// Never block the prober: the resources' requeue at the next probe time covers it.
+		}
+	})
+	b = b.WatchesRawSource(crsource.Channel(recovered, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return inNamespace(ctx, o.GetNamespace())
+	})))
+	b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		if o.GetName() != hc.SecretName() {
+			return nil
+		}
+		return inNamespace(ctx, o.GetNamespace())
+	}))
+	if hostedClusterAPI {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(hosted.HostedClusterGVK)
+		b = b.Watches(obj, hostedClusterEvents{
+			inNamespace:        inNamespace,
+			readsHostedCluster: readsHostedCluster,
+			// HyperShift says the control plane is back: try it at once.
+			available: hc.Reset,
+		})
+	}
+	return b
 }
 
 // listInNamespace maps a namespace to reconcile requests for every resource of one kind in it.

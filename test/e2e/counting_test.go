@@ -21,10 +21,18 @@ import (
 type requestCounter struct {
 	mu     sync.Mutex
 	counts map[string]map[string]int // namespace → method → count
+	// paths counts every request, namespaced or not, by "METHOD PATH".
+	paths map[string]int
 }
 
 func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		c.mu.Lock()
+		if c.paths == nil {
+			c.paths = map[string]int{}
+		}
+		c.paths[r.Method+" "+r.URL.Path]++
+		c.mu.Unlock()
 		if ns := namespaceOf(r.URL.Path); ns != "" {
 			c.mu.Lock()
 			if c.counts == nil {
@@ -51,6 +59,13 @@ func (c *requestCounter) get(ns string) map[string]int {
 		out[m] = n
 	}
 	return out
+}
+
+// path returns how many METHOD requests went to path.
+func (c *requestCounter) path(method, path string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paths[method+" "+path]
 }
 
 // namespaceOf returns the namespace of a request path, ignoring events (they are not objects
