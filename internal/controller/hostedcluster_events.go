@@ -50,25 +50,26 @@ func (h hostedClusterEvents) Update(ctx context.Context, e event.UpdateEvent, q 
 	case endpoint(e.ObjectOld) != endpoint(e.ObjectNew):
 		// The advertised endpoint decides which server a connector kubeconfig may name: a change
 		// wakes the namespace, without closing its circuit as Available=True does.
-		for _, req := range h.inNamespace(ctx, controlPlaneNamespaceOf(e.ObjectNew)) {
-			q.Add(req)
-		}
+		h.enqueue(ctx, e.ObjectNew, q, nil)
 	case h.readsHostedCluster != nil && templateView(e.ObjectOld) != templateView(e.ObjectNew):
-		for _, req := range h.inNamespace(ctx, controlPlaneNamespaceOf(e.ObjectNew)) {
-			if h.readsHostedCluster(req.Namespace, req.Name) {
-				q.Add(req)
-			}
-		}
+		h.enqueue(ctx, e.ObjectNew, q, h.readsHostedCluster)
 	}
 }
 
+// all wakes every resource of o's namespace, telling available first when o is Available.
 func (h hostedClusterEvents) all(ctx context.Context, o client.Object, q requestQueue) {
-	ns := controlPlaneNamespaceOf(o)
 	if h.available != nil && strings.Contains(hostedClusterState(o), "Available=True;") {
-		h.available(ns)
+		h.available(controlPlaneNamespaceOf(o))
 	}
-	for _, req := range h.inNamespace(ctx, ns) {
-		q.Add(req)
+	h.enqueue(ctx, o, q, nil)
+}
+
+// enqueue wakes the resources of o's namespace that wanted accepts (every one when nil).
+func (h hostedClusterEvents) enqueue(ctx context.Context, o client.Object, q requestQueue, wanted func(namespace, name string) bool) {
+	for _, req := range h.inNamespace(ctx, controlPlaneNamespaceOf(o)) {
+		if wanted == nil || wanted(req.Namespace, req.Name) {
+			q.Add(req)
+		}
 	}
 }
 

@@ -80,18 +80,7 @@ func TestFleetVerification(t *testing.T) {
 		putKeys(t, cp, map[string][]byte{"cosign.pub": pub})
 	}
 
-	labels := map[string]string{shardLabel: shard}
-	fleet := &v1alpha1.HostedClusterPackage{
-		ObjectMeta: metav1.ObjectMeta{Name: "signed-" + hcNamespace[len(hcNamespace)-8:], Labels: labels},
-		Spec: v1alpha1.HostedClusterPackageSpec{
-			HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": hcNamespace}},
-			Template: v1alpha1.PackageTemplate{
-				Metadata: v1alpha1.TemplateMetadata{Labels: labels},
-				Spec: v1alpha1.PackageSpec{Image: image,
-					Verify: &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "signing-keys"}}},
-			},
-		},
-	}
+	fleet := verifiedFleet("signed-"+hcNamespace[len(hcNamespace)-8:], shard, hcNamespace, image)
 	newFleet(t, fleet)
 	waitForFleet(t, fleet.Name, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, digest1)
 	for cp := range clusters {
@@ -155,4 +144,21 @@ func TestFleetVerification(t *testing.T) {
 		assert.Equal(t, ref.WithDigest(digest2).String(), m.Spec.Image, "member %s pinned to v2", ns)
 	}
 	assert.Equal(t, int32(1), fleetEvents(t, t.Context(), fleet.Name, corev1.EventTypeWarning, v1alpha1.VerificationFailedReason))
+}
+
+// verifiedFleet is a fleet of shard over the HostedClusters labelled for hcNamespace
+// (newFleetClusters), installing image with spec.verify naming the Secret signing-keys.
+func verifiedFleet(name, shard, hcNamespace, image string) *v1alpha1.HostedClusterPackage {
+	labels := map[string]string{shardLabel: shard}
+	return &v1alpha1.HostedClusterPackage{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: v1alpha1.HostedClusterPackageSpec{
+			HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": hcNamespace}},
+			Template: v1alpha1.PackageTemplate{
+				Metadata: v1alpha1.TemplateMetadata{Labels: labels},
+				Spec: v1alpha1.PackageSpec{Image: image,
+					Verify: &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "signing-keys"}}},
+			},
+		},
+	}
 }

@@ -255,18 +255,7 @@ func TestTrustPolicyHoldsFleetTarget(t *testing.T) {
 		_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest1), key, nil)
 		require.NoError(t, err)
 	}
-	labels := map[string]string{shardLabel: shard}
-	fleet := &v1alpha1.HostedClusterPackage{
-		ObjectMeta: metav1.ObjectMeta{Name: "trusted-" + hcNamespace[len(hcNamespace)-8:], Labels: labels},
-		Spec: v1alpha1.HostedClusterPackageSpec{
-			HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": hcNamespace}},
-			Template: v1alpha1.PackageTemplate{
-				Metadata: v1alpha1.TemplateMetadata{Labels: labels},
-				Spec: v1alpha1.PackageSpec{Image: image,
-					Verify: &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "signing-keys"}}},
-			},
-		},
-	}
+	fleet := verifiedFleet("trusted-"+hcNamespace[len(hcNamespace)-8:], shard, hcNamespace, image)
 	newFleet(t, fleet)
 	waitForFleet(t, fleet.Name, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, digest1)
 
