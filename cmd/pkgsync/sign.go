@@ -21,7 +21,7 @@ type signingKeyFlags struct {
 }
 
 func (f *signingKeyFlags) ApplyFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.key, "key", "", "Private key file in cosign's format (cosign.key from \"cosign generate-key-pair\"); "+
+	fs.StringVar(&f.key, "key", "", "Private key file in cosign's format (cosign.key from \"pkgsync key generate\" or \"cosign generate-key-pair\"); "+
 		"its password comes from $"+passwordEnv+", or a prompt on a terminal")
 }
 
@@ -37,15 +37,9 @@ func (f *signingKeyFlags) load(stderr io.Writer) (*source.SigningKey, error) {
 	}
 	password, ok := os.LookupEnv(passwordEnv)
 	if !ok {
-		fd := int(os.Stdin.Fd()) //nolint:gosec // a file descriptor fits an int
-		if !term.IsTerminal(fd) {
-			return nil, fmt.Errorf("read --key %s: set $%s to the key's password (no terminal to ask on)", f.key, passwordEnv)
-		}
-		fmt.Fprintf(stderr, "Password for %s: ", f.key)
-		pw, err := term.ReadPassword(fd)
-		fmt.Fprintln(stderr)
+		pw, err := promptPassword(stderr, "Password for "+f.key+": ")
 		if err != nil {
-			return nil, fmt.Errorf("read the password of --key: %w", err)
+			return nil, fmt.Errorf("read --key %s: %w", f.key, err)
 		}
 		password = string(pw)
 	}
@@ -71,7 +65,7 @@ the manifest tagged sha256-<digest>.sig in the same repository. "cosign verify -
 names the public key. Nothing is uploaded to a transparency log.
 
 The key's password is read from $COSIGN_PASSWORD, or asked for on a terminal.`,
-		Example: `  cosign generate-key-pair
+		Example: `  pkgsync key generate
   COSIGN_PASSWORD=... pkgsync sign registry.example.com/team/my-package:v1 --key cosign.key`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -112,4 +106,19 @@ func signImages(cmd *cobra.Command, client *source.Client, key *source.SigningKe
 		}
 	}
 	return nil
+}
+
+// promptPassword asks for a password on the terminal, without echo.
+func promptPassword(stderr io.Writer, prompt string) ([]byte, error) {
+	fd := int(os.Stdin.Fd()) //nolint:gosec // a file descriptor fits an int
+	if !term.IsTerminal(fd) {
+		return nil, fmt.Errorf("set $%s to the key's password (no terminal to ask on)", passwordEnv)
+	}
+	fmt.Fprint(stderr, prompt)
+	pw, err := term.ReadPassword(fd)
+	fmt.Fprintln(stderr)
+	if err != nil {
+		return nil, fmt.Errorf("read the password: %w", err)
+	}
+	return pw, nil
 }
