@@ -53,10 +53,12 @@ func (o *clusterFlags) ApplyFlags(fs *pflag.FlagSet) {
 
 // installFlags are the flags of install besides the cluster.
 type installFlags struct {
-	image    string
-	dryRun   string
-	export   bool
-	lockdown bool
+	image      string
+	dryRun     string
+	export     bool
+	lockdown   bool
+	verifyKeys []string
+	registry   registryOptions
 }
 
 func (o *installFlags) ApplyFlags(fs *pflag.FlagSet) {
@@ -65,6 +67,34 @@ func (o *installFlags) ApplyFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.export, "export", false, "Print the manifests as YAML instead of applying them (kubectl apply --server-side -f reads them)")
 	fs.BoolVar(&o.lockdown, "lockdown", false, "Install config/lockdown, for management clusters shared with tenants: namespaced resources "+
 		"act as the ServiceAccount pkgsync of their namespace (docs/operations.md, security model)")
+	fs.StringArrayVar(&o.verifyKeys, "verify-key", nil, "Public key file (cosign.pub) the controller image must be signed with: "+
+		"install verifies the signature first and pins the Deployment to the verified digest; any of several may match (repeatable)")
+	o.registry.ApplyFlags(fs)
+}
+
+// verifiedImage checks that img carries a cosign signature by one of --verify-key and returns
+// it pinned to the digest that was verified, so the Deployment runs exactly what was checked
+// even if the tag moves afterwards.
+func (o *installFlags) verifiedImage(ctx context.Context, stderr io.Writer, img string) (string, error) {
+	keys, err := readPublicKeys("--verify-key", o.verifyKeys)
+	if err != nil {
+		return "", err
+	}
+	ref, err := source.ParseReference(img)
+	if err != nil {
+		return "", usageError("--image: %w", err)
+	}
+	client, err := o.registry.client(stderr, ref)
+	if err != nil {
+		return "", err
+	}
+	v, err := client.Verify(ctx, ref, keys, nil)
+	if err != nil {
+		return "", fmt.Errorf("the controller image is not installed: %w", err)
+	}
+	pinned := ref.Name() + "@" + v.Digest
+	fmt.Fprintf(stderr, "verified %s with %s: installing %s\n", img, v.Key, pinned)
+	return pinned, nil
 }
 
 func (o *installFlags) variant() config.Variant {
@@ -92,10 +122,15 @@ return at once).
 Objects already as this release wants them are not written. Running install again, or with a
 newer binary, upgrades in place.
 
+--verify-key checks the controller image's cosign signature before anything is applied or
+printed and pins the Deployment to the digest that was verified; an unsigned image, a signature
+by another key or an image changed since it was signed is refused and nothing is installed.
+
 --export prints the manifests instead of applying them, for GitOps repositories or
 "kubectl apply --server-side -f". Each object applied goes to stdout with what happened to it;
 progress goes to stderr.`,
 		Example: `  pkgsync install
+  pkgsync install --verify-key pkgsync-release.pub
   pkgsync install --image registry.example.com/platform/pkgsync:v0.1.0 --kubeconfig mgmt.kubeconfig
   pkgsync install --dry-run=server
   pkgsync install --export > pkgsync.yaml`,
@@ -120,6 +155,13 @@ progress goes to stderr.`,
 				}
 			} else if _, err := source.ParseReference(img); err != nil {
 				return usageError("--image: %w", err)
+			}
+			if len(flags.verifyKeys) > 0 {
+				pinned, err := flags.verifiedImage(cmd.Context(), stderr, img)
+				if err != nil {
+					return err
+				}
+				img = pinned
 			}
 			objs, err := config.Render(config.Options{Variant: flags.variant(), Namespace: cluster.namespace, Image: img})
 			if err != nil {

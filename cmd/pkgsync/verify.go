@@ -40,17 +40,9 @@ It exits 0 when a signature verifies and 1 when none does.`,
 			if len(keys) == 0 {
 				return usageError("--key is required: a public key file (cosign.pub) to verify with")
 			}
-			named := map[string][]byte{}
-			for _, path := range keys {
-				data, err := os.ReadFile(path)
-				if err != nil {
-					return fmt.Errorf("read --key: %w", err)
-				}
-				named[filepath.Base(path)] = data
-			}
-			set, err := source.ParsePublicKeys(named)
+			set, err := readPublicKeys("--key", keys)
 			if err != nil {
-				return fmt.Errorf("--key: %w", err)
+				return err
 			}
 			client, err := registry.client(cmd.ErrOrStderr(), refs...)
 			if err != nil {
@@ -67,4 +59,21 @@ It exits 0 when a signature verifies and 1 when none does.`,
 	cmd.Flags().StringArrayVar(&keys, "key", nil, "Public key file in PEM (cosign.pub); any of several may match (repeatable)")
 	registry.ApplyFlags(cmd.Flags())
 	return cmd
+}
+
+// readPublicKeys reads the PEM public key files a flag names, each named by its file name.
+func readPublicKeys(flag string, paths []string) (*source.PublicKeys, error) {
+	named := map[string][]byte{}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", flag, err)
+		}
+		named[filepath.Base(path)] = data
+	}
+	set, err := source.ParsePublicKeys(named)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return set, nil
 }
