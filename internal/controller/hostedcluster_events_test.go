@@ -10,19 +10,18 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 func TestHostedClusterEvents(t *testing.T) {
 	t.Parallel()
 	hc := func(edit func(map[string]any)) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedCluster",
-			"metadata": map[string]any{"namespace": "clusters", "name": "guest", "labels": map[string]any{"tier": "silver"}},
-			"spec":     map[string]any{"platform": map[string]any{"type": "None"}},
-			"status": map[string]any{"conditions": []any{
-				map[string]any{"type": "Available", "status": "True"},
-				map[string]any{"type": "Degraded", "status": "False"},
-			}},
+		u := testenv.HostedCluster("clusters", "guest")
+		u.SetLabels(map[string]string{"tier": "silver"})
+		u.Object["status"] = map[string]any{"conditions": []any{
+			testenv.Condition("Available", true, "The hosted control plane is available", 1),
+			testenv.Condition("Degraded", false, "", 1),
 		}}
 		if edit != nil {
 			edit(u.Object)
@@ -42,23 +41,25 @@ func TestHostedClusterEvents(t *testing.T) {
 		want []string
 	}{
 		{"relabelled: the reader", func(o map[string]any) { o["metadata"].(map[string]any)["labels"] = map[string]any{"tier": "gold"} }, []string{"reader"}},
-		{"platform changed: the reader", func(o map[string]any) { o["spec"] = map[string]any{"platform": map[string]any{"type": "AWS"}} }, []string{"reader"}},
+		{"platform changed: the reader", func(o map[string]any) { o["spec"].(map[string]any)["platform"] = map[string]any{"type": "AWS"} }, []string{"reader"}},
 		{"no longer Available: everyone", func(o map[string]any) {
-			o["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Available", "status": "False"}}}
+			o["status"].(map[string]any)["conditions"].([]any)[0] = testenv.Condition("Available", false, "Waiting for hosted control plane to be healthy", 1)
 		}, []string{"other", "reader"}},
 		{"paused: everyone", func(o map[string]any) {
 			o["status"].(map[string]any)["conditions"] = append(o["status"].(map[string]any)["conditions"].([]any),
-				map[string]any{"type": "ReconciliationActive", "status": "False"})
+				testenv.Condition("ReconciliationActive", false, "Reconciliation paused until: true", 1))
 		}, []string{"other", "reader"}},
 		{"another endpoint advertised: everyone", func(o map[string]any) {
 			o["status"].(map[string]any)["controlPlaneEndpoint"] = map[string]any{"host": "api.example.com", "port": int64(6443)}
 		}, []string{"other", "reader"}},
 		{"paused by spec.pausedUntil: everyone", func(o map[string]any) { o["spec"].(map[string]any)["pausedUntil"] = "true" }, []string{"other", "reader"}},
 		{"status churn: nobody", func(o map[string]any) {
-			o["status"].(map[string]any)["conditions"].([]any)[1] = map[string]any{"type": "Degraded", "status": "True"}
+			o["status"].(map[string]any)["conditions"].([]any)[1] = testenv.Condition("Degraded", true, "etcd is slow", 2)
 			o["status"].(map[string]any)["version"] = map[string]any{"desired": "4.21"}
 		}, nil},
-		{"spec the templates do not see: nobody", func(o map[string]any) { o["spec"].(map[string]any)["release"] = map[string]any{"image": "x"} }, nil},
+		{"spec the templates do not see: nobody", func(o map[string]any) {
+			o["spec"].(map[string]any)["release"] = map[string]any{"image": "quay.io/openshift-release-dev/ocp-release:4.20.1-multi"}
+		}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

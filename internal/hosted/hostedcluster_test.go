@@ -6,12 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -24,24 +21,19 @@ import (
 func TestTrimHostedCluster(t *testing.T) {
 	t.Parallel()
 	whole := func() *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"metadata": map[string]any{"name": "hc1", "namespace": "clusters",
-				"labels": map[string]any{"wave": "canary"}, "annotations": map[string]any{"team": "a"}},
-			"spec": map[string]any{
-				"nodeSelector": map[string]any{"role": "infra"},
-				"platform":     map[string]any{"type": "AWS", "aws": map[string]any{"region": "us-east-1"}},
-				"networking":   map[string]any{"clusterNetwork": []any{map[string]any{"cidr": "10.132.0.0/14"}}},
-				"pullSecret":   map[string]any{"name": "pull"},
+		u := testenv.HostedCluster("clusters", "hc1")
+		u.SetLabels(map[string]string{"wave": "canary"})
+		u.SetAnnotations(map[string]string{"team": "a"})
+		spec := u.Object["spec"].(map[string]any)
+		spec["nodeSelector"] = map[string]any{"role": "infra"}
+		spec["platform"] = map[string]any{"type": "AWS", "aws": map[string]any{"region": "us-east-1"}}
+		u.Object["status"] = map[string]any{
+			"conditions": []any{
+				testenv.Condition("Available", false, "waiting", 1),
+				testenv.Condition("ReconciliationActive", false, "Reconciliation paused until: true", 1),
 			},
-			"status": map[string]any{
-				"conditions": []any{
-					map[string]any{"type": "Available", "status": "False", "message": "waiting"},
-					map[string]any{"type": "ReconciliationActive", "status": "False"},
-				},
-				"version": map[string]any{"history": []any{map[string]any{"version": "4.20.1"}}},
-			},
-		}}
-		u.SetGroupVersionKind(HostedClusterGVK)
+			"version": map[string]any{"history": []any{map[string]any{"version": "4.20.1"}}},
+		}
 		return u
 	}
 	out, err := TrimHostedCluster(whole())
@@ -68,25 +60,6 @@ func TestTrimHostedCluster(t *testing.T) {
 	assert.Same(t, other, passed, "other objects pass through")
 }
 
-// hyperShiftCRD is a small stand-in for one of HyperShift's CRDs: its group, version, kind and
-// scope, with spec and status kept as they are.
-func hyperShiftCRD(gvk schema.GroupVersionKind, plural string) *apiextensionsv1.CustomResourceDefinition {
-	preserve := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + gvk.Group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: gvk.Group, Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: gvk.Kind, ListKind: gvk.Kind + "List"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: gvk.Version, Served: true, Storage: true,
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": preserve, "status": preserve}}},
-			}},
-		},
-	}
-}
-
 // TestFindHostedClusterCollision: a-x/b, a/x-b and a/x.b all map to namespace a-x-b. Against a
 // real API server, the HostedControlPlane there decides which one the namespace belongs to;
 // without one naming a candidate, the lookup refuses to choose, naming every candidate, instead
@@ -94,9 +67,9 @@ func hyperShiftCRD(gvk schema.GroupVersionKind, plural string) *apiextensionsv1.
 func TestFindHostedClusterCollision(t *testing.T) {
 	t.Parallel()
 	cp := testenv.NewControlPlane(t, "hostedcluster")
-	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{
-		hyperShiftCRD(HostedClusterGVK, "hostedclusters"), hyperShiftCRD(HostedControlPlaneGVK, "hostedcontrolplanes"),
-	}})
+	crds, err := testenv.HyperShiftCRDs()
+	require.NoError(t, err)
+	_, err = envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{CRDs: crds})
 	require.NoError(t, err)
 	c, err := client.New(cp.Config, client.Options{})
 	require.NoError(t, err)
@@ -105,10 +78,7 @@ func TestFindHostedClusterCollision(t *testing.T) {
 		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
 	for _, hc := range []struct{ namespace, name, wave string }{{"a-x", "b", "one"}, {"a", "x-b", "two"}, {"a", "x.b", "three"}, {"solo", "only", "four"}} {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(HostedClusterGVK)
-		u.SetNamespace(hc.namespace)
-		u.SetName(hc.name)
+		u := testenv.HostedCluster(hc.namespace, hc.name)
 		u.SetLabels(map[string]string{"wave": hc.wave})
 		require.NoError(t, c.Create(ctx, u))
 	}
@@ -129,11 +99,7 @@ func TestFindHostedClusterCollision(t *testing.T) {
 	}
 	assert.Contains(t, err.Error(), "no HostedControlPlane")
 
-	hcp := &unstructured.Unstructured{}
-	hcp.SetGroupVersionKind(HostedControlPlaneGVK)
-	hcp.SetNamespace("a-x-b")
-	hcp.SetName("x-b")
-	hcp.SetAnnotations(map[string]string{ClusterAnnotation: "elsewhere/x-b"})
+	hcp := testenv.HostedControlPlane(testenv.HostedCluster("elsewhere", "x-b"), "a-x-b")
 	require.NoError(t, c.Create(ctx, hcp))
 	_, err = find("a-x-b")
 	require.ErrorAs(t, err, &ambiguous, "a HostedControlPlane naming none of them settles nothing")

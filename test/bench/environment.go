@@ -6,17 +6,13 @@ import (
 	"os"
 	"path/filepath"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -80,34 +76,14 @@ func startEnvironment(ctx context.Context, o options) (*environment, error) {
 	if env.admin, err = client.New(admin, client.Options{Scheme: env.scheme}); err != nil {
 		return env, err
 	}
-	if _, err := envtest.InstallCRDs(env.mgmt.Config, envtest.CRDInstallOptions{
-		Paths: []string{o.crdDir}, CRDs: []*apiextensionsv1.CustomResourceDefinition{hostedClusterCRD()},
-	}); err != nil {
+	hyperShift, err := testenv.HyperShiftCRDs()
+	if err != nil {
+		return env, err
+	}
+	if _, err := envtest.InstallCRDs(env.mgmt.Config, envtest.CRDInstallOptions{Paths: []string{o.crdDir}, CRDs: hyperShift}); err != nil {
 		return env, fmt.Errorf("install CRDs from %s: %w (run from the repository root)", o.crdDir, err)
 	}
 	return env, nil
-}
-
-// hostedClusterCRD stands in for HyperShift's: same group, version, kind and scope (the real
-// one is ~600 KB and pkgsync reads only metadata and status.conditions).
-func hostedClusterCRD() *apiextensionsv1.CustomResourceDefinition {
-	preserve := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
-	gvk := hosted.HostedClusterGVK
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: ctrl.ObjectMeta{Name: "hostedclusters." + gvk.Group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: gvk.Group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "hostedclusters", Singular: "hostedcluster", Kind: gvk.Kind, ListKind: gvk.Kind + "List"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: gvk.Version, Served: true, Storage: true,
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": preserve, "status": preserve},
-				}},
-			}},
-		},
-	}
 }
 
 // startController starts the controller under test as -controller says, and returns a channel

@@ -17,6 +17,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 const (
@@ -62,7 +63,7 @@ func setUpFleet(ctx context.Context, env *environment, o options) (*fleet, error
 	kubeconfigs := make([][]byte, len(env.hosted))
 	for i, cp := range env.hosted {
 		var err error
-		if kubeconfigs[i], err = cp.Kubeconfig("pkgsync-connector", "system:masters"); err != nil {
+		if kubeconfigs[i], err = cp.ConnectorKubeconfig("pkgsync-connector"); err != nil {
 			return nil, err
 		}
 	}
@@ -89,8 +90,10 @@ func setUpFleet(ctx context.Context, env *environment, o options) (*fleet, error
 	}
 	err := parallel(ctx, o.packages, func(ctx context.Context, i int) error {
 		ns := f.namespaces[i]
+		var hc *unstructured.Unstructured
 		if o.hostedClusters {
-			if err := createHostedCluster(ctx, env.admin, hostedClusterName(i)); err != nil {
+			var err error
+			if hc, err = createHostedCluster(ctx, env.admin, hostedClusterName(i)); err != nil {
 				return err
 			}
 		}
@@ -99,11 +102,12 @@ func setUpFleet(ctx context.Context, env *environment, o options) (*fleet, error
 		}}); err != nil {
 			return fmt.Errorf("create namespace %s: %w", ns, err)
 		}
-		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: hosted.DefaultSecretName, Namespace: ns},
-			Data:       map[string][]byte{hosted.DefaultSecretKey: connectors[i]},
+		if hc != nil {
+			if err := env.admin.Create(ctx, testenv.HostedControlPlane(hc, ns)); err != nil {
+				return fmt.Errorf("create HostedControlPlane in %s: %w", ns, err)
+			}
 		}
-		if err := env.admin.Create(ctx, secret); err != nil {
+		if err := env.admin.Create(ctx, testenv.ConnectorSecret(ns, connectors[i])); err != nil {
 			return fmt.Errorf("create connector Secret in %s: %w", ns, err)
 		}
 		return nil
@@ -113,23 +117,20 @@ func setUpFleet(ctx context.Context, env *environment, o options) (*fleet, error
 
 func hostedClusterName(i int) string { return fmt.Sprintf("hc-%04d", i) }
 
-func createHostedCluster(ctx context.Context, c client.Client, name string) error {
-	hc := &unstructured.Unstructured{}
-	hc.SetGroupVersionKind(hosted.HostedClusterGVK)
-	hc.SetNamespace(hostedClusterNamespace)
-	hc.SetName(name)
-	hc.Object["spec"] = map[string]any{"release": map[string]any{"image": "example"}}
+// createHostedCluster creates the Available HostedCluster name as HyperShift's CLI and operator
+// write it.
+func createHostedCluster(ctx context.Context, c client.Client, name string) (*unstructured.Unstructured, error) {
+	hc := testenv.HostedCluster(hostedClusterNamespace, name)
 	if err := c.Create(ctx, hc); err != nil {
-		return fmt.Errorf("create HostedCluster %s: %w", name, err)
+		return nil, fmt.Errorf("create HostedCluster %s: %w", name, err)
 	}
-	hc.Object["status"] = map[string]any{"conditions": []any{map[string]any{
-		"type": "Available", "status": "True", "reason": "AsExpected", "message": "",
-		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
-	}}}
+	hc.Object["status"] = map[string]any{"conditions": []any{
+		testenv.Condition("Available", true, "The hosted control plane is available", hc.GetGeneration()),
+	}}
 	if err := c.Status().Update(ctx, hc); err != nil {
-		return fmt.Errorf("make HostedCluster %s Available: %w", name, err)
+		return nil, fmt.Errorf("make HostedCluster %s Available: %w", name, err)
 	}
-	return nil
+	return hc, nil
 }
 
 // push builds the package at revision and pushes it to the shared tag, around the proxy.

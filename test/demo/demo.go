@@ -154,7 +154,7 @@ func (d *demo) story(ctx context.Context, abort context.CancelCauseFunc) error {
 	d.out.say("nothing was applied yet: phase 1 goes to the hosted cluster, and HyperShift does not report it Available")
 
 	d.out.step("HyperShift reports the hosted cluster Available; the rollout goes on")
-	if err := setHostedClusterAvailable(ctx, d.mc, true, "AsExpected", "The hosted control plane is available"); err != nil {
+	if err := setHostedClusterAvailable(ctx, d.mc, true, "The hosted control plane is available"); err != nil {
 		return err
 	}
 	d.out.say("set HostedCluster %s/%s status condition Available=True (through the status subresource, as HyperShift would)", hostedClusterNamespace, hostedClusterName)
@@ -225,26 +225,27 @@ func (d *demo) prepareManagementCluster(ctx context.Context) error {
 		return err
 	}
 	d.out.say("installed pkgsync's CRDs from %s: %s", crdDir, strings.Join(names, ", "))
-	if err := installHostedClusterCRD(ctx, d.mc); err != nil {
+	if err := installHyperShiftCRDs(ctx, d.mc); err != nil {
 		return err
 	}
-	d.out.say("installed a small HostedCluster CRD (hypershift.openshift.io/v1beta1) in place of HyperShift's")
+	d.out.say("installed HyperShift's HostedCluster and HostedControlPlane CRDs (hypershift.openshift.io/v1beta1), trimmed to what pkgsync reads and HyperShift requires")
 	endpoint, err := controlPlaneEndpoint(d.hosted.Config.Host)
 	if err != nil {
 		return err
 	}
-	if err := createHostedCluster(ctx, d.mc, endpoint); err != nil {
-		return err
-	}
-	d.out.say("created HostedCluster %s/%s, condition Available=False (its control plane is \"starting\")", hostedClusterNamespace, hostedClusterName)
-	kubeconfig, err := d.hosted.Kubeconfig("hypershift-connector", "system:masters")
+	hc, err := createHostedCluster(ctx, d.mc, endpoint)
 	if err != nil {
 		return err
 	}
-	if err := createControlPlaneNamespace(ctx, d.mc, kubeconfig); err != nil {
+	d.out.say("created HostedCluster %s/%s, condition Available=False (its control plane is \"starting\")", hostedClusterNamespace, hostedClusterName)
+	kubeconfig, err := d.hosted.ConnectorKubeconfig("hypershift-connector")
+	if err != nil {
 		return err
 	}
-	d.out.say("created its hosted-control-plane namespace %s with the connector Secret %s", hcpNamespace, "service-network-admin-kubeconfig")
+	if err := createControlPlaneNamespace(ctx, d.mc, hc, kubeconfig); err != nil {
+		return err
+	}
+	d.out.say("created its hosted-control-plane namespace %s with its HostedControlPlane and the connector Secret %s", hcpNamespace, "service-network-admin-kubeconfig")
 	d.out.detail("(key kubeconfig: a system:masters client certificate for the hosted API server, as HyperShift writes it)")
 	return nil
 }

@@ -17,11 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 const (
@@ -69,37 +69,22 @@ func installCRDs(ctx context.Context, c client.Client, dir string) ([]string, er
 	return names, nil
 }
 
-// hostedClusterCRD is a small stand-in for HyperShift's HostedCluster CRD: the real one is
-// ~600 KB, and pkgsync reads only metadata and status.conditions.
-func hostedClusterCRD() *apiextensionsv1.CustomResourceDefinition {
-	preserve := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "hostedclusters.hypershift.openshift.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: hosted.HostedClusterGVK.Group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{
-				Plural: "hostedclusters", Singular: "hostedcluster", Kind: hosted.HostedClusterGVK.Kind,
-				ListKind: hosted.HostedClusterGVK.Kind + "List", ShortNames: []string{"hc"},
-			},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: hosted.HostedClusterGVK.Version, Served: true, Storage: true,
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type:       "object",
-					Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": preserve, "status": preserve},
-				}},
-			}},
-		},
+// installHyperShiftCRDs installs HyperShift's HostedCluster and HostedControlPlane CRDs (the
+// tests' trimmed copies: HyperShift's schema for what pkgsync reads and HyperShift requires).
+func installHyperShiftCRDs(ctx context.Context, c client.Client) error {
+	crds, err := testenv.HyperShiftCRDs()
+	if err != nil {
+		return err
 	}
-}
-
-func installHostedClusterCRD(ctx context.Context, c client.Client) error {
-	crd := hostedClusterCRD()
-	if err := c.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create the HostedCluster CRD: %w", err)
+	for _, crd := range crds {
+		if err := c.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create the CRD %s: %w", crd.Name, err)
+		}
+		if err := waitEstablished(ctx, c, crd.Name); err != nil {
+			return err
+		}
 	}
-	return waitEstablished(ctx, c, crd.Name)
+	return nil
 }
 
 func waitEstablished(ctx context.Context, c client.Client, name string) error {
@@ -131,65 +116,53 @@ func controlPlaneEndpoint(server string) (map[string]any, error) {
 	return map[string]any{"host": u.Hostname(), "port": port}, nil
 }
 
-// createHostedCluster creates the HostedCluster clusters/demo, not yet Available, the way
-// HyperShift shows a cluster whose control plane is still starting, advertising its hosted API
-// server at endpoint.
-func createHostedCluster(ctx context.Context, c client.Client, endpoint map[string]any) error {
+// createHostedCluster creates the HostedCluster clusters/demo as `hypershift create cluster none`
+// does, not yet Available, the way HyperShift shows a cluster whose control plane is still
+// starting, advertising its hosted API server at endpoint.
+func createHostedCluster(ctx context.Context, c client.Client, endpoint map[string]any) (*unstructured.Unstructured, error) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hostedClusterNamespace}}); err != nil {
-		return fmt.Errorf("create namespace %s: %w", hostedClusterNamespace, err)
+		return nil, fmt.Errorf("create namespace %s: %w", hostedClusterNamespace, err)
 	}
-	hc := &unstructured.Unstructured{Object: map[string]any{
-		"spec": map[string]any{
-			"platform": map[string]any{"type": "None"},
-			"release":  map[string]any{"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-multi"},
-		},
-	}}
-	hc.SetGroupVersionKind(hosted.HostedClusterGVK)
-	hc.SetNamespace(hostedClusterNamespace)
-	hc.SetName(hostedClusterName)
+	hc := testenv.HostedCluster(hostedClusterNamespace, hostedClusterName)
 	if err := c.Create(ctx, hc); err != nil {
-		return fmt.Errorf("create HostedCluster %s/%s: %w", hostedClusterNamespace, hostedClusterName, err)
+		return nil, fmt.Errorf("create HostedCluster %s/%s: %w", hostedClusterNamespace, hostedClusterName, err)
 	}
 	hc.Object["status"] = map[string]any{"controlPlaneEndpoint": endpoint}
 	if err := c.Status().Update(ctx, hc); err != nil {
-		return fmt.Errorf("set HostedCluster %s/%s status.controlPlaneEndpoint: %w", hostedClusterNamespace, hostedClusterName, err)
+		return nil, fmt.Errorf("set HostedCluster %s/%s status.controlPlaneEndpoint: %w", hostedClusterNamespace, hostedClusterName, err)
 	}
-	return setHostedClusterAvailable(ctx, c, false, "WaitingForControlPlane", "the hosted control plane is starting")
+	return hc, setHostedClusterAvailable(ctx, c, false, "Waiting for hosted control plane to be healthy")
 }
 
 // setHostedClusterAvailable writes the Available condition through the status subresource, as
 // HyperShift does when the hosted control plane comes up.
-func setHostedClusterAvailable(ctx context.Context, c client.Client, available bool, reason, message string) error {
-	status := "False"
-	if available {
-		status = "True"
-	}
+func setHostedClusterAvailable(ctx context.Context, c client.Client, available bool, message string) error {
 	hc := &unstructured.Unstructured{}
 	hc.SetGroupVersionKind(hosted.HostedClusterGVK)
 	hc.SetNamespace(hostedClusterNamespace)
 	hc.SetName(hostedClusterName)
-	patch := map[string]any{"status": map[string]any{"conditions": []any{map[string]any{
-		"type": "Available", "status": status, "reason": reason, "message": message,
-		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
-	}}}}
+	// A merge patch replaces the whole list: the demo's HostedCluster has no other condition.
+	patch := map[string]any{"status": map[string]any{"conditions": []any{testenv.Condition("Available", available, message, 1)}}}
 	data, err := json.Marshal(patch)
 	if err != nil {
 		return err
 	}
 	if err := c.Status().Patch(ctx, hc, client.RawPatch(types.MergePatchType, data)); err != nil {
-		return fmt.Errorf("set HostedCluster %s/%s Available=%s: %w", hostedClusterNamespace, hostedClusterName, status, err)
+		return fmt.Errorf("set HostedCluster %s/%s Available=%t: %w", hostedClusterNamespace, hostedClusterName, available, err)
 	}
 	return nil
 }
 
-// createControlPlaneNamespace creates the HCP namespace with the connector Secret HyperShift
-// keeps there: a kubeconfig with a system:masters client certificate for the hosted API server.
-func createControlPlaneNamespace(ctx context.Context, c client.Client, kubeconfig []byte) error {
-	return createNamespaceWithConnector(ctx, c, hcpNamespace, kubeconfig)
+// createControlPlaneNamespace creates the HCP namespace of hc with the HostedControlPlane and the
+// connector Secret HyperShift keeps there: a kubeconfig with a system:masters client certificate
+// for the hosted API server.
+func createControlPlaneNamespace(ctx context.Context, c client.Client, hc *unstructured.Unstructured, kubeconfig []byte) error {
+	return createNamespaceWithConnector(ctx, c, hc, hcpNamespace, kubeconfig)
 }
 
-// createNamespaceWithConnector creates a hosted-control-plane namespace and its connector Secret.
-func createNamespaceWithConnector(ctx context.Context, c client.Client, name string, kubeconfig []byte) error {
+// createNamespaceWithConnector creates the hosted-control-plane namespace name of hc, with its
+// HostedControlPlane and connector Secret, each as HyperShift writes them.
+func createNamespaceWithConnector(ctx context.Context, c client.Client, hc *unstructured.Unstructured, name string, kubeconfig []byte) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:   name,
 		Labels: map[string]string{"hypershift.openshift.io/hosted-control-plane": "true"},
@@ -197,11 +170,10 @@ func createNamespaceWithConnector(ctx context.Context, c client.Client, name str
 	if err := c.Create(ctx, ns); err != nil {
 		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: hosted.DefaultSecretName},
-		Data:       map[string][]byte{hosted.DefaultSecretKey: kubeconfig},
+	if err := c.Create(ctx, testenv.HostedControlPlane(hc, name)); err != nil {
+		return fmt.Errorf("create HostedControlPlane %s/%s: %w", name, hc.GetName(), err)
 	}
-	if err := c.Create(ctx, secret); err != nil {
+	if err := c.Create(ctx, testenv.ConnectorSecret(name, kubeconfig)); err != nil {
 		return fmt.Errorf("create Secret %s/%s: %w", name, hosted.DefaultSecretName, err)
 	}
 	return nil

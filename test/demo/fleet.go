@@ -11,12 +11,12 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 const (
@@ -32,7 +32,7 @@ var fleetClusters = []struct{ name, wave string }{{"canary-1", "canary"}, {"prod
 // hosted clusters, then rolls a new version out partition by partition, canary first.
 func (d *demo) fleetAct(ctx context.Context) error {
 	d.out.step("Act 2: a fleet. Three more HostedClusters, labelled %s=canary or prod", waveLabel)
-	kubeconfig, err := d.hosted.Kubeconfig("pkgsync-connector", "system:masters")
+	kubeconfig, err := d.hosted.ConnectorKubeconfig("pkgsync-connector")
 	if err != nil {
 		return err
 	}
@@ -159,23 +159,16 @@ func (d *demo) followFleet(ctx context.Context, digest string) error {
 // createFleetCluster creates an Available HostedCluster with a partition label, advertising its
 // hosted API server at endpoint, its hosted-control-plane namespace and connector Secret.
 func createFleetCluster(ctx context.Context, c client.Client, name, wave string, endpoint map[string]any, kubeconfig []byte) error {
-	hc := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
-		"platform": map[string]any{"type": "None"},
-		"release":  map[string]any{"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-multi"},
-	}}}
-	hc.SetGroupVersionKind(hosted.HostedClusterGVK)
-	hc.SetNamespace(hostedClusterNamespace)
-	hc.SetName(name)
+	hc := testenv.HostedCluster(hostedClusterNamespace, name)
 	hc.SetLabels(map[string]string{waveLabel: wave})
 	if err := c.Create(ctx, hc); err != nil {
 		return fmt.Errorf("create HostedCluster %s/%s: %w", hostedClusterNamespace, name, err)
 	}
-	hc.Object["status"] = map[string]any{"controlPlaneEndpoint": endpoint, "conditions": []any{map[string]any{
-		"type": "Available", "status": "True", "reason": "AsExpected", "message": "The hosted control plane is available",
-		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
-	}}}
+	hc.Object["status"] = map[string]any{"controlPlaneEndpoint": endpoint, "conditions": []any{
+		testenv.Condition("Available", true, "The hosted control plane is available", hc.GetGeneration()),
+	}}
 	if err := c.Status().Update(ctx, hc); err != nil {
 		return fmt.Errorf("make HostedCluster %s/%s Available: %w", hostedClusterNamespace, name, err)
 	}
-	return createNamespaceWithConnector(ctx, c, hosted.ControlPlaneNamespace(hostedClusterNamespace, name), kubeconfig)
+	return createNamespaceWithConnector(ctx, c, hc, hosted.ControlPlaneNamespace(hostedClusterNamespace, name), kubeconfig)
 }

@@ -26,6 +26,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 // fleetPackage is version v of a management-only package: one ConfigMap that shows the version,
@@ -85,16 +86,13 @@ func newFleetClusters(t *testing.T, hcNamespace, fleetKey string, waves ...strin
 
 func newFleetCluster(t *testing.T, hcNamespace, name, fleetKey, wave string) *unstructured.Unstructured {
 	t.Helper()
-	hc := &unstructured.Unstructured{}
-	hc.SetGroupVersionKind(hosted.HostedClusterGVK)
-	hc.SetNamespace(hcNamespace)
-	hc.SetName(name)
+	hc := testenv.HostedCluster(hcNamespace, name)
 	lbls := map[string]string{"e2e.pkgsync.dev/fleet": fleetKey}
 	if wave != "" {
 		lbls["rollout-wave"] = wave
 	}
 	hc.SetLabels(lbls)
-	require.NoError(t, unstructured.SetNestedField(hc.Object, map[string]any{"release": map[string]any{"image": "example"}, "platform": map[string]any{"type": "KubeVirt"}}, "spec"))
+	require.NoError(t, unstructured.SetNestedField(hc.Object, map[string]any{"type": "KubeVirt", "kubevirt": map[string]any{"baseDomainPassthrough": true}}, "spec", "platform"))
 	createNamespace(t, suite.mgmtClient, hosted.ControlPlaneNamespace(hcNamespace, name), map[string]string{"hypershift.openshift.io/hosted-control-plane": "true"})
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), hc))
 	setHostedClusterAvailable(t, hc, true)

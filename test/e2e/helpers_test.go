@@ -260,13 +260,11 @@ func advertiseServer(t *testing.T, namespace string, kubeconfig []byte) {
 	}
 }
 
-// writeConnectorSecret writes the connector Secret of namespace as it is.
+// writeConnectorSecret writes the connector Secret of namespace as HyperShift does, with
+// kubeconfig as it is.
 func writeConnectorSecret(t *testing.T, namespace string, kubeconfig []byte) {
 	t.Helper()
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: hosted.DefaultSecretName, Namespace: namespace},
-		Data:       map[string][]byte{hosted.DefaultSecretKey: kubeconfig},
-	}
+	secret := testenv.ConnectorSecret(namespace, kubeconfig)
 	err := suite.mgmtClient.Create(t.Context(), secret)
 	if apierrors.IsAlreadyExists(err) {
 		err = suite.mgmtClient.Update(t.Context(), secret)

@@ -21,6 +21,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 // hostedWavePackage is a package with one hosted-cluster phase: a ConfigMap in the hosted
@@ -64,26 +65,20 @@ data:
 // newNamedHostedCluster creates an Available HostedCluster namespace/name with labels.
 func newNamedHostedCluster(t *testing.T, namespace, name string, labels map[string]string) *unstructured.Unstructured {
 	t.Helper()
-	hc := &unstructured.Unstructured{}
-	hc.SetGroupVersionKind(hosted.HostedClusterGVK)
-	hc.SetNamespace(namespace)
-	hc.SetName(name)
+	hc := testenv.HostedCluster(namespace, name)
 	hc.SetLabels(labels)
-	require.NoError(t, unstructured.SetNestedField(hc.Object, map[string]any{"release": map[string]any{"image": "example"}}, "spec"))
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), hc))
 	setHostedClusterAvailable(t, hc, true)
 	return hc
 }
 
 // newHostedControlPlaneObject creates the HostedControlPlane HyperShift keeps in a
-// hosted-control-plane namespace, naming its HostedCluster.
-func newHostedControlPlaneObject(t *testing.T, namespace, name, cluster string) {
+// hosted-control-plane namespace for the HostedCluster cluster (<namespace>/<name>).
+func newHostedControlPlaneObject(t *testing.T, namespace, cluster string) {
 	t.Helper()
-	hcp := &unstructured.Unstructured{}
-	hcp.SetGroupVersionKind(hosted.HostedControlPlaneGVK)
-	hcp.SetNamespace(namespace)
-	hcp.SetName(name)
-	hcp.SetAnnotations(map[string]string{hosted.ClusterAnnotation: cluster})
+	hcNamespace, name, ok := strings.Cut(cluster, "/")
+	require.True(t, ok, "cluster %q is <namespace>/<name>", cluster)
+	hcp := testenv.HostedControlPlane(testenv.HostedCluster(hcNamespace, name), namespace)
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), hcp))
 	t.Cleanup(func() { _ = client.IgnoreNotFound(suite.mgmtClient.Delete(context.WithoutCancel(t.Context()), hcp)) })
 }
@@ -101,7 +96,7 @@ func TestHostedClusterNameCollision(t *testing.T) {
 	require.Equal(t, hcp, hosted.ControlPlaneNamespace(base+"-x", "b"))
 	require.Equal(t, hcp, hosted.ControlPlaneNamespace(base, "x-b"))
 	createNamespace(t, suite.mgmtClient, hcp, map[string]string{"hypershift.openshift.io/hosted-control-plane": "true"})
-	kubeconfig, err := suite.hosted.Kubeconfig("collision-"+hcp, "system:masters")
+	kubeconfig, err := suite.hosted.ConnectorKubeconfig("collision-" + hcp)
 	require.NoError(t, err)
 	putConnectorSecret(t, hcp, kubeconfig)
 
@@ -113,7 +108,7 @@ func TestHostedClusterNameCollision(t *testing.T) {
 	assert.Contains(t, cond.Message, base+"/x-b")
 	assert.False(t, exists(t, suite.hostedClient, "v1", "ConfigMap", "default", cmName), "nothing reaches the hosted cluster")
 
-	newHostedControlPlaneObject(t, hcp, "x-b", base+"/x-b")
+	newHostedControlPlaneObject(t, hcp, base+"/x-b")
 	requestReconcile(t, pkg) // a refused resource is looked at again at its interval
 	waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 	var cm corev1.ConfigMap
@@ -159,7 +154,7 @@ func TestFleetMemberCollision(t *testing.T) {
 	})
 	assert.False(t, exists(t, suite.mgmtClient, v1alpha1.GroupVersion.String(), v1alpha1.PackageKind, hcp, fleet.Name), "no member is written while the owner is unknown")
 
-	newHostedControlPlaneObject(t, hcp, "b", base+"-x/b")
+	newHostedControlPlaneObject(t, hcp, base+"-x/b")
 	requestFleetReconcile(t, fleet)
 	eventually(t, func(a *attempt) {
 		member := &v1alpha1.Package{}
@@ -198,7 +193,7 @@ func TestConnectorServerElsewhereRefused(t *testing.T) {
 	t.Cleanup(page.Close)
 
 	_, hcp := newHostedCluster(t, true) // advertises the suite's hosted control plane
-	good, err := suite.hosted.Kubeconfig("elsewhere-"+hcp, "system:masters")
+	good, err := suite.hosted.ConnectorKubeconfig("elsewhere-" + hcp)
 	require.NoError(t, err)
 	cfg, err := clientcmd.Load(good)
 	require.NoError(t, err)

@@ -185,7 +185,7 @@ func refusedAddress(t *testing.T) string {
 func deadDeployment(t *testing.T, name, server string, ca []byte) *v1alpha1.ObjectDeployment {
 	t.Helper()
 	_, hcp := newHostedControlPlane(t, "", true)
-	kubeconfig, err := suite.hosted.Kubeconfig(name+"-"+hcp, "system:masters")
+	kubeconfig, err := suite.hosted.ConnectorKubeconfig(name + "-" + hcp)
 	require.NoError(t, err)
 	if ca != nil {
 		putConnectorSecret(t, hcp, rewriteServerAndCA(t, kubeconfig, server, ca))

@@ -89,7 +89,7 @@ func TestHostedTeardownTimeout(t *testing.T) {
 	createPackage(t, od)
 	waitForReady(t, od, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 
-	kubeconfig, err := suite.hosted.Kubeconfig("teardown-gone-"+hcp, "system:masters")
+	kubeconfig, err := suite.hosted.ConnectorKubeconfig("teardown-gone-" + hcp)
 	require.NoError(t, err)
 	putConnectorSecret(t, hcp, rewriteServer(t, kubeconfig, "https://"+refusedAddress(t)))
 	require.NoError(t, suite.mgmtClient.Delete(t.Context(), od))
@@ -125,7 +125,7 @@ func TestHostedUnavailableCoolDown(t *testing.T) {
 	proc := runController(t, "cooldown", "--hosted-probe-interval", "1h", "--hosted-probe-max-interval", "1h")
 	dead := newHangUp(t)
 	_, hcp := newHostedControlPlane(t, "", true)
-	kubeconfig, err := suite.hosted.Kubeconfig("cooldown-"+hcp, "system:masters")
+	kubeconfig, err := suite.hosted.ConnectorKubeconfig("cooldown-" + hcp)
 	require.NoError(t, err)
 	putConnectorSecret(t, hcp, rewriteServer(t, kubeconfig, "https://"+dead.listener.Addr().String()))
 	hostedNS := fmt.Sprintf("cooldown-%d", nsCounter.Add(1))

@@ -29,42 +29,61 @@ func newHostedCluster(t *testing.T, available bool) (*unstructured.Unstructured,
 	return newHostedControlPlane(t, "", available)
 }
 
-// newHostedControlPlane creates a HostedCluster and its hosted-control-plane namespace with a
-// connector Secret that reaches the hosted control plane as user (derived from the namespace
-// when empty), the way HyperShift provisions one.
+// newHostedControlPlane creates a HostedCluster and its hosted-control-plane namespace with the
+// HostedControlPlane and connector Secret HyperShift keeps there, the connector reaching the
+// hosted control plane as user (derived from the namespace when empty): each object as
+// HyperShift's CLI and operators write it (testenv.HostedCluster and the like).
 func newHostedControlPlane(t *testing.T, user string, available bool) (*unstructured.Unstructured, string) {
 	t.Helper()
 	hcNamespace := newNamespace(t)
-	hc := &unstructured.Unstructured{}
-	hc.SetGroupVersionKind(hosted.HostedClusterGVK)
-	hc.SetNamespace(hcNamespace)
-	hc.SetName("guest")
-	require.NoError(t, unstructured.SetNestedField(hc.Object, map[string]any{"release": map[string]any{"image": "example"}}, "spec"))
+	hc := testenv.HostedCluster(hcNamespace, "guest")
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), hc))
 	setHostedClusterAvailable(t, hc, available)
 
 	hcp := hosted.ControlPlaneNamespace(hcNamespace, "guest")
 	createNamespace(t, suite.mgmtClient, hcp, map[string]string{"hypershift.openshift.io/hosted-control-plane": "true"})
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), testenv.HostedControlPlane(hc, hcp)))
 	if user == "" {
 		user = "hcp-" + hcp
 	}
-	kubeconfig, err := suite.hosted.Kubeconfig(user, "system:masters")
+	kubeconfig, err := suite.hosted.ConnectorKubeconfig(user)
 	require.NoError(t, err)
 	putConnectorSecret(t, hcp, kubeconfig)
 	return hc, hcp
 }
 
+// setHostedClusterAvailable sets the Available condition as HyperShift's operator does, keeping
+// the others.
 func setHostedClusterAvailable(t *testing.T, hc *unstructured.Unstructured, available bool) {
 	t.Helper()
-	status := "False"
-	if available {
-		status = "True"
+	message := "The hosted control plane is available"
+	if !available {
+		message = "Waiting for hosted control plane to be healthy"
 	}
+	setHostedClusterConditions(t, hc, testenv.Condition("Available", available, message, 0))
+}
+
+// setHostedClusterConditions writes conditions into the HostedCluster's status, replacing those
+// of the same types (status.conditions is a list keyed by type), each observing the
+// HostedCluster's current generation.
+func setHostedClusterConditions(t *testing.T, hc *unstructured.Unstructured, conditions ...map[string]any) {
+	t.Helper()
 	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(hc), hc))
-	require.NoError(t, unstructured.SetNestedSlice(hc.Object, []any{map[string]any{
-		"type": "Available", "status": status, "reason": "AsExpected", "message": "control plane available: " + status,
-		"lastTransitionTime": metav1.Now().UTC().Format("2006-01-02T15:04:05Z"),
-	}}, "status", "conditions"))
+	existing, _, err := unstructured.NestedSlice(hc.Object, "status", "conditions")
+	require.NoError(t, err)
+	for _, c := range conditions {
+		c["observedGeneration"] = hc.GetGeneration()
+		replaced := false
+		for i, e := range existing {
+			if e.(map[string]any)["type"] == c["type"] {
+				existing[i], replaced = c, true
+			}
+		}
+		if !replaced {
+			existing = append(existing, c)
+		}
+	}
+	require.NoError(t, unstructured.SetNestedSlice(hc.Object, existing, "status", "conditions"))
 	require.NoError(t, suite.mgmtClient.Status().Update(t.Context(), hc))
 }
 
@@ -190,7 +209,7 @@ func TestHostedCredentialRotation(t *testing.T) {
 	// HyperShift renews the client certificate: the Secret gets a new kubeconfig. The watch on
 	// the Secret alone must bring the new client into use, no restart and no request.
 	require.NoError(t, suite.hostedClient.Delete(t.Context(), configMap("rotation", "settings")))
-	kubeconfig, err := suite.hosted.Kubeconfig("rotation-b", "system:masters")
+	kubeconfig, err := suite.hosted.ConnectorKubeconfig("rotation-b")
 	require.NoError(t, err)
 	putConnectorSecret(t, hcp, kubeconfig)
 	eventually(t, func(a *attempt) {
@@ -203,7 +222,7 @@ func TestHostedCredentialRotation(t *testing.T) {
 func TestHostedClusterUnreachableRecovers(t *testing.T) {
 	_, hcp := newHostedControlPlane(t, "", true)
 	proxy := startProxy(t, hostOf(t, suite.hosted.Config))
-	kubeconfig, err := suite.hosted.Kubeconfig("unreachable", "system:masters")
+	kubeconfig, err := suite.hosted.ConnectorKubeconfig("unreachable")
 	require.NoError(t, err)
 	putConnectorSecret(t, hcp, rewriteServer(t, kubeconfig, "https://"+proxy.addr))
 
@@ -230,7 +249,7 @@ func TestTeardownWhenNamespaceTerminates(t *testing.T) {
 	waitForReady(t, od, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 
 	// HyperShift removes the hosted API server first, then the namespace.
-	kubeconfig, err := suite.hosted.Kubeconfig("terminating-gone", "system:masters")
+	kubeconfig, err := suite.hosted.ConnectorKubeconfig("terminating-gone")
 	require.NoError(t, err)
 	putConnectorSecret(t, hcp, rewriteServer(t, kubeconfig, "https://127.0.0.1:1"))
 	require.NoError(t, suite.mgmtClient.Delete(t.Context(), namespaceObj(hcp)))
@@ -325,21 +344,16 @@ func TestPausedHostedClusterHoldsHostedPhases(t *testing.T) {
 	assert.True(t, exists(t, suite.hostedClient, "v1", "ConfigMap", "paused-addon", "settings"))
 }
 
-// setHostedClusterPaused sets ReconciliationActive as HyperShift does for spec.pausedUntil,
-// keeping Available=True.
+// setHostedClusterPaused sets ReconciliationActive as HyperShift's operator does for
+// spec.pausedUntil, keeping Available=True.
 func setHostedClusterPaused(t *testing.T, hc *unstructured.Unstructured, paused bool) {
 	t.Helper()
-	active := "True"
+	message := "Reconciliation active on resource"
 	if paused {
-		active = "False"
+		message = "Reconciliation paused until: true"
 	}
-	now := metav1.Now().UTC().Format("2006-01-02T15:04:05Z")
-	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(hc), hc))
-	require.NoError(t, unstructured.SetNestedSlice(hc.Object, []any{
-		map[string]any{"type": "Available", "status": "True", "reason": "AsExpected", "message": "available", "lastTransitionTime": now},
-		map[string]any{"type": "ReconciliationActive", "status": active, "reason": "AsExpected", "message": "paused: " + active, "lastTransitionTime": now},
-	}, "status", "conditions"))
-	require.NoError(t, suite.mgmtClient.Status().Update(t.Context(), hc))
+	setHostedClusterConditions(t, hc, testenv.Condition("Available", true, "The hosted control plane is available", 0),
+		testenv.Condition("ReconciliationActive", !paused, message, 0))
 }
 
 // TestPausedUntilHoldsHostedPhases: spec.pausedUntil alone pauses a cluster, as HyperShift reads

@@ -102,7 +102,7 @@ func TestMetrics(t *testing.T) {
 
 	t.Run("hosted clusters", func(t *testing.T) {
 		proxy := startProxy(t, hostOf(t, suite.hosted.Config))
-		kubeconfig, err := suite.hosted.Kubeconfig("metrics-"+hcp, "system:masters")
+		kubeconfig, err := suite.hosted.ConnectorKubeconfig("metrics-" + hcp)
 		require.NoError(t, err)
 		putConnectorSecret(t, hcp, rewriteServer(t, kubeconfig, "https://"+proxy.addr))
 		hostedNS := "metrics-" + strings.TrimPrefix(hcp, "e2e-")

@@ -106,9 +106,12 @@ func setupSuite(dir string) error {
 	if suite.registry, err = testenv.StartRegistry(context.Background(), filepath.Join(dir, "registry"), testenv.RegistryOptions{}); err != nil {
 		return err
 	}
+	hyperShift, err := testenv.HyperShiftCRDs()
+	if err != nil {
+		return err
+	}
 	if _, err := envtest.InstallCRDs(suite.mgmt.Config, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join("..", "..", "config", "crd", "bases"), filepath.Join("testdata", "hostedcluster-crd.yaml"),
-			filepath.Join("testdata", "hostedcontrolplane-crd.yaml")},
+		Paths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, CRDs: hyperShift,
 	}); err != nil {
 		return fmt.Errorf("install CRDs: %w", err)
 	}

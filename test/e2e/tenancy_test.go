@@ -32,7 +32,7 @@ import (
 // with its real CA, changed by edit.
 func hostileConnector(t *testing.T, namespace string, edit func(*testing.T, map[string]any)) {
 	t.Helper()
-	good, err := suite.hosted.Kubeconfig("hostile-"+namespace, "system:masters")
+	good, err := suite.hosted.ConnectorKubeconfig("hostile-" + namespace)
 	require.NoError(t, err)
 	cfg, err := clientcmd.Load(good)
 	require.NoError(t, err)
@@ -116,7 +116,7 @@ func hostedAdminToken(t *testing.T) string {
 // namespace like HyperShift does.
 func TestHostedPhasesOnlyFromHostedControlPlaneNamespaces(t *testing.T) {
 	ns := newNamespace(t)
-	kubeconfig, err := suite.hosted.Kubeconfig("copied-"+ns, "system:masters")
+	kubeconfig, err := suite.hosted.ConnectorKubeconfig("copied-" + ns)
 	require.NoError(t, err)
 	putConnectorSecret(t, ns, kubeconfig)
 	var namespace corev1.Namespace

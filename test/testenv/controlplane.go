@@ -80,6 +80,32 @@ func (c *ControlPlane) Kubeconfig(user string, groups ...string) ([]byte, error)
 	return KubeconfigFor(c.Name, u.Config())
 }
 
+// ConnectorKubeconfig provisions a system:masters client-certificate user on the control plane
+// and returns a kubeconfig for it laid out as HyperShift's control-plane operator writes the one
+// in service-network-admin-kubeconfig: cluster "cluster", user "admin", context "admin" in
+// namespace default. Its server is this control plane's address, not HyperShift's
+// https://kube-apiserver:6443, which resolves only inside a hosted-control-plane namespace; the
+// tests advertise the address as the HostedCluster's status.controlPlaneEndpoint, which pkgsync
+// accepts as the hosted API server too. Another user gives another, independent credential for
+// the same server (certificate rotation).
+func (c *ControlPlane) ConnectorKubeconfig(user string) ([]byte, error) {
+	u, err := c.env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("add user %s to %s control plane: %w", user, c.Name, err)
+	}
+	cfg := u.Config()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["admin"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "admin", Namespace: "default"}
+	kc.CurrentContext = "admin"
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return nil, fmt.Errorf("write kubeconfig for %s: %w", user, err)
+	}
+	return data, nil
+}
+
 // KubeconfigFor serialises a certificate-authenticated rest.Config as a kubeconfig.
 func KubeconfigFor(name string, cfg *rest.Config) ([]byte, error) {
 	kc := clientcmdapi.NewConfig()
