@@ -214,7 +214,11 @@ func deadDeployment(t *testing.T, name, server string, ca []byte) *v1alpha1.Obje
 func TestDeadHostedClustersCostTheFleetNothing(t *testing.T) {
 	real := hostOf(t, suite.hosted.Config)
 	hole, gone := newBlackHole(t, real), newBlackHole(t, real)
-	slowServer, slowCA := newSlowServer(t, 300*time.Millisecond)
+	// Slower than the reconcile-duration bucket below the hosted request timeout (2.16 s of
+	// Flux's buckets) takes two requests, faster than the timeout itself: the slow cluster's
+	// first reconcile (discovery, a read, an apply) lands above that bucket however few
+	// requests it makes.
+	slowServer, slowCA := newSlowServer(t, 1200*time.Millisecond)
 	holeOD := deadDeployment(t, "hole", hole.server(), nil)
 	holePkg := hostedPackage(t, holeOD.Namespace, "hole-pkg")
 	refusedOD := deadDeployment(t, "refused", "https://"+refusedAddress(t), nil)
