@@ -70,8 +70,9 @@ func TestBuildPushPull(t *testing.T) {
 	// An empty Docker config: the test must not depend on the machine's credentials.
 	dockerConfig := filepath.Join(tmp, "config.json")
 	archive := filepath.Join(tmp, "demo.tar")
+	demo, cp, direct := reg.Host+"/"+testenv.Repository(t, "demo"), reg.Host+"/"+testenv.Repository(t, "copy"), reg.Host+"/"+testenv.Repository(t, "direct")
 
-	out, err := runPkgsync(t, "build", pkg, "--tag", reg.Host+"/demo:v1", "--tag", reg.Host+"/demo:stable",
+	out, err := runPkgsync(t, "build", pkg, "--tag", demo+":v1", "--tag", demo+":stable",
 		"--version", "1.0.0", "--push", "--output", archive, "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -79,8 +80,8 @@ func TestBuildPushPull(t *testing.T) {
 	digest := strings.Fields(lines[0])[2]
 	assert.Equal(t, "Built demo "+digest, lines[0])
 	assert.Equal(t, "Wrote "+archive, lines[1])
-	assert.Equal(t, "Pushed "+reg.Host+"/demo:v1@"+digest, lines[2])
-	assert.Equal(t, "Pushed "+reg.Host+"/demo:stable@"+digest, lines[3])
+	assert.Equal(t, "Pushed "+demo+":v1@"+digest, lines[2])
+	assert.Equal(t, "Pushed "+demo+":stable@"+digest, lines[3])
 
 	// Reproducible: building again prints the same digest.
 	out, err = runPkgsync(t, "build", pkg, "--version", "1.0.0", "--output-format", "digest")
@@ -88,7 +89,7 @@ func TestBuildPushPull(t *testing.T) {
 	assert.Equal(t, digest+"\n", out)
 
 	pulled := filepath.Join(tmp, "pulled")
-	out, err = runPkgsync(t, "pull", reg.Host+"/demo:stable", "--output", pulled, "--output-format", "digest", "--registry-config", dockerConfig)
+	out, err = runPkgsync(t, "pull", demo+":stable", "--output", pulled, "--output-format", "digest", "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	assert.Equal(t, digest+"\n", out)
 	want := files(t, pkg)
@@ -97,24 +98,24 @@ func TestBuildPushPull(t *testing.T) {
 	assert.Equal(t, want, files(t, pulled))
 
 	// The archive pushes to another repository with the same digest.
-	out, err = runPkgsync(t, "push", archive, reg.Host+"/copy:v1", "--output-format", "digest", "--registry-config", dockerConfig)
+	out, err = runPkgsync(t, "push", archive, cp+":v1", "--output-format", "digest", "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	assert.Equal(t, digest+"\n", out)
-	out, err = runPkgsync(t, "push", pkg, reg.Host+"/direct:v1", "--version", "1.0.0", "--registry-config", dockerConfig)
+	out, err = runPkgsync(t, "push", pkg, direct+":v1", "--version", "1.0.0", "--registry-config", dockerConfig)
 	require.NoError(t, err)
-	assert.Equal(t, "Pushed "+reg.Host+"/direct:v1@"+digest+"\n", out)
+	assert.Equal(t, "Pushed "+direct+":v1@"+digest+"\n", out)
 
 	again := filepath.Join(tmp, "again")
-	out, err = runPkgsync(t, "pull", reg.Host+"/copy:v1@"+digest, "--output", again, "--registry-config", dockerConfig)
+	out, err = runPkgsync(t, "pull", cp+":v1@"+digest, "--output", again, "--registry-config", dockerConfig)
 	require.NoError(t, err)
-	assert.Equal(t, "Pulled "+reg.Host+"/copy:v1@"+digest+" into "+again+"\n", out)
+	assert.Equal(t, "Pulled "+cp+":v1@"+digest+" into "+again+"\n", out)
 	assert.Equal(t, want, files(t, again))
 
 	// A pull never writes into a directory that holds something.
-	_, err = runPkgsync(t, "pull", reg.Host+"/demo:v1", "--output", again, "--registry-config", dockerConfig)
+	_, err = runPkgsync(t, "pull", demo+":v1", "--output", again, "--registry-config", dockerConfig)
 	require.ErrorContains(t, err, "is not empty")
-	_, err = runPkgsync(t, "pull", reg.Host+"/demo:nope", "--output", filepath.Join(tmp, "none"), "--registry-config", dockerConfig)
-	require.ErrorContains(t, err, "tag nope not found in "+reg.Host+"/demo")
+	_, err = runPkgsync(t, "pull", demo+":nope", "--output", filepath.Join(tmp, "none"), "--registry-config", dockerConfig)
+	require.ErrorContains(t, err, "tag nope not found in "+demo)
 }
 
 func TestRegistryCommandUsageErrors(t *testing.T) {
@@ -206,10 +207,10 @@ func TestBuildValidatesPackage(t *testing.T) {
 		args:    []string{configPkg, "--config", badConfig},
 		wantErr: []string{"invalid configuration: config.name"},
 	}}
-	for i, tt := range tests {
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ref := fmt.Sprintf("%s/pkg%d:v1", reg.Host, i)
+			ref := reg.Host + "/" + testenv.Repository(t, "pkg") + ":v1"
 			args := append([]string{"build"}, tt.args...)
 			args = append(args, "--tag", ref, "--push", "--registry-config", dockerConfig)
 			out, err := runPkgsync(t, args...)

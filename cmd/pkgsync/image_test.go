@@ -45,7 +45,7 @@ func TestImageBuildPushRun(t *testing.T) {
 	for _, c := range checkouts {
 		copyModule(t, "../..", c)
 	}
-	ref := reg.Host + "/pkgsync/controller:v1.2.3-test"
+	ref := reg.Host + "/" + testenv.Repository(t, "pkgsync/controller") + ":v1.2.3-test"
 	created := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 	args := []string{"image", "--platform", "linux/amd64,linux/arm64", "--version", "v1.2.3-test",
 		"--revision", "0123456789abcdef0123456789abcdef01234567", "--created", created.Format(time.RFC3339), "--output-format", "digest"}
