@@ -73,7 +73,7 @@ func TestBuildPushPull(t *testing.T) {
 	demo, cp, direct := reg.Host+"/"+testenv.Repository(t, "demo"), reg.Host+"/"+testenv.Repository(t, "copy"), reg.Host+"/"+testenv.Repository(t, "direct")
 
 	out, err := runPkgsync(t, "build", pkg, "--tag", demo+":v1", "--tag", demo+":stable",
-		"--version", "1.0.0", "--push", "--output", archive, "--registry-config", dockerConfig)
+		"--version", "1.0.0", "--push", "--archive", archive, "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 4, out)
@@ -89,7 +89,7 @@ func TestBuildPushPull(t *testing.T) {
 	assert.Equal(t, digest+"\n", out)
 
 	pulled := filepath.Join(tmp, "pulled")
-	out, err = runPkgsync(t, "pull", demo+":stable", "--output", pulled, "--output-format", "digest", "--registry-config", dockerConfig)
+	out, err = runPkgsync(t, "pull", demo+":stable", "--into", pulled, "--output-format", "digest", "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	assert.Equal(t, digest+"\n", out)
 	want := files(t, pkg)
@@ -106,15 +106,15 @@ func TestBuildPushPull(t *testing.T) {
 	assert.Equal(t, "Pushed "+direct+":v1@"+digest+"\n", out)
 
 	again := filepath.Join(tmp, "again")
-	out, err = runPkgsync(t, "pull", cp+":v1@"+digest, "--output", again, "--registry-config", dockerConfig)
+	out, err = runPkgsync(t, "pull", cp+":v1@"+digest, "--into", again, "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	assert.Equal(t, "Pulled "+cp+":v1@"+digest+" into "+again+"\n", out)
 	assert.Equal(t, want, files(t, again))
 
 	// A pull never writes into a directory that holds something.
-	_, err = runPkgsync(t, "pull", demo+":v1", "--output", again, "--registry-config", dockerConfig)
+	_, err = runPkgsync(t, "pull", demo+":v1", "--into", again, "--registry-config", dockerConfig)
 	require.ErrorContains(t, err, "is not empty")
-	_, err = runPkgsync(t, "pull", demo+":nope", "--output", filepath.Join(tmp, "none"), "--registry-config", dockerConfig)
+	_, err = runPkgsync(t, "pull", demo+":nope", "--into", filepath.Join(tmp, "none"), "--registry-config", dockerConfig)
 	require.ErrorContains(t, err, "tag nope not found in "+demo)
 }
 
@@ -131,7 +131,7 @@ func TestRegistryCommandUsageErrors(t *testing.T) {
 		{args: []string{"build", pkg, "--output-format", "yaml"}, wantErr: "--output-format must be"},
 		{args: []string{"build", pkg, "--annotation", "novalue"}, wantErr: "want KEY=VALUE"},
 		{args: []string{"push", pkg}, wantErr: "a reference"},
-		{args: []string{"pull", "127.0.0.1:1/x:v1"}, wantErr: "pull needs --output DIR"},
+		{args: []string{"pull", "127.0.0.1:1/x:v1"}, wantErr: "pull needs --into DIR"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -162,13 +162,13 @@ func TestRegistryFlagsTLSAndDockerConfig(t *testing.T) {
 	require.NoError(t, err)
 	digest := strings.TrimSpace(out)
 
-	out, err = runPkgsync(t, "pull", ref, "--output", filepath.Join(tmp, "a"), "--ca-file", reg.CAFile, "--registry-config", dockerConfig, "--output-format", "digest")
+	out, err = runPkgsync(t, "pull", ref, "--into", filepath.Join(tmp, "a"), "--ca-file", reg.CAFile, "--registry-config", dockerConfig, "--output-format", "digest")
 	require.NoError(t, err)
 	assert.Equal(t, digest+"\n", out)
 
-	_, err = runPkgsync(t, "pull", ref, "--output", filepath.Join(tmp, "b"), "--registry-config", dockerConfig)
+	_, err = runPkgsync(t, "pull", ref, "--into", filepath.Join(tmp, "b"), "--registry-config", dockerConfig)
 	require.ErrorContains(t, err, "--ca-file")
-	_, err = runPkgsync(t, "pull", ref, "--output", filepath.Join(tmp, "c"), "--ca-file", reg.CAFile, "--registry-config", filepath.Join(tmp, "empty.json"))
+	_, err = runPkgsync(t, "pull", ref, "--into", filepath.Join(tmp, "c"), "--ca-file", reg.CAFile, "--registry-config", filepath.Join(tmp, "empty.json"))
 	require.ErrorContains(t, err, "authentication required for "+reg.Host)
 }
 
@@ -214,7 +214,7 @@ func TestBuildValidatesPackage(t *testing.T) {
 			args := append([]string{"build"}, tt.args...)
 			args = append(args, "--tag", ref, "--push", "--registry-config", dockerConfig)
 			out, err := runPkgsync(t, args...)
-			_, pullErr := runPkgsync(t, "pull", ref, "--output", filepath.Join(t.TempDir(), "out"), "--registry-config", dockerConfig)
+			_, pullErr := runPkgsync(t, "pull", ref, "--into", filepath.Join(t.TempDir(), "out"), "--registry-config", dockerConfig)
 			if tt.wantErr == nil {
 				require.NoError(t, err)
 				assert.Contains(t, out, "Pushed "+ref)

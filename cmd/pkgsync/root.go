@@ -40,5 +40,6 @@ other phases go to the management cluster.`,
 		newVersionCmd(),
 	)
 	addRegistryHints(root)
+	warnOnStderr(root)
 	return root
 }
