@@ -74,7 +74,7 @@ RELEASE_IMAGE = $(or $(IMAGE),$(IMAGE_REPO):$(VERSION))
 image: build ## Build the controller image (linux/amd64, linux/arm64) into dist/pkgsync-image.tar, an OCI layout; IMAGE=REGISTRY/REPO:TAG also pushes it.
 	@mkdir -p $(DIST)
 	$(BIN)/pkgsync image --platform=$(PLATFORMS) --version=$(VERSION) --revision=$(COMMIT) --created=$(SOURCE_DATE_EPOCH) \
-		--output=$(DIST)/pkgsync-image.tar --tag=$(RELEASE_IMAGE) $(if $(IMAGE),--push) --output-format=digest > $(DIST)/pkgsync-image.digest
+		--archive=$(DIST)/pkgsync-image.tar --tag=$(RELEASE_IMAGE) $(if $(IMAGE),--push) --output-format=digest > $(DIST)/pkgsync-image.digest
 	@echo "$(RELEASE_IMAGE)@$$(cat $(DIST)/pkgsync-image.digest)"
 
 .PHONY: release

@@ -76,7 +76,7 @@ func TestLocalHostsAllowed(t *testing.T) {
 	secure := testenv.NewRegistry(t, testenv.RegistryOptions{TLS: true})
 	ca, err := os.ReadFile(secure.CAFile)
 	require.NoError(t, err)
-	_, plainRef := pushPackage(t, newClient(t, Options{}), plain.Host, "local", nil)
+	_, plainRef := pushPackage(t, newClient(t, Options{}), plain.Host, testenv.Repository(t, "local"), nil)
 	_, secureRef := pushPackage(t, newClient(t, Options{CABundle: ca}), secure.Host, "local", nil)
 
 	c := newClient(t, Options{RefuseLocalAddresses: true, PlainHTTPHosts: []string{plain.Host}, LocalHosts: []string{secure.Host}, CABundle: ca})

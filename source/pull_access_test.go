@@ -212,8 +212,9 @@ func TestPullCachedForAnotherCaller(t *testing.T) {
 func TestPullCachedForAnotherCredential(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	img, _ := pushPackage(t, newClient(t, Options{}), reg.Host, "public", nil)
-	pinned := mustRef(t, reg.Host+"/public@"+img.Digest)
+	name := testenv.Repository(t, "public")
+	img, _ := pushPackage(t, newClient(t, Options{}), reg.Host, name, nil)
+	pinned := mustRef(t, reg.Host+"/"+name+"@"+img.Digest)
 
 	counter := newCountingTransport()
 	c := newClient(t, Options{Transport: counter})
@@ -234,7 +235,7 @@ func TestPullCachedForAnotherCredential(t *testing.T) {
 func TestResolveWithinProvesAccess(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	img, ref := pushPackage(t, newClient(t, Options{}), reg.Host, "flow", nil)
+	img, ref := pushPackage(t, newClient(t, Options{}), reg.Host, testenv.Repository(t, "flow"), nil)
 
 	counter := newCountingTransport()
 	c := newClient(t, Options{Transport: counter})
@@ -259,8 +260,9 @@ func TestResolveWithinProvesAccess(t *testing.T) {
 func TestPullAccessProofExpires(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	img, _ := pushPackage(t, newClient(t, Options{}), reg.Host, "expiry", nil)
-	pinned := mustRef(t, reg.Host+"/expiry@"+img.Digest)
+	name := testenv.Repository(t, "expiry")
+	img, _ := pushPackage(t, newClient(t, Options{}), reg.Host, name, nil)
+	pinned := mustRef(t, reg.Host+"/"+name+"@"+img.Digest)
 
 	tests := map[string]struct {
 		ttl     time.Duration

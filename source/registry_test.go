@@ -133,11 +133,12 @@ func TestRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 
 	c := newClient(t, Options{})
-	refs := []Reference{mustRef(t, reg.Host+"/demo:v1"), mustRef(t, reg.Host+"/demo:stable")}
+	demo, other := reg.Host+"/"+testenv.Repository(t, "demo"), reg.Host+"/"+testenv.Repository(t, "other")
+	refs := []Reference{mustRef(t, demo+":v1"), mustRef(t, demo+":stable")}
 	pushed, err := c.Push(ctx, img, refs, nil)
 	require.NoError(t, err)
 	require.Len(t, pushed, 2)
-	assert.Equal(t, reg.Host+"/demo:v1@"+img.Digest, pushed[0].String())
+	assert.Equal(t, demo+":v1@"+img.Digest, pushed[0].String())
 
 	for _, ref := range refs {
 		// A fresh client: nothing cached.
@@ -157,22 +158,23 @@ func TestRoundTrip(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, layout.Bytes(), 0o600))
 	loaded, err := LoadLayout(ctx, file)
 	require.NoError(t, err)
-	_, err = c.Push(ctx, loaded, []Reference{mustRef(t, reg.Host+"/other:v2")}, nil)
+	_, err = c.Push(ctx, loaded, []Reference{mustRef(t, other+":v2")}, nil)
 	require.NoError(t, err)
-	a, err := newClient(t, Options{}).Pull(ctx, mustRef(t, reg.Host+"/other:v2"), nil)
+	a, err := newClient(t, Options{}).Pull(ctx, mustRef(t, other+":v2"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, img.Digest, a.Digest)
 	assert.Equal(t, readTree(t, os.DirFS(dir)), readTree(t, a.FS))
 
 	// A reference pinned to another digest is refused.
-	_, err = c.Push(ctx, img, []Reference{mustRef(t, reg.Host+"/demo@"+digest.FromString("x").String())}, nil)
+	_, err = c.Push(ctx, img, []Reference{mustRef(t, demo+"@"+digest.FromString("x").String())}, nil)
 	require.ErrorContains(t, err, "the reference pins")
 }
 
 func TestResolve(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	img, ref := pushPackage(t, newClient(t, Options{}), reg.Host, "resolve", nil)
+	name := testenv.Repository(t, "resolve")
+	img, ref := pushPackage(t, newClient(t, Options{}), reg.Host, name, nil)
 
 	counter := newCountingTransport()
 	c := newClient(t, Options{Transport: counter})
@@ -187,16 +189,17 @@ func TestResolve(t *testing.T) {
 	assert.Equal(t, img.Digest, got)
 	assert.Equal(t, 1, counter.total(), "a pinned reference resolves without a request")
 
-	_, err = c.Resolve(t.Context(), mustRef(t, reg.Host+"/resolve:nope"), nil)
-	require.ErrorContains(t, err, "tag nope not found in "+reg.Host+"/resolve")
-	_, err = c.Resolve(t.Context(), mustRef(t, reg.Host+"/missing:v1"), nil)
-	require.ErrorContains(t, err, "tag v1 not found in "+reg.Host+"/missing")
+	_, err = c.Resolve(t.Context(), mustRef(t, reg.Host+"/"+name+":nope"), nil)
+	require.ErrorContains(t, err, "tag nope not found in "+reg.Host+"/"+name)
+	missing := reg.Host + "/" + testenv.Repository(t, "missing")
+	_, err = c.Resolve(t.Context(), mustRef(t, missing+":v1"), nil)
+	require.ErrorContains(t, err, "tag v1 not found in "+missing)
 }
 
 func TestConcurrentPullsDownloadOnce(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	img, ref := pushPackage(t, newClient(t, Options{}), reg.Host, "shared", nil)
+	img, ref := pushPackage(t, newClient(t, Options{}), reg.Host, testenv.Repository(t, "shared"), nil)
 	ref = ref.WithDigest(img.Digest)
 
 	counter := newCountingTransport()
@@ -226,7 +229,7 @@ func TestConcurrentPullsDownloadOnce(t *testing.T) {
 func TestCacheDir(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	img, ref := pushPackage(t, newClient(t, Options{}), reg.Host, "cached", nil)
+	img, ref := pushPackage(t, newClient(t, Options{}), reg.Host, testenv.Repository(t, "cached"), nil)
 	ref = ref.WithDigest(img.Digest)
 	cacheDir := t.TempDir()
 
@@ -245,7 +248,7 @@ func TestCacheDir(t *testing.T) {
 func TestPullVerifiesDigests(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	img, ref := pushPackage(t, newClient(t, Options{}), reg.Host, "tampered", nil)
+	img, ref := pushPackage(t, newClient(t, Options{}), reg.Host, testenv.Repository(t, "tampered"), nil)
 
 	counter := newCountingTransport()
 	counter.corrupt = true
@@ -267,7 +270,7 @@ func TestPullVerifiesDigests(t *testing.T) {
 func TestPullLimits(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	_, ref := pushPackage(t, newClient(t, Options{}), reg.Host, "limits", nil)
+	_, ref := pushPackage(t, newClient(t, Options{}), reg.Host, testenv.Repository(t, "limits"), nil)
 	tests := []struct {
 		limits  Limits
 		wantMsg string
@@ -445,9 +448,10 @@ func pushPackageOperatorImage(t *testing.T, host, repo, tag string) string {
 func TestPullPackageOperatorImage(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	dgst := pushPackageOperatorImage(t, reg.Host, "pko", "v1")
+	name := testenv.Repository(t, "pko")
+	dgst := pushPackageOperatorImage(t, reg.Host, name, "v1")
 
-	a, err := newClient(t, Options{}).Pull(t.Context(), mustRef(t, reg.Host+"/pko:v1"), nil)
+	a, err := newClient(t, Options{}).Pull(t.Context(), mustRef(t, reg.Host+"/"+name+":v1"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, dgst, a.Digest)
 	assert.Equal(t, FormatPackageOperator, a.Format)
@@ -470,7 +474,8 @@ func TestPullRejectsOtherArtifacts(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
 	ctx := t.Context()
-	target, err := remote.NewRepository(reg.Host + "/other")
+	other := reg.Host + "/" + testenv.Repository(t, "other")
+	target, err := remote.NewRepository(other)
 	require.NoError(t, err)
 	target.PlainHTTP = true
 	configData := []byte("{}")
@@ -481,7 +486,7 @@ func TestPullRejectsOtherArtifacts(t *testing.T) {
 	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(manifest), Size: int64(len(manifest))}
 	require.NoError(t, target.PushReference(ctx, desc, bytes.NewReader(manifest), "v1"))
 
-	_, err = newClient(t, Options{}).Pull(ctx, mustRef(t, reg.Host+"/other:v1"), nil)
+	_, err = newClient(t, Options{}).Pull(ctx, mustRef(t, other+":v1"), nil)
 	require.ErrorContains(t, err, `image of type "application/vnd.example" is not a package`)
 }
 
@@ -489,7 +494,8 @@ func TestPullRejectsOtherArtifacts(t *testing.T) {
 func TestPullHonoursCancel(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	img, _ := pushPackage(t, newClient(t, Options{}), reg.Host, "cancel", nil)
+	name := testenv.Repository(t, "cancel")
+	img, _ := pushPackage(t, newClient(t, Options{}), reg.Host, name, nil)
 
 	// In front of the registry, a proxy that holds every layer download until the test ends:
 	// the pull is blocked on the network when it is cancelled.
@@ -512,7 +518,7 @@ func TestPullHonoursCancel(t *testing.T) {
 	t.Cleanup(func() { close(release) }) // runs before srv.Close, which waits for held requests
 
 	client := newClient(t, Options{})
-	ref := mustRef(t, strings.TrimPrefix(srv.URL, "http://")+"/cancel@"+img.Digest)
+	ref := mustRef(t, strings.TrimPrefix(srv.URL, "http://")+"/"+name+"@"+img.Digest)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)

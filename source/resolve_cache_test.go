@@ -18,7 +18,7 @@ func TestResolveWithin(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
 	pusher := newClient(t, Options{})
-	v1, ref := pushPackage(t, pusher, reg.Host, "fleet", nil)
+	v1, ref := pushPackage(t, pusher, reg.Host, testenv.Repository(t, "fleet"), nil)
 
 	counter := newCountingTransport()
 	c := newClient(t, Options{Transport: counter})
@@ -90,7 +90,8 @@ func TestResolveWithin(t *testing.T) {
 func TestResolveWithinKeysByCredentialAndTag(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	_, ref := pushPackage(t, newClient(t, Options{}), reg.Host, "keys", nil)
+	name := testenv.Repository(t, "keys")
+	_, ref := pushPackage(t, newClient(t, Options{}), reg.Host, name, nil)
 	counter := newCountingTransport()
 	c := newClient(t, Options{Transport: counter})
 	basic := func(user string) Credentials {
@@ -108,17 +109,17 @@ func TestResolveWithinKeysByCredentialAndTag(t *testing.T) {
 	assert.Equal(t, 3, counter.count("HEAD manifests"), "one per distinct credential: %v", counter.requests)
 
 	// A failed resolution is not remembered.
-	missing := mustRef(t, reg.Host+"/keys:missing")
+	missing := mustRef(t, reg.Host+"/"+name+":missing")
 	for range 2 {
 		_, err := c.ResolveWithin(t.Context(), missing, nil, time.Hour)
-		require.ErrorContains(t, err, "tag missing not found in "+reg.Host+"/keys")
+		require.ErrorContains(t, err, "tag missing not found in "+reg.Host+"/"+name)
 	}
 	assert.Equal(t, 5, counter.count("HEAD manifests"), "requests: %v", counter.requests)
 
 	// A caller already cancelled gets its own error and sends nothing.
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err := c.ResolveWithin(ctx, mustRef(t, reg.Host+"/keys:other"), nil, time.Hour)
+	_, err := c.ResolveWithin(ctx, mustRef(t, reg.Host+"/"+name+":other"), nil, time.Hour)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 5, counter.count("HEAD manifests"), "requests: %v", counter.requests)
 }

@@ -44,35 +44,39 @@ func TestResolveVersion(t *testing.T) {
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
 	pusher := newClient(t, Options{})
 	ctx := t.Context()
+	versions := reg.Host + "/" + testenv.Repository(t, "versions")
 	digests := map[string]string{}
 	for _, tag := range []string{"1.0.0", "1.1.0", "2.0.0-rc.1", "latest", "v0.9.0"} {
-		digests[tag] = pushOther(t, pusher, mustRef(t, reg.Host+"/versions:"+tag), "version: "+tag+"\n")
+		digests[tag] = pushOther(t, pusher, mustRef(t, versions+":"+tag), "version: "+tag+"\n")
 	}
 
 	counter := newCountingTransport()
 	c := newClient(t, Options{Transport: counter})
-	c.tagLists.pageSize = 2 // five tags: three pages
+	// Pages of two, where the registry pages: the distribution spec lets a registry answer a
+	// listing in one response, and link an empty page after a full one (Distribution does), so
+	// the listings are counted, not their pages.
+	c.tagLists.pageSize = 2
 	rng, err := ParseVersionRange(">=1.0.0 <2.0.0")
 	require.NoError(t, err)
-	repo := mustRef(t, reg.Host+"/versions")
+	repo := mustRef(t, versions)
 
 	got, err := c.ResolveVersion(ctx, repo, rng, nil, time.Hour)
 	require.NoError(t, err)
-	assert.Equal(t, reg.Host+"/versions:1.1.0@"+digests["1.1.0"], got.String())
-	assert.Equal(t, 3, counter.count("GET other"), "three pages of tags: %v", counter.requests)
+	assert.Equal(t, versions+":1.1.0@"+digests["1.1.0"], got.String())
+	listed := counter.count("GET other")
+	assert.Positive(t, listed, "requests: %v", counter.requests)
 	assert.Equal(t, 1, counter.count("HEAD manifests"))
 
 	// A new higher tag: not seen within maxAge (one listing per interval is shared), seen after.
-	digests["1.2.0"] = pushOther(t, pusher, mustRef(t, reg.Host+"/versions:1.2.0"), "version: 1.2.0\n")
+	digests["1.2.0"] = pushOther(t, pusher, mustRef(t, versions+":1.2.0"), "version: 1.2.0\n")
 	got, err = c.ResolveVersion(ctx, repo, rng, nil, time.Hour)
 	require.NoError(t, err)
 	assert.Equal(t, "1.1.0", got.Tag)
-	assert.Equal(t, 3, counter.count("GET other"), "no request within maxAge")
+	assert.Equal(t, listed, counter.count("GET other"), "no request within maxAge")
 	got, err = c.ResolveVersion(ctx, repo, rng, nil, 0)
 	require.NoError(t, err)
-	assert.Equal(t, reg.Host+"/versions:1.2.0@"+digests["1.2.0"], got.String())
-	// Six tags in pages of two: the registry links a fourth, empty page after a full third.
-	assert.Equal(t, 3+4, counter.count("GET other"))
+	assert.Equal(t, versions+":1.2.0@"+digests["1.2.0"], got.String())
+	assert.Greater(t, counter.count("GET other"), listed, "listed again at maxAge 0")
 
 	// Pre-releases only when asked for.
 	pre, err := ParseVersionRange(">=2.0.0-0")
@@ -81,14 +85,14 @@ func TestResolveVersion(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "2.0.0-rc.1", got.Tag)
 
-	// No match names what there is.
+	// No match names what there is: every page was read (v0.9.0 sorts last).
 	none, err := ParseVersionRange(">=3.0.0")
 	require.NoError(t, err)
 	_, err = c.ResolveVersion(ctx, repo, none, nil, time.Hour)
 	require.ErrorIs(t, err, ErrNoMatchingVersion)
 	assert.ErrorContains(t, err, `">=3.0.0" (5 version tags, the highest [2.0.0-rc.1 1.2.0 1.1.0 1.0.0 v0.9.0])`)
 
-	_, err = c.ResolveVersion(ctx, mustRef(t, reg.Host+"/missing"), rng, nil, 0)
+	_, err = c.ResolveVersion(ctx, mustRef(t, reg.Host+"/"+testenv.Repository(t, "missing")), rng, nil, 0)
 	require.ErrorContains(t, err, "not found")
 }
 
@@ -97,9 +101,10 @@ func TestTagsBounded(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
 	pusher := newClient(t, Options{})
-	img, ref := pushPackage(t, pusher, reg.Host, "many", nil)
+	name := testenv.Repository(t, "many")
+	img, ref := pushPackage(t, pusher, reg.Host, name, nil)
 	for _, tag := range []string{"a", "b", "c", "d"} {
-		_, err := pusher.Push(t.Context(), img, []Reference{mustRef(t, reg.Host+"/many:"+tag)}, nil)
+		_, err := pusher.Push(t.Context(), img, []Reference{mustRef(t, reg.Host+"/"+name+":"+tag)}, nil)
 		require.NoError(t, err)
 	}
 	counter := newCountingTransport()
@@ -108,7 +113,9 @@ func TestTagsBounded(t *testing.T) {
 	_, err := c.Tags(t.Context(), ref, nil)
 	require.ErrorIs(t, err, ErrLimit)
 	assert.ErrorContains(t, err, "more than 3 tags")
-	assert.Equal(t, 2, counter.count("GET other"), "the listing stops at the bound")
+	// Pages of two stop at the second, past the bound of three; a registry that does not page
+	// (the spec lets it) answers all five tags in one.
+	assert.LessOrEqual(t, counter.count("GET other"), 2, "the listing stops at the bound: %v", counter.requests)
 
 	c.tagLists.maxTags = 5
 	tags, err := c.Tags(t.Context(), ref, nil)

@@ -47,7 +47,7 @@ func TestCosignInterop(t *testing.T) {
 	dir := t.TempDir()
 
 	t.Run("cosign verifies what pkgsync signs, with a key pkgsync made", func(t *testing.T) {
-		img, ref := pushPackage(t, c, reg.Host, "by-pkgsync", nil)
+		img, ref := pushPackage(t, c, reg.Host, testenv.Repository(t, "by-pkgsync"), nil)
 		priv, pub, err := GenerateSigningKey([]byte("pw"))
 		require.NoError(t, err)
 		pubFile := filepath.Join(dir, "pkgsync.pub")
@@ -73,7 +73,7 @@ func TestCosignInterop(t *testing.T) {
 	})
 
 	t.Run("pkgsync verifies what cosign signs, with a key cosign made", func(t *testing.T) {
-		img, ref := pushPackage(t, c, reg.Host, "by-cosign", nil)
+		img, ref := pushPackage(t, c, reg.Host, testenv.Repository(t, "by-cosign"), nil)
 		keyDir := t.TempDir()
 		cmd := exec.CommandContext(ctx, cosign, "generate-key-pair")
 		cmd.Dir = keyDir

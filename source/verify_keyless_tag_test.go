@@ -30,7 +30,7 @@ func TestVerifyKeylessCosign2(t *testing.T) {
 	sigstore, trusted := newSigstore(t)
 	ci := OIDCIdentity{Issuer: `https://issuer\.example`, Subject: `ci@example\.com`}
 
-	img, ref := pushPackage(t, c, reg.Host, "cosign2", nil)
+	img, ref := pushPackage(t, c, reg.Host, testenv.Repository(t, "cosign2"), nil)
 	signCosign2(t, sigstore, ref, img.Digest, testIdentity, testenv.Cosign2Options{})
 	v, err := c.VerifyKeyless(t.Context(), ref, mustPolicy(t, trusted, ci), nil)
 	require.NoError(t, err)
@@ -68,7 +68,7 @@ func TestVerifyKeylessCosign2Refuses(t *testing.T) {
 	for i, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			img, ref := pushPackage(t, c, reg.Host, "cosign2-refused-"+string(rune('a'+i)), nil)
+			img, ref := pushPackage(t, c, reg.Host, testenv.Repository(t, "cosign2-refused-"+string(rune('a'+i))), nil)
 			signCosign2(t, sigstore, ref, img.Digest, testIdentity, tc.opts)
 			_, err := c.VerifyKeyless(t.Context(), ref, mustPolicy(t, trusted, ci), nil)
 			require.ErrorIs(t, err, ErrSignatureInvalid)
@@ -86,10 +86,11 @@ func TestVerifyKeylessCosign2RefusesReplay(t *testing.T) {
 	sigstore, trusted := newSigstore(t)
 	ci := OIDCIdentity{Issuer: `https://issuer\.example`, Subject: `ci@example\.com`}
 
-	img, ref := pushPackage(t, c, reg.Host, "cosign2-replay", nil)
+	name := testenv.Repository(t, "cosign2-replay")
+	img, ref := pushPackage(t, c, reg.Host, name, nil)
 	sig, err := sigstore.SignImageCosign2(ref.Name(), img.Digest, testIdentity, testIssuer, testenv.Cosign2Options{})
 	require.NoError(t, err)
-	otherRef := mustRef(t, reg.Host+"/cosign2-replay:v2")
+	otherRef := mustRef(t, reg.Host+"/"+name+":v2")
 	other := pushOther(t, c, otherRef, "other: true\n")
 	require.NoError(t, testenv.AttachCosign2Signatures(t.Context(), reg.Host, otherRef.Repository, other, sig))
 	_, err = c.VerifyKeyless(t.Context(), otherRef, mustPolicy(t, trusted, ci), nil)

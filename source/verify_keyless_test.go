@@ -53,7 +53,7 @@ func TestVerifyKeyless(t *testing.T) {
 	_, otherTrusted := newSigstore(t)
 	ci := OIDCIdentity{Issuer: `https://issuer\.example`, Subject: `ci@example\.com`}
 
-	img, ref := pushPackage(t, c, reg.Host, "keyless", nil)
+	img, ref := pushPackage(t, c, reg.Host, testenv.Repository(t, "keyless"), nil)
 	_, err := c.VerifyKeyless(ctx, ref, mustPolicy(t, trusted, ci), nil)
 	require.ErrorIs(t, err, ErrNoSignature, "unsigned")
 
@@ -86,13 +86,13 @@ func TestVerifyKeyless(t *testing.T) {
 
 	// A signature of another image attached to this one, and an attestation of this one, do
 	// not count.
-	otherRef := mustRef(t, reg.Host+"/keyless-other:v1")
+	otherRef := mustRef(t, reg.Host+"/"+testenv.Repository(t, "keyless-other")+":v1")
 	other := pushOther(t, c, otherRef, "other: true\n")
 	require.NotEqual(t, img.Digest, other)
 	signKeyless(t, sigstore, otherRef, other, img.Digest, SignPredicateType, testIdentity)
 	_, err = c.VerifyKeyless(ctx, otherRef, mustPolicy(t, trusted, ci), nil)
 	require.ErrorIs(t, err, ErrSignatureInvalid, "a statement about another digest")
-	attested, attestedRef := pushPackage(t, c, reg.Host, "keyless-attested", nil)
+	attested, attestedRef := pushPackage(t, c, reg.Host, testenv.Repository(t, "keyless-attested"), nil)
 	signKeyless(t, sigstore, attestedRef, attested.Digest, attested.Digest, "https://slsa.dev/provenance/v1", testIdentity)
 	_, err = c.VerifyKeyless(ctx, attestedRef, mustPolicy(t, trusted, ci), nil)
 	require.ErrorIs(t, err, ErrSignatureInvalid, "an attestation")

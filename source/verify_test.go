@@ -51,7 +51,7 @@ func TestSignAndVerify(t *testing.T) {
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
 	c := newClient(t, Options{})
 	ctx := t.Context()
-	img, ref := pushPackage(t, c, reg.Host, "signed", nil)
+	img, ref := pushPackage(t, c, reg.Host, testenv.Repository(t, "signed"), nil)
 	keyA, pubA := newKey(t)
 	keyB, pubB := newKey(t)
 
@@ -111,12 +111,13 @@ func TestVerifyRefusesReplayedSignature(t *testing.T) {
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
 	c := newClient(t, Options{})
 	ctx := t.Context()
-	img, ref := pushPackage(t, c, reg.Host, "replay", nil)
+	name := testenv.Repository(t, "replay")
+	img, ref := pushPackage(t, c, reg.Host, name, nil)
 	key, pub := newKey(t)
 	sigRef, err := c.Sign(ctx, ref.WithDigest(img.Digest), key, nil)
 	require.NoError(t, err)
 
-	evil := pushOther(t, c, mustRef(t, reg.Host+"/replay:evil"), "kind: Secret\n")
+	evil := pushOther(t, c, mustRef(t, reg.Host+"/"+name+":evil"), "kind: Secret\n")
 	repo := c.repositoryWith(ref, auth.EmptyCredential)
 	desc, rc, err := repo.FetchReference(ctx, sigRef.Tag)
 	require.NoError(t, err)
@@ -125,7 +126,7 @@ func TestVerifyRefusesReplayedSignature(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, repo.PushReference(ctx, desc, bytes.NewReader(data), SignatureTag(evil)))
 
-	_, err = c.Verify(ctx, mustRef(t, reg.Host+"/replay:evil"), mustKeys(t, map[string][]byte{"k.pub": pub}), nil)
+	_, err = c.Verify(ctx, mustRef(t, reg.Host+"/"+name+":evil"), mustKeys(t, map[string][]byte{"k.pub": pub}), nil)
 	require.ErrorIs(t, err, ErrSignatureInvalid)
 	assert.ErrorContains(t, err, "but for "+img.Digest+", not "+evil)
 }
@@ -181,7 +182,7 @@ func TestVerifyRefusesMalformedSignatures(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			repoName := "malformed" + string(rune('a'+i))
+			repoName := testenv.Repository(t, "malformed"+string(rune('a'+i)))
 			img, ref := pushPackage(t, c, reg.Host, repoName, nil)
 			pushSignatureManifest(t, c, ref, img.Digest, tc.layers(repoName))
 			_, err := c.Verify(ctx, ref, keys, nil)

@@ -79,12 +79,14 @@ func newBuildCmd() *cobra.Command {
 		out      outputOptions
 		tags     []string
 		push     bool
-		output   string
+		archive  string
 		sign     bool
 		keyFlags signingKeyFlags
+		// checkArchiveSpelling refuses --archive and its old spelling --output at once.
+		checkArchiveSpelling func() error
 	)
 	cmd := &cobra.Command{
-		Use:   "build DIR --tag REF [--tag REF...] [--push] [--output FILE.tar]",
+		Use:   "build DIR --tag REF [--tag REF...] [--push] [--archive FILE.tar]",
 		Short: "Build a package image from a directory",
 		Long: `Build packs a package directory (manifest.yaml at its top) into an OCI artifact. The same
 directory and flags give the same digest. Dot-files are skipped; symbolic links are errors.
@@ -93,11 +95,11 @@ The package is validated first, as "pkgsync validate" does, with the configurati
 or the schema's defaults; configuration values the schema requires may be missing. Templates are
 executed only when the configuration is complete, and parsed otherwise.
 
-With --push the image goes to every --tag; with --output it is written as an OCI image layout
+With --push the image goes to every --tag; with --archive it is written as an OCI image layout
 archive that "pkgsync push FILE.tar REF" uploads later. With --sign --key cosign.key the pushed
 image is signed as "pkgsync sign" does (the key's password from $COSIGN_PASSWORD).`,
 		Example: `  pkgsync build ./my-package --tag registry.example.com/team/my-package:v1 --push
-  pkgsync build ./my-package --tag registry.example.com/team/my-package:v1 --output my-package.tar
+  pkgsync build ./my-package --tag registry.example.com/team/my-package:v1 --archive my-package.tar
   pkgsync build ./my-package --tag registry.example.com/team/my-package:v1 --push --sign --key cosign.key`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -106,6 +108,9 @@ image is signed as "pkgsync sign" does (the key's password from $COSIGN_PASSWORD
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkArchiveSpelling(); err != nil {
+				return err
+			}
 			if err := out.validate(); err != nil {
 				return err
 			}
@@ -139,12 +144,12 @@ image is signed as "pkgsync sign" does (the key's password from $COSIGN_PASSWORD
 			if text {
 				fmt.Fprintf(stdout, "Built %s %s\n", img.Name, img.Digest)
 			}
-			if output != "" {
-				if err := writeLayout(cmd, img, refs, output); err != nil {
+			if archive != "" {
+				if err := writeLayout(cmd, img, refs, archive); err != nil {
 					return err
 				}
 				if text {
-					fmt.Fprintf(stdout, "Wrote %s\n", output)
+					fmt.Fprintf(stdout, "Wrote %s\n", archive)
 				}
 			}
 			if push {
@@ -172,14 +177,15 @@ image is signed as "pkgsync sign" does (the key's password from $COSIGN_PASSWORD
 		},
 	}
 	flags := cmd.Flags()
-	flags.StringArrayVarP(&tags, "tag", "t", nil, "Reference REGISTRY/REPOSITORY:TAG to push to or record in --output (repeatable)")
+	flags.StringArrayVarP(&tags, "tag", "t", nil, "Reference REGISTRY/REPOSITORY:TAG to push to or record in --archive (repeatable)")
 	flags.BoolVar(&push, "push", false, "Push the image to every --tag")
-	flags.StringVar(&output, "output", "", "Write the image as an OCI image layout tar archive to this file")
+	flags.StringVar(&archive, "archive", "", "Write the image as an OCI image layout tar archive to this file")
 	flags.BoolVar(&sign, "sign", false, "Sign the pushed image with --key, as \"pkgsync sign\" does")
 	keyFlags.ApplyFlags(flags)
 	meta.ApplyFlags(flags)
 	registry.ApplyFlags(flags)
 	out.ApplyFlags(flags)
+	checkArchiveSpelling = renameFlag(cmd, "archive", "output", "")
 	return cmd
 }
 

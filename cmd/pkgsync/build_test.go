@@ -70,17 +70,18 @@ func TestBuildPushPull(t *testing.T) {
 	// An empty Docker config: the test must not depend on the machine's credentials.
 	dockerConfig := filepath.Join(tmp, "config.json")
 	archive := filepath.Join(tmp, "demo.tar")
+	demo, cp, direct := reg.Host+"/"+testenv.Repository(t, "demo"), reg.Host+"/"+testenv.Repository(t, "copy"), reg.Host+"/"+testenv.Repository(t, "direct")
 
-	out, err := runPkgsync(t, "build", pkg, "--tag", reg.Host+"/demo:v1", "--tag", reg.Host+"/demo:stable",
-		"--version", "1.0.0", "--push", "--output", archive, "--registry-config", dockerConfig)
+	out, err := runPkgsync(t, "build", pkg, "--tag", demo+":v1", "--tag", demo+":stable",
+		"--version", "1.0.0", "--push", "--archive", archive, "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 4, out)
 	digest := strings.Fields(lines[0])[2]
 	assert.Equal(t, "Built demo "+digest, lines[0])
 	assert.Equal(t, "Wrote "+archive, lines[1])
-	assert.Equal(t, "Pushed "+reg.Host+"/demo:v1@"+digest, lines[2])
-	assert.Equal(t, "Pushed "+reg.Host+"/demo:stable@"+digest, lines[3])
+	assert.Equal(t, "Pushed "+demo+":v1@"+digest, lines[2])
+	assert.Equal(t, "Pushed "+demo+":stable@"+digest, lines[3])
 
 	// Reproducible: building again prints the same digest.
 	out, err = runPkgsync(t, "build", pkg, "--version", "1.0.0", "--output-format", "digest")
@@ -88,7 +89,7 @@ func TestBuildPushPull(t *testing.T) {
 	assert.Equal(t, digest+"\n", out)
 
 	pulled := filepath.Join(tmp, "pulled")
-	out, err = runPkgsync(t, "pull", reg.Host+"/demo:stable", "--output", pulled, "--output-format", "digest", "--registry-config", dockerConfig)
+	out, err = runPkgsync(t, "pull", demo+":stable", "--into", pulled, "--output-format", "digest", "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	assert.Equal(t, digest+"\n", out)
 	want := files(t, pkg)
@@ -97,24 +98,24 @@ func TestBuildPushPull(t *testing.T) {
 	assert.Equal(t, want, files(t, pulled))
 
 	// The archive pushes to another repository with the same digest.
-	out, err = runPkgsync(t, "push", archive, reg.Host+"/copy:v1", "--output-format", "digest", "--registry-config", dockerConfig)
+	out, err = runPkgsync(t, "push", archive, cp+":v1", "--output-format", "digest", "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	assert.Equal(t, digest+"\n", out)
-	out, err = runPkgsync(t, "push", pkg, reg.Host+"/direct:v1", "--version", "1.0.0", "--registry-config", dockerConfig)
+	out, err = runPkgsync(t, "push", pkg, direct+":v1", "--version", "1.0.0", "--registry-config", dockerConfig)
 	require.NoError(t, err)
-	assert.Equal(t, "Pushed "+reg.Host+"/direct:v1@"+digest+"\n", out)
+	assert.Equal(t, "Pushed "+direct+":v1@"+digest+"\n", out)
 
 	again := filepath.Join(tmp, "again")
-	out, err = runPkgsync(t, "pull", reg.Host+"/copy:v1@"+digest, "--output", again, "--registry-config", dockerConfig)
+	out, err = runPkgsync(t, "pull", cp+":v1@"+digest, "--into", again, "--registry-config", dockerConfig)
 	require.NoError(t, err)
-	assert.Equal(t, "Pulled "+reg.Host+"/copy:v1@"+digest+" into "+again+"\n", out)
+	assert.Equal(t, "Pulled "+cp+":v1@"+digest+" into "+again+"\n", out)
 	assert.Equal(t, want, files(t, again))
 
 	// A pull never writes into a directory that holds something.
-	_, err = runPkgsync(t, "pull", reg.Host+"/demo:v1", "--output", again, "--registry-config", dockerConfig)
+	_, err = runPkgsync(t, "pull", demo+":v1", "--into", again, "--registry-config", dockerConfig)
 	require.ErrorContains(t, err, "is not empty")
-	_, err = runPkgsync(t, "pull", reg.Host+"/demo:nope", "--output", filepath.Join(tmp, "none"), "--registry-config", dockerConfig)
-	require.ErrorContains(t, err, "tag nope not found in "+reg.Host+"/demo")
+	_, err = runPkgsync(t, "pull", demo+":nope", "--into", filepath.Join(tmp, "none"), "--registry-config", dockerConfig)
+	require.ErrorContains(t, err, "tag nope not found in "+demo)
 }
 
 func TestRegistryCommandUsageErrors(t *testing.T) {
@@ -130,7 +131,7 @@ func TestRegistryCommandUsageErrors(t *testing.T) {
 		{args: []string{"build", pkg, "--output-format", "yaml"}, wantErr: "--output-format must be"},
 		{args: []string{"build", pkg, "--annotation", "novalue"}, wantErr: "want KEY=VALUE"},
 		{args: []string{"push", pkg}, wantErr: "a reference"},
-		{args: []string{"pull", "127.0.0.1:1/x:v1"}, wantErr: "pull needs --output DIR"},
+		{args: []string{"pull", "127.0.0.1:1/x:v1"}, wantErr: "pull needs --into DIR"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -161,13 +162,13 @@ func TestRegistryFlagsTLSAndDockerConfig(t *testing.T) {
 	require.NoError(t, err)
 	digest := strings.TrimSpace(out)
 
-	out, err = runPkgsync(t, "pull", ref, "--output", filepath.Join(tmp, "a"), "--ca-file", reg.CAFile, "--registry-config", dockerConfig, "--output-format", "digest")
+	out, err = runPkgsync(t, "pull", ref, "--into", filepath.Join(tmp, "a"), "--ca-file", reg.CAFile, "--registry-config", dockerConfig, "--output-format", "digest")
 	require.NoError(t, err)
 	assert.Equal(t, digest+"\n", out)
 
-	_, err = runPkgsync(t, "pull", ref, "--output", filepath.Join(tmp, "b"), "--registry-config", dockerConfig)
+	_, err = runPkgsync(t, "pull", ref, "--into", filepath.Join(tmp, "b"), "--registry-config", dockerConfig)
 	require.ErrorContains(t, err, "--ca-file")
-	_, err = runPkgsync(t, "pull", ref, "--output", filepath.Join(tmp, "c"), "--ca-file", reg.CAFile, "--registry-config", filepath.Join(tmp, "empty.json"))
+	_, err = runPkgsync(t, "pull", ref, "--into", filepath.Join(tmp, "c"), "--ca-file", reg.CAFile, "--registry-config", filepath.Join(tmp, "empty.json"))
 	require.ErrorContains(t, err, "authentication required for "+reg.Host)
 }
 
@@ -206,14 +207,14 @@ func TestBuildValidatesPackage(t *testing.T) {
 		args:    []string{configPkg, "--config", badConfig},
 		wantErr: []string{"invalid configuration: config.name"},
 	}}
-	for i, tt := range tests {
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ref := fmt.Sprintf("%s/pkg%d:v1", reg.Host, i)
+			ref := reg.Host + "/" + testenv.Repository(t, "pkg") + ":v1"
 			args := append([]string{"build"}, tt.args...)
 			args = append(args, "--tag", ref, "--push", "--registry-config", dockerConfig)
 			out, err := runPkgsync(t, args...)
-			_, pullErr := runPkgsync(t, "pull", ref, "--output", filepath.Join(t.TempDir(), "out"), "--registry-config", dockerConfig)
+			_, pullErr := runPkgsync(t, "pull", ref, "--into", filepath.Join(t.TempDir(), "out"), "--registry-config", dockerConfig)
 			if tt.wantErr == nil {
 				require.NoError(t, err)
 				assert.Contains(t, out, "Pushed "+ref)

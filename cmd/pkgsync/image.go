@@ -86,10 +86,12 @@ func newImageCmd() *cobra.Command {
 		out      outputOptions
 		tags     []string
 		push     bool
-		output   string
+		archive  string
+		// checkArchiveSpelling refuses --archive and its old spelling -o/--output at once.
+		checkArchiveSpelling func() error
 	)
 	cmd := &cobra.Command{
-		Use:    "image --output FILE.tar | --tag REF --push",
+		Use:    "image --archive FILE.tar | --tag REF --push",
 		Short:  "Build the pkgsync controller image (make image runs it; needs Go and this repository)",
 		Hidden: true,
 		Long: `Image builds the controller image without a container engine: for each --platform it
@@ -101,12 +103,15 @@ The same commit gives the same digest: timestamps are the commit time (--created
 epoch, and the build is independent of the machine's paths and environment. Run it from the root
 of the pkgsync repository, or point --dir at it.
 
-With --output the index is written as an OCI image layout archive (pkgsync push, skopeo
+With --archive the index is written as an OCI image layout archive (pkgsync push, skopeo
 oci-archive:, podman load read it); with --push it goes to every --tag.`,
-		Example: `  pkgsync image --created "$(git log -1 --format=%ct)" --output dist/pkgsync-image.tar
+		Example: `  pkgsync image --created "$(git log -1 --format=%ct)" --archive dist/pkgsync-image.tar
   pkgsync image --created "$(git log -1 --format=%ct)" --tag registry.example.com/platform/pkgsync:v0.1.0 --push`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkArchiveSpelling(); err != nil {
+				return err
+			}
 			if err := out.validate(); err != nil {
 				return err
 			}
@@ -117,8 +122,8 @@ oci-archive:, podman load read it); with --push it goes to every --tag.`,
 			if push && len(refs) == 0 {
 				return usageError("--push needs at least one --tag")
 			}
-			if !push && output == "" {
-				return usageError("nothing to do: pass --output FILE.tar, or --tag REF --push")
+			if !push && archive == "" {
+				return usageError("nothing to do: pass --archive FILE.tar, or --tag REF --push")
 			}
 			opts, binaries, err := flags.options()
 			if err != nil {
@@ -156,22 +161,22 @@ oci-archive:, podman load read it); with --push it goes to every --tag.`,
 				fmt.Fprintf(stdout, "Built pkgsync %s %s (%s)\n", opts.Version, digest, strings.Join(flags.platforms, ", "))
 			}
 
-			archive := output
-			if archive == "" {
-				archive = filepath.Join(work, "pkgsync-image.tar")
+			layout := archive
+			if layout == "" {
+				layout = filepath.Join(work, "pkgsync-image.tar")
 			}
 			refName := version.Tag(opts.Version)
 			if len(refs) > 0 && refs[0].Tag != "" {
 				refName = refs[0].Tag
 			}
-			if err := writeImageLayout(archive, idx, refName); err != nil {
+			if err := writeImageLayout(layout, idx, refName); err != nil {
 				return err
 			}
-			if text && output != "" {
-				fmt.Fprintf(stdout, "Wrote %s\n", output)
+			if text && archive != "" {
+				fmt.Fprintf(stdout, "Wrote %s\n", archive)
 			}
 			if push {
-				img, err := source.LoadLayout(cmd.Context(), archive)
+				img, err := source.LoadLayout(cmd.Context(), layout)
 				if err != nil {
 					return err
 				}
@@ -186,12 +191,13 @@ oci-archive:, podman load read it); with --push it goes to every --tag.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringArrayVarP(&tags, "tag", "t", nil, "Reference REGISTRY/REPOSITORY:TAG to push to; the first tag names the image in --output (repeatable)")
+	fs.StringArrayVarP(&tags, "tag", "t", nil, "Reference REGISTRY/REPOSITORY:TAG to push to; the first tag names the image in --archive (repeatable)")
 	fs.BoolVar(&push, "push", false, "Push the image index to every --tag")
-	fs.StringVarP(&output, "output", "o", "", "Write the image index as an OCI image layout tar archive to this file")
+	fs.StringVar(&archive, "archive", "", "Write the image index as an OCI image layout tar archive to this file")
 	flags.ApplyFlags(fs)
 	registry.ApplyFlags(fs)
 	out.ApplyFlags(fs)
+	checkArchiveSpelling = renameFlag(cmd, "archive", "output", "o")
 	return cmd
 }
 

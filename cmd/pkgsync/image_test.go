@@ -45,20 +45,20 @@ func TestImageBuildPushRun(t *testing.T) {
 	for _, c := range checkouts {
 		copyModule(t, "../..", c)
 	}
-	ref := reg.Host + "/pkgsync/controller:v1.2.3-test"
+	ref := reg.Host + "/" + testenv.Repository(t, "pkgsync/controller") + ":v1.2.3-test"
 	created := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 	args := []string{"image", "--platform", "linux/amd64,linux/arm64", "--version", "v1.2.3-test",
 		"--revision", "0123456789abcdef0123456789abcdef01234567", "--created", created.Format(time.RFC3339), "--output-format", "digest"}
 
 	first := filepath.Join(dir, "first.tar")
-	stdout, stderr, err := runCLI(t, append(args, "--dir", checkouts[0], "--output", first, "--tag", ref, "--push")...)
+	stdout, stderr, err := runCLI(t, append(args, "--dir", checkouts[0], "--archive", first, "--tag", ref, "--push")...)
 	require.NoError(t, err, stderr)
 	digest := strings.TrimSpace(stdout)
 	require.True(t, strings.HasPrefix(digest, "sha256:"), stdout)
 
 	t.Run("the same commit gives the same digest", func(t *testing.T) {
 		second := filepath.Join(dir, "second.tar")
-		stdout, stderr, err := runCLI(t, append(args, "--dir", checkouts[1], "--output", second)...)
+		stdout, stderr, err := runCLI(t, append(args, "--dir", checkouts[1], "--archive", second)...)
 		require.NoError(t, err, stderr)
 		assert.Equal(t, digest, strings.TrimSpace(stdout), "binaries rebuilt in another checkout, image assembled again: the same index digest")
 		assert.Equal(t, fileSHA256(t, first), fileSHA256(t, second), "and the same layout archive, byte for byte")
@@ -224,9 +224,9 @@ func TestImageFlags(t *testing.T) {
 	}{
 		{"nothing to do", []string{"--created", "0"}, "nothing to do"},
 		{"push without tag", []string{"--created", "0", "--push"}, "--push needs at least one --tag"},
-		{"no commit time", []string{"--output", "x.tar"}, "--created"},
-		{"a bad commit time", []string{"--output", "x.tar", "--created", "yesterday"}, `--created "yesterday"`},
-		{"a bad platform", []string{"--output", "x.tar", "--created", "0", "--platform", "amd64"}, `--platform "amd64"`},
+		{"no commit time", []string{"--archive", "x.tar"}, "--created"},
+		{"a bad commit time", []string{"--archive", "x.tar", "--created", "yesterday"}, `--created "yesterday"`},
+		{"a bad platform", []string{"--archive", "x.tar", "--created", "0", "--platform", "amd64"}, `--platform "amd64"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,7 +47,8 @@ func TestLockResolvesImagesThroughTheRegistry(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
 	dockerConfig := filepath.Join(t.TempDir(), "config.json")
-	image := reg.Host + "/simple:v1"
+	simple := reg.Host + "/" + testenv.Repository(t, "simple")
+	image := simple + ":v1"
 	out, err := runPkgsync(t, "build", "../../packages-example/simple", "--tag", image, "--push", "--output-format", "digest", "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	digest := strings.TrimSpace(out)
@@ -71,7 +72,7 @@ func TestLockResolvesImagesThroughTheRegistry(t *testing.T) {
 
 	rendered, stderr, err := runCLI(t, "render", dir, "--namespace", "apps")
 	require.NoError(t, err, stderr)
-	assert.Contains(t, rendered, "image: "+reg.Host+"/simple@"+digest, "the locked digest, not the tag")
+	assert.Contains(t, rendered, "image: "+simple+"@"+digest, "the locked digest, not the tag")
 
 	// The manifest moves to another tag: the lock is stale until locked again.
 	manifest := filepath.Join(dir, "package", "manifest.yaml")
@@ -80,7 +81,7 @@ func TestLockResolvesImagesThroughTheRegistry(t *testing.T) {
 	require.NoError(t, os.WriteFile(manifest, []byte(strings.ReplaceAll(string(data), ":v1", ":v2")), 0o644))
 	_, stderr, err = runCLI(t, "validate", dir)
 	require.Error(t, err)
-	assert.Contains(t, stderr, `stale: image "app" is `+reg.Host+`/simple:v2 in manifest.yaml but `+image+` in the lock file`)
+	assert.Contains(t, stderr, `stale: image "app" is `+simple+`:v2 in manifest.yaml but `+image+` in the lock file`)
 
 	// A tag that does not exist: nothing is written.
 	_, _, err = runCLI(t, "lock", dir, "--registry-config", dockerConfig)

@@ -17,7 +17,8 @@ func TestRenderRegistryReference(t *testing.T) {
 	// An empty Docker config: the test must not depend on the machine's credentials.
 	dockerConfig := filepath.Join(t.TempDir(), "config.json")
 	const dir = "../../packages-example/simple"
-	ref := reg.Host + "/simple:v1"
+	simple := reg.Host + "/" + testenv.Repository(t, "simple")
+	ref := simple + ":v1"
 
 	out, err := runPkgsync(t, "build", dir, "--tag", ref, "--push", "--output-format", "digest", "--registry-config", dockerConfig)
 	require.NoError(t, err)
@@ -26,7 +27,7 @@ func TestRenderRegistryReference(t *testing.T) {
 	fromDir, _, err := runCLI(t, "render", dir, "--namespace", "apps")
 	require.NoError(t, err)
 	require.Contains(t, fromDir, "kind: Deployment")
-	for _, r := range []string{ref, reg.Host + "/simple@" + digest} {
+	for _, r := range []string{ref, simple + "@" + digest} {
 		t.Run(r, func(t *testing.T) {
 			fromRef, stderr, err := runCLI(t, "render", r, "--namespace", "apps", "--registry-config", dockerConfig)
 			require.NoError(t, err, stderr)
@@ -38,6 +39,6 @@ func TestRenderRegistryReference(t *testing.T) {
 		})
 	}
 
-	_, _, err = runCLI(t, "render", reg.Host+"/simple:missing", "--registry-config", dockerConfig)
-	require.ErrorContains(t, err, "tag missing not found in "+reg.Host+"/simple")
+	_, _, err = runCLI(t, "render", simple+":missing", "--registry-config", dockerConfig)
+	require.ErrorContains(t, err, "tag missing not found in "+simple)
 }

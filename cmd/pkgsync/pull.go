@@ -14,15 +14,17 @@ func newPullCmd() *cobra.Command {
 		registry registryOptions
 		out      outputOptions
 		dir      string
+		// checkIntoSpelling refuses --into and its old spelling --output at once.
+		checkIntoSpelling func() error
 	)
 	cmd := &cobra.Command{
-		Use:   "pull REF --output DIR",
+		Use:   "pull REF --into DIR",
 		Short: "Pull a package image into a directory",
 		Long: `Pull downloads the package REF names (a tag, a digest, or both) and writes its files to DIR,
 which must be empty or not exist. Both pkgsync package images and Package Operator images
 (whose package lies under package/) are read; digests are verified and the unpacked files are
 checked against the size and path limits.`,
-		Example: `  pkgsync pull registry.example.com/team/my-package:v1 --output ./my-package`,
+		Example: `  pkgsync pull registry.example.com/team/my-package:v1 --into ./my-package`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError("pull takes one reference, got %d arguments", len(args))
@@ -30,11 +32,14 @@ checked against the size and path limits.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkIntoSpelling(); err != nil {
+				return err
+			}
 			if err := out.validate(); err != nil {
 				return err
 			}
 			if dir == "" {
-				return usageError("pull needs --output DIR")
+				return usageError("pull needs --into DIR")
 			}
 			refs, err := parseReferences(args[0])
 			if err != nil {
@@ -62,9 +67,10 @@ checked against the size and path limits.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "output", "", "Directory to write the package to (required; empty or absent)")
+	cmd.Flags().StringVar(&dir, "into", "", "Directory to write the package to (required; empty or absent)")
 	registry.ApplyFlags(cmd.Flags())
 	out.ApplyFlags(cmd.Flags())
+	checkIntoSpelling = renameFlag(cmd, "into", "output", "")
 	return cmd
 }
 

@@ -19,7 +19,7 @@ func newPushCmd() *cobra.Command {
 		Use:   "push DIR|FILE.tar REF",
 		Short: "Push a package directory or image archive to a registry",
 		Long: `Push uploads a package to REF (REGISTRY/REPOSITORY:TAG). A directory is built first, as
-"pkgsync build" does; a FILE.tar is an OCI image layout archive written by "pkgsync build --output".`,
+"pkgsync build" does; a FILE.tar is an OCI image layout archive written by "pkgsync build --archive".`,
 		Example: `  pkgsync push ./my-package registry.example.com/team/my-package:v1
   pkgsync push my-package.tar registry.example.com/team/my-package:v1 --output-format digest`,
 		Args: func(_ *cobra.Command, args []string) error {

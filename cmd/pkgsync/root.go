@@ -41,5 +41,6 @@ other phases go to the management cluster.`,
 		newVersionCmd(),
 	)
 	addRegistryHints(root)
+	warnOnStderr(root)
 	return root
 }

@@ -36,17 +36,18 @@ func TestSignAndVerifyCommands(t *testing.T) {
 	otherKey, otherPub := writeKeyPair(t, otherDir, "s3cret")
 	t.Setenv(passwordEnv, "s3cret")
 
-	ref := reg.Host + "/signed:v1"
+	signed := reg.Host + "/" + testenv.Repository(t, "signed")
+	ref := signed + ":v1"
 	out, err := runPkgsync(t, "build", writePackage(t), "--tag", ref, "--push", "--sign", "--key", key, "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
 	digest := strings.Fields(lines[0])[2]
-	assert.True(t, strings.HasPrefix(lines[2], "Signed "+ref+"@"+digest+" (signature "+reg.Host+"/signed:"+source.SignatureTag(digest)+"@sha256:"), lines[2])
+	assert.True(t, strings.HasPrefix(lines[2], "Signed "+ref+"@"+digest+" (signature "+signed+":"+source.SignatureTag(digest)+"@sha256:"), lines[2])
 
 	out, err = runPkgsync(t, "verify", ref, "--key", pub, "--registry-config", dockerConfig)
 	require.NoError(t, err)
-	assert.Equal(t, "Verified "+reg.Host+"/signed@"+digest+" with cosign.pub\n", out)
+	assert.Equal(t, "Verified "+signed+"@"+digest+" with cosign.pub\n", out)
 
 	// Another key: exit code 1, the keys named.
 	_, err = runPkgsync(t, "verify", ref, "--key", otherPub, "--registry-config", dockerConfig)
@@ -57,7 +58,7 @@ func TestSignAndVerifyCommands(t *testing.T) {
 	require.NoError(t, err)
 
 	// Unsigned: refused; `pkgsync sign` then signs the tag's digest.
-	unsigned := reg.Host + "/signed:v2"
+	unsigned := signed + ":v2"
 	_, err = runPkgsync(t, "push", writePackage(t), unsigned, "--version", "2", "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	_, err = runPkgsync(t, "verify", unsigned, "--key", otherPub, "--registry-config", dockerConfig)
@@ -70,9 +71,9 @@ func TestSignAndVerifyCommands(t *testing.T) {
 
 	// A wrong password fails before anything is pushed; --sign needs --push.
 	t.Setenv(passwordEnv, "wrong")
-	_, err = runPkgsync(t, "build", writePackage(t), "--tag", reg.Host+"/signed:v3", "--push", "--sign", "--key", key, "--registry-config", dockerConfig)
+	_, err = runPkgsync(t, "build", writePackage(t), "--tag", signed+":v3", "--push", "--sign", "--key", key, "--registry-config", dockerConfig)
 	require.ErrorContains(t, err, "is the password right?")
-	_, err = runPkgsync(t, "verify", reg.Host+"/signed:v3", "--key", pub, "--registry-config", dockerConfig)
+	_, err = runPkgsync(t, "verify", signed+":v3", "--key", pub, "--registry-config", dockerConfig)
 	require.ErrorContains(t, err, "tag v3 not found")
 	_, err = runPkgsync(t, "build", writePackage(t), "--tag", ref, "--sign", "--key", key)
 	assert.Equal(t, 2, exitCodeOf(err))

@@ -374,8 +374,6 @@ func exists(t testingT, c client.Client, apiVersion, kind, namespace, name strin
 // ownerLabel is the label naming the owning resource.
 const ownerLabel = apply.LabelOwnerName
 
-var _ = testenv.RegistryEnv
-
 func configMap(namespace, name string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 }

@@ -94,7 +94,7 @@ func lyingRegistry(t *testing.T, own *testenv.Registry) string {
 // and verifies with it (as --require-signatures asks).
 func TestCachedRenderNotServedThroughAnotherRegistry(t *testing.T) {
 	private := installPrivatePackage(t)
-	own := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	own := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
 	lying := lyingRegistry(t, own)
 
 	t.Run("unsigned", func(t *testing.T) {

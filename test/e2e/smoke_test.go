@@ -17,12 +17,13 @@ import (
 )
 
 // TestSmoke proves the test environment itself: two control planes that accept server-side
-// apply, and a registry that stores and serves content by digest.
+// apply, and a registry that stores and serves content by digest. The e2e suite runs its own
+// registry whatever $PKGSYNC_TEST_REGISTRY says; TestUserRegistry reaches that one.
 func TestSmoke(t *testing.T) {
 	t.Parallel()
 	management := testenv.NewControlPlane(t, "management")
 	hosted := testenv.NewControlPlane(t, "hosted")
-	registry := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	registry := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
 
 	for _, cp := range []*testenv.ControlPlane{management, hosted} {
 		t.Run("apply to "+cp.Name, func(t *testing.T) {

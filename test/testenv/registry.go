@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -11,7 +12,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +23,7 @@ import (
 )
 
 // RegistryEnv names the environment variable that points tests at a registry the user already
-// runs (zot, for instance) instead of starting one: host:port, plain HTTP.
+// runs (zot, for instance) instead of starting one: host:port, plain HTTP, no authentication.
 const RegistryEnv = "PKGSYNC_TEST_REGISTRY"
 
 // RegistryOptions selects the registry's security.
@@ -29,6 +32,9 @@ type RegistryOptions struct {
 	TLS bool
 	// Htpasswd requires basic authentication with a generated user and password.
 	Htpasswd bool
+	// Own starts a Distribution registry for the test even when $PKGSYNC_TEST_REGISTRY is set:
+	// for a test that needs the registry's own behaviour or the registry to itself.
+	Own bool
 }
 
 // Registry is a running OCI registry.
@@ -113,10 +119,11 @@ func StartRegistry(ctx context.Context, dir string, opts RegistryOptions) (*Regi
 }
 
 // NewRegistry starts a registry for a test and stops it when the test ends. With zero options
-// and $PKGSYNC_TEST_REGISTRY set, it returns that registry instead.
+// and $PKGSYNC_TEST_REGISTRY set, it returns that registry instead: tests that use it name their
+// repositories with Repository, and count only requests the OCI distribution spec promises.
 func NewRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	t.Helper()
-	if host := os.Getenv(RegistryEnv); host != "" && opts == (RegistryOptions{}) {
+	if host := UserRegistry(); host != "" && opts == (RegistryOptions{}) {
 		return &Registry{Host: host}
 	}
 	r, err := StartRegistry(context.Background(), t.TempDir(), opts)
@@ -130,6 +137,43 @@ func NewRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	})
 	return r
 }
+
+// UserRegistry returns $PKGSYNC_TEST_REGISTRY: host:port of the registry the user points tests
+// at, or "" when unset.
+func UserRegistry() string { return os.Getenv(RegistryEnv) }
+
+// runID tells this test process's repositories from those of every other run against the same
+// registry.
+var runID = sync.OnceValue(func() string { return strings.ToLower(rand.Text()[:10]) })
+
+// repositoryComponent is one path component of a repository name, as the OCI distribution spec
+// defines it.
+var repositoryComponent = regexp.MustCompile(`^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*$`)
+
+// Repository returns a repository name for name that is the test's own, in this run:
+// pkgsync-test/RUN/TEST/name, RUN random per test process and TEST the test's name in the
+// registry's alphabet. Tests sharing a registry ($PKGSYNC_TEST_REGISTRY), or run again against
+// it, never see one another's tags, so a second run passes as the first did. The same test and
+// name give the same repository; name is one or more path components ("app", "team-a/app").
+func Repository(t testing.TB, name string) string {
+	t.Helper()
+	for _, c := range strings.Split(name, "/") {
+		if !repositoryComponent.MatchString(c) {
+			t.Fatalf("testenv: %q is not a repository name", name)
+		}
+	}
+	test := strings.Trim(nonAlphanumeric.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(test) > maxTestComponent {
+		test = strings.TrimRight(test[:maxTestComponent], "-")
+	}
+	return "pkgsync-test/" + runID() + "/" + test + "/" + name
+}
+
+// maxTestComponent bounds the test's part of a repository name: registries bound the whole
+// name (Distribution at 255 bytes).
+const maxTestComponent = 100
+
+var nonAlphanumeric = regexp.MustCompile(`[^a-z0-9]+`)
 
 // URL is the registry's base URL.
 func (r *Registry) URL() string {
