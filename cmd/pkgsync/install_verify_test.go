@@ -28,7 +28,9 @@ func TestInstallVerifyKey(t *testing.T) {
 	t.Setenv(passwordEnv, "s3cret")
 
 	// Any image stands in for the controller's: only its signature is checked.
-	image := reg.Host + "/platform/pkgsync:v1"
+	repo := reg.Host + "/" + testenv.Repository(t, "platform/pkgsync")
+	unsignedRepo := reg.Host + "/" + testenv.Repository(t, "platform/unsigned")
+	image := repo + ":v1"
 	out, err := runPkgsync(t, "build", writePackage(t), "--tag", image, "--push", "--sign", "--key", key, "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	digest := strings.Fields(strings.Split(out, "\n")[0])[2]
@@ -43,7 +45,7 @@ func TestInstallVerifyKey(t *testing.T) {
 		objs := decodeYAMLStream(t, stdout)
 		deploy := objs[len(objs)-1]
 		containers, _, _ := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
-		assert.Equal(t, reg.Host+"/platform/pkgsync@"+digest, containers[0].(map[string]any)["image"])
+		assert.Equal(t, repo+"@"+digest, containers[0].(map[string]any)["image"])
 	})
 
 	refused := []struct {
@@ -53,15 +55,15 @@ func TestInstallVerifyKey(t *testing.T) {
 		want  error
 	}{
 		{"signed by another key", image, []string{otherPub}, source.ErrSignatureInvalid},
-		{"never signed", reg.Host + "/platform/unsigned:v1", []string{pub}, source.ErrNoSignature},
+		{"never signed", unsignedRepo + ":v1", []string{pub}, source.ErrNoSignature},
 		// The tag now names other content than was signed.
-		{"changed since it was signed", reg.Host + "/platform/pkgsync:v1-tampered", []string{pub}, source.ErrNoSignature},
+		{"changed since it was signed", repo + ":v1-tampered", []string{pub}, source.ErrNoSignature},
 	}
-	_, err = runPkgsync(t, "push", writePackage(t), reg.Host+"/platform/unsigned:v1", "--version", "1", "--registry-config", dockerConfig)
+	_, err = runPkgsync(t, "push", writePackage(t), unsignedRepo+":v1", "--version", "1", "--registry-config", dockerConfig)
 	require.NoError(t, err)
-	_, err = runPkgsync(t, "build", writePackage(t), "--tag", reg.Host+"/platform/pkgsync:v1-tampered", "--push", "--sign", "--key", key, "--registry-config", dockerConfig)
+	_, err = runPkgsync(t, "build", writePackage(t), "--tag", repo+":v1-tampered", "--push", "--sign", "--key", key, "--registry-config", dockerConfig)
 	require.NoError(t, err)
-	_, err = runPkgsync(t, "push", writePackage(t), reg.Host+"/platform/pkgsync:v1-tampered", "--version", "2", "--registry-config", dockerConfig)
+	_, err = runPkgsync(t, "push", writePackage(t), repo+":v1-tampered", "--version", "2", "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	for _, tt := range refused {
 		t.Run("refused: "+tt.name, func(t *testing.T) {
