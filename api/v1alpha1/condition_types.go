@@ -55,6 +55,10 @@ const (
 	ScopeViolationReason = "ScopeViolation"
 	// ApplyFailedReason: the API server refused an object.
 	ApplyFailedReason = "ApplyFailed"
+	// ForbiddenReason: the API server refused a request as forbidden: the impersonated
+	// ServiceAccount (spec.serviceAccountName, or the controller's own) may not do what the
+	// package needs, or does not exist.
+	ForbiddenReason = "Forbidden"
 	// HostedClusterUnavailableReason: hosted-cluster phases cannot reach the hosted API server
 	// (in a fleet's status.blockedMembers also: the member's HostedCluster is not Available).
 	HostedClusterUnavailableReason = "HostedClusterUnavailable"

@@ -89,13 +89,15 @@ type memberHealth struct {
 // open, or the HostedCluster is unavailable or paused), its pull Secret is missing or refused,
 // its verification Secret is missing or trusts other keys (the fleet verified the digest with
 // the template's before it became the target), its connector kubeconfig is refused, its
-// namespace is no hosted-control-plane namespace. Messages are never parsed: only reasons.
+// namespace is no hosted-control-plane namespace, its ServiceAccount is missing or may not do
+// what the package needs (Forbidden). Messages are never parsed: only reasons.
 var blockingReasons = map[string]bool{
 	v1alpha1.HostedClusterUnavailableReason: true,
 	v1alpha1.AuthenticationFailedReason:     true,
 	v1alpha1.VerificationFailedReason:       true,
 	v1alpha1.InsecureKubeconfigReason:       true,
 	v1alpha1.NotHostedControlPlaneReason:    true,
+	v1alpha1.ForbiddenReason:                true,
 }
 
 // healthOf reads a member: held (by the hold annotation), blocked (blockedBy), or what its
