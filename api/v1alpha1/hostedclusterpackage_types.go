@@ -107,7 +107,7 @@ type ConfigOverride struct {
 type FleetRolloutStrategy struct {
 	// MaxUnavailable is how many members of the partition in progress may be unavailable (being
 	// updated, or not Ready) at once: a count or a percentage of the partition's members
-	// (rounded down, at least 1). Default 1.
+	// (rounded down, at least 1). Default 1. Blocked and held members are not counted.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
@@ -134,8 +134,9 @@ type FleetRolloutStrategy struct {
 
 	// ProgressDeadline is how long a member may take to become Ready on a new revision before it
 	// counts as failed. A member that is Stalled (an invalid package or configuration) fails at
-	// once; other errors (a registry or cluster that does not answer) count once the deadline
-	// has passed. Default 10m.
+	// once; other errors (a registry that does not answer, an object never Ready) count once
+	// the deadline has passed. A blocked member (status.blockedMembers: its cluster or
+	// namespace stops it) never counts. Default 10m.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
@@ -308,15 +309,15 @@ type HostedClusterPackageStatus struct {
 	// +optional
 	FailedMembers []MemberStatus `json:"failedMembers,omitempty"`
 	// BlockedMembers lists members that cannot move for a reason of their own cluster or
-	// namespace, with that reason (at most 10; memberCounts.blocked counts them all): the
+	// namespace, with that reason (at most 10; status.blocked counts them all): the
 	// HostedCluster is not Available (HostedClusterUnavailable) or paused (HostedClusterPaused),
 	// or the member itself reports HostedClusterUnavailable, AuthenticationFailed,
-	// VerificationFailed, InsecureKubeconfig or NotHostedControlPlane. A blocked member stays
-	// on the revision it has and moves under the normal rules once it is unblocked.
+	// VerificationFailed, InsecureKubeconfig, NotHostedControlPlane or Forbidden. A blocked
+	// member stays on the revision it has and moves under the normal rules once unblocked.
 	// +optional
 	BlockedMembers []MemberStatus `json:"blockedMembers,omitempty"`
 	// HeldMembers lists members held by the pkgsync.dev/hold annotation (reason Held, the
-	// annotation's value as message; at most 10; memberCounts.held counts them all).
+	// annotation's value in the message; at most 10; status.held counts them all).
 	// +optional
 	HeldMembers []MemberStatus `json:"heldMembers,omitempty"`
 }
