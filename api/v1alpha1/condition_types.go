@@ -55,7 +55,12 @@ const (
 	ScopeViolationReason = "ScopeViolation"
 	// ApplyFailedReason: the API server refused an object.
 	ApplyFailedReason = "ApplyFailed"
-	// HostedClusterUnavailableReason: hosted-cluster phases cannot reach the hosted API server.
+	// ForbiddenReason: the API server refused a request as forbidden: the impersonated
+	// ServiceAccount (spec.serviceAccountName, or the controller's own) may not do what the
+	// package needs, or does not exist.
+	ForbiddenReason = "Forbidden"
+	// HostedClusterUnavailableReason: hosted-cluster phases cannot reach the hosted API server
+	// (in a fleet's status.blockedMembers also: the member's HostedCluster is not Available).
 	HostedClusterUnavailableReason = "HostedClusterUnavailable"
 	// InsecureKubeconfigReason: the hosted cluster's connector kubeconfig holds something the
 	// controller refuses to use (file references, exec or auth-provider plugins, a proxy, or
@@ -96,6 +101,11 @@ const (
 	NamespaceNotFoundReason = "NamespaceNotFound"
 	// MemberWriteFailedReason (status.failedMembers): the API server refused the member.
 	MemberWriteFailedReason = "MemberWriteFailed"
+	// HostedClusterPausedReason (status.blockedMembers): the member's HostedCluster is paused
+	// (ReconciliationActive=False, or spec.pausedUntil "true" or a time still to come).
+	HostedClusterPausedReason = "HostedClusterPaused"
+	// MemberHeldReason (status.heldMembers): the pkgsync.dev/hold annotation holds the member.
+	MemberHeldReason = "Held"
 
 	// PartitionStartedReason (events only): the rollout reached a partition.
 	PartitionStartedReason = "PartitionStarted"

@@ -20,6 +20,12 @@ const (
 	// FleetRevisionAnnotation on a member Package names the fleet revision its spec was made
 	// from (FleetRevision.Name).
 	FleetRevisionAnnotation = "pkgsync.dev/fleet-revision"
+	// HoldAnnotation on a HostedCluster, or on its member Package, holds that one member: the
+	// fleet leaves it on the revision it has (and writes nothing to it) until the annotation is
+	// removed. Its value is the reason, shown in status.heldMembers and pkgsync fleet status.
+	// Whoever may annotate HostedClusters (or write member Packages) may hold a cluster back
+	// from a rollout: see docs/operations.md.
+	HoldAnnotation = "pkgsync.dev/hold"
 
 	// DefaultProgressDeadline is how long a member may take to become Ready on a new revision
 	// before it counts as failed.
@@ -101,7 +107,7 @@ type ConfigOverride struct {
 type FleetRolloutStrategy struct {
 	// MaxUnavailable is how many members of the partition in progress may be unavailable (being
 	// updated, or not Ready) at once: a count or a percentage of the partition's members
-	// (rounded down, at least 1). Default 1.
+	// (rounded down, at least 1). Default 1. Blocked and held members are not counted.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
@@ -128,8 +134,9 @@ type FleetRolloutStrategy struct {
 
 	// ProgressDeadline is how long a member may take to become Ready on a new revision before it
 	// counts as failed. A member that is Stalled (an invalid package or configuration) fails at
-	// once; other errors (a registry or cluster that does not answer) count once the deadline
-	// has passed. Default 10m.
+	// once; other errors (a registry that does not answer, an object never Ready) count once
+	// the deadline has passed. A blocked member (status.blockedMembers: its cluster or
+	// namespace stops it) never counts. Default 10m.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
@@ -223,9 +230,17 @@ type MemberCounts struct {
 	// Ready members: Ready on the revision they are on.
 	// +optional
 	Ready int32 `json:"ready"`
-	// Failed members: failed on the target revision.
+	// Failed members: failed on the target revision (blocked and held members never count).
 	// +optional
 	Failed int32 `json:"failed"`
+	// Blocked members: ones that cannot move for a reason of their own cluster or namespace
+	// (see status.blockedMembers). They use no maxUnavailable budget, count toward no
+	// failureThreshold and hold no partition back.
+	// +optional
+	Blocked int32 `json:"blocked,omitempty"`
+	// Held members: ones the pkgsync.dev/hold annotation keeps where they are.
+	// +optional
+	Held int32 `json:"held,omitempty"`
 }
 
 // PartitionStatus reports one partition.
@@ -293,6 +308,18 @@ type HostedClusterPackageStatus struct {
 	// Failed lists failed members and members the fleet cannot keep (at most 10).
 	// +optional
 	FailedMembers []MemberStatus `json:"failedMembers,omitempty"`
+	// BlockedMembers lists members that cannot move for a reason of their own cluster or
+	// namespace, with that reason (at most 10; status.blocked counts them all): the
+	// HostedCluster is not Available (HostedClusterUnavailable) or paused (HostedClusterPaused),
+	// or the member itself reports HostedClusterUnavailable, AuthenticationFailed,
+	// VerificationFailed, InsecureKubeconfig, NotHostedControlPlane or Forbidden. A blocked
+	// member stays on the revision it has and moves under the normal rules once unblocked.
+	// +optional
+	BlockedMembers []MemberStatus `json:"blockedMembers,omitempty"`
+	// HeldMembers lists members held by the pkgsync.dev/hold annotation (reason Held, the
+	// annotation's value in the message; at most 10; status.held counts them all).
+	// +optional
+	HeldMembers []MemberStatus `json:"heldMembers,omitempty"`
 }
 
 // HostedClusterPackage rolls one package out to every matching HyperShift hosted cluster: it

@@ -21,8 +21,8 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
-// fleetListedMembers is how many members a fleet's status lists as in progress or failed (the
-// controller's bound): a list this long may be cut.
+// fleetListedMembers is how many members a fleet's status lists as in progress, failed, blocked
+// or held (the controller's bound): a list this long may be cut.
 const fleetListedMembers = 10
 
 // fleetStatusOutput is what `pkgsync fleet status -o json` prints: a stable document of its own,
@@ -44,6 +44,10 @@ type fleetStatusOutput struct {
 	Partitions       []fleetPartitionOutput `json:"partitions"`
 	InProgress       []fleetMemberOutput    `json:"inProgress"`
 	Failed           []fleetMemberOutput    `json:"failed"`
+	// Blocked members cannot move for a reason of their own cluster or namespace; Held ones are
+	// held by the pkgsync.dev/hold annotation.
+	Blocked []fleetMemberOutput `json:"blocked"`
+	Held    []fleetMemberOutput `json:"held"`
 }
 
 type fleetRevisionOutput struct {
@@ -64,6 +68,8 @@ type fleetCountsOutput struct {
 	Updated int32 `json:"updated"`
 	Ready   int32 `json:"ready"`
 	Failed  int32 `json:"failed"`
+	Blocked int32 `json:"blocked"`
+	Held    int32 `json:"held"`
 	Total   int32 `json:"total"`
 }
 
@@ -91,8 +97,10 @@ func newFleetStatusCmd() *cobra.Command {
 		Short: "Print where a HostedClusterPackage's rollout stands",
 		Long: `Status reads the HostedClusterPackage NAME and prints its target and stable revisions, its
 Ready condition, its partitions in rollout order (state and member counts) and the members in
-progress and failed, with the reason and message of each. The status lists at most 10 members
-of each kind; the counts cover all of them.
+progress, failed, blocked (their own cluster or namespace stops them: the HostedCluster is not
+Available or paused, its API server does not answer, a Secret is missing) and held (by the
+pkgsync.dev/hold annotation), with the reason and message of each. The status lists at most 10
+members of each kind; the counts cover all of them.
 
 -o json and -o yaml print the same as a document of their own (not the API object).
 Exits 1 when the fleet does not exist.`,
@@ -176,6 +184,8 @@ func fleetStatusOf(fleet *v1alpha1.HostedClusterPackage) fleetStatusOutput {
 		Partitions:       []fleetPartitionOutput{},
 		InProgress:       membersOf(st.InProgress),
 		Failed:           membersOf(st.FailedMembers),
+		Blocked:          membersOf(st.BlockedMembers),
+		Held:             membersOf(st.HeldMembers),
 	}
 	if st.Target != nil {
 		out.Target = revisionOf(*st.Target)
@@ -199,7 +209,7 @@ func revisionOf(r v1alpha1.FleetRevision) *fleetRevisionOutput {
 }
 
 func countsOf(c v1alpha1.MemberCounts) fleetCountsOutput {
-	return fleetCountsOutput{Updated: c.Updated, Ready: c.Ready, Failed: c.Failed, Total: c.Total}
+	return fleetCountsOutput{Updated: c.Updated, Ready: c.Ready, Failed: c.Failed, Blocked: c.Blocked, Held: c.Held, Total: c.Total}
 }
 
 func membersOf(ms []v1alpha1.MemberStatus) []fleetMemberOutput {
@@ -244,7 +254,7 @@ func printFleetStatus(w io.Writer, fleet *v1alpha1.HostedClusterPackage, out fle
 		fmt.Fprintf(tw, "Rollout:\tpaused (spec.rollout.paused): no member moves to another revision\n")
 	}
 	m := out.Members
-	fmt.Fprintf(tw, "Members:\t%d updated, %d ready, %d failed, %d total\n", m.Updated, m.Ready, m.Failed, m.Total)
+	fmt.Fprintf(tw, "Members:\t%d updated, %d ready, %d failed, %d blocked, %d held, %d total\n", m.Updated, m.Ready, m.Failed, m.Blocked, m.Held, m.Total)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -256,7 +266,13 @@ func printFleetStatus(w io.Writer, fleet *v1alpha1.HostedClusterPackage, out fle
 	if err := printMembers(w, fleet, "Members in progress", out.InProgress); err != nil {
 		return err
 	}
-	return printMembers(w, fleet, "Failed members", out.Failed)
+	if err := printMembers(w, fleet, "Failed members", out.Failed); err != nil {
+		return err
+	}
+	if err := printMembers(w, fleet, "Blocked members", out.Blocked); err != nil {
+		return err
+	}
+	return printMembers(w, fleet, "Held members", out.Held)
 }
 
 // printPartitions prints the partitions in rollout order, with how long each is in its state.
@@ -266,13 +282,13 @@ func printPartitions(w io.Writer, fleet *v1alpha1.HostedClusterPackage, partitio
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tUPDATED\tREADY\tFAILED\tTOTAL\tSINCE")
+	fmt.Fprintln(tw, "NAME\tSTATE\tUPDATED\tREADY\tFAILED\tBLOCKED\tHELD\tTOTAL\tSINCE")
 	for _, p := range partitions {
 		since := "-"
 		if t, err := time.Parse(time.RFC3339, p.Since); err == nil {
 			since = duration.HumanDuration(now.Sub(t))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", partitionLabel(fleet, p.Name), printable(p.State), p.Updated, p.Ready, p.Failed, p.Total, since)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", partitionLabel(fleet, p.Name), printable(p.State), p.Updated, p.Ready, p.Failed, p.Blocked, p.Held, p.Total, since)
 	}
 	return tw.Flush()
 }

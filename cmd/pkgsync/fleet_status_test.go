@@ -56,12 +56,12 @@ func haltedFleet(now time.Time) (*v1alpha1.HostedClusterPackage, v1alpha1.Hosted
 		Target: &target,
 		Stable: &v1alpha1.FleetStableRevision{FleetRevision: stable,
 			Template: v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: "registry.example.com/addons/hosted-addon:v1"}}},
-		MemberCounts:     v1alpha1.MemberCounts{Total: 6, Updated: 3, Ready: 4, Failed: 1},
-		Progress:         "3/4/6",
+		MemberCounts:     v1alpha1.MemberCounts{Total: 8, Updated: 3, Ready: 5, Failed: 1, Blocked: 1, Held: 1},
+		Progress:         "3/5/8",
 		CurrentPartition: "canary",
 		Partitions: []v1alpha1.PartitionStatus{
 			{Name: "canary", State: v1alpha1.PartitionHalted, MemberCounts: v1alpha1.MemberCounts{Total: 3, Updated: 3, Ready: 1, Failed: 1}, LastTransitionTime: ago(10*time.Hour + 30*time.Minute)},
-			{Name: "prod", State: v1alpha1.PartitionPending, MemberCounts: v1alpha1.MemberCounts{Total: 2, Ready: 2}, LastTransitionTime: ago(3*24*time.Hour + 2*time.Hour + 30*time.Minute)},
+			{Name: "prod", State: v1alpha1.PartitionPending, MemberCounts: v1alpha1.MemberCounts{Total: 4, Ready: 3, Blocked: 1, Held: 1}, LastTransitionTime: ago(3*24*time.Hour + 2*time.Hour + 30*time.Minute)},
 			{Name: "", State: v1alpha1.PartitionPending, MemberCounts: v1alpha1.MemberCounts{Total: 1, Ready: 1}, LastTransitionTime: ago(3*24*time.Hour + 2*time.Hour + 30*time.Minute)},
 		},
 		InProgress: []v1alpha1.MemberStatus{
@@ -72,6 +72,12 @@ func haltedFleet(now time.Time) (*v1alpha1.HostedClusterPackage, v1alpha1.Hosted
 			// A message carries text from a package: a terminal escape, a line break and a
 			// right-to-left override must neither act on the terminal nor break the table.
 			{Namespace: "clusters-c9", Reason: "Collision", Message: "Package clusters-c9/hosted-addon exists\x1b[2J\nand is \u202enot this fleet's"},
+		},
+		BlockedMembers: []v1alpha1.MemberStatus{
+			{Namespace: "clusters-p3", Partition: "prod", Reason: "HostedClusterUnavailable", Message: "HostedCluster clusters/p3 is not Available: etcd quorum lost"},
+		},
+		HeldMembers: []v1alpha1.MemberStatus{
+			{Namespace: "clusters-p4", Partition: "prod", Reason: "Held", Message: "pkgsync.dev/hold on the HostedCluster: tenant change freeze until Friday"},
 		},
 	}
 	return fleet, status
@@ -138,11 +144,11 @@ func TestFleetStatusCommand(t *testing.T) {
   "ready": {"status": "False", "reason": "RolloutHalted", "since": %[1]q,
     "message": "rollout of bbbbbbbbbbbb-22222222 halted in partition canary: 1 member(s) failed (spec.rollout.failureThreshold): clusters-c2: RenderFailed: render: template config.yaml.gotmpl: this revision is broken on purpose"},
   "currentPartition": "canary",
-  "members": {"updated": 3, "ready": 4, "failed": 1, "total": 6},
+  "members": {"updated": 3, "ready": 5, "failed": 1, "blocked": 1, "held": 1, "total": 8},
   "partitions": [
-    {"name": "canary", "state": "Halted", "updated": 3, "ready": 1, "failed": 1, "total": 3, "since": %[1]q},
-    {"name": "prod", "state": "Pending", "updated": 0, "ready": 2, "failed": 0, "total": 2, "since": %[2]q},
-    {"name": "", "state": "Pending", "updated": 0, "ready": 1, "failed": 0, "total": 1, "since": %[2]q}
+    {"name": "canary", "state": "Halted", "updated": 3, "ready": 1, "failed": 1, "blocked": 0, "held": 0, "total": 3, "since": %[1]q},
+    {"name": "prod", "state": "Pending", "updated": 0, "ready": 3, "failed": 0, "blocked": 1, "held": 1, "total": 4, "since": %[2]q},
+    {"name": "", "state": "Pending", "updated": 0, "ready": 1, "failed": 0, "blocked": 0, "held": 0, "total": 1, "since": %[2]q}
   ],
   "inProgress": [
     {"namespace": "clusters-c3", "partition": "canary", "reason": "PhaseProgressing", "message": "phase deploy: Deployment.apps clusters-c3/addon-operator: Available=False"}
@@ -150,6 +156,12 @@ func TestFleetStatusCommand(t *testing.T) {
   "failed": [
     {"namespace": "clusters-c2", "partition": "canary", "reason": "RenderFailed", "message": "render: template config.yaml.gotmpl: this revision is broken on purpose"},
     {"namespace": "clusters-c9", "partition": "", "reason": "Collision", "message": "Package clusters-c9/hosted-addon exists\u001b[2J\nand is \u202enot this fleet's"}
+  ],
+  "blocked": [
+    {"namespace": "clusters-p3", "partition": "prod", "reason": "HostedClusterUnavailable", "message": "HostedCluster clusters/p3 is not Available: etcd quorum lost"}
+  ],
+  "held": [
+    {"namespace": "clusters-p4", "partition": "prod", "reason": "Held", "message": "pkgsync.dev/hold on the HostedCluster: tenant change freeze until Friday"}
   ]
 }`, at(10*time.Hour+30*time.Minute), at(3*24*time.Hour+2*time.Hour+30*time.Minute)), stdout)
 	})
@@ -160,8 +172,8 @@ func TestFleetStatusCommand(t *testing.T) {
 		require.NoError(t, err)
 		assert.JSONEq(t, `{"name": "fresh", "generation": 1, "observedGeneration": -1, "suspended": false, "paused": true,
   "target": null, "stable": null, "ready": null, "currentPartition": "",
-  "members": {"updated": 0, "ready": 0, "failed": 0, "total": 0},
-  "partitions": [], "inProgress": [], "failed": []}`, stdout)
+  "members": {"updated": 0, "ready": 0, "failed": 0, "blocked": 0, "held": 0, "total": 0},
+  "partitions": [], "inProgress": [], "failed": [], "blocked": [], "held": []}`, stdout)
 	})
 
 	t.Run("a fleet that does not exist is an error", func(t *testing.T) {

@@ -323,7 +323,7 @@ func (r *fleetSteps) members(ctx context.Context, fleet *v1alpha1.HostedClusterP
 		if !hc.GetDeletionTimestamp().IsZero() || !selector.Matches(labels.Set(hc.GetLabels())) {
 			continue
 		}
-		m := &fleetMember{namespace: hosted.ControlPlaneNamespace(hc.GetNamespace(), hc.GetName()), labels: hc.GetLabels()}
+		m := &fleetMember{namespace: hosted.ControlPlaneNamespace(hc.GetNamespace(), hc.GetName()), labels: hc.GetLabels(), cluster: hosted.HostedClusterOf(hc)}
 		if p := fleet.Spec.Rollout.Partitions; p != nil {
 			m.partition = hc.GetLabels()[p.LabelKey]
 		}
@@ -495,7 +495,10 @@ func (r *fleetSteps) report(fleet *v1alpha1.HostedClusterPackage, plan rolloutPl
 	st.CurrentPartition = plan.current
 	st.InProgress = bounded(plan.inProgress)
 	st.FailedMembers = bounded(append(slices.Clone(plan.failed), problems...))
-	for state, n := range map[string]int32{"total": plan.counts.Total, "updated": plan.counts.Updated, "ready": plan.counts.Ready, "failed": plan.counts.Failed} {
+	st.BlockedMembers = bounded(plan.blocked)
+	st.HeldMembers = bounded(plan.held)
+	for state, n := range map[string]int32{"total": plan.counts.Total, "updated": plan.counts.Updated, "ready": plan.counts.Ready, "failed": plan.counts.Failed,
+		"blocked": plan.counts.Blocked, "held": plan.counts.Held} {
 		r.own.fleetMembers.WithLabelValues(fleet.Name, state).Set(float64(n))
 	}
 	if plan.complete && (st.Stable == nil || st.Stable.Name != st.Target.Name) {
@@ -522,6 +525,9 @@ func fleetOutcome(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, proble
 		return outcome{state: outcomeSucceeded, message: "no HostedCluster matches spec.hostedClusterSelector: 0 members"}
 	case len(problems) > 0:
 		return outcome{state: outcomeProgressing, reason: v1alpha1.MembersFailedReason, message: fmt.Sprintf("%d member(s) cannot be kept: %s", len(problems), describeMembers(problems))}
+	case plan.complete && plan.counts.Blocked+plan.counts.Held > 0:
+		return outcome{state: outcomeSucceeded, message: fmt.Sprintf("%d member(s) Ready on revision %s; %d blocked, %d held (status.blockedMembers, status.heldMembers): each moves once unblocked or released",
+			plan.counts.Total-plan.counts.Blocked-plan.counts.Held, target, plan.counts.Blocked, plan.counts.Held)}
 	case plan.complete:
 		return outcome{state: outcomeSucceeded, message: fmt.Sprintf("%d member(s) Ready on revision %s", plan.counts.Total, target)}
 	case fleet.Spec.Rollout.Paused:

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
 // fleetMember is one selected HostedCluster and what the fleet knows of its member Package.
@@ -24,6 +25,9 @@ type fleetMember struct {
 	labels map[string]string
 	// pkg is the member Package; nil when there is none yet.
 	pkg *v1alpha1.Package
+	// cluster is what the fleet read of the HostedCluster: its availability, its pause, its
+	// annotations (a hold). Nil in tests that do not need one.
+	cluster *hosted.HostedCluster
 	// pending is set while the cache has not caught up with the fleet's last write of pkg.
 	pending bool
 }
@@ -36,16 +40,112 @@ func (m *fleetMember) revision() string {
 	return m.pkg.GetAnnotations()[v1alpha1.FleetRevisionAnnotation]
 }
 
-// memberHealth is what a member's status says about the revision it is on.
-type memberHealth struct {
-	ready, failed   bool
-	reason, message string
+// holdReason returns the reason of a pkgsync.dev/hold annotation on the member's HostedCluster
+// or on the member itself, and whether either holds it.
+func (m *fleetMember) holdReason() (string, bool) {
+	for _, from := range []struct {
+		kind        string
+		annotations map[string]string
+	}{{"HostedCluster", m.clusterAnnotations()}, {"member Package", m.pkgAnnotations()}} {
+		if why, ok := from.annotations[v1alpha1.HoldAnnotation]; ok {
+			if why == "" {
+				why = "no reason given"
+			}
+			return v1alpha1.HoldAnnotation + " on the " + from.kind + ": " + why, true
+		}
+	}
+	return "", false
 }
 
-// healthOf reads a member's status. A member is Ready when its controller has seen its current
-// spec and says Ready; it has failed when it is Stalled, or when it has been on its revision
-// for longer than the progress deadline without becoming Ready.
+func (m *fleetMember) clusterAnnotations() map[string]string {
+	if m.cluster == nil {
+		return nil
+	}
+	return m.cluster.Annotations
+}
+
+func (m *fleetMember) pkgAnnotations() map[string]string {
+	if m.pkg == nil {
+		return nil
+	}
+	return m.pkg.GetAnnotations()
+}
+
+// memberHealth is what a member's status says about the revision it is on. A held or blocked
+// member is never failed; ready still says what its status says.
+type memberHealth struct {
+	ready, failed bool
+	// held: the pkgsync.dev/hold annotation keeps it where it is.
+	held bool
+	// blocked: it cannot move for a reason of its own cluster or namespace (blockedBy).
+	blocked         bool
+	reason, message string
+	// pausedUntil is when the pause of a blocked member's HostedCluster ends by itself.
+	pausedUntil time.Time
+}
+
+// blockingReasons are the Ready reasons of a member that say its own cluster or namespace
+// stops it, whatever the revision: the hosted API server does not answer (or its circuit is
+// open, or the HostedCluster is unavailable or paused), its pull Secret is missing or refused,
+// its verification Secret is missing or trusts other keys (the fleet verified the digest with
+// the template's before it became the target), its connector kubeconfig is refused, its
+// namespace is no hosted-control-plane namespace, its ServiceAccount is missing or may not do
+// what the package needs (Forbidden). Messages are never parsed: only reasons.
+var blockingReasons = map[string]bool{
+	v1alpha1.HostedClusterUnavailableReason: true,
+	v1alpha1.AuthenticationFailedReason:     true,
+	v1alpha1.VerificationFailedReason:       true,
+	v1alpha1.InsecureKubeconfigReason:       true,
+	v1alpha1.NotHostedControlPlaneReason:    true,
+	v1alpha1.ForbiddenReason:                true,
+}
+
+// healthOf reads a member: held (by the hold annotation), blocked (blockedBy), or what its
+// status says of its revision (statusHealth).
 func healthOf(m *fleetMember, deadline time.Duration, now time.Time) memberHealth {
+	h := statusHealth(m, deadline, now)
+	if why, ok := m.holdReason(); ok {
+		h.held, h.failed = true, false
+		h.reason, h.message = v1alpha1.MemberHeldReason, why
+		return h
+	}
+	if b, ok := blockedBy(m, now); ok {
+		b.ready = h.ready
+		return b
+	}
+	return h
+}
+
+// blockedBy says whether a member is blocked, and why: its HostedCluster is paused (as
+// HostedCluster.PausedAt reads it) or not Available, or its Ready condition (any generation:
+// the reason is about the cluster, not the spec) is False with a blocking reason.
+func blockedBy(m *fleetMember, now time.Time) (memberHealth, bool) {
+	if hc := m.cluster; hc != nil {
+		name := hc.Namespace + "/" + hc.Name
+		if paused, until := hc.PausedAt(now); paused {
+			msg := "HostedCluster " + name + " is paused (ReconciliationActive=False or spec.pausedUntil)"
+			if !until.IsZero() {
+				msg = "HostedCluster " + name + " is paused until " + until.UTC().Format(time.RFC3339) + " (spec.pausedUntil)"
+			}
+			return memberHealth{blocked: true, reason: v1alpha1.HostedClusterPausedReason, message: msg, pausedUntil: until}, true
+		}
+		if !hc.Available {
+			return memberHealth{blocked: true, reason: v1alpha1.HostedClusterUnavailableReason, message: "HostedCluster " + name + " is not Available: " + hc.Message}, true
+		}
+	}
+	if m.pkg == nil {
+		return memberHealth{}, false
+	}
+	if ready := conditions.Get(m.pkg, meta.ReadyCondition); ready != nil && ready.Status == metav1.ConditionFalse && blockingReasons[ready.Reason] {
+		return memberHealth{blocked: true, reason: ready.Reason, message: ready.Message}, true
+	}
+	return memberHealth{}, false
+}
+
+// statusHealth reads a member's status. A member is Ready when its controller has seen its
+// current spec and says Ready; it has failed when it is Stalled, or when it has been on its
+// revision for longer than the progress deadline without becoming Ready.
+func statusHealth(m *fleetMember, deadline time.Duration, now time.Time) memberHealth {
 	if m.pkg == nil {
 		return memberHealth{reason: v1alpha1.MemberNotCreatedReason, message: "no member Package yet"}
 	}
@@ -103,8 +203,10 @@ type rolloutPlan struct {
 	halted   bool
 	// failed members of the current partition, for the halt message.
 	failed []v1alpha1.MemberStatus
-	// inProgress members: on the target revision, not Ready, not failed.
+	// inProgress members: on the target revision, not Ready, not failed, neither blocked nor held.
 	inProgress []v1alpha1.MemberStatus
+	// blocked and held members, with why.
+	blocked, held []v1alpha1.MemberStatus
 	// wakeAfter is when the plan changes by itself (a soak or a progress deadline ends).
 	wakeAfter time.Duration
 	counts    v1alpha1.MemberCounts
@@ -114,7 +216,9 @@ type rolloutPlan struct {
 // Partitions are walked in order; every partition before the first unfinished one is on the
 // target; in that one, members that are not Ready move to the target at once (they cost no
 // availability), and Ready members move and new members are created as maxUnavailable allows;
-// later partitions stay where they are. The plan is a function of what is observed, so a controller restart resumes it.
+// later partitions stay where they are. Held and blocked members stand aside: they stay where
+// they are, use no budget, count no failure and hold no partition back (decide). The plan is a
+// function of what is observed, so a controller restart resumes it.
 func planRollout(members []*fleetMember, order []string, targetName, stableName string, strategy v1alpha1.FleetRolloutStrategy,
 	previous []v1alpha1.PartitionStatus, now time.Time) rolloutPlan {
 	p := &planner{
@@ -148,6 +252,8 @@ type planner struct {
 	deadline       time.Duration
 	prevState      map[string]v1alpha1.PartitionStatus
 	now            time.Time
+	// proved: a member of this or an earlier partition is Ready on the target.
+	proved bool
 }
 
 // transition is when a partition entered state: kept from before when it was in it already.
@@ -173,6 +279,15 @@ func (p *planner) observe(name string, ms []*fleetMember) (v1alpha1.PartitionSta
 		onTarget := m.revision() == p.target
 		health[i] = healthOf(m, p.deadline, p.now)
 		ps.Total++
+		switch {
+		case health[i].held:
+			ps.Held++
+		case health[i].blocked:
+			ps.Blocked++
+			if until := health[i].pausedUntil; !until.IsZero() {
+				p.wake(until.Sub(p.now) + time.Second)
+			}
+		}
 		if onTarget {
 			ps.Updated++
 			if health[i].failed {
@@ -182,7 +297,7 @@ func (p *planner) observe(name string, ms []*fleetMember) (v1alpha1.PartitionSta
 		if health[i].ready {
 			ps.Ready++
 		}
-		if onTarget && !health[i].ready && !health[i].failed {
+		if onTarget && health[i].inFlight() {
 			if since, err := time.Parse(time.RFC3339, m.pkg.GetAnnotations()[fleetRevisionTimeAnnotation]); err == nil {
 				p.wake(since.Add(p.deadline).Sub(p.now) + time.Second)
 			}
@@ -191,25 +306,47 @@ func (p *planner) observe(name string, ms []*fleetMember) (v1alpha1.PartitionSta
 	return ps, health
 }
 
+// inFlight: the member is on its way (not Ready, not failed) and neither held nor blocked.
+func (h memberHealth) inFlight() bool {
+	return !h.ready && !h.failed && !h.held && !h.blocked
+}
+
 // decide sets a partition's state and its members' assignments, and reports whether the
 // rollout goes on past it. reached says whether every partition before it is done.
+//
+// A partition is done when every member that is neither held nor blocked is Ready on the
+// target: held and blocked members do not hold it (or its soak) back. One exception keeps a
+// partition of blocked members from waving a revision through: while no member of it or of an
+// earlier partition is Ready on the target (nothing has proved the revision yet), a partition
+// with a blocked member is not done.
 func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*fleetMember, health []memberHealth, reached bool) bool {
-	done := ps.Updated == ps.Total && ps.Ready == ps.Total
+	movableDone := true
+	for i, m := range ms {
+		onTarget := m.revision() == p.target
+		if onTarget && health[i].ready {
+			p.proved = p.proved || reached
+		}
+		if !health[i].held && !health[i].blocked && (!onTarget || !health[i].ready) {
+			movableDone = false
+		}
+	}
+	done := movableDone && (p.proved || ps.Blocked == 0)
 	switch {
 	case !reached:
 		ps.State = v1alpha1.PartitionPending
-		p.assignAll(ms, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, p.rollingOut) })
+		p.assignAll(ms, health, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, p.rollingOut) })
 		return false
 	case !p.rollingOut:
-		// Nothing to roll out: every member is kept on the one revision, new ones created on it.
-		p.assignAll(ms, func(*fleetMember) assignment { return toTarget })
+		// Nothing to roll out: every member is kept on the one revision, new ones created on it,
+		// and a member that was blocked or held catches up at once, as a cluster that joins.
+		p.assignAll(ms, health, func(*fleetMember) assignment { return toTarget })
 		ps.State = v1alpha1.PartitionComplete
-		if !done {
+		if !movableDone {
 			ps.State = v1alpha1.PartitionProgressing
 		}
 		return true
 	case done:
-		p.assignAll(ms, func(*fleetMember) assignment { return toTarget })
+		p.assignAll(ms, health, func(*fleetMember) assignment { return toTarget })
 		ps.State = v1alpha1.PartitionComplete
 		if soak := soakOf(p.strategy); soak > 0 {
 			prev, ok := p.prevState[ps.Name]
@@ -237,10 +374,10 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*fleetMember, health
 	case int(ps.Failed) >= threshold:
 		ps.State = v1alpha1.PartitionHalted
 		p.plan.halted = true
-		p.assignAll(ms, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, true) })
+		p.assignAll(ms, health, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, true) })
 	case p.strategy.Paused:
 		ps.State = v1alpha1.PartitionProgressing
-		p.assignAll(ms, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, true) })
+		p.assignAll(ms, health, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, true) })
 	default:
 		ps.State = v1alpha1.PartitionProgressing
 		p.moveWithinBudget(ms, health, int(ps.Total))
@@ -248,10 +385,32 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*fleetMember, health
 	return false
 }
 
-func (p *planner) assignAll(ms []*fleetMember, to func(*fleetMember) assignment) {
-	for _, m := range ms {
+// assignAll assigns each member what to says, held and blocked members aside (standAside).
+func (p *planner) assignAll(ms []*fleetMember, health []memberHealth, to func(*fleetMember) assignment) {
+	for i, m := range ms {
+		if a, ok := p.standAside(m, health[i]); ok {
+			p.plan.assign[m.namespace] = a
+			continue
+		}
 		p.plan.assign[m.namespace] = to(m)
 	}
+}
+
+// standAside is where a held or blocked member is kept, whatever its partition's state. A held
+// member is not written at all: not moved, not corrected, not created. A blocked member stays
+// on the revision it has (kept on it when that is the target or the stable revision), and a
+// blocked cluster without a member gets none until it is unblocked: a HostedCluster being
+// created is not Available, and its namespace may not exist yet.
+func (p *planner) standAside(m *fleetMember, h memberHealth) (assignment, bool) {
+	switch {
+	case !h.held && !h.blocked:
+		return 0, false
+	case m.pkg == nil:
+		return noMember, true
+	case h.held:
+		return keepAsIs, true
+	}
+	return keepOrStable(m, p.target, p.stable, true), true
 }
 
 // moveWithinBudget moves the members of the partition being rolled out to the target as
@@ -260,12 +419,16 @@ func (p *planner) assignAll(ms []*fleetMember, to func(*fleetMember) assignment)
 func (p *planner) moveWithinBudget(ms []*fleetMember, health []memberHealth, total int) {
 	unavailable := 0
 	for i, m := range ms {
-		if m.pkg != nil && !health[i].ready {
+		if m.pkg != nil && !health[i].ready && !health[i].held && !health[i].blocked {
 			unavailable++
 		}
 	}
 	budget := scaledCount(p.strategy.MaxUnavailable, total, 1, false) - unavailable
 	for i, m := range ms {
+		if a, ok := p.standAside(m, health[i]); ok {
+			p.plan.assign[m.namespace] = a
+			continue
+		}
 		switch {
 		case m.revision() == p.target:
 			p.plan.assign[m.namespace] = toTarget
@@ -299,14 +462,22 @@ func (p *planner) record(ps v1alpha1.PartitionStatus, ms []*fleetMember, health 
 		ps.StartedAt = &started
 	}
 	for i, m := range ms {
-		if m.revision() == p.target && !health[i].ready && !health[i].failed && m.pkg != nil {
-			p.plan.inProgress = append(p.plan.inProgress, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: ps.Name, Reason: health[i].reason, Message: health[i].message})
+		st := v1alpha1.MemberStatus{Namespace: m.namespace, Partition: ps.Name, Reason: health[i].reason, Message: health[i].message}
+		switch {
+		case health[i].held:
+			p.plan.held = append(p.plan.held, st)
+		case health[i].blocked:
+			p.plan.blocked = append(p.plan.blocked, st)
+		case m.revision() == p.target && health[i].inFlight() && m.pkg != nil:
+			p.plan.inProgress = append(p.plan.inProgress, st)
 		}
 	}
 	p.plan.counts.Total += ps.Total
 	p.plan.counts.Updated += ps.Updated
 	p.plan.counts.Ready += ps.Ready
 	p.plan.counts.Failed += ps.Failed
+	p.plan.counts.Blocked += ps.Blocked
+	p.plan.counts.Held += ps.Held
 	p.plan.partitions = append(p.plan.partitions, ps)
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
 func TestPartitionOrder(t *testing.T) {
@@ -204,3 +205,216 @@ func TestMergedConfig(t *testing.T) {
 }
 
 func jsonOf(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+
+// onCluster gives a member a HostedCluster, Available unless changed.
+func onCluster(m *fleetMember, change func(*hosted.HostedCluster)) *fleetMember {
+	m.cluster = &hosted.HostedCluster{Namespace: "clusters", Name: m.namespace, Available: true}
+	if change != nil {
+		change(m.cluster)
+	}
+	return m
+}
+
+// notReadyWith makes a member's Ready condition False with reason.
+func notReadyWith(m *fleetMember, reason string) *fleetMember {
+	m.pkg.Status.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: "it says why", ObservedGeneration: 2}}
+	m.pkg.Status.ObservedGeneration = 2
+	return m
+}
+
+func TestPlanBlockedAndHeld(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	order := []string{"canary", "prod"}
+	// fleet is 4 canaries and 4 prod members, Ready; the first canaryOnTarget canaries on "new".
+	fleet := func(canaryOnTarget int) []*fleetMember {
+		var ms []*fleetMember
+		for i := range 4 {
+			rev := "old"
+			if i < canaryOnTarget {
+				rev = "new"
+			}
+			ms = append(ms, onCluster(planMember(fmt.Sprintf("c%d", i), "canary", rev, true, now), nil))
+		}
+		for i := range 4 {
+			ms = append(ms, onCluster(planMember(fmt.Sprintf("p%d", i), "prod", "old", true, now), nil))
+		}
+		return ms
+	}
+	strict := v1alpha1.FleetRolloutStrategy{ProgressDeadline: &metav1.Duration{Duration: 30 * time.Second}}
+	notAvailable := func(hc *hosted.HostedCluster) { hc.Available, hc.Message = false, "etcd is down" }
+
+	t.Run("a member whose HostedCluster is not Available uses no budget and stays where it is", func(t *testing.T) {
+		t.Parallel()
+		ms := fleet(0)
+		onCluster(notReadyWith(onRevision(ms[0], "old"), v1alpha1.HostedClusterUnavailableReason), notAvailable)
+		plan := planRollout(ms, order, "new", "old", strict, nil, now)
+		assert.Equal(t, toStable, plan.assign["c0"], "not moved while blocked")
+		assert.Equal(t, 1, countAssigned(plan, toTarget), "the budget of 1 is not used up by the blocked member")
+		assert.Equal(t, int32(1), plan.partitions[0].Blocked)
+		if assert.Len(t, plan.blocked, 1) {
+			assert.Equal(t, v1alpha1.HostedClusterUnavailableReason, plan.blocked[0].Reason)
+			assert.Contains(t, plan.blocked[0].Message, "etcd is down")
+		}
+	})
+	t.Run("a blocked member on the target past the progress deadline is not a failure", func(t *testing.T) {
+		t.Parallel()
+		for _, reason := range []string{v1alpha1.HostedClusterUnavailableReason, v1alpha1.AuthenticationFailedReason, v1alpha1.VerificationFailedReason,
+			v1alpha1.InsecureKubeconfigReason, v1alpha1.NotHostedControlPlaneReason} {
+			ms := fleet(0)
+			notReadyWith(onRevision(ms[0], "new"), reason)
+			plan := planRollout(ms, order, "new", "old", strict, nil, now)
+			assert.False(t, plan.halted, reason)
+			assert.Zero(t, plan.partitions[0].Failed, reason)
+			assert.Len(t, plan.blocked, 1, reason)
+			assert.Empty(t, plan.inProgress, reason)
+		}
+	})
+	t.Run("a failure of the revision on a healthy cluster still halts", func(t *testing.T) {
+		t.Parallel()
+		for _, reason := range []string{v1alpha1.ApplyFailedReason, v1alpha1.PhaseProgressingReason} {
+			ms := fleet(0)
+			notReadyWith(onRevision(ms[0], "new"), reason)
+			plan := planRollout(ms, order, "new", "old", strict, nil, now)
+			assert.True(t, plan.halted, "%s past the progress deadline", reason)
+			assert.Empty(t, plan.blocked, reason)
+		}
+		ms := fleet(0)
+		ms[0] = onCluster(stalled(planMember("c0", "canary", "new", false, now)), nil)
+		assert.True(t, planRollout(ms, order, "new", "old", strict, nil, now).halted, "Stalled (RenderFailed)")
+	})
+	t.Run("a paused HostedCluster blocks its member, until its pause ends", func(t *testing.T) {
+		t.Parallel()
+		ms := fleet(0)
+		onCluster(ms[0], func(hc *hosted.HostedCluster) { hc.Paused = true })
+		until := now.Add(time.Hour).UTC().Truncate(time.Second)
+		onCluster(ms[1], func(hc *hosted.HostedCluster) { hc.PausedUntil = until.Format(time.RFC3339) })
+		plan := planRollout(ms, order, "new", "old", strict, nil, now)
+		assert.Equal(t, int32(2), plan.partitions[0].Blocked)
+		for _, b := range plan.blocked {
+			assert.Equal(t, v1alpha1.HostedClusterPausedReason, b.Reason)
+		}
+		assert.Equal(t, toStable, plan.assign["c0"])
+		assert.Equal(t, toStable, plan.assign["c1"])
+		assert.InDelta(t, time.Hour, plan.wakeAfter, float64(2*time.Second), "woken when spec.pausedUntil passes")
+
+		plan = planRollout(ms, order, "new", "old", strict, nil, now.Add(2*time.Hour))
+		assert.Equal(t, int32(1), plan.partitions[0].Blocked, "a pausedUntil in the past pauses nothing")
+	})
+	t.Run("blocked members hold neither their partition nor its soak", func(t *testing.T) {
+		t.Parallel()
+		ms := fleet(3)
+		onCluster(ms[3], notAvailable)
+		plan := planRollout(ms, order, "new", "old", strict, nil, now)
+		assert.Equal(t, v1alpha1.PartitionComplete, plan.partitions[0].State)
+		assert.Equal(t, "prod", plan.current)
+		assert.Equal(t, toStable, plan.assign["c3"])
+
+		soak := strict
+		soak.Soak = &metav1.Duration{Duration: time.Minute}
+		plan = planRollout(ms, order, "new", "old", soak, nil, now)
+		assert.Equal(t, v1alpha1.PartitionSoaking, plan.partitions[0].State, "the soak runs without the blocked member")
+	})
+	t.Run("a partition whose members are all blocked proves nothing: it waits", func(t *testing.T) {
+		t.Parallel()
+		ms := fleet(0)
+		for _, m := range ms[:4] {
+			onCluster(m, notAvailable)
+		}
+		plan := planRollout(ms, order, "new", "old", strict, nil, now)
+		assert.Equal(t, "canary", plan.current)
+		assert.Equal(t, v1alpha1.PartitionProgressing, plan.partitions[0].State)
+		assert.Equal(t, 0, countAssigned(plan, toTarget))
+
+		// Once a member of an earlier partition proved the revision, a later partition of
+		// blocked members is passed.
+		ms = fleet(4)
+		for _, m := range ms[4:] {
+			onCluster(m, notAvailable)
+		}
+		plan = planRollout(ms, order, "new", "old", strict, nil, now)
+		assert.True(t, plan.complete)
+	})
+	t.Run("an unblocked member catches up through the same checks", func(t *testing.T) {
+		t.Parallel()
+		// Its partition was done; the rollout went on to prod. Unblocked, the member is moved
+		// within its partition's budget, and a failure of it counts.
+		ms := fleet(3)
+		prev := []v1alpha1.PartitionStatus{{Name: "canary", State: v1alpha1.PartitionComplete}, {Name: "prod", State: v1alpha1.PartitionProgressing}}
+		plan := planRollout(ms, order, "new", "old", strict, prev, now)
+		assert.Equal(t, "canary", plan.current)
+		assert.Equal(t, toTarget, plan.assign["c3"])
+		assert.Equal(t, 4, countAssigned(plan, toTarget), "nothing else moves meanwhile")
+
+		ms[3] = onCluster(stalled(planMember("c3", "canary", "new", false, now)), nil)
+		assert.True(t, planRollout(ms, order, "new", "old", strict, prev, now).halted)
+
+		// With the rollout finished (target = stable), it moves at once, as a joining cluster.
+		ms = fleet(0)
+		for _, m := range ms {
+			m.pkg.Annotations[v1alpha1.FleetRevisionAnnotation] = "new"
+		}
+		ms[0].pkg.Annotations[v1alpha1.FleetRevisionAnnotation] = "older"
+		plan = planRollout(ms, order, "new", "new", strict, nil, now)
+		assert.Equal(t, toTarget, plan.assign["c0"])
+		onCluster(ms[0], notAvailable)
+		plan = planRollout(ms, order, "new", "new", strict, nil, now)
+		assert.Equal(t, keepAsIs, plan.assign["c0"], "not while it is blocked")
+		assert.True(t, plan.complete)
+	})
+	t.Run("a blocked cluster without a member gets none", func(t *testing.T) {
+		t.Parallel()
+		ms := fleet(0)
+		ms = append(ms, onCluster(&fleetMember{namespace: "c9", partition: "canary"}, notAvailable))
+		plan := planRollout(ms, order, "new", "old", strict, nil, now)
+		assert.Equal(t, noMember, plan.assign["c9"])
+	})
+	t.Run("a hold keeps a member where it is", func(t *testing.T) {
+		t.Parallel()
+		for _, on := range []string{"HostedCluster", "member Package"} {
+			ms := fleet(0)
+			// Not Ready: without the hold it would move at once, for free.
+			notReadyWith(onRevision(ms[0], "older"), v1alpha1.ApplyFailedReason)
+			held := map[string]string{v1alpha1.HoldAnnotation: "change freeze"}
+			if on == "HostedCluster" {
+				ms[0].cluster.Annotations = held
+			} else {
+				ms[0].pkg.Annotations[v1alpha1.HoldAnnotation] = "change freeze"
+			}
+			plan := planRollout(ms, order, "new", "old", strict, nil, now)
+			assert.Equal(t, keepAsIs, plan.assign["c0"], on)
+			assert.Equal(t, 1, countAssigned(plan, toTarget), "%s: the held member uses no budget", on)
+			if assert.Len(t, plan.held, 1, on) {
+				assert.Equal(t, v1alpha1.MemberHeldReason, plan.held[0].Reason)
+				assert.Equal(t, v1alpha1.HoldAnnotation+" on the "+on+": change freeze", plan.held[0].Message)
+			}
+			assert.Equal(t, int32(1), plan.partitions[0].Held)
+		}
+	})
+	t.Run("a held member holds no partition back and counts no failure", func(t *testing.T) {
+		t.Parallel()
+		ms := fleet(3)
+		ms[3] = onCluster(stalled(planMember("c3", "canary", "new", false, now)), func(hc *hosted.HostedCluster) {
+			hc.Annotations = map[string]string{v1alpha1.HoldAnnotation: ""}
+		})
+		plan := planRollout(ms, order, "new", "old", strict, nil, now)
+		assert.False(t, plan.halted)
+		assert.Equal(t, "prod", plan.current)
+		assert.Equal(t, keepAsIs, plan.assign["c3"])
+		assert.Contains(t, plan.held[0].Message, "no reason given")
+
+		// Nor is a held cluster given a member, or a held member corrected, when nothing rolls out.
+		ms = append(ms, onCluster(&fleetMember{namespace: "c9", partition: "canary"}, func(hc *hosted.HostedCluster) {
+			hc.Annotations = map[string]string{v1alpha1.HoldAnnotation: "not yet"}
+		}))
+		plan = planRollout(ms, order, "new", "new", strict, nil, now)
+		assert.Equal(t, noMember, plan.assign["c9"])
+		assert.Equal(t, keepAsIs, plan.assign["c3"])
+	})
+}
+
+// onRevision puts a member on revision, moved there a minute ago.
+func onRevision(m *fleetMember, revision string) *fleetMember {
+	m.pkg.Annotations[v1alpha1.FleetRevisionAnnotation] = revision
+	return m
+}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -20,7 +21,8 @@ import (
 
 // setupFleets registers the HostedClusterPackage reconciler: woken by its own spec, by any
 // change of its members (their status drives the rollout; an edit of their spec is reverted),
-// by HostedClusters joining, leaving or changing labels, and by TrustPolicies covering its image.
+// by HostedClusters joining, leaving, changing labels, being held or released, becoming
+// Available or not, paused or resumed, and by TrustPolicies covering its image.
 func setupFleets(_ context.Context, mgr ctrl.Manager, cfg Config, opts Options, recorder record.EventRecorder, m *metrics,
 	verifier *signatureVerifier, ctrlOpts controller.Options, specChanged predicate.Predicate) error {
 	_, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version)
@@ -44,10 +46,22 @@ func setupFleets(_ context.Context, mgr ctrl.Manager, cfg Config, opts Options, 
 	if hostedClusterAPI {
 		hc := &unstructured.Unstructured{}
 		hc.SetGroupVersionKind(hosted.HostedClusterGVK)
-		b = b.Watches(hc, handler.EnqueueRequestsFromMapFunc(fleetsOf(mgr.GetClient())), builder.WithPredicates(predicate.LabelChangedPredicate{}))
+		b = b.Watches(hc, handler.EnqueueRequestsFromMapFunc(fleetsOf(mgr.GetClient())), builder.WithPredicates(predicate.Or[client.Object](
+			predicate.LabelChangedPredicate{}, predicate.Funcs{UpdateFunc: fleetGateChanged})))
 	}
 	if err := b.Complete(r); err != nil {
 		return fmt.Errorf("set up hostedclusterpackage controller: %w", err)
 	}
 	return nil
+}
+
+// fleetGateChanged tells whether an update of a HostedCluster changes what blocks or holds its
+// member: its availability or pause (hostedClusterState) or its pkgsync.dev/hold annotation.
+func fleetGateChanged(e event.UpdateEvent) bool {
+	if e.ObjectOld == nil || e.ObjectNew == nil {
+		return true
+	}
+	oldHold, oldHeld := e.ObjectOld.GetAnnotations()[v1alpha1.HoldAnnotation]
+	newHold, newHeld := e.ObjectNew.GetAnnotations()[v1alpha1.HoldAnnotation]
+	return oldHeld != newHeld || oldHold != newHold || hostedClusterState(e.ObjectOld) != hostedClusterState(e.ObjectNew)
 }

@@ -65,7 +65,7 @@ func newMetrics() *metrics {
 		}),
 		fleetMembers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pkgsync_fleet_members",
-			Help: "Members of a HostedClusterPackage by state: total, updated (on the target revision), ready, failed.",
+			Help: "Members of a HostedClusterPackage by state: total, updated (on the target revision), ready, failed, blocked, held.",
 		}, []string{"fleet", "state"}),
 		partitionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "pkgsync_fleet_partition_rollout_duration_seconds",

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -79,6 +80,8 @@ func reasonFor(err error) string {
 		return v1alpha1.AuthenticationFailedReason
 	case errors.As(err, &stage):
 		return stage.reason
+	case apierrors.IsForbidden(err):
+		return v1alpha1.ForbiddenReason
 	}
 	return v1alpha1.ApplyFailedReason
 }

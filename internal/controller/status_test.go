@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -82,6 +84,7 @@ func TestReasonFor(t *testing.T) {
 		{pullFailed(fmt.Errorf("check access: %w", source.ErrAuthenticationRequired)), v1alpha1.AuthenticationFailedReason, false},
 		{pullFailed(fmt.Errorf("list tags of r/x: %w", source.ErrLimit)), v1alpha1.PullFailedReason, false},
 		{pullFailed(fmt.Errorf("resolve r/x:1: %w", source.ErrLocalAddress)), v1alpha1.PullFailedReason, false},
+		{fmt.Errorf("phase x: %w", apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "s", errors.New("RBAC"))), v1alpha1.ForbiddenReason, false},
 		{errors.New("something else"), v1alpha1.ApplyFailedReason, false},
 	}
 	for _, tc := range tests {

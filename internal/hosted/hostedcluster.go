@@ -117,6 +117,12 @@ func FindHostedCluster(ctx context.Context, reader, controlPlanes client.Reader,
 	return hostedClusterOf(found[slices.Index(keys, owner)], namespace), nil
 }
 
+// HostedClusterOf reads what pkgsync needs of a HostedCluster object (one from a list: its
+// hosted-control-plane namespace is the one its name maps to).
+func HostedClusterOf(hc *unstructured.Unstructured) *HostedCluster {
+	return hostedClusterOf(hc, ControlPlaneNamespace(hc.GetNamespace(), hc.GetName()))
+}
+
 func hostedClusterOf(hc *unstructured.Unstructured, namespace string) *HostedCluster {
 	out := &HostedCluster{Name: hc.GetName(), Namespace: hc.GetNamespace(), ControlPlaneNamespace: namespace, Message: "no Available condition yet",
 		Labels: maps.Clone(hc.GetLabels()), Annotations: maps.Clone(hc.GetAnnotations())}

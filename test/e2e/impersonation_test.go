@@ -33,7 +33,7 @@ func TestServiceAccountLimitsPackage(t *testing.T) {
 	pkg.Spec.ServiceAccountName = "deployer"
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
 
-	cond := waitForReady(t, pkg, metav1.ConditionFalse, v1alpha1.ApplyFailedReason)
+	cond := waitForReady(t, pkg, metav1.ConditionFalse, v1alpha1.ForbiddenReason)
 	assert.Contains(t, cond.Message, "system:serviceaccount:"+ns+":deployer")
 	assert.True(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "app-config"), "what the ServiceAccount may do is done")
 	assert.False(t, exists(t, suite.mgmtClient, "apps/v1", "Deployment", ns, "app"), "what it may not do is not")

@@ -375,7 +375,7 @@ func TestClusterPackageServiceAccount(t *testing.T) {
 			ServiceAccountName: "deployer"},
 	}
 	createPackage(t, cp)
-	cond := waitForReady(t, cp, metav1.ConditionFalse, v1alpha1.ApplyFailedReason)
+	cond := waitForReady(t, cp, metav1.ConditionFalse, v1alpha1.ForbiddenReason)
 	assert.Contains(t, cond.Message, "system:serviceaccount:"+controllerNS+":deployer")
 	assert.Contains(t, cond.Message, "forbidden")
 	assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", target, "impersonated"))

@@ -264,7 +264,7 @@ func TestDefaultServiceAccount(t *testing.T) {
 		}}},
 	}
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), od))
-	cond := waitForReady(t, od, metav1.ConditionFalse, v1alpha1.ApplyFailedReason)
+	cond := waitForReady(t, od, metav1.ConditionFalse, v1alpha1.ForbiddenReason)
 	assert.Contains(t, cond.Message, "system:serviceaccount:"+ns+":pkgsync-tenant")
 	assert.True(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "allowed"), "what the ServiceAccount may do is done")
 	assert.False(t, exists(t, suite.mgmtClient, "v1", "Secret", ns, "forbidden"), "what it may not do is not")
