@@ -10,9 +10,6 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"github.com/fluxcd/pkg/runtime/jitter"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,9 +27,6 @@ type packageObject interface {
 	GetSpec() *v1alpha1.PackageSpec
 	GetStatus() *v1alpha1.PackageStatus
 }
-
-// historyLimit bounds status.history.
-const historyLimit = 5
 
 // maxRenderTime bounds one render, within the reconcile's own deadline (spec.timeout).
 const maxRenderTime = 30 * time.Second
@@ -104,7 +98,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	digest := ref.Digest
 	status.LastAttemptedRevision, status.LastAttemptedTag = digest, ref.Tag
 	// Before anything of the digest is pulled or a cached render of it is used.
-	if err := r.verifier.verify(ctx, obj, ref, creds); err != nil {
+	if err := r.verify(ctx, obj, ref, creds); err != nil {
 		return nil, err
 	}
 	configDigest := configDigestOf(spec)
@@ -232,6 +226,14 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 	return rendered, nil
 }
 
+// verify checks the signature of ref (pinned to a digest) against every TrustPolicy that
+// covers it and against spec.verify when set. Failures are VerificationFailed stage errors
+// naming the policy or field, the Secret, its keys and what failed. Without spec.verify or a
+// policy it refuses the resource when signatures are required.
+func (r *packageSteps[T]) verify(ctx context.Context, obj T, ref source.Reference, creds source.Credentials) error {
+	return r.verifier.check(ctx, obj.GetSpec().Verify, obj.GetNamespace(), "spec.verify", ref, creds)
+}
+
 // pullCredentials reads spec.pullSecretRef; nil means the client's defaults (anonymous).
 func (r *packageSteps[T]) pullCredentials(ctx context.Context, obj T) (source.Credentials, error) {
 	ns := obj.GetNamespace()
@@ -239,27 +241,6 @@ func (r *packageSteps[T]) pullCredentials(ctx context.Context, obj T) (source.Cr
 		ns = r.options.Namespace
 	}
 	return readPullCredentials(ctx, r.apiReader, ns, obj.GetSpec().PullSecretRef)
-}
-
-// readPullCredentials reads a kubernetes.io/dockerconfigjson Secret of namespace; nil ref means
-// the client's defaults (anonymous).
-func readPullCredentials(ctx context.Context, reader client.Reader, ns string, ref *meta.LocalObjectReference) (source.Credentials, error) {
-	if ref == nil {
-		return nil, nil
-	}
-	var secret corev1.Secret
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &secret); err != nil {
-		return nil, &stageError{reason: v1alpha1.AuthenticationFailedReason, err: fmt.Errorf("read pull secret %s/%s: %w", ns, ref.Name, err)}
-	}
-	data, ok := secret.Data[corev1.DockerConfigJsonKey]
-	if !ok {
-		return nil, &stageError{reason: v1alpha1.AuthenticationFailedReason, err: fmt.Errorf("pull secret %s/%s has no %s key: it must be of type %s", ns, ref.Name, corev1.DockerConfigJsonKey, corev1.SecretTypeDockerConfigJson)}
-	}
-	creds, err := source.CredentialsFromDockerConfigJSON(data)
-	if err != nil {
-		return nil, &stageError{reason: v1alpha1.AuthenticationFailedReason, err: fmt.Errorf("pull secret %s/%s: %w", ns, ref.Name, err)}
-	}
-	return creds, nil
 }
 
 // outcome sets the Ready condition from the pass and decides when to come back.
@@ -274,11 +255,6 @@ func (r *packageSteps[T]) retryInterval(spec *v1alpha1.PackageSpec) time.Duratio
 		return d
 	}
 	return r.options.RetryInterval
-}
-
-// ownerOf names the resource in ownership labels.
-func ownerOf(obj client.Object, kind string) apply.Owner {
-	return apply.Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
 // configDigestOf fingerprints the configuration, to tell a config change from a new image.
@@ -308,15 +284,6 @@ func checkScopes(m *v1alpha1.PackageManifest, namespaced bool) error {
 	return &stageError{reason: v1alpha1.RenderFailedReason, err: fmt.Errorf("package %s does not support the %s scope (manifest spec.scopes: %v)", m.Name, want, m.Spec.Scopes)}
 }
 
-func pushHistory(h []v1alpha1.RevisionHistoryEntry, revision, configDigest string) []v1alpha1.RevisionHistoryEntry {
-	entry := v1alpha1.RevisionHistoryEntry{Revision: revision, ConfigDigest: configDigest, AppliedAt: metav1.Now()}
-	h = append([]v1alpha1.RevisionHistoryEntry{entry}, h...)
-	if len(h) > historyLimit {
-		h = h[:historyLimit]
-	}
-	return h
-}
-
 // userAnnotations drops the controller's own request annotation from the template context, so
 // that `reconcile now` does not change what renders.
 func userAnnotations(in map[string]string) map[string]string {
@@ -331,9 +298,6 @@ func userAnnotations(in map[string]string) map[string]string {
 	}
 	return out
 }
-
-// jittered adds the interval jitter.
-func jittered(d time.Duration) time.Duration { return jitter.JitteredIntervalDuration(d) }
 
 // resolveMaxAge says how old a tag resolution (made by any resource) may be for this reconcile.
 // An interval reconcile takes one from the last half interval, so a fleet of resources naming

@@ -13,32 +13,6 @@ import (
 	"pkgsync.dev/pkgsync/source"
 )
 
-// maxNotAvailable bounds the objects listed per phase in status, to keep it small.
-const maxNotAvailable = 10
-
-// phasesToStatus reports each phase of an apply pass.
-func phasesToStatus(res *apply.Result) (phases []v1alpha1.PhaseStatus, current string) {
-	current = "Complete"
-	for _, p := range res.Phases {
-		ps := v1alpha1.PhaseStatus{Name: p.Name, Class: p.Class, State: p.State}
-		for i, na := range p.NotAvailable {
-			if i == maxNotAvailable {
-				ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: "…", Reason: fmt.Sprintf("and %d more", len(p.NotAvailable)-i)})
-				break
-			}
-			ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: na.Ref.String(), Reason: na.Reason})
-		}
-		if p.State != v1alpha1.PhaseComplete && current == "Complete" {
-			current = p.Name
-		}
-		phases = append(phases, ps)
-	}
-	if len(res.Phases) == 0 {
-		current = ""
-	}
-	return phases, current
-}
-
 // reasonFor maps an error from source, render, apply or hosted to the Ready condition reason a
 // user acts on. This is the one place that mapping lives.
 func reasonFor(err error) string {

@@ -150,3 +150,92 @@ func refList(refs []apply.ObjectRef) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// teardownPolicy says what a teardown pass may let go instead of deleting.
+type teardownPolicy struct {
+	// letGoUnreachableHosted lets hosted objects go when the hosted cluster cannot be reached:
+	// its namespace is going away, or the wait ran out.
+	letGoUnreachableHosted bool
+	// namespaceTerminating lets management objects in the owner's terminating namespace go when
+	// they cannot be deleted (the impersonated ServiceAccount's RoleBinding may be gone already):
+	// the namespace deletion removes them anyway.
+	namespaceTerminating bool
+}
+
+// teardown makes one teardown pass and returns, besides its result, the objects it let go
+// instead of deleting, so that HyperShift's and Kubernetes' namespace deletion is never blocked.
+// Hosted objects of a namespace that is not (or no longer) a hosted-control-plane namespace are
+// always let go: the connector Secret of such a namespace is never used.
+func (r *rollouts) teardown(ctx context.Context, owner apply.Owner, serviceAccount string, inv *v1alpha1.Inventory, policy teardownPolicy) (*apply.TeardownResult, []apply.ObjectRef, error) {
+	current, err := inventoryFromStatus(inv)
+	if err != nil {
+		return nil, nil, err
+	}
+	isHosted := func(class string, _ apply.ObjectRef) bool { return class == classHosted }
+	var letGo []apply.ObjectRef
+	classes := map[string]bool{}
+	for _, ph := range current.Phases {
+		classes[ph.Class] = true
+	}
+	var behind hostedBehind
+	if classes[classHosted] && owner.Namespace != "" {
+		if behind, err = r.findHostedCluster(ctx, owner.Namespace); err != nil {
+			return nil, nil, err
+		}
+		if r.admitHosted(ctx, owner.Namespace, behind) != nil {
+			current, letGo = splitInventory(current, isHosted, letGo)
+			delete(classes, classHosted)
+		}
+	}
+	tgts, hostedErr := r.targets.forRollout(ctx, owner.Namespace, behind.cluster, r.serviceAccountNamespace(owner), r.serviceAccountFor(owner, serviceAccount), classes)
+	if hostedErr != nil {
+		if tgts == nil || !policy.letGoUnreachableHosted {
+			return nil, letGo, hostedErr
+		}
+		current, letGo = splitInventory(current, isHosted, letGo)
+	}
+	res, err := r.engine.Teardown(ctx, apply.TeardownRequest{Owner: owner, Inventory: current, Targets: tgts})
+	var unavailable *apply.TargetUnavailableError
+	if err != nil && hostedErr == nil && errors.As(err, &unavailable) && unavailable.Class == classHosted {
+		// Teardown uses the circuit as apply passes do: the next passes, and the other resources
+		// of the namespace, send nothing until a probe gets an answer.
+		err = r.openCircuit(ctx, owner.Namespace, err, unavailable)
+		if policy.letGoUnreachableHosted {
+			// The hosted API server went away during the pass: let its objects go.
+			current, letGo = splitInventory(current, isHosted, letGo)
+			res, err = r.engine.Teardown(ctx, apply.TeardownRequest{Owner: owner, Inventory: current, Targets: tgts})
+		}
+	}
+	if err != nil && policy.namespaceTerminating && owner.Namespace != "" {
+		inNamespace := func(class string, ref apply.ObjectRef) bool { return class == "" && ref.Namespace == owner.Namespace }
+		current, letGo = splitInventory(current, inNamespace, letGo)
+		res, err = r.engine.Teardown(ctx, apply.TeardownRequest{Owner: owner, Inventory: current, Targets: tgts})
+		if apierrors.IsForbidden(err) {
+			// Objects outside the namespace (placed with --allow-cross-namespace) that the
+			// resource's identity may no longer delete: the namespace must not wait for them.
+			onManagement := func(class string, _ apply.ObjectRef) bool { return class == "" }
+			current, letGo = splitInventory(current, onManagement, letGo)
+			res, err = r.engine.Teardown(ctx, apply.TeardownRequest{Owner: owner, Inventory: current, Targets: tgts})
+		}
+	}
+	return res, letGo, err
+}
+
+// splitInventory removes the objects match selects from inv and appends them to out.
+func splitInventory(inv apply.Inventory, match func(class string, ref apply.ObjectRef) bool, out []apply.ObjectRef) (apply.Inventory, []apply.ObjectRef) {
+	var kept apply.Inventory
+	for _, ph := range inv.Phases {
+		keep := apply.InventoryPhase{Name: ph.Name, Class: ph.Class}
+		for _, ref := range ph.Objects {
+			if match(ph.Class, ref) {
+				out = append(out, ref)
+			} else {
+				keep.Objects = append(keep.Objects, ref)
+			}
+		}
+		if len(keep.Objects) > 0 {
+			kept.Phases = append(kept.Phases, keep)
+		}
+	}
+	return kept, out
+}
