@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -114,14 +112,15 @@ func teardownPass(ctx context.Context, r *rollouts, reader client.Reader, obj st
 		status.Inventory = inventoryToStatus(res.Inventory)
 	}
 	if err != nil {
-		conditions.MarkFalse(obj, meta.ReadyCondition, reasonFor(err), "deleting: %s", err.Error())
+		// Retried (the error goes back to the work queue, or the hosted cluster's next probe
+		// wakes it): the outcome of every failure that is tried again.
+		markOutcome(obj, outcome{state: outcomeRetrying, reason: reasonFor(err), message: "deleting: " + err.Error()})
 		return false, err
 	}
 	if !res.Done() {
 		status.Phase = "Deleting " + res.Phase
-		msg := fmt.Sprintf("deleting phase %s: waiting for %d object(s) to go: %s", res.Phase, len(res.Remaining), refList(res.Remaining))
-		conditions.MarkFalse(obj, meta.ReadyCondition, v1alpha1.DeletingReason, "%s", msg)
-		conditions.MarkReconciling(obj, v1alpha1.DeletingReason, "%s", msg)
+		markOutcome(obj, outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason,
+			message: fmt.Sprintf("deleting phase %s: waiting for %d object(s) to go: %s", res.Phase, len(res.Remaining), refList(res.Remaining))})
 		return false, nil
 	}
 	return true, nil
