@@ -50,7 +50,7 @@ type PackageManifestSpec struct {
 	// +optional
 	Scopes []PackageScope `json:"scopes,omitempty"`
 
-	// Phases in rollout order. Teardown runs them in reverse.
+	// Phases in the order they are applied. Teardown runs them in reverse.
 	// +required
 	Phases []PhaseSpec `json:"phases"`
 

@@ -27,7 +27,7 @@ type hostedBehind struct {
 // findHostedCluster returns what is behind a namespace. Reconcilers call it once and hand the
 // result to templates and to the hosted-phase gate. The HostedControlPlanes of a namespace are
 // read, uncached, only where several HostedClusters map to it.
-func (r *rollouts) findHostedCluster(ctx context.Context, namespace string) (hostedBehind, error) {
+func (r *applier) findHostedCluster(ctx context.Context, namespace string) (hostedBehind, error) {
 	if namespace == "" {
 		return hostedBehind{}, nil
 	}
@@ -43,7 +43,7 @@ func (r *rollouts) findHostedCluster(ctx context.Context, namespace string) (hos
 // behind is what findHostedCluster found behind it. A namespace that several HostedClusters map
 // to, none of them named by its HostedControlPlane, is refused under either rule: whichever
 // cluster the connector Secret reaches, pkgsync cannot tell which HostedCluster it is.
-func (r *rollouts) admitHosted(ctx context.Context, namespace string, behind hostedBehind) error {
+func (r *applier) admitHosted(ctx context.Context, namespace string, behind hostedBehind) error {
 	if behind.ambiguous != nil {
 		return &notHostedError{namespace: namespace, why: behind.ambiguous.Error()}
 	}
@@ -74,7 +74,7 @@ func (r *rollouts) admitHosted(ctx context.Context, namespace string, behind hos
 // gets an answer, and returns the error to report: the circuit's, which reads the same on every
 // retry until it closes. The reconcile's own deadline running out says the pass was long, not
 // that the cluster is unreachable: err is returned as it is then.
-func (r *rollouts) openCircuit(ctx context.Context, namespace string, err error, unavailable *apply.TargetUnavailableError) error {
+func (r *applier) openCircuit(ctx context.Context, namespace string, err error, unavailable *apply.TargetUnavailableError) error {
 	if r.targets.hosted == nil || namespace == "" || ctx.Err() != nil || errors.Is(unavailable.Err, apply.ErrNoTarget) {
 		return err
 	}

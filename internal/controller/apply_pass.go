@@ -18,8 +18,8 @@ import (
 
 const classHosted = v1alpha1.ClassHostedCluster
 
-// rollouts runs apply passes and teardowns for every kind of resource.
-type rollouts struct {
+// applier makes the apply passes and teardowns of every kind that applies objects.
+type applier struct {
 	engine  *apply.Engine
 	targets *targets
 	// reader reads HostedClusters (from the manager's cache).
@@ -42,8 +42,8 @@ type rollouts struct {
 	recorder record.EventRecorder
 }
 
-// rolloutRequest is one pass for one resource.
-type rolloutRequest struct {
+// passRequest is one pass for one resource.
+type passRequest struct {
 	owner          apply.Owner
 	serviceAccount string
 	phases         []desired.Phase
@@ -59,7 +59,7 @@ type rolloutRequest struct {
 
 // apply makes one pass and returns its result; the result is non-nil whenever the engine ran,
 // even with an error, and its inventory is the one to store.
-func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result, error) {
+func (r *applier) apply(ctx context.Context, req passRequest) (*apply.Result, error) {
 	classes := map[string]bool{}
 	for _, ph := range req.phases {
 		classes[ph.Class] = true
@@ -77,7 +77,7 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 	if req.serviceAccount != "" && req.owner.Namespace == "" && r.controllerNamespace == "" {
 		return nil, &stageError{reason: v1alpha1.ApplyFailedReason, err: fmt.Errorf("spec.serviceAccountName %q: a cluster-scoped resource impersonates a ServiceAccount of the controller's namespace, and the controller was started without --namespace", req.serviceAccount)}
 	}
-	tgts, hostedErr := r.targets.forRollout(ctx, req.owner.Namespace, req.hosted.cluster, r.serviceAccountNamespace(req.owner), r.serviceAccountFor(req.owner, req.serviceAccount), classes)
+	tgts, hostedErr := r.targets.forPass(ctx, req.owner.Namespace, req.hosted.cluster, r.serviceAccountNamespace(req.owner), r.serviceAccountFor(req.owner, req.serviceAccount), classes)
 	if hostedErr != nil && tgts == nil {
 		return nil, hostedErr
 	}
@@ -123,7 +123,7 @@ func (r *rollouts) apply(ctx context.Context, req rolloutRequest) (*apply.Result
 
 // serviceAccountFor returns the ServiceAccount a resource impersonates on the management
 // cluster: its own, or the default one for namespaced resources.
-func (r *rollouts) serviceAccountFor(owner apply.Owner, serviceAccount string) string {
+func (r *applier) serviceAccountFor(owner apply.Owner, serviceAccount string) string {
 	if serviceAccount == "" && owner.Namespace != "" {
 		return r.defaultServiceAccount
 	}
@@ -132,7 +132,7 @@ func (r *rollouts) serviceAccountFor(owner apply.Owner, serviceAccount string) s
 
 // serviceAccountNamespace is where spec.serviceAccountName is looked up: the resource's own
 // namespace, or the controller's for cluster-scoped resources.
-func (r *rollouts) serviceAccountNamespace(owner apply.Owner) string {
+func (r *applier) serviceAccountNamespace(owner apply.Owner) string {
 	if owner.Namespace != "" {
 		return owner.Namespace
 	}
@@ -144,9 +144,9 @@ func ownerOf(obj client.Object, kind string) apply.Owner {
 	return apply.Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-// newRollouts makes what applies a pass for every kind that applies objects.
-func newRollouts(mgr ctrl.Manager, opts Options, hc *hosted.Clients, m *metrics, recorder record.EventRecorder) *rollouts {
-	return &rollouts{
+// newApplier makes what applies a pass for every kind that applies objects.
+func newApplier(mgr ctrl.Manager, opts Options, hc *hosted.Clients, m *metrics, recorder record.EventRecorder) *applier {
+	return &applier{
 		engine:                apply.NewEngine(apply.Options{}),
 		targets:               newTargets(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), hc),
 		reader:                mgr.GetClient(),

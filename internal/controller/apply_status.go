@@ -43,7 +43,7 @@ func reportMappedConditions(obj statusObject, res *apply.Result) {
 }
 
 // recordPass stores what an apply pass reports: phases, the current phase, the inventory.
-func recordPass(status *v1alpha1.RolloutStatus, res *apply.Result) {
+func recordPass(status *v1alpha1.ApplyStatus, res *apply.Result) {
 	if res == nil {
 		return
 	}
@@ -94,8 +94,8 @@ func conclude(ctx context.Context, obj statusObject, res *apply.Result, err erro
 	}
 }
 
-// rolloutCommon points into the common part of the status of the kinds that apply objects.
-func rolloutCommon(s *v1alpha1.RolloutStatus) commonStatus {
+// applyCommon points into the common part of the status of the kinds that apply objects.
+func applyCommon(s *v1alpha1.ApplyStatus) commonStatus {
 	return commonStatus{request: &s.ReconcileRequestStatus, observedGeneration: &s.ObservedGeneration}
 }
 
@@ -106,7 +106,7 @@ func settled(obj statusObject) bool {
 }
 
 // recordInventory returns the apply engine's Record hook for a resource's status.
-func (r *report) recordInventory(status *v1alpha1.RolloutStatus) func(context.Context, apply.Inventory) error {
+func (r *report) recordInventory(status *v1alpha1.ApplyStatus) func(context.Context, apply.Inventory) error {
 	return func(ctx context.Context, inv apply.Inventory) error {
 		status.Inventory = inventoryToStatus(inv)
 		return r.save(ctx)

@@ -21,8 +21,8 @@ import (
 
 // teardownInventory is the finalize step (kindSteps.finalize) of the kinds that apply objects:
 // one teardown pass over what their inventory holds.
-func teardownInventory[T statusObject](ro *rollouts, reader client.Reader, opts Options, kind string,
-	status func(T) *v1alpha1.RolloutStatus, serviceAccount func(T) string) func(context.Context, T) (ctrl.Result, error) {
+func teardownInventory[T statusObject](ro *applier, reader client.Reader, opts Options, kind string,
+	status func(T) *v1alpha1.ApplyStatus, serviceAccount func(T) string) func(context.Context, T) (ctrl.Result, error) {
 	return func(ctx context.Context, obj T) (ctrl.Result, error) {
 		return finalize(ctx, ro, reader, obj, ownerOf(obj, kind), serviceAccount(obj), status(obj), opts)
 	}
@@ -33,8 +33,8 @@ func teardownInventory[T statusObject](ro *rollouts, reader client.Reader, opts 
 // the namespace is terminating (HyperShift is deleting the hosted control plane) or the hosted
 // cluster has not answered for HostedTeardownTimeout, they are let go so that deletion never
 // hangs.
-func finalize(ctx context.Context, r *rollouts, reader client.Reader, obj statusObject, owner apply.Owner,
-	serviceAccount string, status *v1alpha1.RolloutStatus, opts Options) (ctrl.Result, error) {
+func finalize(ctx context.Context, r *applier, reader client.Reader, obj statusObject, owner apply.Owner,
+	serviceAccount string, status *v1alpha1.ApplyStatus, opts Options) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
 		return ctrl.Result{}, nil
 	}
@@ -63,7 +63,7 @@ func finalize(ctx context.Context, r *rollouts, reader client.Reader, obj status
 // forgetHostedIfUnused drops the hosted client of a namespace, and its circuit, once the last
 // resource there that could use it is gone: a dead hosted cluster whose resources were all
 // deleted is probed no more. When the list fails the client stays; the idle timeout ends it.
-func (r *rollouts) forgetHostedIfUnused(ctx context.Context, namespace string, deleted client.Object) {
+func (r *applier) forgetHostedIfUnused(ctx context.Context, namespace string, deleted client.Object) {
 	if r.targets.hosted == nil || namespace == "" {
 		return
 	}
@@ -85,8 +85,8 @@ func (r *rollouts) forgetHostedIfUnused(ctx context.Context, namespace string, d
 }
 
 // teardownPass deletes what the inventory holds, a phase at a time, and reports whether all is gone.
-func teardownPass(ctx context.Context, r *rollouts, reader client.Reader, obj statusObject, owner apply.Owner,
-	serviceAccount string, status *v1alpha1.RolloutStatus, opts Options) (bool, error) {
+func teardownPass(ctx context.Context, r *applier, reader client.Reader, obj statusObject, owner apply.Owner,
+	serviceAccount string, status *v1alpha1.ApplyStatus, opts Options) (bool, error) {
 	if status.Inventory == nil || len(status.Inventory.Phases) == 0 {
 		return true, nil
 	}
@@ -165,7 +165,7 @@ type teardownPolicy struct {
 // instead of deleting, so that HyperShift's and Kubernetes' namespace deletion is never blocked.
 // Hosted objects of a namespace that is not (or no longer) a hosted-control-plane namespace are
 // always let go: the connector Secret of such a namespace is never used.
-func (r *rollouts) teardown(ctx context.Context, owner apply.Owner, serviceAccount string, inv *v1alpha1.Inventory, policy teardownPolicy) (*apply.TeardownResult, []apply.ObjectRef, error) {
+func (r *applier) teardown(ctx context.Context, owner apply.Owner, serviceAccount string, inv *v1alpha1.Inventory, policy teardownPolicy) (*apply.TeardownResult, []apply.ObjectRef, error) {
 	current, err := inventoryFromStatus(inv)
 	if err != nil {
 		return nil, nil, err
@@ -186,7 +186,7 @@ func (r *rollouts) teardown(ctx context.Context, owner apply.Owner, serviceAccou
 			delete(classes, classHosted)
 		}
 	}
-	tgts, hostedErr := r.targets.forRollout(ctx, owner.Namespace, behind.cluster, r.serviceAccountNamespace(owner), r.serviceAccountFor(owner, serviceAccount), classes)
+	tgts, hostedErr := r.targets.forPass(ctx, owner.Namespace, behind.cluster, r.serviceAccountNamespace(owner), r.serviceAccountFor(owner, serviceAccount), classes)
 	if hostedErr != nil {
 		if tgts == nil || !policy.letGoUnreachableHosted {
 			return nil, letGo, hostedErr

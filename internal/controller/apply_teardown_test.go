@@ -22,10 +22,10 @@ func TestTeardownFailureIsRetried(t *testing.T) {
 	obj := &v1alpha1.ClusterPackage{}
 	obj.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	markOutcome(obj, outcome{state: outcomeStalled, reason: v1alpha1.RenderFailedReason, message: "before the deletion"})
-	status := &obj.Status.RolloutStatus
+	status := &obj.Status.ApplyStatus
 	status.Inventory = &v1alpha1.Inventory{Phases: []v1alpha1.InventoryPhase{{Name: "deploy", Objects: []string{"not-an-id"}}}}
 
-	done, err := teardownPass(t.Context(), &rollouts{}, nil, obj, apply.Owner{Kind: v1alpha1.ClusterPackageKind, Name: "p"}, "", status, Options{}.withDefaults())
+	done, err := teardownPass(t.Context(), &applier{}, nil, obj, apply.Owner{Kind: v1alpha1.ClusterPackageKind, Name: "p"}, "", status, Options{}.withDefaults())
 	require.Error(t, err)
 	assert.False(t, done)
 	ready := conditions.Get(obj, meta.ReadyCondition)

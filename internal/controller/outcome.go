@@ -28,10 +28,10 @@ const (
 	// outcomeRetrying: Ready=False, Reconciling=ProgressingWithRetry: the pass failed, and is tried again.
 	outcomeRetrying
 	// outcomeProgressing: Ready=False, Reconciling with the same reason: the work goes on by itself
-	// (objects becoming available, a rollout moving, members being written again).
+	// (objects becoming available, a fleet's rollout moving, members being written again).
 	outcomeProgressing
-	// outcomeWaiting: Ready=False, neither Reconciling nor Stalled: the spec holds the work (a paused
-	// rollout).
+	// outcomeWaiting: Ready=False, neither Reconciling nor Stalled: the spec holds the work (a
+	// fleet's paused rollout).
 	outcomeWaiting
 )
 

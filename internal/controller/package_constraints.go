@@ -44,7 +44,7 @@ func (r *packageSteps[T]) checkUniqueInScope(ctx context.Context, obj T, manifes
 	var others []packageObject
 	if ns := obj.GetNamespace(); ns != "" {
 		list := &v1alpha1.PackageList{}
-		if err := r.rollouts.reader.List(ctx, list, client.InNamespace(ns)); err != nil {
+		if err := r.applier.reader.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return fmt.Errorf("list Packages for the uniqueInScope constraint: %w", err)
 		}
 		for i := range list.Items {
@@ -52,7 +52,7 @@ func (r *packageSteps[T]) checkUniqueInScope(ctx context.Context, obj T, manifes
 		}
 	} else {
 		list := &v1alpha1.ClusterPackageList{}
-		if err := r.rollouts.reader.List(ctx, list); err != nil {
+		if err := r.applier.reader.List(ctx, list); err != nil {
 			return fmt.Errorf("list ClusterPackages for the uniqueInScope constraint: %w", err)
 		}
 		for i := range list.Items {

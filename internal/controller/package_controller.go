@@ -39,7 +39,7 @@ type packageSteps[T packageObject] struct {
 	apiReader client.Reader
 	source    *source.Client
 	options   Options
-	rollouts  *rollouts
+	applier   *applier
 	renders   *renderCache
 	verifier  *signatureVerifier
 	kind      string
@@ -47,9 +47,9 @@ type packageSteps[T packageObject] struct {
 
 // steps returns the package steps for the lifecycle.
 func (r *packageSteps[T]) steps() kindSteps[T] {
-	teardown := teardownInventory(r.rollouts, r.apiReader, r.options, r.kind, r.rolloutStatus, r.serviceAccount)
+	teardown := teardownInventory(r.applier, r.apiReader, r.options, r.kind, r.applyStatus, r.serviceAccount)
 	return kindSteps[T]{
-		status:    func(obj T) commonStatus { return rolloutCommon(r.rolloutStatus(obj)) },
+		status:    func(obj T) commonStatus { return applyCommon(r.applyStatus(obj)) },
 		suspended: r.suspended, observed: func(obj T) bool { return settled(obj) }, pass: r.pass,
 		finalize: func(ctx context.Context, obj T) (ctrl.Result, error) {
 			// The render cache drops the resource's render when no other resource uses it
@@ -60,8 +60,8 @@ func (r *packageSteps[T]) steps() kindSteps[T] {
 	}
 }
 
-func (r *packageSteps[T]) rolloutStatus(obj T) *v1alpha1.RolloutStatus {
-	return &obj.GetStatus().RolloutStatus
+func (r *packageSteps[T]) applyStatus(obj T) *v1alpha1.ApplyStatus {
+	return &obj.GetStatus().ApplyStatus
 }
 func (r *packageSteps[T]) serviceAccount(obj T) string { return obj.GetSpec().ServiceAccountName }
 func (r *packageSteps[T]) suspended(obj T) bool        { return obj.GetSpec().Suspend }
@@ -72,7 +72,7 @@ func (r *packageSteps[T]) pass(ctx context.Context, obj T, rep *report, lastHand
 	// The deferred status patch runs after cancel, so it keeps the parent context.
 	rctx, cancel := context.WithTimeout(ctx, spec.GetTimeout())
 	defer cancel()
-	res, err := r.reconcile(rctx, obj, maxAge, rep.recordInventory(r.rolloutStatus(obj)))
+	res, err := r.reconcile(rctx, obj, maxAge, rep.recordInventory(r.applyStatus(obj)))
 	return r.outcome(ctx, obj, res, err)
 }
 
@@ -103,7 +103,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	}
 	configDigest := configDigestOf(spec)
 
-	hc, err := r.rollouts.findHostedCluster(ctx, obj.GetNamespace())
+	hc, err := r.applier.findHostedCluster(ctx, obj.GetNamespace())
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err := r.checkUniqueInScope(ctx, obj, rendered.Manifest); err != nil {
 		return nil, constraintViolated(err)
 	}
-	res, err := r.rollouts.apply(ctx, rolloutRequest{
+	res, err := r.applier.apply(ctx, passRequest{
 		owner:          ownerOf(obj, r.kind),
 		serviceAccount: spec.ServiceAccountName,
 		phases:         rendered.Phases,
@@ -131,7 +131,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		hosted:         hc,
 		record:         record,
 	})
-	recordPass(&status.RolloutStatus, res)
+	recordPass(&status.ApplyStatus, res)
 	if err == nil && res.Complete() {
 		if status.LastAppliedRevision != digest || status.LastAppliedConfigDigest != configDigest {
 			status.History = pushHistory(status.History, digest, configDigest)
@@ -185,7 +185,7 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 	if cfg := obj.GetSpec().Config; cfg != nil {
 		opts.Config = cfg.Raw
 	}
-	pulls := r.rollouts.metrics.pulls
+	pulls := r.applier.metrics.pulls
 	rendered, shared, err := r.renders.render(ref.Content(), configDigest, opts, func() (*render.Result, error) {
 		start := time.Now()
 		artifact, err := r.source.Pull(ctx, ref, creds)
@@ -193,8 +193,8 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 			pulls.WithLabelValues("failed").Inc()
 			return nil, pullFailed(err)
 		}
-		r.rollouts.metrics.pullDuration.WithLabelValues(ref.Registry).Observe(time.Since(start).Seconds())
-		r.rollouts.metrics.pullBytes.WithLabelValues(ref.Registry).Add(float64(artifact.Size()))
+		r.applier.metrics.pullDuration.WithLabelValues(ref.Registry).Observe(time.Since(start).Seconds())
+		r.applier.metrics.pullBytes.WithLabelValues(ref.Registry).Add(float64(artifact.Size()))
 		pulls.WithLabelValues("rendered").Inc()
 		// Templates stop at this bound whatever spec.timeout says: one resource must not hold a
 		// worker for as long as its author likes.

@@ -23,7 +23,7 @@ func setupPackages(s *services) error {
 	}
 
 	namespaced := &packageSteps[*v1alpha1.Package]{apiReader: s.mgr.GetAPIReader(), source: s.cfg.Source, options: s.opts,
-		rollouts: s.rollouts, renders: renders, verifier: s.verifier, kind: v1alpha1.PackageKind}
+		applier: s.applier, renders: renders, verifier: s.verifier, kind: v1alpha1.PackageKind}
 	b := s.controllerFor("package", &v1alpha1.Package{})
 	b = s.watchHostedInputs(b, func() client.ObjectList { return &v1alpha1.PackageList{} }, readsHostedCluster)
 	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.PackageList{} }, packageImage)
@@ -33,7 +33,7 @@ func setupPackages(s *services) error {
 	}
 
 	cluster := &packageSteps[*v1alpha1.ClusterPackage]{apiReader: s.mgr.GetAPIReader(), source: s.cfg.Source, options: s.opts,
-		rollouts: s.rollouts, renders: renders, verifier: s.verifier, kind: v1alpha1.ClusterPackageKind}
+		applier: s.applier, renders: renders, verifier: s.verifier, kind: v1alpha1.ClusterPackageKind}
 	b = s.controllerFor("clusterpackage", &v1alpha1.ClusterPackage{})
 	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }, packageImage)
 	if err := b.Complete(newLifecycle(s.lifecycleBase(), v1alpha1.ClusterPackageKind,

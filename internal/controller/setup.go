@@ -76,7 +76,7 @@ type services struct {
 	opts     Options
 	recorder record.EventRecorder
 	metrics  *metrics
-	rollouts *rollouts
+	applier  *applier
 	verifier *signatureVerifier
 	ctrlOpts controller.Options
 	// hostedClusterAPI says the HostedCluster API was installed when the hosted prober started
@@ -100,14 +100,14 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, 
 	if err := m.register(); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	ro := newRollouts(mgr, opts, cfg.Hosted, m, recorder)
+	ro := newApplier(mgr, opts, cfg.Hosted, m, recorder)
 	hostedClusterAPI, err := startHosted(ctx, mgr, cfg.Hosted, m)
 	if err != nil {
 		return nil, err
 	}
 	ro.hostedClustersIndexed = hostedClusterAPI
 	return &services{
-		mgr: mgr, cfg: cfg, opts: opts, recorder: recorder, metrics: m, rollouts: ro,
+		mgr: mgr, cfg: cfg, opts: opts, recorder: recorder, metrics: m, applier: ro,
 		verifier:         newSignatureVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures),
 		ctrlOpts:         controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)},
 		hostedClusterAPI: hostedClusterAPI,
