@@ -351,9 +351,9 @@ func mayHaveWritten(err error) bool {
 		collision *CollisionError
 		conflict  *ConflictError
 		immutable *ImmutableFieldError
-		scope     *ScopeError
+		confined  *ConfinementError
 	)
-	if errors.As(err, &collision) || errors.As(err, &conflict) || errors.As(err, &immutable) || errors.As(err, &scope) {
+	if errors.As(err, &collision) || errors.As(err, &conflict) || errors.As(err, &immutable) || errors.As(err, &confined) {
 		return false // refused before or by the server: nothing was written
 	}
 	if !errors.As(err, &status) {

@@ -105,8 +105,8 @@ func (r *applier) apply(ctx context.Context, req passRequest) (*apply.Result, er
 	areq.Record = req.record
 	res, err := r.engine.Apply(ctx, areq)
 	r.metrics.recordPass(req.owner.Kind, res)
-	var scope *apply.ScopeError
-	if errors.As(err, &scope) {
+	var confined *apply.ConfinementError
+	if errors.As(err, &confined) {
 		err = fmt.Errorf("%w; a namespaced resource may only create objects in its own namespace on the management cluster: use a ClusterPackage, or start the controller with --allow-cross-namespace", err)
 	}
 	var unavailable *apply.TargetUnavailableError

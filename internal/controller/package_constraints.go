@@ -28,12 +28,12 @@ func constraintViolated(err error) error {
 	return err
 }
 
-// checkUniqueInScope enforces a manifest's uniqueInScope constraint: one installation of the
-// package per scope (the namespace of a Package, the cluster for ClusterPackages). Another
-// resource installs the same package when its spec.image names the same repository and its
+// checkUniqueInstallation enforces a manifest's uniqueInScope constraint: one installation of
+// the package per namespace for Packages, per cluster for ClusterPackages. Another resource
+// installs the same package when its spec.image names the same repository and its
 // spec.component is the same; of two, the one created first (then the first by name) keeps it.
-func (r *packageSteps[T]) checkUniqueInScope(ctx context.Context, obj T, manifest *v1alpha1.PackageManifest) error {
-	idx, unique := render.UniqueInScope(manifest)
+func (r *packageSteps[T]) checkUniqueInstallation(ctx context.Context, obj T, manifest *v1alpha1.PackageManifest) error {
+	idx, unique := render.UniqueInstallation(manifest)
 	if !unique {
 		return nil
 	}
@@ -42,7 +42,9 @@ func (r *packageSteps[T]) checkUniqueInScope(ctx context.Context, obj T, manifes
 		return err
 	}
 	var others []packageObject
+	per := "cluster"
 	if ns := obj.GetNamespace(); ns != "" {
+		per = "namespace"
 		list := &v1alpha1.PackageList{}
 		if err := r.applier.reader.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return fmt.Errorf("list Packages for the uniqueInScope constraint: %w", err)
@@ -71,7 +73,7 @@ func (r *packageSteps[T]) checkUniqueInScope(ctx context.Context, obj T, manifes
 		ot := other.GetCreationTimestamp()
 		if ot.Before(&st) || ot.Equal(&st) && other.GetName() < obj.GetName() {
 			return &render.ConstraintError{Constraint: render.ConstraintUniqueInScope, Index: idx,
-				Detail: fmt.Sprintf("the package allows one installation per scope, and %s already installs %s", describeInstallation(other), self.Name())}
+				Detail: fmt.Sprintf("the package allows one installation per %s, and %s already installs %s", per, describeInstallation(other), self.Name())}
 		}
 	}
 	return nil

@@ -117,7 +117,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err != nil {
 		return nil, constraintViolated(err)
 	}
-	if err := r.checkUniqueInScope(ctx, obj, rendered.Manifest); err != nil {
+	if err := r.checkUniqueInstallation(ctx, obj, rendered.Manifest); err != nil {
 		return nil, constraintViolated(err)
 	}
 	res, err := r.applier.apply(ctx, passRequest{

@@ -24,7 +24,7 @@ func reasonFor(err error) string {
 		conflict     *apply.ConflictError
 		immutable    *apply.ImmutableFieldError
 		unavailable  *apply.TargetUnavailableError
-		scope        *apply.ScopeError
+		confined     *apply.ConfinementError
 		registryResp *errcode.ErrorResponse
 		stage        *stageError
 		notHosted    *notHostedError
@@ -34,7 +34,7 @@ func reasonFor(err error) string {
 		return v1alpha1.InsecureKubeconfigReason
 	case errors.As(err, &notHosted):
 		return v1alpha1.NotHostedControlPlaneReason
-	case errors.As(err, &scope):
+	case errors.As(err, &confined):
 		return v1alpha1.ScopeViolationReason
 	case errors.As(err, &configErr):
 		return v1alpha1.InvalidConfigReason

@@ -24,7 +24,7 @@ func TestReasonFor(t *testing.T) {
 	}{
 		{&render.ConfigError{Field: "config.replicas", Detail: "must be >= 1"}, v1alpha1.InvalidConfigReason, true},
 		{render.Errors{&render.Error{File: "a.yaml", Err: errors.New("bad")}}, v1alpha1.RenderFailedReason, true},
-		{fmt.Errorf("x: %w", &apply.ScopeError{Objects: []string{"Namespace x (cluster-scoped)"}}), v1alpha1.ScopeViolationReason, true},
+		{fmt.Errorf("x: %w", &apply.ConfinementError{Objects: []string{"Namespace x (cluster-scoped)"}}), v1alpha1.ScopeViolationReason, true},
 		{&hosted.InsecureKubeconfigError{Field: `users["a"].exec`}, v1alpha1.InsecureKubeconfigReason, true},
 		{&notHostedError{namespace: "ns", why: "no HostedCluster"}, v1alpha1.NotHostedControlPlaneReason, true},
 		{&hosted.NoCredentialsError{Namespace: "ns", Secret: "s", Reason: "Secret not found"}, v1alpha1.HostedClusterUnavailableReason, false},
