@@ -16,12 +16,12 @@ import (
 	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
-// reportMappedConditions sets the conditions a pass mapped from applied objects (Package
+// setMappedConditions sets the conditions a pass mapped from applied objects (Package
 // Operator's condition-map) on the resource. Their types have a domain prefix, which the
 // resource's own conditions never have. Once every phase was reached, a mapped condition no
 // object reports any more is removed; until then the ones of phases not reached stay as they
 // were last seen.
-func reportMappedConditions(obj statusObject, res *apply.Result) {
+func setMappedConditions(obj statusObject, res *apply.Result) {
 	if res == nil {
 		return
 	}
@@ -56,7 +56,7 @@ func recordPass(status *v1alpha1.ApplyStatus, res *apply.Result) {
 // retry interval, with Stalled when only a change of spec or package can help.
 func conclude(ctx context.Context, obj statusObject, res *apply.Result, err error, interval, retry, progress time.Duration, successMsg string) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	reportMappedConditions(obj, res)
+	setMappedConditions(obj, res)
 	switch {
 	case err != nil:
 		reason := reasonFor(err)
