@@ -106,7 +106,7 @@ const (
 	ActionPruned     Action = "pruned"
 )
 
-// Change records the action taken on one object.
+// Change is the action taken on one object.
 type Change struct {
 	Ref    ObjectRef
 	Action Action
