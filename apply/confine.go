@@ -12,7 +12,7 @@ import (
 // cluster-scoped kind, so a ClusterRoleBinding naming the owner's namespace would otherwise be
 // applied cluster-wide.
 func checkConfinement(req Request) error {
-	var scopeErr *ScopeError
+	var confinedErr *ConfinementError
 	for _, ph := range req.Phases {
 		ns, confined := req.Confine[ph.Class]
 		if !confined {
@@ -38,25 +38,25 @@ func checkConfinement(req Request) error {
 			}
 			switch {
 			case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
-				if scopeErr == nil {
-					scopeErr = &ScopeError{Namespace: ns, Target: t.Name}
+				if confinedErr == nil {
+					confinedErr = &ConfinementError{Namespace: ns, Target: t.Name}
 				}
-				scopeErr.Objects = append(scopeErr.Objects, fmt.Sprintf("%s %s (cluster-scoped)", obj.GetKind(), obj.GetName()))
+				confinedErr.Objects = append(confinedErr.Objects, fmt.Sprintf("%s %s (cluster-scoped)", obj.GetKind(), obj.GetName()))
 			case obj.GetNamespace() == "" && req.DefaultNamespace != ns:
-				if scopeErr == nil {
-					scopeErr = &ScopeError{Namespace: ns, Target: t.Name}
+				if confinedErr == nil {
+					confinedErr = &ConfinementError{Namespace: ns, Target: t.Name}
 				}
-				scopeErr.Objects = append(scopeErr.Objects, fmt.Sprintf("%s %s (no namespace)", obj.GetKind(), obj.GetName()))
+				confinedErr.Objects = append(confinedErr.Objects, fmt.Sprintf("%s %s (no namespace)", obj.GetKind(), obj.GetName()))
 			case obj.GetNamespace() != "" && obj.GetNamespace() != ns:
-				if scopeErr == nil {
-					scopeErr = &ScopeError{Namespace: ns, Target: t.Name}
+				if confinedErr == nil {
+					confinedErr = &ConfinementError{Namespace: ns, Target: t.Name}
 				}
-				scopeErr.Objects = append(scopeErr.Objects, fmt.Sprintf("%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName()))
+				confinedErr.Objects = append(confinedErr.Objects, fmt.Sprintf("%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName()))
 			}
 		}
 	}
-	if scopeErr != nil {
-		return scopeErr
+	if confinedErr != nil {
+		return confinedErr
 	}
 	return nil
 }

@@ -39,14 +39,14 @@ subjects: [{kind: ServiceAccount, name: default, namespace: NS}]
 		check   func(t *testing.T, err error)
 	}{
 		"cluster-scoped kind with a namespace": {[]*unstructured.Unstructured{first, binding}, func(t *testing.T, err error) {
-			var scope *apply.ScopeError
-			require.ErrorAs(t, err, &scope)
-			assert.Equal(t, []string{"ClusterRoleBinding " + binding.GetName() + " (cluster-scoped)"}, scope.Objects)
+			var confined *apply.ConfinementError
+			require.ErrorAs(t, err, &confined)
+			assert.Equal(t, []string{"ClusterRoleBinding " + binding.GetName() + " (cluster-scoped)"}, confined.Objects)
 		}},
 		"another namespace": {[]*unstructured.Unstructured{first, elsewhere}, func(t *testing.T, err error) {
-			var scope *apply.ScopeError
-			require.ErrorAs(t, err, &scope)
-			assert.Equal(t, []string{"ConfigMap default/elsewhere"}, scope.Objects)
+			var confined *apply.ConfinementError
+			require.ErrorAs(t, err, &confined)
+			assert.Equal(t, []string{"ConfigMap default/elsewhere"}, confined.Objects)
 		}},
 		"kind the cluster does not serve": {[]*unstructured.Unstructured{first, unknown}, func(t *testing.T, err error) {
 			require.Error(t, err)

@@ -351,9 +351,9 @@ func mayHaveWritten(err error) bool {
 		collision *CollisionError
 		conflict  *ConflictError
 		immutable *ImmutableFieldError
-		scope     *ScopeError
+		confined  *ConfinementError
 	)
-	if errors.As(err, &collision) || errors.As(err, &conflict) || errors.As(err, &immutable) || errors.As(err, &scope) {
+	if errors.As(err, &collision) || errors.As(err, &conflict) || errors.As(err, &immutable) || errors.As(err, &confined) {
 		return false // refused before or by the server: nothing was written
 	}
 	if !errors.As(err, &status) {
@@ -454,7 +454,7 @@ func availability(ctx context.Context, live *unstructured.Unstructured, probes p
 	return append(reasons, probeReasons...), nil
 }
 
-// setDesiredHash records a hash of the desired object in an annotation. The no-op check compares
+// setDesiredHash stores a hash of the desired object in an annotation. The no-op check compares
 // the desired object as a subset of the live one, which cannot see a field the package stopped
 // setting; the hash changes with every change of the desired object, removals included, so such
 // a revision is applied and server-side apply removes the field.

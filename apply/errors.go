@@ -32,9 +32,9 @@ func (e *TargetUnavailableError) Error() string {
 
 func (e *TargetUnavailableError) Unwrap() error { return e.Err }
 
-// ScopeError says objects of a confined class would land outside the namespace the class is
+// ConfinementError says objects of a confined class would land outside the namespace the class is
 // confined to (Request.Confine): cluster-scoped objects, or objects of another namespace.
-type ScopeError struct {
+type ConfinementError struct {
 	// Namespace is the namespace the class is confined to.
 	Namespace string
 	Target    string
@@ -42,7 +42,7 @@ type ScopeError struct {
 	Objects []string
 }
 
-func (e *ScopeError) Error() string {
+func (e *ConfinementError) Error() string {
 	return fmt.Sprintf("objects for %s must be namespaced and in namespace %s, but the package holds %s",
 		e.Target, e.Namespace, strings.Join(e.Objects, ", "))
 }

@@ -44,7 +44,7 @@ type key struct{ class, group, kind, namespace, name string }
 
 func (r ObjectRef) key(class string) key { return key{class, r.Group, r.Kind, r.Namespace, r.Name} }
 
-// Inventory is the set of objects applied for an owner, by phase in rollout order.
+// Inventory is the set of objects applied for an owner, by phase in the order they are applied.
 type Inventory struct {
 	Phases []InventoryPhase `json:"phases,omitempty"`
 }

@@ -106,7 +106,7 @@ const (
 	ActionPruned     Action = "pruned"
 )
 
-// Change records the action taken on one object.
+// Change is the action taken on one object.
 type Change struct {
 	Ref    ObjectRef
 	Action Action
@@ -127,7 +127,7 @@ type Result struct {
 	Created, Updated, Unchanged, Pruned int
 }
 
-// Complete reports whether every phase is complete, and so the rollout is done.
+// Complete reports whether every phase is complete: the pass has nothing left to wait for.
 func (r *Result) Complete() bool {
 	for _, p := range r.Phases {
 		if p.State != v1alpha1.PhaseComplete {
@@ -147,7 +147,7 @@ func (r *Result) Progressing() *PhaseResult {
 	return nil
 }
 
-// Summary is a one-line description of where the rollout stands, for conditions and messages.
+// Summary is a one-line description of where the pass stands, for conditions and messages.
 func (r *Result) Summary() string {
 	p := r.Progressing()
 	if p == nil {

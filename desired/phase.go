@@ -2,7 +2,7 @@ package desired
 
 import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-// Phase is one step of a rollout: its objects are applied together to the cluster its class
+// Phase is one step of an apply pass: its objects are applied together to the cluster its class
 // names, and the next phase starts only when all of them are available.
 type Phase struct {
 	// Name of the phase, from the manifest.

@@ -134,8 +134,9 @@ func CheckConstraints(m *v1alpha1.PackageManifest, env Environment) error {
 	return nil
 }
 
-// UniqueInScope reports whether the manifest allows one installation per scope only.
-func UniqueInScope(m *v1alpha1.PackageManifest) (int, bool) {
+// UniqueInstallation reports whether the manifest allows one installation per namespace (for
+// Packages) or per cluster (for ClusterPackages) only: its uniqueInScope constraint, and where.
+func UniqueInstallation(m *v1alpha1.PackageManifest) (int, bool) {
 	for i, c := range m.Spec.Constraints {
 		if c.UniqueInScope != nil {
 			return i, true

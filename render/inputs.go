@@ -138,8 +138,8 @@ func (a *readAnalysis) read(v value) value {
 	return v
 }
 
-// scope is what one execution of a template knows: dot and the variables ($ included).
-type scope struct {
+// frame is what one execution of a template knows: dot and the variables ($ included).
+type frame struct {
 	dot  value
 	vars map[string]value
 }
@@ -155,10 +155,10 @@ func (a *readAnalysis) template(name string, dot value) {
 		a.read(dot) // not known before it runs: it may read all it is given
 		return
 	}
-	a.list(t.Root, &scope{dot: dot, vars: map[string]value{"$": dot}})
+	a.list(t.Root, &frame{dot: dot, vars: map[string]value{"$": dot}})
 }
 
-func (a *readAnalysis) list(l *parse.ListNode, s *scope) {
+func (a *readAnalysis) list(l *parse.ListNode, s *frame) {
 	if l == nil {
 		return
 	}
@@ -167,7 +167,7 @@ func (a *readAnalysis) list(l *parse.ListNode, s *scope) {
 	}
 }
 
-func (a *readAnalysis) node(n parse.Node, s *scope) {
+func (a *readAnalysis) node(n parse.Node, s *frame) {
 	switch n := n.(type) {
 	case *parse.ActionNode:
 		a.pipe(n.Pipe, s)
@@ -177,11 +177,11 @@ func (a *readAnalysis) node(n parse.Node, s *scope) {
 		a.list(n.ElseList, s)
 	case *parse.WithNode:
 		v := a.pipe(n.Pipe, s)
-		a.list(n.List, &scope{dot: v, vars: s.vars})
+		a.list(n.List, &frame{dot: v, vars: s.vars})
 		a.list(n.ElseList, s)
 	case *parse.RangeNode:
 		v := a.pipe(n.Pipe, s)
-		a.list(n.List, &scope{dot: v, vars: s.vars})
+		a.list(n.List, &frame{dot: v, vars: s.vars})
 		a.list(n.ElseList, s)
 	case *parse.TemplateNode:
 		var v value
@@ -195,7 +195,7 @@ func (a *readAnalysis) node(n parse.Node, s *scope) {
 }
 
 // pipe evaluates a pipeline: each command's value is the last argument of the next.
-func (a *readAnalysis) pipe(p *parse.PipeNode, s *scope) value {
+func (a *readAnalysis) pipe(p *parse.PipeNode, s *frame) value {
 	if p == nil {
 		return nil
 	}
@@ -204,7 +204,7 @@ func (a *readAnalysis) pipe(p *parse.PipeNode, s *scope) value {
 		v = a.command(cmd, s, v, i > 0)
 	}
 	for _, d := range p.Decl {
-		// Variables are merged, not scoped: what a variable may hold anywhere, it may hold
+		// Variables are merged, not kept per frame: what a variable may hold anywhere, it may hold
 		// everywhere.
 		s.vars[d.Ident[0]] = s.vars[d.Ident[0]].union(v)
 	}
@@ -213,7 +213,7 @@ func (a *readAnalysis) pipe(p *parse.PipeNode, s *scope) value {
 
 // pipeArg is pipe for the value handed to a named template: the whole context is not read by
 // being handed over.
-func (a *readAnalysis) pipeArg(p *parse.PipeNode, s *scope) value {
+func (a *readAnalysis) pipeArg(p *parse.PipeNode, s *frame) value {
 	if len(p.Decl) == 0 && len(p.Cmds) == 1 && len(p.Cmds[0].Args) == 1 {
 		if v, ok := a.handedOver(p.Cmds[0].Args[0], s); ok {
 			return v
@@ -223,7 +223,7 @@ func (a *readAnalysis) pipeArg(p *parse.PipeNode, s *scope) value {
 }
 
 // handedOver returns the value of a bare dot or variable without reading it.
-func (a *readAnalysis) handedOver(n parse.Node, s *scope) (value, bool) {
+func (a *readAnalysis) handedOver(n parse.Node, s *frame) (value, bool) {
 	switch n := n.(type) {
 	case *parse.DotNode:
 		return s.dot, true
@@ -237,7 +237,7 @@ func (a *readAnalysis) handedOver(n parse.Node, s *scope) (value, bool) {
 	return nil, false
 }
 
-func (a *readAnalysis) command(cmd *parse.CommandNode, s *scope, piped value, hasPiped bool) value {
+func (a *readAnalysis) command(cmd *parse.CommandNode, s *frame, piped value, hasPiped bool) value {
 	if len(cmd.Args) == 0 {
 		return piped
 	}
@@ -278,7 +278,7 @@ func (a *readAnalysis) command(cmd *parse.CommandNode, s *scope, piped value, ha
 }
 
 // arg evaluates one argument and reads it.
-func (a *readAnalysis) arg(n parse.Node, s *scope) value {
+func (a *readAnalysis) arg(n parse.Node, s *frame) value {
 	switch n := n.(type) {
 	case *parse.DotNode:
 		return a.read(s.dot)

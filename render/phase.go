@@ -10,7 +10,7 @@ type Result struct {
 	// Manifest is the package's manifest, converted to pkgsync's own format when the package
 	// was written for Package Operator.
 	Manifest *v1alpha1.PackageManifest
-	// Phases in rollout order, every phase of the manifest present even when empty.
+	// Phases in the order they are applied, every phase of the manifest present even when empty.
 	Phases []desired.Phase
 	// Config is the configuration after pruning and defaulting.
 	Config map[string]any

@@ -77,7 +77,7 @@ type Options struct {
 	Progress func(Progress)
 }
 
-// Progress reports how far the transfer of one blob is.
+// Progress says how far the transfer of one blob is.
 type Progress struct {
 	// Digest and Size describe the blob.
 	Digest string

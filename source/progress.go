@@ -8,17 +8,17 @@ import (
 	"oras.land/oras-go/v2"
 )
 
-// progress wraps r to report the transfer of desc, when the caller asked for reports.
+// progress wraps r to tell Options.Progress how the transfer of desc goes, when the caller set it.
 func (c *Client) progress(r io.Reader, desc ocispec.Descriptor) io.Reader {
 	if c.opts.Progress == nil {
 		return r
 	}
-	return &progressReader{r: r, report: c.opts.Progress, p: Progress{Digest: desc.Digest.String(), Size: desc.Size}}
+	return &progressReader{r: r, notify: c.opts.Progress, p: Progress{Digest: desc.Digest.String(), Size: desc.Size}}
 }
 
 type progressReader struct {
 	r      io.Reader
-	report func(Progress)
+	notify func(Progress)
 	p      Progress
 }
 
@@ -26,12 +26,12 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	if n > 0 {
 		p.p.Done += int64(n)
-		p.report(p.p)
+		p.notify(p.p)
 	}
 	return n, err
 }
 
-// progressSource reports the bytes a push reads from its source store.
+// progressSource tells Options.Progress the bytes a push reads from its source store.
 type progressSource struct {
 	oras.ReadOnlyTarget
 	c *Client

@@ -16,7 +16,7 @@ const (
 	AdoptAlways AdoptionPolicy = "Always"
 )
 
-// PhaseState is where a phase stands in a rollout.
+// PhaseState is where a phase stands in an apply pass.
 type PhaseState string
 
 const (
@@ -28,7 +28,7 @@ const (
 	PhaseComplete PhaseState = "Complete"
 )
 
-// PhaseStatus reports one phase of the last rollout.
+// PhaseStatus reports one phase of the last apply pass.
 type PhaseStatus struct {
 	// Name of the phase.
 	Name string `json:"name"`
@@ -55,7 +55,7 @@ type ObjectStatus struct {
 // Inventory records what pkgsync applied, per phase, so that objects that leave a package are
 // pruned and teardown runs in reverse phase order even when the package can no longer be pulled.
 type Inventory struct {
-	// Phases in rollout order.
+	// Phases in the order they are applied.
 	// +optional
 	Phases []InventoryPhase `json:"phases,omitempty"`
 }
@@ -107,8 +107,9 @@ type RevisionHistoryEntry struct {
 	AppliedAt metav1.Time `json:"appliedAt"`
 }
 
-// RolloutStatus is the status shared by every pkgsync resource.
-type RolloutStatus struct {
+// ApplyStatus is the status of the kinds that apply objects: Package, ClusterPackage,
+// ObjectDeployment and ClusterObjectDeployment.
+type ApplyStatus struct {
 	meta.ReconcileRequestStatus `json:",inline"`
 
 	// ObservedGeneration is the last generation whose outcome is final (Ready or Stalled); -1
@@ -121,11 +122,11 @@ type RolloutStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Phase is the name of the phase the rollout waits on, or Complete.
+	// Phase is the name of the phase the last pass waits on, or Complete.
 	// +optional
 	Phase string `json:"phase,omitempty"`
 
-	// Phases reports each phase of the current rollout.
+	// Phases reports each phase of the last pass.
 	// +optional
 	Phases []PhaseStatus `json:"phases,omitempty"`
 

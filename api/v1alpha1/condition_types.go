@@ -38,9 +38,9 @@ const (
 	// PlatformVersionConstraintViolatedReason: the cluster's Kubernetes or OpenShift version is
 	// outside the package's spec.constraints[].platformVersion range; nothing is applied.
 	PlatformVersionConstraintViolatedReason = "PlatformVersionConstraintViolated"
-	// UniqueInScopeConstraintViolatedReason: the package allows one installation per scope
-	// (spec.constraints[].uniqueInScope) and another resource already installs it; nothing is
-	// applied.
+	// UniqueInScopeConstraintViolatedReason: the package allows one installation per namespace
+	// (Packages) or per cluster (ClusterPackages) (spec.constraints[].uniqueInScope) and another
+	// resource already installs it; nothing is applied.
 	UniqueInScopeConstraintViolatedReason = "UniqueInScopeConstraintViolated"
 	// InvalidConfigReason: spec.config does not satisfy the package's configuration schema.
 	InvalidConfigReason = "InvalidConfig"

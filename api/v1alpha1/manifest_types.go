@@ -50,7 +50,7 @@ type PackageManifestSpec struct {
 	// +optional
 	Scopes []PackageScope `json:"scopes,omitempty"`
 
-	// Phases in rollout order. Teardown runs them in reverse.
+	// Phases in the order they are applied. Teardown runs them in reverse.
 	// +required
 	Phases []PhaseSpec `json:"phases"`
 
@@ -91,8 +91,8 @@ type PackageConstraint struct {
 	// +optional
 	PlatformVersion *PlatformVersionConstraint `json:"platformVersion,omitempty"`
 
-	// UniqueInScope allows one installation of the package per scope: per namespace for a
-	// Package, per cluster for a ClusterPackage.
+	// UniqueInScope allows one installation of the package per namespace for Packages, per
+	// cluster for ClusterPackages.
 	// +optional
 	UniqueInScope *UniqueInScopeConstraint `json:"uniqueInScope,omitempty"`
 }

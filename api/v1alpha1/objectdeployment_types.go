@@ -48,7 +48,7 @@ type ObjectSetTemplate struct {
 
 // ObjectSetTemplateSpec is the inline form of a rendered package.
 type ObjectSetTemplateSpec struct {
-	// Phases in rollout order.
+	// Phases in the order they are applied.
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +listType=map
@@ -90,7 +90,7 @@ type ObjectSetObject struct {
 
 // ObjectDeploymentStatus is the observed state of an object deployment.
 type ObjectDeploymentStatus struct {
-	RolloutStatus `json:",inline"`
+	ApplyStatus `json:",inline"`
 }
 
 // ObjectDeployment applies inline phases of objects with the same engine as a Package.

@@ -129,7 +129,7 @@ type PackageSpec struct {
 
 // PackageStatus is the observed state of a package installation.
 type PackageStatus struct {
-	RolloutStatus `json:",inline"`
+	ApplyStatus `json:",inline"`
 
 	// LastAttemptedRevision is the image digest of the last reconciliation attempt.
 	// +optional

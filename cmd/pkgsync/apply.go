@@ -33,7 +33,7 @@ func (o *applyFlags) ApplyFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.dryRun, "dry-run", false, "send every change as a server-side dry run and print what would change")
 	fs.BoolVar(&o.wait, "wait", false, "keep applying until every phase is available, or --timeout passes")
 	fs.BoolVar(&o.adopt, "adopt", false, "take over objects that exist without this package's ownership labels")
-	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long --wait waits for the rollout")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long --wait waits for every phase to be available")
 	fs.DurationVar(&o.interval, "interval", 2*time.Second, "pause between passes while waiting")
 }
 
@@ -48,7 +48,7 @@ with server-side apply, phase by phase: a phase starts only when every object of
 one is available. Phases of class hosted-cluster go to the cluster of --hosted-kubeconfig, the
 others to the cluster of --kubeconfig.
 
-Without --wait, apply makes one pass and reports where the rollout stands; with --wait it repeats
+Without --wait, apply makes one pass and reports where its phases stand; with --wait it repeats
 passes until every phase is available. Objects are labelled as owned by the Package NAMESPACE/NAME
 (--name, --namespace), the same labels the controller uses, so a Package with that name can take
 over later. The CLI keeps no inventory: objects dropped from the package are not pruned; the
@@ -129,7 +129,7 @@ func (o *applyFlags) targets() (map[string]apply.Target, error) {
 	return targets, nil
 }
 
-// runApply makes passes until the rollout completes (or once, without --wait), printing progress.
+// runApply makes passes until every phase is complete (or once, without --wait), printing progress.
 func runApply(ctx context.Context, engine *apply.Engine, req apply.Request, flags applyFlags, stdout, stderr io.Writer) error {
 	if flags.wait {
 		var cancel context.CancelFunc
@@ -163,7 +163,7 @@ func runApply(ctx context.Context, engine *apply.Engine, req apply.Request, flag
 			if lastSummary == "" {
 				lastSummary = res.Summary()
 			}
-			return fmt.Errorf("rollout not complete after %s: %s", flags.timeout, lastSummary)
+			return fmt.Errorf("phases not complete after %s: %s", flags.timeout, lastSummary)
 		}
 		if err != nil {
 			return err
@@ -173,15 +173,15 @@ func runApply(ctx context.Context, engine *apply.Engine, req apply.Request, flag
 			fmt.Fprintln(stderr, "dry run: nothing was changed")
 			return nil
 		case res.Complete():
-			fmt.Fprintf(stderr, "rollout complete: %d created, %d configured, %d unchanged\n", res.Created, res.Updated, res.Unchanged)
+			fmt.Fprintf(stderr, "every phase complete: %d created, %d configured, %d unchanged\n", res.Created, res.Updated, res.Unchanged)
 			return nil
 		case !flags.wait:
-			fmt.Fprintln(stderr, "rollout in progress; run again or pass --wait")
+			fmt.Fprintln(stderr, "phases in progress; run again or pass --wait")
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("rollout not complete after %s: %s", flags.timeout, res.Summary())
+			return fmt.Errorf("phases not complete after %s: %s", flags.timeout, res.Summary())
 		case <-time.After(flags.interval):
 		}
 	}

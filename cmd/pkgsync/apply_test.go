@@ -70,7 +70,7 @@ Deployment.apps clusters-demo/addon-operator created
 			"phase 1/3 hosted-rbac (hosted cluster): Complete",
 			"phase 2/3 deploy (management cluster): Progressing",
 			"phase 3/3 configure (hosted cluster): Pending",
-			"rollout in progress; run again or pass --wait",
+			"phases in progress; run again or pass --wait",
 		}, phases, "stderr:\n%s", stderr)
 		if assert.NotEmpty(t, waiting, "the waiting phase says what it waits for") {
 			for _, line := range waiting {
@@ -89,7 +89,7 @@ Deployment.apps clusters-demo/addon-operator created
 		require.Error(t, err)
 		assert.GreaterOrEqual(t, time.Since(start), time.Second, "--wait waits until --timeout")
 		assert.True(t, strings.HasPrefix(err.Error(),
-			"rollout not complete after 1s: phase deploy on management cluster waiting for Deployment.apps clusters-demo/addon-operator: "), err.Error())
+			"phases not complete after 1s: phase deploy on management cluster waiting for Deployment.apps clusters-demo/addon-operator: "), err.Error())
 		assert.Empty(t, stdout, "nothing changed since the last pass")
 	})
 

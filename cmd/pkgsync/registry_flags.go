@@ -56,7 +56,7 @@ func (o *registryOptions) client(stderr io.Writer, refs ...source.Reference) (*s
 	}
 	opts.Credentials = creds
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		opts.Progress = newProgressPrinter(f).report
+		opts.Progress = newProgressPrinter(f).show
 	}
 	c, err := source.NewClient(opts)
 	if err != nil {
@@ -76,7 +76,7 @@ func newProgressPrinter(w io.Writer) *progressPrinter {
 	return &progressPrinter{w: w, last: map[string]int64{}}
 }
 
-func (p *progressPrinter) report(pr source.Progress) {
+func (p *progressPrinter) show(pr source.Progress) {
 	if pr.Size < progressThreshold {
 		return
 	}

@@ -15,12 +15,12 @@ func TestProgressPrinter(t *testing.T) {
 	var buf bytes.Buffer
 	p := newProgressPrinter(&buf)
 
-	p.report(source.Progress{Digest: "sha256:small", Size: progressThreshold - 1, Done: 10})
+	p.show(source.Progress{Digest: "sha256:small", Size: progressThreshold - 1, Done: 10})
 	assert.Empty(t, buf.String(), "small blobs stay quiet")
 
 	const size = 1 << 20
 	for _, done := range []int64{1, 2, size / 2, size/2 + 1, size} {
-		p.report(source.Progress{Digest: "sha256:0123456789abcdef0123", Size: size, Done: done})
+		p.show(source.Progress{Digest: "sha256:0123456789abcdef0123", Size: size, Done: done})
 	}
 	lines := strings.Split(buf.String(), "\r")[1:]
 	assert.Len(t, lines, 3, "one update per whole percent: %q", buf.String())

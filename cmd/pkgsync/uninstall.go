@@ -76,7 +76,7 @@ func (i *installer) uninstall(ctx context.Context, objs []*unstructured.Unstruct
 		return err
 	}
 	if len(resources) > 0 && !force {
-		return fmt.Errorf("%d pkgsync resources still exist on %s (%s): uninstalling would stop their rollouts and leave "+
+		return fmt.Errorf("%d pkgsync resources still exist on %s (%s): uninstalling would stop reconciling them and leave "+
 			"what they applied in the clusters. Delete them first and let the controller remove their objects "+
 			"(kubectl delete hostedclusterpackages,packages,clusterpackages,objectdeployments,clusterobjectdeployments --all-namespaces --all), "+
 			"or pass --force to uninstall anyway and leave their objects where they are", len(resources), i.host, listRefs(resources, 10))

@@ -77,7 +77,7 @@ func (r *fleetSteps) steps() kindSteps[*v1alpha1.HostedClusterPackage] {
 }
 
 // pass keeps the fleet's members: choose the target revision, plan the rollout from what the
-// members show, write the members the plan moves, and report.
+// members show, write the members the plan moves, and set the status and outcome.
 func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, _ *report, lastHandled string) (ctrl.Result, error) {
 	if !r.hostedClusterAPI {
 		markOutcome(fleet, outcome{state: outcomeStalled, reason: v1alpha1.HostedClusterAPIMissingReason,
@@ -120,7 +120,7 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 		return ctrl.Result{}, err
 	}
 
-	r.report(fleet, plan, problems, now)
+	r.setStatus(fleet, plan, problems, now)
 	o := fleetOutcome(fleet, plan, problems)
 	if held != nil {
 		// The members are kept on the target the fleet has; Ready says why it is not the tag's.
@@ -485,8 +485,9 @@ func memberErrorReason(err error) string {
 	return v1alpha1.MemberWriteFailedReason
 }
 
-// report writes the fleet's status from the plan, with events and metrics for what changed.
-func (r *fleetSteps) report(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, problems []v1alpha1.MemberStatus, now time.Time) {
+// setStatus sets the fleet's status from the plan, with events and metrics for what changed; the
+// lifecycle's report writes it.
+func (r *fleetSteps) setStatus(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, problems []v1alpha1.MemberStatus, now time.Time) {
 	st := &fleet.Status
 	r.announcePartitions(fleet, st.Partitions, plan.partitions, now)
 	st.Partitions = plan.partitions

@@ -6,11 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/record"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -23,26 +20,22 @@ import (
 // change of its members (their status drives the rollout; an edit of their spec is reverted),
 // by HostedClusters joining, leaving, changing labels, being held or released, becoming
 // Available or not, paused or resumed, and by TrustPolicies covering its image.
-func setupFleets(_ context.Context, mgr ctrl.Manager, cfg Config, opts Options, recorder record.EventRecorder, m *metrics,
-	verifier *signatureVerifier, ctrlOpts controller.Options, specChanged predicate.Predicate) error {
+func setupFleets(_ context.Context, s *services) error {
+	mgr := s.mgr
 	_, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version)
 	hostedClusterAPI := err == nil
 	steps := &fleetSteps{
-		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), source: cfg.Source, verifier: verifier, recorder: recorder,
-		own: m, options: opts, hostedClusterAPI: hostedClusterAPI, now: time.Now,
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), source: s.cfg.Source, verifier: s.verifier, recorder: s.recorder,
+		own: s.metrics, options: s.opts, hostedClusterAPI: hostedClusterAPI, now: time.Now,
 	}
-	base := lifecycleBase{client: mgr.GetClient(), recorder: recorder, metrics: cfg.Metrics}
-	r := newLifecycle(base, v1alpha1.HostedClusterPackageKind, func() *v1alpha1.HostedClusterPackage { return &v1alpha1.HostedClusterPackage{} }, steps.steps())
+	r := newLifecycle(s.lifecycleBase(), v1alpha1.HostedClusterPackageKind, func() *v1alpha1.HostedClusterPackage { return &v1alpha1.HostedClusterPackage{} }, steps.steps())
 	isMember := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := o.GetLabels()[v1alpha1.FleetLabel]
 		return ok
 	})
-	b := ctrl.NewControllerManagedBy(mgr).Named("hostedclusterpackage").
-		For(&v1alpha1.HostedClusterPackage{}, builder.WithPredicates(specChanged)).
-		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(membersFleet), builder.WithPredicates(isMember)).
-		Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(mgr.GetClient(),
-			func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, fleetImage)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(ctrlOpts)
+	b := s.controllerFor("hostedclusterpackage", &v1alpha1.HostedClusterPackage{}).
+		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(membersFleet), builder.WithPredicates(isMember))
+	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, fleetImage)
 	if hostedClusterAPI {
 		hc := &unstructured.Unstructured{}
 		hc.SetGroupVersionKind(hosted.HostedClusterGVK)
@@ -53,6 +46,14 @@ func setupFleets(_ context.Context, mgr ctrl.Manager, cfg Config, opts Options, 
 		return fmt.Errorf("set up hostedclusterpackage controller: %w", err)
 	}
 	return nil
+}
+
+// fleetImage is the image of a HostedClusterPackage's template, for coveredResources.
+func fleetImage(o client.Object) string {
+	if f, ok := o.(*v1alpha1.HostedClusterPackage); ok {
+		return f.Spec.Template.Spec.Image
+	}
+	return ""
 }
 
 // fleetGateChanged tells whether an update of a HostedCluster changes what blocks or holds its

@@ -1,11 +1,7 @@
 package controller
 
 import (
-	"context"
 	"fmt"
-
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // HostedNamespaceRule decides which namespaces are hosted-control-plane namespaces. Only their
@@ -36,34 +32,4 @@ type notHostedError struct {
 func (e *notHostedError) Error() string {
 	return fmt.Sprintf("hosted-cluster phases run only from a hosted-control-plane namespace, and namespace %s is not one: %s; nothing was applied",
 		e.namespace, e.why)
-}
-
-// admitHosted returns nil when namespace may send phases to a hosted cluster under the rule;
-// behind is what findHostedCluster found behind it. A namespace that several HostedClusters map
-// to, none of them named by its HostedControlPlane, is refused under either rule: whichever
-// cluster the connector Secret reaches, pkgsync cannot tell which HostedCluster it is.
-func (r *rollouts) admitHosted(ctx context.Context, namespace string, behind hostedBehind) error {
-	if behind.ambiguous != nil {
-		return &notHostedError{namespace: namespace, why: behind.ambiguous.Error()}
-	}
-	switch r.hostedNamespaceRule {
-	case HostedNamespaceByLabel:
-		var ns corev1.Namespace
-		if err := r.apiReader.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
-			return fmt.Errorf("read namespace %s: %w", namespace, err)
-		}
-		if ns.Labels[hostedControlPlaneLabel] != "true" {
-			return &notHostedError{namespace: namespace, why: fmt.Sprintf("it is not labelled %s=true", hostedControlPlaneLabel)}
-		}
-		return nil
-	default:
-		if behind.cluster != nil {
-			return nil
-		}
-		why := "no HyperShift HostedCluster maps to it (HyperShift names a hosted-control-plane namespace <hostedcluster namespace>-<hostedcluster name>)"
-		if !r.hostedClustersIndexed {
-			why = "the HostedCluster API (hypershift.openshift.io/v1beta1) was not installed when the controller started; start it with --hosted-namespace-rule=Label where only administrators can label namespaces"
-		}
-		return &notHostedError{namespace: namespace, why: why}
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,12 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
+
+// statusObject is any pkgsync resource.
+type statusObject interface {
+	client.Object
+	conditions.Setter
+}
 
 // kindSteps is what one kind does within the lifecycle every kind shares.
 type kindSteps[T statusObject] struct {

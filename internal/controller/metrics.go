@@ -128,14 +128,6 @@ func (m *metrics) register() error {
 	return err
 }
 
-// observeRenderCache reports the render cache's size whenever it changes.
-func (m *metrics) observeRenderCache(c *renderCache) {
-	c.observe = func(entries int, bytes int64) {
-		m.renderCacheEntries.Set(float64(entries))
-		m.renderCacheBytes.Set(float64(bytes))
-	}
-}
-
 // observeHosted wires the hosted clients' observations into the metrics.
 func (m *metrics) observeHosted(c *hosted.Clients) {
 	c.Observe(func(took time.Duration) { m.hostedRequests.Add(took.Seconds()) },

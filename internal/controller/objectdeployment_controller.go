@@ -28,37 +28,37 @@ type objectDeploymentSteps[T objectDeploymentObject] struct {
 	// apiReader reads namespaces at teardown without caching them.
 	apiReader client.Reader
 	options   Options
-	rollouts  *rollouts
+	applier   *applier
 	kind      string
 }
 
 // steps returns the ObjectDeployment steps for the lifecycle.
 func (r *objectDeploymentSteps[T]) steps() kindSteps[T] {
 	return kindSteps[T]{
-		status:    func(obj T) commonStatus { return rolloutCommon(r.rolloutStatus(obj)) },
+		status:    func(obj T) commonStatus { return applyCommon(r.applyStatus(obj)) },
 		suspended: r.suspended, observed: func(obj T) bool { return settled(obj) }, pass: r.pass,
-		finalize: teardownInventory(r.rollouts, r.apiReader, r.options, r.kind, r.rolloutStatus, r.serviceAccount),
+		finalize: teardownInventory(r.applier, r.apiReader, r.options, r.kind, r.applyStatus, r.serviceAccount),
 	}
 }
 
-func (r *objectDeploymentSteps[T]) rolloutStatus(obj T) *v1alpha1.RolloutStatus {
-	return &obj.GetStatus().RolloutStatus
+func (r *objectDeploymentSteps[T]) applyStatus(obj T) *v1alpha1.ApplyStatus {
+	return &obj.GetStatus().ApplyStatus
 }
 func (r *objectDeploymentSteps[T]) serviceAccount(T) string { return "" }
 func (r *objectDeploymentSteps[T]) suspended(obj T) bool    { return obj.GetSpec().Suspend }
 
 func (r *objectDeploymentSteps[T]) pass(ctx context.Context, obj T, rep *report, _ string) (ctrl.Result, error) {
 	spec := obj.GetSpec()
-	status := &obj.GetStatus().RolloutStatus
+	status := &obj.GetStatus().ApplyStatus
 	phases, err := phasesOf(spec.Template.Spec)
 	if err != nil {
 		return conclude(ctx, obj, nil, err, spec.GetInterval(), r.options.RetryInterval, r.options.ProgressInterval, "")
 	}
-	hc, err := r.rollouts.findHostedCluster(ctx, obj.GetNamespace())
+	hc, err := r.applier.findHostedCluster(ctx, obj.GetNamespace())
 	if err != nil {
 		return conclude(ctx, obj, nil, err, spec.GetInterval(), r.options.RetryInterval, r.options.ProgressInterval, "")
 	}
-	res, err := r.rollouts.apply(ctx, rolloutRequest{
+	res, err := r.applier.apply(ctx, passRequest{
 		owner:    ownerOf(obj, r.kind),
 		hosted:   hc,
 		phases:   phases,

@@ -20,7 +20,7 @@ type Options struct {
 	OpenShiftVersion string
 	// Proxy is the management cluster's egress proxy, for templates; nil when none.
 	Proxy *render.Proxy
-	// ProgressInterval is how soon a rollout waiting for availability is looked at again.
+	// ProgressInterval is how soon a pass waiting for availability is looked at again.
 	ProgressInterval time.Duration
 	// RetryInterval is how soon a failed reconciliation is retried, unless the resource says.
 	RetryInterval time.Duration

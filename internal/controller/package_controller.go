@@ -10,9 +10,6 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"github.com/fluxcd/pkg/runtime/jitter"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,9 +28,6 @@ type packageObject interface {
 	GetStatus() *v1alpha1.PackageStatus
 }
 
-// historyLimit bounds status.history.
-const historyLimit = 5
-
 // maxRenderTime bounds one render, within the reconcile's own deadline (spec.timeout).
 const maxRenderTime = 30 * time.Second
 
@@ -45,7 +39,7 @@ type packageSteps[T packageObject] struct {
 	apiReader client.Reader
 	source    *source.Client
 	options   Options
-	rollouts  *rollouts
+	applier   *applier
 	renders   *renderCache
 	verifier  *signatureVerifier
 	kind      string
@@ -53,9 +47,9 @@ type packageSteps[T packageObject] struct {
 
 // steps returns the package steps for the lifecycle.
 func (r *packageSteps[T]) steps() kindSteps[T] {
-	teardown := teardownInventory(r.rollouts, r.apiReader, r.options, r.kind, r.rolloutStatus, r.serviceAccount)
+	teardown := teardownInventory(r.applier, r.apiReader, r.options, r.kind, r.applyStatus, r.serviceAccount)
 	return kindSteps[T]{
-		status:    func(obj T) commonStatus { return rolloutCommon(r.rolloutStatus(obj)) },
+		status:    func(obj T) commonStatus { return applyCommon(r.applyStatus(obj)) },
 		suspended: r.suspended, observed: func(obj T) bool { return settled(obj) }, pass: r.pass,
 		finalize: func(ctx context.Context, obj T) (ctrl.Result, error) {
 			// The render cache drops the resource's render when no other resource uses it
@@ -66,8 +60,8 @@ func (r *packageSteps[T]) steps() kindSteps[T] {
 	}
 }
 
-func (r *packageSteps[T]) rolloutStatus(obj T) *v1alpha1.RolloutStatus {
-	return &obj.GetStatus().RolloutStatus
+func (r *packageSteps[T]) applyStatus(obj T) *v1alpha1.ApplyStatus {
+	return &obj.GetStatus().ApplyStatus
 }
 func (r *packageSteps[T]) serviceAccount(obj T) string { return obj.GetSpec().ServiceAccountName }
 func (r *packageSteps[T]) suspended(obj T) bool        { return obj.GetSpec().Suspend }
@@ -78,7 +72,7 @@ func (r *packageSteps[T]) pass(ctx context.Context, obj T, rep *report, lastHand
 	// The deferred status patch runs after cancel, so it keeps the parent context.
 	rctx, cancel := context.WithTimeout(ctx, spec.GetTimeout())
 	defer cancel()
-	res, err := r.reconcile(rctx, obj, maxAge, rep.recordInventory(r.rolloutStatus(obj)))
+	res, err := r.reconcile(rctx, obj, maxAge, rep.recordInventory(r.applyStatus(obj)))
 	return r.outcome(ctx, obj, res, err)
 }
 
@@ -104,12 +98,12 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	digest := ref.Digest
 	status.LastAttemptedRevision, status.LastAttemptedTag = digest, ref.Tag
 	// Before anything of the digest is pulled or a cached render of it is used.
-	if err := r.verifier.verify(ctx, obj, ref, creds); err != nil {
+	if err := r.verify(ctx, obj, ref, creds); err != nil {
 		return nil, err
 	}
 	configDigest := configDigestOf(spec)
 
-	hc, err := r.rollouts.findHostedCluster(ctx, obj.GetNamespace())
+	hc, err := r.applier.findHostedCluster(ctx, obj.GetNamespace())
 	if err != nil {
 		return nil, err
 	}
@@ -123,10 +117,10 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err != nil {
 		return nil, constraintViolated(err)
 	}
-	if err := r.checkUniqueInScope(ctx, obj, rendered.Manifest); err != nil {
+	if err := r.checkUniqueInstallation(ctx, obj, rendered.Manifest); err != nil {
 		return nil, constraintViolated(err)
 	}
-	res, err := r.rollouts.apply(ctx, rolloutRequest{
+	res, err := r.applier.apply(ctx, passRequest{
 		owner:          ownerOf(obj, r.kind),
 		serviceAccount: spec.ServiceAccountName,
 		phases:         rendered.Phases,
@@ -137,7 +131,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		hosted:         hc,
 		record:         record,
 	})
-	recordPass(&status.RolloutStatus, res)
+	recordPass(&status.ApplyStatus, res)
 	if err == nil && res.Complete() {
 		if status.LastAppliedRevision != digest || status.LastAppliedConfigDigest != configDigest {
 			status.History = pushHistory(status.History, digest, configDigest)
@@ -191,7 +185,7 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 	if cfg := obj.GetSpec().Config; cfg != nil {
 		opts.Config = cfg.Raw
 	}
-	pulls := r.rollouts.metrics.pulls
+	pulls := r.applier.metrics.pulls
 	rendered, shared, err := r.renders.render(ref.Content(), configDigest, opts, func() (*render.Result, error) {
 		start := time.Now()
 		artifact, err := r.source.Pull(ctx, ref, creds)
@@ -199,8 +193,8 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 			pulls.WithLabelValues("failed").Inc()
 			return nil, pullFailed(err)
 		}
-		r.rollouts.metrics.pullDuration.WithLabelValues(ref.Registry).Observe(time.Since(start).Seconds())
-		r.rollouts.metrics.pullBytes.WithLabelValues(ref.Registry).Add(float64(artifact.Size()))
+		r.applier.metrics.pullDuration.WithLabelValues(ref.Registry).Observe(time.Since(start).Seconds())
+		r.applier.metrics.pullBytes.WithLabelValues(ref.Registry).Add(float64(artifact.Size()))
 		pulls.WithLabelValues("rendered").Inc()
 		// Templates stop at this bound whatever spec.timeout says: one resource must not hold a
 		// worker for as long as its author likes.
@@ -232,6 +226,14 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 	return rendered, nil
 }
 
+// verify checks the signature of ref (pinned to a digest) against every TrustPolicy that
+// covers it and against spec.verify when set. Failures are VerificationFailed stage errors
+// naming the policy or field, the Secret, its keys and what failed. Without spec.verify or a
+// policy it refuses the resource when signatures are required.
+func (r *packageSteps[T]) verify(ctx context.Context, obj T, ref source.Reference, creds source.Credentials) error {
+	return r.verifier.check(ctx, obj.GetSpec().Verify, obj.GetNamespace(), "spec.verify", ref, creds)
+}
+
 // pullCredentials reads spec.pullSecretRef; nil means the client's defaults (anonymous).
 func (r *packageSteps[T]) pullCredentials(ctx context.Context, obj T) (source.Credentials, error) {
 	ns := obj.GetNamespace()
@@ -239,27 +241,6 @@ func (r *packageSteps[T]) pullCredentials(ctx context.Context, obj T) (source.Cr
 		ns = r.options.Namespace
 	}
 	return readPullCredentials(ctx, r.apiReader, ns, obj.GetSpec().PullSecretRef)
-}
-
-// readPullCredentials reads a kubernetes.io/dockerconfigjson Secret of namespace; nil ref means
-// the client's defaults (anonymous).
-func readPullCredentials(ctx context.Context, reader client.Reader, ns string, ref *meta.LocalObjectReference) (source.Credentials, error) {
-	if ref == nil {
-		return nil, nil
-	}
-	var secret corev1.Secret
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &secret); err != nil {
-		return nil, &stageError{reason: v1alpha1.AuthenticationFailedReason, err: fmt.Errorf("read pull secret %s/%s: %w", ns, ref.Name, err)}
-	}
-	data, ok := secret.Data[corev1.DockerConfigJsonKey]
-	if !ok {
-		return nil, &stageError{reason: v1alpha1.AuthenticationFailedReason, err: fmt.Errorf("pull secret %s/%s has no %s key: it must be of type %s", ns, ref.Name, corev1.DockerConfigJsonKey, corev1.SecretTypeDockerConfigJson)}
-	}
-	creds, err := source.CredentialsFromDockerConfigJSON(data)
-	if err != nil {
-		return nil, &stageError{reason: v1alpha1.AuthenticationFailedReason, err: fmt.Errorf("pull secret %s/%s: %w", ns, ref.Name, err)}
-	}
-	return creds, nil
 }
 
 // outcome sets the Ready condition from the pass and decides when to come back.
@@ -274,11 +255,6 @@ func (r *packageSteps[T]) retryInterval(spec *v1alpha1.PackageSpec) time.Duratio
 		return d
 	}
 	return r.options.RetryInterval
-}
-
-// ownerOf names the resource in ownership labels.
-func ownerOf(obj client.Object, kind string) apply.Owner {
-	return apply.Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
 // configDigestOf fingerprints the configuration, to tell a config change from a new image.
@@ -308,15 +284,6 @@ func checkScopes(m *v1alpha1.PackageManifest, namespaced bool) error {
 	return &stageError{reason: v1alpha1.RenderFailedReason, err: fmt.Errorf("package %s does not support the %s scope (manifest spec.scopes: %v)", m.Name, want, m.Spec.Scopes)}
 }
 
-func pushHistory(h []v1alpha1.RevisionHistoryEntry, revision, configDigest string) []v1alpha1.RevisionHistoryEntry {
-	entry := v1alpha1.RevisionHistoryEntry{Revision: revision, ConfigDigest: configDigest, AppliedAt: metav1.Now()}
-	h = append([]v1alpha1.RevisionHistoryEntry{entry}, h...)
-	if len(h) > historyLimit {
-		h = h[:historyLimit]
-	}
-	return h
-}
-
 // userAnnotations drops the controller's own request annotation from the template context, so
 // that `reconcile now` does not change what renders.
 func userAnnotations(in map[string]string) map[string]string {
@@ -331,9 +298,6 @@ func userAnnotations(in map[string]string) map[string]string {
 	}
 	return out
 }
-
-// jittered adds the interval jitter.
-func jittered(d time.Duration) time.Duration { return jitter.JitteredIntervalDuration(d) }
 
 // resolveMaxAge says how old a tag resolution (made by any resource) may be for this reconcile.
 // An interval reconcile takes one from the last half interval, so a fleet of resources naming

@@ -23,7 +23,6 @@ import (
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -53,100 +52,90 @@ type Config struct {
 	MaxConcurrentReconciles int
 }
 
-// Setup registers the reconcilers of every pkgsync kind with the manager.
+// Setup registers the reconcilers of every pkgsync kind with the manager. It makes what the
+// kinds share once (services) and hands it to each kind's own setup: setupFleets,
+// setupPackages, setupObjectDeployments. This is the one place that names the kinds.
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
+	s, err := newServices(ctx, mgr, cfg)
+	if err != nil {
+		return err
+	}
+	if err := setupFleets(ctx, s); err != nil {
+		return err
+	}
+	if err := setupPackages(s); err != nil {
+		return err
+	}
+	return setupObjectDeployments(s)
+}
+
+// services are what Setup makes once and every kind's setup uses.
+type services struct {
+	mgr      ctrl.Manager
+	cfg      Config
+	opts     Options
+	recorder record.EventRecorder
+	metrics  *metrics
+	applier  *applier
+	verifier *signatureVerifier
+	ctrlOpts controller.Options
+	// hostedClusterAPI says the HostedCluster API was installed when the hosted prober started
+	// (false without hosted clients).
+	hostedClusterAPI bool
+	// specChanged lets a resource's own events through when its spec changed or a reconcile
+	// was requested.
+	specChanged predicate.Predicate
+}
+
+func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, error) {
 	opts := cfg.Options.withDefaults()
 	recorder := cfg.Recorder
 	if recorder == nil {
 		var err error
 		if recorder, err = events.NewRecorder(mgr, ctrl.Log, "", "pkgsync"); err != nil {
-			return fmt.Errorf("create event recorder: %w", err)
+			return nil, fmt.Errorf("create event recorder: %w", err)
 		}
 	}
 	m := newMetrics()
 	if err := m.register(); err != nil {
-		return fmt.Errorf("register metrics: %w", err)
+		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	ro := newRollouts(mgr, opts, cfg.Hosted, m, recorder)
-	renders := newRenderCache(opts.RenderCacheBytes)
-	m.observeRenderCache(renders)
-	verifier := newSignatureVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures)
-	ctrlOpts := controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)}
-
+	ro := newApplier(mgr, opts, cfg.Hosted, m, recorder)
 	hostedClusterAPI, err := startHosted(ctx, mgr, cfg.Hosted, m)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ro.hostedClustersIndexed = hostedClusterAPI
-	specChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{})
-
-	lc := func() lifecycleBase {
-		return lifecycleBase{client: mgr.GetClient(), recorder: recorder, metrics: cfg.Metrics}
-	}
-	// readsHostedCluster tells whether a Package's last render read its HostedCluster; one that
-	// has not rendered yet may.
-	readsHostedCluster := func(namespace, name string) bool {
-		in, rendered := renders.reads(renderUser(namespace, name))
-		return !rendered || in.HostedCluster
-	}
-	// One row per kind: its reconciler; for namespaced kinds the list that the hosted inputs
-	// (connector Secret, HostedCluster) of a namespace wake, and whether a resource's templates
-	// read its HostedCluster; for kinds that install an image the list that a TrustPolicy change
-	// wakes.
-	kinds := []struct {
-		name               string
-		object             client.Object
-		reconciler         reconcile.Reconciler
-		list               func() client.ObjectList
-		readsHostedCluster func(namespace, name string) bool
-		images             func() client.ObjectList
-	}{
-		{"package", &v1alpha1.Package{}, newLifecycle(lc(), v1alpha1.PackageKind, func() *v1alpha1.Package { return &v1alpha1.Package{} },
-			(&packageSteps[*v1alpha1.Package]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, verifier: verifier, kind: v1alpha1.PackageKind}).steps()),
-			func() client.ObjectList { return &v1alpha1.PackageList{} }, readsHostedCluster, func() client.ObjectList { return &v1alpha1.PackageList{} }},
-		{"clusterpackage", &v1alpha1.ClusterPackage{}, newLifecycle(lc(), v1alpha1.ClusterPackageKind, func() *v1alpha1.ClusterPackage { return &v1alpha1.ClusterPackage{} },
-			(&packageSteps[*v1alpha1.ClusterPackage]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, verifier: verifier, kind: v1alpha1.ClusterPackageKind}).steps()),
-			nil, nil, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }},
-		{"objectdeployment", &v1alpha1.ObjectDeployment{}, newLifecycle(lc(), v1alpha1.ObjectDeploymentKind, func() *v1alpha1.ObjectDeployment { return &v1alpha1.ObjectDeployment{} },
-			(&objectDeploymentSteps[*v1alpha1.ObjectDeployment]{apiReader: mgr.GetAPIReader(), options: opts, rollouts: ro, kind: v1alpha1.ObjectDeploymentKind}).steps()),
-			func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }, nil, nil},
-		{"clusterobjectdeployment", &v1alpha1.ClusterObjectDeployment{}, newLifecycle(lc(), v1alpha1.ClusterObjectDeploymentKind, func() *v1alpha1.ClusterObjectDeployment { return &v1alpha1.ClusterObjectDeployment{} },
-			(&objectDeploymentSteps[*v1alpha1.ClusterObjectDeployment]{apiReader: mgr.GetAPIReader(), options: opts, rollouts: ro, kind: v1alpha1.ClusterObjectDeploymentKind}).steps()),
-			nil, nil, nil},
-	}
-	if err := setupFleets(ctx, mgr, cfg, opts, recorder, m, verifier, ctrlOpts, specChanged); err != nil {
-		return err
-	}
-	for _, k := range kinds {
-		b := ctrl.NewControllerManagedBy(mgr).Named(k.name).For(k.object, builder.WithPredicates(specChanged)).WithOptions(ctrlOpts)
-		if k.list != nil {
-			b = watchHostedInputs(b, cfg.Hosted, hostedClusterAPI, listInNamespace(mgr.GetClient(), k.list), k.readsHostedCluster)
-		}
-		if k.images != nil {
-			b = b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(mgr.GetClient(), k.images, packageImage)),
-				builder.WithPredicates(predicate.GenerationChangedPredicate{}))
-		}
-		if err := b.Complete(k.reconciler); err != nil {
-			return fmt.Errorf("set up %s controller: %w", k.name, err)
-		}
-	}
-	return nil
+	return &services{
+		mgr: mgr, cfg: cfg, opts: opts, recorder: recorder, metrics: m, applier: ro,
+		verifier:         newSignatureVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures),
+		ctrlOpts:         controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)},
+		hostedClusterAPI: hostedClusterAPI,
+		specChanged:      predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}),
+	}, nil
 }
 
-// newRollouts makes what applies a pass for every kind that applies objects.
-func newRollouts(mgr ctrl.Manager, opts Options, hc *hosted.Clients, m *metrics, recorder record.EventRecorder) *rollouts {
-	return &rollouts{
-		engine:                apply.NewEngine(apply.Options{}),
-		targets:               newTargets(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), hc),
-		reader:                mgr.GetClient(),
-		metrics:               m,
-		controllerNamespace:   opts.Namespace,
-		allowCrossNamespace:   opts.AllowCrossNamespace,
-		apiReader:             mgr.GetAPIReader(),
-		hostedNamespaceRule:   opts.HostedNamespaceRule,
-		defaultServiceAccount: opts.DefaultServiceAccount,
-		recorder:              recorder,
-	}
+// lifecycleBase is the part of every kind's lifecycle that the services give.
+func (s *services) lifecycleBase() lifecycleBase {
+	return lifecycleBase{client: s.mgr.GetClient(), recorder: s.recorder, metrics: s.cfg.Metrics}
+}
+
+// controllerFor starts the controller of one kind, woken by its own spec changes.
+func (s *services) controllerFor(name string, object client.Object) *builder.Builder {
+	return ctrl.NewControllerManagedBy(s.mgr).Named(name).For(object, builder.WithPredicates(s.specChanged)).WithOptions(s.ctrlOpts)
+}
+
+// watchTrustPolicies wakes the resources of a kind whose image a TrustPolicy covers when the
+// policy is created, changed or deleted (coveredResources).
+func (s *services) watchTrustPolicies(b *builder.Builder, newList func() client.ObjectList, image func(client.Object) string) *builder.Builder {
+	return b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(s.mgr.GetClient(), newList, image)),
+		builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+}
+
+// watchHostedInputs wakes the resources of a namespaced kind when the hosted inputs of their
+// namespace change (the package-level watchHostedInputs).
+func (s *services) watchHostedInputs(b *builder.Builder, newList func() client.ObjectList, readsHostedCluster func(namespace, name string) bool) *builder.Builder {
+	return watchHostedInputs(b, s.cfg.Hosted, s.hostedClusterAPI, listInNamespace(s.mgr.GetClient(), newList), readsHostedCluster)
 }
 
 // startHosted runs the prober of unreachable hosted API servers beside the reconcile workers,

@@ -43,14 +43,6 @@ func newSignatureVerifier(apiReader, policies client.Reader, src *source.Client,
 	return &signatureVerifier{apiReader: apiReader, policies: policies, source: src, namespace: namespace, require: require, verified: lru.New(verifiedEntries)}
 }
 
-// verify checks the signature of ref (pinned to a digest) against every TrustPolicy that
-// covers it and against spec.verify when set. Failures are VerificationFailed stage errors
-// naming the policy or field, the Secret, its keys and what failed. Without spec.verify or a
-// policy it refuses the resource when signatures are required.
-func (v *signatureVerifier) verify(ctx context.Context, obj packageObject, ref source.Reference, creds source.Credentials) error {
-	return v.check(ctx, obj.GetSpec().Verify, obj.GetNamespace(), "spec.verify", ref, creds)
-}
-
 // check verifies ref with every TrustPolicy that covers it (in name order, the first refusal
 // wins), then with spec, the verification settings at field of a resource in namespace ("" for
 // a cluster-scoped resource: its Secret is in the controller's namespace). The policies come

@@ -80,8 +80,8 @@ func TestInventoryOnAPIServer(t *testing.T) {
 		const objects, limit = 5000, 1 << 20
 		pkg := newPackage(t, "large")
 		inv := largeInventory(ns, objects)
-		rep := beginReport(c, pkg, rolloutCommon(&pkg.Status.RolloutStatus), runtimectrl.Metrics{}, nil)
-		require.NoError(t, rep.recordInventory(&pkg.Status.RolloutStatus)(t.Context(), inv))
+		rep := beginReport(c, pkg, applyCommon(&pkg.Status.ApplyStatus), runtimectrl.Metrics{}, nil)
+		require.NoError(t, rep.recordInventory(&pkg.Status.ApplyStatus)(t.Context(), inv))
 
 		raw := getRaw(t, cp.Config, "/apis/pkgsync.dev/v1alpha1/namespaces/"+ns+"/packages/large")
 		t.Logf("a Package with an inventory of %d objects is %d bytes as served", objects, len(raw))
@@ -110,8 +110,8 @@ func TestInventoryOnAPIServer(t *testing.T) {
 		assert.Len(t, ids, 6)
 
 		inv.Phases[2].Objects = append(inv.Phases[2].Objects, apply.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "new"})
-		rep := beginReport(c, got, rolloutCommon(&got.Status.RolloutStatus), runtimectrl.Metrics{}, nil)
-		require.NoError(t, rep.recordInventory(&got.Status.RolloutStatus)(t.Context(), inv))
+		rep := beginReport(c, got, applyCommon(&got.Status.ApplyStatus), runtimectrl.Metrics{}, nil)
+		require.NoError(t, rep.recordInventory(&got.Status.ApplyStatus)(t.Context(), inv))
 		got, back = readBack(t, pkg)
 		assert.Equal(t, inv, back)
 		for _, ph := range got.Status.Inventory.Phases {

@@ -171,19 +171,3 @@ func coveredResources(reader client.Reader, newList func() client.ObjectList, im
 		return reqs
 	}
 }
-
-// packageImage is the image of a Package or ClusterPackage, for coveredResources.
-func packageImage(o client.Object) string {
-	if p, ok := o.(packageObject); ok {
-		return p.GetSpec().Image
-	}
-	return ""
-}
-
-// fleetImage is the image of a HostedClusterPackage's template, for coveredResources.
-func fleetImage(o client.Object) string {
-	if f, ok := o.(*v1alpha1.HostedClusterPackage); ok {
-		return f.Spec.Template.Spec.Image
-	}
-	return ""
-}

@@ -62,11 +62,11 @@ func (t *targets) managementTarget(namespace, serviceAccount string) (apply.Targ
 	return apply.Target{Client: c, Name: "management cluster as " + user}, nil
 }
 
-// forRollout returns the targets for the classes a rollout uses; hc is the HostedCluster behind
+// forPass returns the targets for the classes a pass uses; hc is the HostedCluster behind
 // namespace, if any. A hosted-cluster target that cannot be had is left out and its error
 // returned, so that the engine still applies the phases before the first hosted one and reports
 // that phase as waiting.
-func (t *targets) forRollout(ctx context.Context, namespace string, hc *hosted.HostedCluster, saNamespace, serviceAccount string, classes map[string]bool) (map[string]apply.Target, error) {
+func (t *targets) forPass(ctx context.Context, namespace string, hc *hosted.HostedCluster, saNamespace, serviceAccount string, classes map[string]bool) (map[string]apply.Target, error) {
 	out := map[string]apply.Target{}
 	if classes[""] {
 		mt, err := t.managementTarget(saNamespace, serviceAccount)

@@ -14,32 +14,6 @@ import (
 	"pkgsync.dev/pkgsync/source"
 )
 
-// maxNotAvailable bounds the objects listed per phase in status, to keep it small.
-const maxNotAvailable = 10
-
-// phasesToStatus reports each phase of an apply pass.
-func phasesToStatus(res *apply.Result) (phases []v1alpha1.PhaseStatus, current string) {
-	current = "Complete"
-	for _, p := range res.Phases {
-		ps := v1alpha1.PhaseStatus{Name: p.Name, Class: p.Class, State: p.State}
-		for i, na := range p.NotAvailable {
-			if i == maxNotAvailable {
-				ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: "…", Reason: fmt.Sprintf("and %d more", len(p.NotAvailable)-i)})
-				break
-			}
-			ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: na.Ref.String(), Reason: na.Reason})
-		}
-		if p.State != v1alpha1.PhaseComplete && current == "Complete" {
-			current = p.Name
-		}
-		phases = append(phases, ps)
-	}
-	if len(res.Phases) == 0 {
-		current = ""
-	}
-	return phases, current
-}
-
 // reasonFor maps an error from source, render, apply or hosted to the Ready condition reason a
 // user acts on. This is the one place that mapping lives.
 func reasonFor(err error) string {
@@ -51,7 +25,7 @@ func reasonFor(err error) string {
 		conflict     *apply.ConflictError
 		immutable    *apply.ImmutableFieldError
 		unavailable  *apply.TargetUnavailableError
-		scope        *apply.ScopeError
+		confined     *apply.ConfinementError
 		registryResp *errcode.ErrorResponse
 		stage        *stageError
 		notHosted    *notHostedError
@@ -61,7 +35,7 @@ func reasonFor(err error) string {
 		return v1alpha1.InsecureKubeconfigReason
 	case errors.As(err, &notHosted):
 		return v1alpha1.NotHostedControlPlaneReason
-	case errors.As(err, &scope):
+	case errors.As(err, &confined):
 		return v1alpha1.ScopeViolationReason
 	case errors.As(err, &configErr):
 		return v1alpha1.InvalidConfigReason

@@ -1,0 +1,127 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/hosted"
+)
+
+// hostedBehind is what is behind a namespace: its HostedCluster (nil for cluster-scoped owners,
+// namespaces without one, or clusters without HyperShift's API), or why none can be told.
+type hostedBehind struct {
+	cluster *hosted.HostedCluster
+	// ambiguous says that several HostedClusters map to the namespace and HyperShift's
+	// HostedControlPlane there names none of them: templates see no HostedCluster, and
+	// hosted-cluster phases are refused (admitHosted).
+	ambiguous *hosted.AmbiguousError
+}
+
+// findHostedCluster returns what is behind a namespace. Reconcilers call it once and hand the
+// result to templates and to the hosted-phase gate. The HostedControlPlanes of a namespace are
+// read, uncached, only where several HostedClusters map to it.
+func (r *applier) findHostedCluster(ctx context.Context, namespace string) (hostedBehind, error) {
+	if namespace == "" {
+		return hostedBehind{}, nil
+	}
+	hc, err := hosted.FindHostedCluster(ctx, r.reader, r.apiReader, namespace, r.hostedClustersIndexed)
+	var ambiguous *hosted.AmbiguousError
+	if errors.As(err, &ambiguous) {
+		return hostedBehind{ambiguous: ambiguous}, nil
+	}
+	return hostedBehind{cluster: hc}, err
+}
+
+// admitHosted returns nil when namespace may send phases to a hosted cluster under the rule;
+// behind is what findHostedCluster found behind it. A namespace that several HostedClusters map
+// to, none of them named by its HostedControlPlane, is refused under either rule: whichever
+// cluster the connector Secret reaches, pkgsync cannot tell which HostedCluster it is.
+func (r *applier) admitHosted(ctx context.Context, namespace string, behind hostedBehind) error {
+	if behind.ambiguous != nil {
+		return &notHostedError{namespace: namespace, why: behind.ambiguous.Error()}
+	}
+	switch r.hostedNamespaceRule {
+	case HostedNamespaceByLabel:
+		var ns corev1.Namespace
+		if err := r.apiReader.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
+			return fmt.Errorf("read namespace %s: %w", namespace, err)
+		}
+		if ns.Labels[hostedControlPlaneLabel] != "true" {
+			return &notHostedError{namespace: namespace, why: fmt.Sprintf("it is not labelled %s=true", hostedControlPlaneLabel)}
+		}
+		return nil
+	default:
+		if behind.cluster != nil {
+			return nil
+		}
+		why := "no HyperShift HostedCluster maps to it (HyperShift names a hosted-control-plane namespace <hostedcluster namespace>-<hostedcluster name>)"
+		if !r.hostedClustersIndexed {
+			why = "the HostedCluster API (hypershift.openshift.io/v1beta1) was not installed when the controller started; start it with --hosted-namespace-rule=Label where only administrators can label namespaces"
+		}
+		return &notHostedError{namespace: namespace, why: why}
+	}
+}
+
+// openCircuit records that the hosted API server of namespace did not answer during a pass
+// (unavailable, found in err), so that the namespace's resources stop sending to it until a probe
+// gets an answer, and returns the error to report: the circuit's, which reads the same on every
+// retry until it closes. The reconcile's own deadline running out says the pass was long, not
+// that the cluster is unreachable: err is returned as it is then.
+func (r *applier) openCircuit(ctx context.Context, namespace string, err error, unavailable *apply.TargetUnavailableError) error {
+	if r.targets.hosted == nil || namespace == "" || ctx.Err() != nil || errors.Is(unavailable.Err, apply.ErrNoTarget) {
+		return err
+	}
+	var down *hosted.UnavailableError
+	if errors.As(err, &down) {
+		return err // the circuit was open already
+	}
+	if opened := r.targets.hosted.MarkUnavailable(namespace, unavailable.Err); opened != nil {
+		return opened
+	}
+	return err
+}
+
+// gateOnHostedCluster holds hosted-cluster phases while the HostedCluster behind the namespace
+// is not Available, or is paused (ReconciliationActive=False, or spec.pausedUntil "true" or a
+// time still to come: HostedCluster.PausedAt). A paused hosted API server still answers, but its
+// administrators asked HyperShift to leave the cluster alone and its credentials are no longer
+// renewed: pkgsync does not roll out into it either. Teardown is not gated. Without a
+// HostedCluster (admitted by the Label rule), the connector Secret alone decides.
+func gateOnHostedCluster(hc *hosted.HostedCluster, namespace string, now time.Time) error {
+	if hc == nil {
+		return nil
+	}
+	var err error
+	if paused, until := hc.PausedAt(now); paused {
+		err = &pausedError{cluster: hc.Namespace + "/" + hc.Name, pausedUntil: hc.PausedUntil, until: until}
+	} else if !hc.Available {
+		err = fmt.Errorf("HostedCluster %s/%s is not Available: %s", hc.Namespace, hc.Name, hc.Message)
+	} else {
+		return nil
+	}
+	return &apply.TargetUnavailableError{Class: classHosted, Target: "hosted cluster " + namespace, Err: err}
+}
+
+// pausedError says a HostedCluster's owner paused it; until is when the pause ends by itself
+// (spec.pausedUntil), zero when only resuming it ends it.
+type pausedError struct {
+	cluster, pausedUntil string
+	until                time.Time
+}
+
+func (e *pausedError) Error() string {
+	if b, err := strconv.ParseBool(e.pausedUntil); err == nil && b {
+		return fmt.Sprintf("HostedCluster %s is paused (spec.pausedUntil: %q); hosted-cluster phases wait until it is resumed", e.cluster, e.pausedUntil)
+	}
+	if e.until.IsZero() {
+		return fmt.Sprintf("HostedCluster %s is paused (ReconciliationActive=False); hosted-cluster phases wait until it is resumed", e.cluster)
+	}
+	return fmt.Sprintf("HostedCluster %s is paused until %s (spec.pausedUntil); hosted-cluster phases wait until then", e.cluster, e.until.UTC().Format(time.RFC3339))
+}

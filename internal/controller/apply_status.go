@@ -1,0 +1,152 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/hosted"
+)
+
+// setMappedConditions sets the conditions a pass mapped from applied objects (Package
+// Operator's condition-map) on the resource. Their types have a domain prefix, which the
+// resource's own conditions never have. Once every phase was reached, a mapped condition no
+// object reports any more is removed; until then the ones of phases not reached stay as they
+// were last seen.
+func setMappedConditions(obj statusObject, res *apply.Result) {
+	if res == nil {
+		return
+	}
+	current := map[string]bool{}
+	for i := range res.Conditions {
+		c := res.Conditions[i]
+		c.ObservedGeneration = obj.GetGeneration()
+		conditions.Set(obj, &c)
+		current[c.Type] = true
+	}
+	if !res.Complete() {
+		return
+	}
+	for _, c := range append([]metav1.Condition(nil), obj.GetConditions()...) {
+		if strings.Contains(c.Type, "/") && !current[c.Type] {
+			conditions.Delete(obj, c.Type)
+		}
+	}
+}
+
+// recordPass stores what an apply pass reports: phases, the current phase, the inventory.
+func recordPass(status *v1alpha1.ApplyStatus, res *apply.Result) {
+	if res == nil {
+		return
+	}
+	status.Phases, status.Phase = phasesToStatus(res)
+	status.Inventory = inventoryToStatus(res.Inventory)
+}
+
+// conclude sets Ready from the outcome of an apply pass and decides when to reconcile again:
+// complete → the interval; waiting on availability → the progress interval; failures → the
+// retry interval, with Stalled when only a change of spec or package can help.
+func conclude(ctx context.Context, obj statusObject, res *apply.Result, err error, interval, retry, progress time.Duration, successMsg string) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	setMappedConditions(obj, res)
+	switch {
+	case err != nil:
+		reason := reasonFor(err)
+		if isStalling(reason) {
+			markOutcome(obj, outcome{state: outcomeStalled, reason: reason, message: err.Error()})
+			log.Info("reconciliation stalled", "reason", reason, "error", err.Error())
+			return ctrl.Result{RequeueAfter: jittered(interval)}, nil
+		}
+		markOutcome(obj, outcome{state: outcomeRetrying, reason: reason, message: err.Error()})
+		var down *hosted.UnavailableError
+		if errors.As(err, &down) {
+			// Nothing is sent to the hosted cluster before its next probe; a probe that
+			// succeeds wakes the resource at once.
+			retry = max(time.Until(down.NextProbe)+time.Second, retry)
+		}
+		var paused *pausedError
+		if errors.As(err, &paused) && !paused.until.IsZero() {
+			// The pause ends by itself (spec.pausedUntil): come back then, whether or not
+			// HyperShift's operator reports it.
+			retry = min(retry, time.Until(paused.until)+time.Second)
+		}
+		if isWaitingForInterval(reason) {
+			retry = jittered(interval)
+		}
+		log.Info("reconciliation failed, will retry", "reason", reason, "error", err.Error(), "retryIn", retry.String())
+		// Retried on a fixed interval rather than the work queue's backoff: a hosted cluster or a
+		// registry that comes back should be noticed within one retry interval.
+		return ctrl.Result{RequeueAfter: retry}, nil
+	case res != nil && !res.Complete():
+		markOutcome(obj, outcome{state: outcomeProgressing, reason: v1alpha1.PhaseProgressingReason, message: res.Summary()})
+		return ctrl.Result{RequeueAfter: progress}, nil
+	default:
+		markOutcome(obj, outcome{state: outcomeSucceeded, message: successMsg})
+		return ctrl.Result{RequeueAfter: jittered(interval)}, nil
+	}
+}
+
+// applyCommon points into the common part of the status of the kinds that apply objects.
+func applyCommon(s *v1alpha1.ApplyStatus) commonStatus {
+	return commonStatus{request: &s.ReconcileRequestStatus, observedGeneration: &s.ObservedGeneration}
+}
+
+// settled reports whether the outcome of an apply pass is final (Ready or Stalled): the kinds
+// that apply objects record their generation as observed then, not while they still work on it.
+func settled(obj statusObject) bool {
+	return conditions.IsReady(obj) || conditions.IsStalled(obj)
+}
+
+// recordInventory returns the apply engine's Record hook for a resource's status.
+func (r *report) recordInventory(status *v1alpha1.ApplyStatus) func(context.Context, apply.Inventory) error {
+	return func(ctx context.Context, inv apply.Inventory) error {
+		status.Inventory = inventoryToStatus(inv)
+		return r.save(ctx)
+	}
+}
+
+// maxNotAvailable bounds the objects listed per phase in status, to keep it small.
+const maxNotAvailable = 10
+
+// phasesToStatus reports each phase of an apply pass.
+func phasesToStatus(res *apply.Result) (phases []v1alpha1.PhaseStatus, current string) {
+	current = "Complete"
+	for _, p := range res.Phases {
+		ps := v1alpha1.PhaseStatus{Name: p.Name, Class: p.Class, State: p.State}
+		for i, na := range p.NotAvailable {
+			if i == maxNotAvailable {
+				ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: "…", Reason: fmt.Sprintf("and %d more", len(p.NotAvailable)-i)})
+				break
+			}
+			ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: na.Ref.String(), Reason: na.Reason})
+		}
+		if p.State != v1alpha1.PhaseComplete && current == "Complete" {
+			current = p.Name
+		}
+		phases = append(phases, ps)
+	}
+	if len(res.Phases) == 0 {
+		current = ""
+	}
+	return phases, current
+}
+
+// historyLimit bounds status.history.
+const historyLimit = 5
+
+func pushHistory(h []v1alpha1.RevisionHistoryEntry, revision, configDigest string) []v1alpha1.RevisionHistoryEntry {
+	entry := v1alpha1.RevisionHistoryEntry{Revision: revision, ConfigDigest: configDigest, AppliedAt: metav1.Now()}
+	h = append([]v1alpha1.RevisionHistoryEntry{entry}, h...)
+	if len(h) > historyLimit {
+		h = h[:historyLimit]
+	}
+	return h
+}

@@ -1,0 +1,52 @@
+package controller
+
+import (
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+)
+
+// setupPackages registers the Package and ClusterPackage reconcilers, which share one render
+// cache. Both are woken by their own spec and by TrustPolicies covering their image; Packages
+// also by the hosted inputs of their namespace (connector Secret, HostedCluster, a probe that
+// gets an answer again).
+func setupPackages(s *services) error {
+	renders := newRenderCache(s.opts.RenderCacheBytes)
+	s.metrics.observeRenderCache(renders)
+	// readsHostedCluster tells whether a Package's last render read its HostedCluster; one that
+	// has not rendered yet may.
+	readsHostedCluster := func(namespace, name string) bool {
+		in, rendered := renders.reads(renderUser(namespace, name))
+		return !rendered || in.HostedCluster
+	}
+
+	namespaced := &packageSteps[*v1alpha1.Package]{apiReader: s.mgr.GetAPIReader(), source: s.cfg.Source, options: s.opts,
+		applier: s.applier, renders: renders, verifier: s.verifier, kind: v1alpha1.PackageKind}
+	b := s.controllerFor("package", &v1alpha1.Package{})
+	b = s.watchHostedInputs(b, func() client.ObjectList { return &v1alpha1.PackageList{} }, readsHostedCluster)
+	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.PackageList{} }, packageImage)
+	if err := b.Complete(newLifecycle(s.lifecycleBase(), v1alpha1.PackageKind,
+		func() *v1alpha1.Package { return &v1alpha1.Package{} }, namespaced.steps())); err != nil {
+		return fmt.Errorf("set up package controller: %w", err)
+	}
+
+	cluster := &packageSteps[*v1alpha1.ClusterPackage]{apiReader: s.mgr.GetAPIReader(), source: s.cfg.Source, options: s.opts,
+		applier: s.applier, renders: renders, verifier: s.verifier, kind: v1alpha1.ClusterPackageKind}
+	b = s.controllerFor("clusterpackage", &v1alpha1.ClusterPackage{})
+	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }, packageImage)
+	if err := b.Complete(newLifecycle(s.lifecycleBase(), v1alpha1.ClusterPackageKind,
+		func() *v1alpha1.ClusterPackage { return &v1alpha1.ClusterPackage{} }, cluster.steps())); err != nil {
+		return fmt.Errorf("set up clusterpackage controller: %w", err)
+	}
+	return nil
+}
+
+// packageImage is the image of a Package or ClusterPackage, for coveredResources.
+func packageImage(o client.Object) string {
+	if p, ok := o.(packageObject); ok {
+		return p.GetSpec().Image
+	}
+	return ""
+}
