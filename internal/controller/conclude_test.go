@@ -136,7 +136,7 @@ func TestReasonForEveryTypedError(t *testing.T) {
 		{&apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &hosted.UnavailableError{Err: errors.New("timeout")}}, v1alpha1.HostedClusterUnavailableReason, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.err.Error(), func(t *testing.T) {
+		t.Run(tt.reason, func(t *testing.T) {
 			t.Parallel()
 			got := reasonFor(tt.err)
 			assert.Equal(t, tt.reason, got)
