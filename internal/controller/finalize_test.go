@@ -81,7 +81,7 @@ func TestFinalize(t *testing.T) {
 		{name: "objects that go at once: deleted, the finalizer goes in the same pass", inventory: inventory("", "a", "b"), objects: []client.Object{live, cm("a"), cm("b")},
 			wantGone: []string{"a", "b"}},
 		{name: "an object no longer ours is left alone", inventory: inventory("", "a"),
-			objects: []client.Object{live, cm("a", func(c *corev1.ConfigMap) { c.Labels = nil })},
+			objects:  []client.Object{live, cm("a", func(c *corev1.ConfigMap) { c.Labels = nil })},
 			wantLeft: []string{"a"}},
 		{name: "an object with a finalizer of its own: deleted, waited for at the progress interval", inventory: inventory("", "a"),
 			objects:    []client.Object{live, cm("a", func(c *corev1.ConfigMap) { c.Finalizers = []string{"example.com/hold"} })},
