@@ -46,13 +46,19 @@ func TestConclude(t *testing.T) {
 	const interval, retry, progress = time.Hour, time.Minute, 2 * time.Second
 	complete := &apply.Result{Phases: []apply.PhaseResult{{Name: "deploy", State: v1alpha1.PhaseComplete}}}
 	waiting := &apply.Result{Phases: []apply.PhaseResult{{Name: "deploy", State: v1alpha1.PhaseProgressing}}}
-	circuitOpen := func(nextProbe time.Duration) error {
-		return &apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &hosted.UnavailableError{
-			Namespace: "clusters-a", Err: errors.New("timeout"), NextProbe: time.Now().Add(nextProbe)}}
+	// The times of these errors are taken when the case runs, not when the table is made.
+	circuitOpen := func(nextProbe time.Duration) func() error {
+		return func() error {
+			return &apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &hosted.UnavailableError{
+				Namespace: "clusters-a", Err: errors.New("timeout"), NextProbe: time.Now().Add(nextProbe)}}
+		}
 	}
-	paused := func(until time.Duration) error {
-		return &apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &pausedError{cluster: "clusters/a", until: time.Now().Add(until)}}
+	paused := func(until time.Duration) func() error {
+		return func() error {
+			return &apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &pausedError{cluster: "clusters/a", until: time.Now().Add(until)}}
+		}
 	}
+	fixed := func(err error) func() error { return func() error { return err } }
 	retrying := func(reason string) wantConditions {
 		return wantConditions{metav1.ConditionFalse, reason, v1alpha1.ProgressingWithRetryReason, ""}
 	}
@@ -62,7 +68,7 @@ func TestConclude(t *testing.T) {
 	tests := []struct {
 		name     string
 		res      *apply.Result
-		err      error
+		err      func() error // nil: none
 		want     wantConditions
 		min, max time.Duration // bounds of RequeueAfter
 	}{
@@ -72,15 +78,15 @@ func TestConclude(t *testing.T) {
 			wantConditions{metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "", ""}, interval * 9 / 10, interval * 11 / 10},
 		{"waiting on availability: the progress interval", waiting, nil,
 			wantConditions{metav1.ConditionFalse, v1alpha1.PhaseProgressingReason, v1alpha1.PhaseProgressingReason, ""}, progress, progress},
-		{"transient: the retry interval", nil, pullFailed(errors.New("connection refused")), retrying(v1alpha1.PullFailedReason), retry, retry},
-		{"transient with a partial result: the retry interval", waiting, &apply.ConflictError{}, retrying(v1alpha1.ConflictReason), retry, retry},
-		{"invalid config stalls until the spec changes", nil, &render.ConfigError{Field: "replicas"}, stalled(v1alpha1.InvalidConfigReason), interval * 9 / 10, interval * 11 / 10},
-		{"a broken package stalls", nil, render.Errors{&render.Error{File: "a.yaml", Err: errors.New("bad")}}, stalled(v1alpha1.RenderFailedReason), interval * 9 / 10, interval * 11 / 10},
-		{"signatures required stalls", nil, &stageError{reason: v1alpha1.VerificationRequiredReason, err: errors.New("no spec.verify")}, stalled(v1alpha1.VerificationRequiredReason), interval * 9 / 10, interval * 11 / 10},
-		{"a bad range stalls", nil, &stageError{reason: v1alpha1.InvalidVersionRangeReason, err: errors.New("not a range")}, stalled(v1alpha1.InvalidVersionRangeReason), interval * 9 / 10, interval * 11 / 10},
-		{"a failed verification is retried", nil, &stageError{reason: v1alpha1.VerificationFailedReason, err: errors.New("unsigned")}, retrying(v1alpha1.VerificationFailedReason), retry, retry},
-		{"no matching version waits for the interval", nil, &stageError{reason: v1alpha1.NoMatchingVersionReason, err: errors.New("none")}, retrying(v1alpha1.NoMatchingVersionReason), interval * 9 / 10, interval * 11 / 10},
-		{"an open circuit waits for its next probe", nil, circuitOpen(10 * time.Minute), retrying(v1alpha1.HostedClusterUnavailableReason), 10 * time.Minute, 10*time.Minute + time.Second},
+		{"transient: the retry interval", nil, fixed(pullFailed(errors.New("connection refused"))), retrying(v1alpha1.PullFailedReason), retry, retry},
+		{"transient with a partial result: the retry interval", waiting, fixed(&apply.ConflictError{}), retrying(v1alpha1.ConflictReason), retry, retry},
+		{"invalid config stalls until the spec changes", nil, fixed(&render.ConfigError{Field: "replicas"}), stalled(v1alpha1.InvalidConfigReason), interval * 9 / 10, interval * 11 / 10},
+		{"a broken package stalls", nil, fixed(render.Errors{&render.Error{File: "a.yaml", Err: errors.New("bad")}}), stalled(v1alpha1.RenderFailedReason), interval * 9 / 10, interval * 11 / 10},
+		{"signatures required stalls", nil, fixed(&stageError{reason: v1alpha1.VerificationRequiredReason, err: errors.New("no spec.verify")}), stalled(v1alpha1.VerificationRequiredReason), interval * 9 / 10, interval * 11 / 10},
+		{"a bad range stalls", nil, fixed(&stageError{reason: v1alpha1.InvalidVersionRangeReason, err: errors.New("not a range")}), stalled(v1alpha1.InvalidVersionRangeReason), interval * 9 / 10, interval * 11 / 10},
+		{"a failed verification is retried", nil, fixed(&stageError{reason: v1alpha1.VerificationFailedReason, err: errors.New("unsigned")}), retrying(v1alpha1.VerificationFailedReason), retry, retry},
+		{"no matching version waits for the interval", nil, fixed(&stageError{reason: v1alpha1.NoMatchingVersionReason, err: errors.New("none")}), retrying(v1alpha1.NoMatchingVersionReason), interval * 9 / 10, interval * 11 / 10},
+		{"an open circuit waits for its next probe", nil, circuitOpen(10 * time.Minute), retrying(v1alpha1.HostedClusterUnavailableReason), 10*time.Minute - time.Second, 10*time.Minute + time.Second},
 		{"an open circuit probed soon: the retry interval", nil, circuitOpen(time.Second), retrying(v1alpha1.HostedClusterUnavailableReason), retry, retry},
 		{"a pause that ends before the retry: its end", nil, paused(10 * time.Second), retrying(v1alpha1.HostedClusterUnavailableReason), 9 * time.Second, 11 * time.Second},
 		{"a pause that ends after the retry: the retry interval", nil, paused(time.Hour), retrying(v1alpha1.HostedClusterUnavailableReason), retry, retry},
@@ -92,13 +98,17 @@ func TestConclude(t *testing.T) {
 			// What an earlier outcome left must not survive this one.
 			conditions.MarkStalled(pkg, "Earlier", "earlier")
 			conditions.MarkReconciling(pkg, "Earlier", "earlier")
-			res, err := conclude(t.Context(), pkg, tt.res, tt.err, interval, retry, progress, "applied")
+			var passErr error
+			if tt.err != nil {
+				passErr = tt.err()
+			}
+			res, err := conclude(t.Context(), pkg, tt.res, passErr, interval, retry, progress, "applied")
 			require.NoError(t, err, "failures are retried by RequeueAfter, never by the work queue")
 			assert.GreaterOrEqual(t, res.RequeueAfter, tt.min)
 			assert.LessOrEqual(t, res.RequeueAfter, tt.max)
 			assertConditions(t, pkg, tt.want)
-			if tt.err != nil {
-				assert.Equal(t, tt.err.Error(), conditions.GetMessage(pkg, meta.ReadyCondition))
+			if passErr != nil {
+				assert.Equal(t, passErr.Error(), conditions.GetMessage(pkg, meta.ReadyCondition))
 			}
 		})
 	}

@@ -47,7 +47,7 @@ func (f *fleetFixture) steps(t *testing.T, require bool, objs ...client.Object) 
 	assert.NoError(t, clientgoscheme.AddToScheme(scheme))
 	assert.NoError(t, v1alpha1.AddToScheme(scheme))
 	objs = append(append(objs, f.pullSecret), f.objects...)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(copies(objs)...).Build()
 	return &fleetSteps{
 		client: c, apiReader: c, source: f.src, verifier: newSignatureVerifier(c, c, f.src, controllerNamespace, require),
 		recorder: record.NewFakeRecorder(10), own: newMetrics(), hostedClusterAPI: true, now: time.Now,

@@ -139,8 +139,17 @@ func (f *verifyFixture) verifier(t *testing.T, namespace string, require bool, p
 	for _, p := range policies {
 		objs = append(objs, p)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(copies(objs)...).Build()
 	return newSignatureVerifier(c, c, f.src, namespace, require)
+}
+
+// copies are copies of objs, for a fake client of their own: building one writes to them.
+func copies(objs []client.Object) []client.Object {
+	out := make([]client.Object, len(objs))
+	for i, o := range objs {
+		out[i] = o.DeepCopyObject().(client.Object)
+	}
+	return out
 }
 
 func keysOf(secret string) *v1alpha1.Verification {
