@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/base64"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
 // fleetFixture is a fleet's steps over a fake management cluster and the in-process registry
@@ -223,6 +226,87 @@ func TestFleetFinalize(t *testing.T) {
 			}
 			for _, ns := range tt.wantKept {
 				assert.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "addon"}, &v1alpha1.Package{}), "%s kept", ns)
+			}
+		})
+	}
+}
+
+// hostedClusterObj is a HostedCluster as the fleet reads it (unstructured: pkgsync does not
+// import HyperShift's types).
+func hostedClusterObj(namespace, name string, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(hosted.HostedClusterGVK)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	u.SetLabels(labels)
+	return u
+}
+
+// TestFleetPass: what a pass that has a target does with the HostedClusters it finds: a member
+// for each selected one, on the target; none where another Package holds the name; stray
+// members deleted; and what that makes of Ready and the requeue.
+func TestFleetPass(t *testing.T) {
+	t.Parallel()
+	f := newFleetFixture(t)
+	signedTag := f.reg.host + "/addons/signed:v1"
+	had := &v1alpha1.FleetRevision{Name: "old-rev", Image: f.unsigned.String(), Digest: f.unsigned.Digest}
+	owned := func(ns string) *v1alpha1.Package {
+		return &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "addon", Labels: map[string]string{v1alpha1.FleetLabel: "addon"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "HostedClusterPackage", Name: "addon", UID: "fleet-uid"}}}}
+	}
+	selected := map[string]string{"tier": "prod"}
+	tests := []struct {
+		name    string
+		verify  *v1alpha1.Verification
+		objects []client.Object
+
+		want        wantConditions
+		wantRequeue time.Duration
+		wantMembers map[string]string // namespace → digest the member names
+		wantGone    []string          // namespaces whose member is deleted
+	}{
+		{name: "no HostedCluster selected: Ready with 0 members, a stray member deleted",
+			objects: []client.Object{hostedClusterObj("clusters", "other", nil), owned("clusters-gone")},
+			want:    wantConditions{metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "", ""}, wantRequeue: time.Hour,
+			wantGone: []string{"clusters-gone"}},
+		{name: "a selected HostedCluster gets a member on the target",
+			objects: []client.Object{hostedClusterObj("clusters", "a", selected)},
+			want:    wantConditions{metav1.ConditionFalse, v1alpha1.RolloutProgressingReason, v1alpha1.RolloutProgressingReason, ""}, wantRequeue: time.Hour,
+			wantMembers: map[string]string{"clusters-a": f.signed.Digest}},
+		{name: "a Package of the fleet's name that is not the fleet's: no member, retried",
+			objects: []client.Object{hostedClusterObj("clusters", "a", selected), &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters-a", Name: "addon"}}},
+			want:    wantConditions{metav1.ConditionFalse, v1alpha1.MembersFailedReason, v1alpha1.MembersFailedReason, ""}, wantRequeue: 7 * time.Second,
+			wantMembers: map[string]string{"clusters-a": ""}},
+		{name: "the tag's revision fails verification: members on the revision the fleet had, retried",
+			verify:  keysOf("keys-b"),
+			objects: []client.Object{hostedClusterObj("clusters", "a", selected)},
+			want:    wantConditions{metav1.ConditionFalse, v1alpha1.VerificationFailedReason, v1alpha1.ProgressingWithRetryReason, ""}, wantRequeue: 7 * time.Second,
+			wantMembers: map[string]string{"clusters-a": had.Digest}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, c := f.steps(t, false, tt.objects...)
+			fleet := fleetOn(signedTag, tt.verify, had)
+			fleet.Spec.HostedClusterSelector = &metav1.LabelSelector{MatchLabels: selected}
+			fleet.Spec.Template.Spec.Interval = &metav1.Duration{Duration: time.Hour}
+			res, err := r.pass(t.Context(), fleet, nil, "")
+			require.NoError(t, err)
+			assert.InDelta(t, float64(tt.wantRequeue), float64(res.RequeueAfter), float64(tt.wantRequeue)/10)
+			assertConditions(t, fleet, tt.want)
+			for ns, digest := range tt.wantMembers {
+				var p v1alpha1.Package
+				require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "addon"}, &p))
+				if digest == "" {
+					assert.Empty(t, p.Spec.Image, "the Package that is not the fleet's is left alone")
+					continue
+				}
+				assert.Equal(t, "addon", p.Labels[v1alpha1.FleetLabel])
+				assert.True(t, strings.HasSuffix(p.Spec.Image, "@"+digest), "member %s on %s, not %s", ns, digest, p.Spec.Image)
+			}
+			for _, ns := range tt.wantGone {
+				err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "addon"}, &v1alpha1.Package{})
+				assert.True(t, apierrors.IsNotFound(err), "stray member in %s deleted: %v", ns, err)
 			}
 		})
 	}
