@@ -70,11 +70,7 @@ func userCredentials(user string) source.Credentials {
 // reference pinned to the digest.
 func pushSigned(t *testing.T, src *source.Client, host, repo, content string, key *source.SigningKey) source.Reference {
 	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte("apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: addon\nspec:\n  phases:\n  - name: config\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+content+"\n  annotations:\n    pkgsync.dev/phase: config\n"), 0o644))
-	img, err := source.Build(dir, source.BuildOptions{})
-	require.NoError(t, err)
+	img := buildPackage(t, content)
 	ref, err := source.ParseReference(host + "/" + repo + ":v1")
 	require.NoError(t, err)
 	_, err = src.Push(t.Context(), img, []source.Reference{ref}, userCredentials("reader"))
@@ -84,6 +80,17 @@ func pushSigned(t *testing.T, src *source.Client, host, repo, content string, ke
 		require.NoError(t, err)
 	}
 	return ref.WithDigest(img.Digest)
+}
+
+// buildPackage builds a package of one ConfigMap named content.
+func buildPackage(t *testing.T, content string) *source.Image {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte("apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: addon\nspec:\n  phases:\n  - name: config\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+content+"\n  annotations:\n    pkgsync.dev/phase: config\n"), 0o644))
+	img, err := source.Build(dir, source.BuildOptions{})
+	require.NoError(t, err)
+	return img
 }
 
 func newKeyPair(t *testing.T) (*source.SigningKey, []byte) {
