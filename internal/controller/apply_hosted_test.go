@@ -24,7 +24,7 @@ func TestPausedUntilWakesWhenItEnds(t *testing.T) {
 		hc       hosted.HostedCluster
 		maxRetry time.Duration
 	}{
-		{"a time to come", hosted.HostedCluster{Available: true, PausedUntil: now.Add(5 * time.Second).UTC().Format(time.RFC3339)}, 7 * time.Second},
+		{"a time to come", hosted.HostedCluster{Available: true, PausedUntil: now.Add(20 * time.Second).UTC().Format(time.RFC3339)}, 22 * time.Second},
 		{"true", hosted.HostedCluster{Available: true, PausedUntil: "true"}, time.Minute},
 		{"the condition", hosted.HostedCluster{Available: true, Paused: true}, time.Minute},
 	} {

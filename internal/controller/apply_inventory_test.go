@@ -1,10 +1,16 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
@@ -50,4 +56,49 @@ func TestInventoryRoundTrip(t *testing.T) {
 	assert.Nil(t, inventoryToStatus(apply.Inventory{}))
 	_, err = inventoryFromStatus(&v1alpha1.Inventory{Phases: []v1alpha1.InventoryPhase{{Name: "x", Objects: []string{"not-an-id"}}}})
 	assert.ErrorContains(t, err, "not-an-id")
+}
+
+// TestLargeInventoryGroups: a pass records the inventory of a 5000-object package (the report's
+// record hook, before the first write) as one group per run of one kind in one namespace, the
+// form whose size on a real API server test/e2e's TestInventoryOnAPIServer measures, and the
+// next pass reads it back.
+func TestLargeInventoryGroups(t *testing.T) {
+	t.Parallel()
+	const ns = "clusters-production-hosted-0001"
+	setup := apply.InventoryPhase{Name: "setup", Objects: []apply.ObjectRef{
+		{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: "configurations.addons.example.com"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: "addon-operator"},
+		{Version: "v1", Kind: "ServiceAccount", Namespace: ns, Name: "addon-operator"},
+	}}
+	deploy := apply.InventoryPhase{Name: "deploy", Objects: []apply.ObjectRef{{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: "addon-operator"}}}
+	config := apply.InventoryPhase{Name: "configure", Class: v1alpha1.ClassHostedCluster}
+	var names []string
+	for i := range 4996 {
+		name := fmt.Sprintf("addon-operator-managed-configuration-%05d", i)
+		names = append(names, name)
+		config.Objects = append(config.Objects, apply.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: name})
+	}
+	inv := apply.Inventory{Phases: []apply.InventoryPhase{setup, deploy, config}}
+
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	pkg := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "large", Finalizers: []string{v1alpha1.FinalizerName}}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pkg).WithStatusSubresource(pkg).Build()
+	rep := beginReport(c, pkg, applyCommon(&pkg.Status.ApplyStatus), runtimectrl.Metrics{}, nil)
+	require.NoError(t, rep.recordInventory(&pkg.Status.ApplyStatus)(t.Context(), inv))
+
+	var got v1alpha1.Package
+	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(pkg), &got))
+	assert.Equal(t, &v1alpha1.Inventory{Phases: []v1alpha1.InventoryPhase{
+		{Name: "setup", Groups: []v1alpha1.InventoryGroup{
+			{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Names: []string{"configurations.addons.example.com"}},
+			{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Names: []string{"addon-operator"}},
+			{Version: "v1", Kind: "ServiceAccount", Namespace: ns, Names: []string{"addon-operator"}},
+		}},
+		{Name: "deploy", Groups: []v1alpha1.InventoryGroup{{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Names: []string{"addon-operator"}}}},
+		{Name: "configure", Class: v1alpha1.ClassHostedCluster, Groups: []v1alpha1.InventoryGroup{{Version: "v1", Kind: "ConfigMap", Namespace: ns, Names: names}}},
+	}}, got.Status.Inventory)
+	back, err := inventoryFromStatus(got.Status.Inventory)
+	require.NoError(t, err)
+	assert.Equal(t, inv, back)
 }

@@ -1,14 +1,21 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/render"
 )
 
 func TestPhasesToStatusCapsObjects(t *testing.T) {
@@ -26,4 +33,141 @@ func TestPhasesToStatusCapsObjects(t *testing.T) {
 	require.Len(t, phases, 3)
 	assert.Len(t, phases[1].NotAvailable, maxNotAvailable+1)
 	assert.Equal(t, "and 5 more", phases[1].NotAvailable[maxNotAvailable].Reason)
+}
+
+// wantConditions is what an outcome leaves of Ready, Reconciling and Stalled ("" for absent).
+type wantConditions struct {
+	ready                        metav1.ConditionStatus
+	readyReason                  string
+	reconcilingReason, stalledBy string
+}
+
+func assertConditions(t assert.TestingT, obj conditions.Getter, want wantConditions) {
+	ready := conditions.Get(obj, meta.ReadyCondition)
+	if assert.NotNil(t, ready, "Ready") {
+		assert.Equal(t, want.ready, ready.Status, "Ready status")
+		assert.Equal(t, want.readyReason, ready.Reason, "Ready reason")
+	}
+	assert.Equal(t, want.reconcilingReason, conditions.GetReason(obj, meta.ReconcilingCondition), "Reconciling reason")
+	assert.Equal(t, want.reconcilingReason != "", conditions.Has(obj, meta.ReconcilingCondition), "Reconciling present")
+	assert.Equal(t, want.stalledBy, conditions.GetReason(obj, meta.StalledCondition), "Stalled reason")
+	assert.Equal(t, want.stalledBy != "", conditions.Has(obj, meta.StalledCondition), "Stalled present")
+}
+
+// TestConclude: what each outcome of an apply pass makes of the conditions and when the
+// resource is reconciled again. No outcome returns an error: failures are retried on the
+// retry interval (a hosted cluster or registry that comes back is noticed within it), not on
+// the work queue's backoff.
+func TestConclude(t *testing.T) {
+	t.Parallel()
+	const interval, retry, progress = time.Hour, time.Minute, 2 * time.Second
+	complete := &apply.Result{Phases: []apply.PhaseResult{{Name: "deploy", State: v1alpha1.PhaseComplete}}}
+	waiting := &apply.Result{Phases: []apply.PhaseResult{{Name: "deploy", State: v1alpha1.PhaseProgressing}}}
+	// The times of these errors are taken when the case runs, not when the table is made.
+	circuitOpen := func(nextProbe time.Duration) func() error {
+		return func() error {
+			return &apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &hosted.UnavailableError{
+				Namespace: "clusters-a", Err: errors.New("timeout"), NextProbe: time.Now().Add(nextProbe)}}
+		}
+	}
+	paused := func(until time.Duration) func() error {
+		return func() error {
+			return &apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &pausedError{cluster: "clusters/a", until: time.Now().Add(until)}}
+		}
+	}
+	fixed := func(err error) func() error { return func() error { return err } }
+	retrying := func(reason string) wantConditions {
+		return wantConditions{metav1.ConditionFalse, reason, v1alpha1.ProgressingWithRetryReason, ""}
+	}
+	stalled := func(reason string) wantConditions {
+		return wantConditions{metav1.ConditionFalse, reason, "", reason}
+	}
+	tests := []struct {
+		name     string
+		res      *apply.Result
+		err      func() error // nil: none
+		want     wantConditions
+		min, max time.Duration // bounds of RequeueAfter
+	}{
+		{"complete: the interval", complete, nil,
+			wantConditions{metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "", ""}, interval * 9 / 10, interval * 11 / 10},
+		{"nothing to apply: the interval", nil, nil,
+			wantConditions{metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "", ""}, interval * 9 / 10, interval * 11 / 10},
+		{"waiting on availability: the progress interval", waiting, nil,
+			wantConditions{metav1.ConditionFalse, v1alpha1.PhaseProgressingReason, v1alpha1.PhaseProgressingReason, ""}, progress, progress},
+		{"transient: the retry interval", nil, fixed(pullFailed(errors.New("connection refused"))), retrying(v1alpha1.PullFailedReason), retry, retry},
+		{"transient with a partial result: the retry interval", waiting, fixed(&apply.ConflictError{}), retrying(v1alpha1.ConflictReason), retry, retry},
+		{"invalid config stalls until the spec changes", nil, fixed(&render.ConfigError{Field: "replicas"}), stalled(v1alpha1.InvalidConfigReason), interval * 9 / 10, interval * 11 / 10},
+		{"a broken package stalls", nil, fixed(render.Errors{&render.Error{File: "a.yaml", Err: errors.New("bad")}}), stalled(v1alpha1.RenderFailedReason), interval * 9 / 10, interval * 11 / 10},
+		{"signatures required stalls", nil, fixed(&stageError{reason: v1alpha1.VerificationRequiredReason, err: errors.New("no spec.verify")}), stalled(v1alpha1.VerificationRequiredReason), interval * 9 / 10, interval * 11 / 10},
+		{"a bad range stalls", nil, fixed(&stageError{reason: v1alpha1.InvalidVersionRangeReason, err: errors.New("not a range")}), stalled(v1alpha1.InvalidVersionRangeReason), interval * 9 / 10, interval * 11 / 10},
+		{"a failed verification is retried", nil, fixed(&stageError{reason: v1alpha1.VerificationFailedReason, err: errors.New("unsigned")}), retrying(v1alpha1.VerificationFailedReason), retry, retry},
+		{"no matching version waits for the interval", nil, fixed(&stageError{reason: v1alpha1.NoMatchingVersionReason, err: errors.New("none")}), retrying(v1alpha1.NoMatchingVersionReason), interval * 9 / 10, interval * 11 / 10},
+		{"an open circuit waits for its next probe", nil, circuitOpen(10 * time.Minute), retrying(v1alpha1.HostedClusterUnavailableReason), 10*time.Minute - time.Second, 10*time.Minute + time.Second},
+		{"an open circuit probed soon: the retry interval", nil, circuitOpen(time.Second), retrying(v1alpha1.HostedClusterUnavailableReason), retry, retry},
+		{"a pause that ends before the retry: its end", nil, paused(10 * time.Second), retrying(v1alpha1.HostedClusterUnavailableReason), 9 * time.Second, 11 * time.Second},
+		{"a pause that ends after the retry: the retry interval", nil, paused(time.Hour), retrying(v1alpha1.HostedClusterUnavailableReason), retry, retry},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			pkg := &v1alpha1.Package{}
+			// What an earlier outcome left must not survive this one.
+			conditions.MarkStalled(pkg, "Earlier", "earlier")
+			conditions.MarkReconciling(pkg, "Earlier", "earlier")
+			var passErr error
+			if tt.err != nil {
+				passErr = tt.err()
+			}
+			res, err := conclude(t.Context(), pkg, tt.res, passErr, interval, retry, progress, "applied")
+			require.NoError(t, err, "failures are retried by RequeueAfter, never by the work queue")
+			assert.GreaterOrEqual(t, res.RequeueAfter, tt.min)
+			assert.LessOrEqual(t, res.RequeueAfter, tt.max)
+			assertConditions(t, pkg, tt.want)
+			if passErr != nil {
+				assert.Equal(t, passErr.Error(), conditions.GetMessage(pkg, meta.ReadyCondition))
+			}
+		})
+	}
+}
+
+// TestReasonForEveryTypedError: each typed error the controller's steps return maps to its
+// documented reason, and the reason to Stalled (only a change of spec or package helps) or to
+// a retry.
+func TestReasonForEveryTypedError(t *testing.T) {
+	t.Parallel()
+	stage := func(reason string) error {
+		return fmt.Errorf("wrapped: %w", &stageError{reason: reason, err: errors.New("cause")})
+	}
+	tests := []struct {
+		err    error
+		reason string
+		stalls bool
+	}{
+		{stage(v1alpha1.PullFailedReason), v1alpha1.PullFailedReason, false},
+		{stage(v1alpha1.NoMatchingVersionReason), v1alpha1.NoMatchingVersionReason, false},
+		{stage(v1alpha1.InvalidVersionRangeReason), v1alpha1.InvalidVersionRangeReason, true},
+		{stage(v1alpha1.VerificationFailedReason), v1alpha1.VerificationFailedReason, false},
+		{stage(v1alpha1.VerificationRequiredReason), v1alpha1.VerificationRequiredReason, true},
+		{stage(v1alpha1.AuthenticationFailedReason), v1alpha1.AuthenticationFailedReason, false},
+		{stage(v1alpha1.InvalidConfigReason), v1alpha1.InvalidConfigReason, true},
+		{stage(v1alpha1.RenderFailedReason), v1alpha1.RenderFailedReason, true},
+		{stage(v1alpha1.ApplyFailedReason), v1alpha1.ApplyFailedReason, false},
+		{constraintViolated(&render.ConstraintError{Constraint: render.ConstraintPlatform}), v1alpha1.PlatformConstraintViolatedReason, false},
+		{constraintViolated(&render.ConstraintError{Constraint: render.ConstraintPlatformVersion}), v1alpha1.PlatformVersionConstraintViolatedReason, false},
+		{constraintViolated(&render.ConstraintError{Constraint: render.ConstraintUniqueInScope}), v1alpha1.UniqueInScopeConstraintViolatedReason, false},
+		// The type of the error wins over the step that tagged it.
+		{&stageError{reason: v1alpha1.PullFailedReason, err: &render.ConfigError{Field: "x"}}, v1alpha1.InvalidConfigReason, true},
+		{&notHostedError{namespace: "team", why: "ambiguous"}, v1alpha1.NotHostedControlPlaneReason, true},
+		{&apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &pausedError{cluster: "c/a"}}, v1alpha1.HostedClusterUnavailableReason, false},
+		{&apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &hosted.UnavailableError{Err: errors.New("timeout")}}, v1alpha1.HostedClusterUnavailableReason, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			t.Parallel()
+			got := reasonFor(tt.err)
+			assert.Equal(t, tt.reason, got)
+			assert.Equal(t, tt.stalls, isStalling(got), "stalls")
+		})
+	}
 }

@@ -41,13 +41,7 @@ func finalize(ctx context.Context, r *applier, reader client.Reader, obj statusO
 	done, err := teardownPass(ctx, r, reader, obj, owner, serviceAccount, status, opts)
 	var down *hosted.UnavailableError
 	if errors.As(err, &down) {
-		// Nothing is sent to the hosted cluster before its next probe; a probe that succeeds
-		// wakes the resource at once, and the teardown timeout lets its objects go.
-		wait := max(time.Until(down.NextProbe)+time.Second, opts.RetryInterval)
-		if letGo := time.Until(obj.GetDeletionTimestamp().Add(opts.HostedTeardownTimeout)); letGo > 0 {
-			wait = min(wait, letGo+time.Second)
-		}
-		return ctrl.Result{RequeueAfter: wait}, nil
+		return ctrl.Result{RequeueAfter: hostedTeardownWait(down.NextProbe, obj.GetDeletionTimestamp().Time, time.Now(), opts)}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -58,6 +52,18 @@ func finalize(ctx context.Context, r *applier, reader client.Reader, obj statusO
 	controllerutil.RemoveFinalizer(obj, v1alpha1.FinalizerName)
 	r.forgetHostedIfUnused(ctx, owner.Namespace, obj)
 	return ctrl.Result{}, nil
+}
+
+// hostedTeardownWait says when a teardown held by an unreachable hosted cluster is tried again:
+// nothing is sent to the hosted cluster before its next probe (a probe that succeeds wakes the
+// resource at once), and no later than when the teardown timeout, counted from deleted, lets
+// its objects go.
+func hostedTeardownWait(nextProbe, deleted, now time.Time, opts Options) time.Duration {
+	wait := max(nextProbe.Sub(now)+time.Second, opts.RetryInterval)
+	if letGo := deleted.Add(opts.HostedTeardownTimeout).Sub(now); letGo > 0 {
+		wait = min(wait, letGo+time.Second)
+	}
+	return wait
 }
 
 // forgetHostedIfUnused drops the hosted client of a namespace, and its circuit, once the last

@@ -1,0 +1,282 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/source"
+)
+
+// testRegistry is an in-process OCI registry (go-containerregistry's) that asks every request
+// for basic credentials and serves only the user "reader". It counts the requests for
+// signatures (the .sig tag cosign signs under, which only a verification that is not cached
+// reads) and all requests.
+type testRegistry struct {
+	host                  string
+	requests, sigRequests atomic.Int64
+}
+
+func newTestRegistry(t *testing.T) *testRegistry {
+	t.Helper()
+	reg := &testRegistry{}
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reg.requests.Add(1)
+		if strings.Contains(r.URL.Path, ".sig") {
+			reg.sigRequests.Add(1)
+		}
+		if user, _, ok := r.BasicAuth(); !ok || user != "reader" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	reg.host = strings.TrimPrefix(srv.URL, "http://")
+	return reg
+}
+
+// userCredentials logs in as user wherever it goes.
+func userCredentials(user string) source.Credentials {
+	return func(context.Context, string) (auth.Credential, error) {
+		return auth.Credential{Username: user, Password: "secret"}, nil
+	}
+}
+
+// pushSigned pushes a package to repo:v1 and signs it with key (nil: unsigned); it returns the
+// reference pinned to the digest.
+func pushSigned(t *testing.T, src *source.Client, host, repo, content string, key *source.SigningKey) source.Reference {
+	t.Helper()
+	img := buildPackage(t, content)
+	ref, err := source.ParseReference(host + "/" + repo + ":v1")
+	require.NoError(t, err)
+	_, err = src.Push(t.Context(), img, []source.Reference{ref}, userCredentials("reader"))
+	require.NoError(t, err)
+	if key != nil {
+		_, err = src.Sign(t.Context(), ref, key, userCredentials("reader"))
+		require.NoError(t, err)
+	}
+	return ref.WithDigest(img.Digest)
+}
+
+// buildPackage builds a package of one ConfigMap named content.
+func buildPackage(t *testing.T, content string) *source.Image {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte("apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: addon\nspec:\n  phases:\n  - name: config\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+content+"\n  annotations:\n    pkgsync.dev/phase: config\n"), 0o644))
+	img, err := source.Build(dir, source.BuildOptions{})
+	require.NoError(t, err)
+	return img
+}
+
+func newKeyPair(t *testing.T) (*source.SigningKey, []byte) {
+	t.Helper()
+	private, public, err := source.GenerateSigningKey([]byte("pw"))
+	require.NoError(t, err)
+	key, err := source.LoadSigningKey(private, []byte("pw"))
+	require.NoError(t, err)
+	return key, public
+}
+
+// verifyFixture is a registry with a package signed by key A and an unsigned one, Secrets of
+// the keys in the tenant's and in the controller's namespace, and the source client.
+type verifyFixture struct {
+	reg              *testRegistry
+	src              *source.Client
+	signed, unsigned source.Reference
+	objects          []client.Object
+}
+
+const (
+	tenantNamespace     = "team"
+	controllerNamespace = "pkgsync-system"
+)
+
+func newVerifyFixture(t *testing.T) *verifyFixture {
+	t.Helper()
+	reg := newTestRegistry(t)
+	src, err := source.NewClient(source.Options{PlainHTTPHosts: []string{reg.host}})
+	require.NoError(t, err)
+	keyA, pubA := newKeyPair(t)
+	_, pubB := newKeyPair(t)
+	f := &verifyFixture{reg: reg, src: src,
+		signed:   pushSigned(t, src, reg.host, "addons/signed", "signed", keyA),
+		unsigned: pushSigned(t, src, reg.host, "addons/unsigned", "unsigned", nil),
+	}
+	for _, ns := range []string{tenantNamespace, controllerNamespace} {
+		f.objects = append(f.objects,
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keys-a"}, Data: map[string][]byte{"a.pub": pubA}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keys-b"}, Data: map[string][]byte{"b.pub": pubB}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-keys"}, Data: map[string][]byte{"README": []byte("x")}},
+		)
+	}
+	return f
+}
+
+func (f *verifyFixture) verifier(t *testing.T, namespace string, require bool, policies ...*v1alpha1.TrustPolicy) *signatureVerifier {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	assert.NoError(t, clientgoscheme.AddToScheme(scheme))
+	assert.NoError(t, v1alpha1.AddToScheme(scheme))
+	objs := append([]client.Object(nil), f.objects...)
+	for _, p := range policies {
+		objs = append(objs, p)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(copies(objs)...).Build()
+	return newSignatureVerifier(c, c, f.src, namespace, require)
+}
+
+// copies are copies of objs, for a fake client of their own: building one writes to them.
+func copies(objs []client.Object) []client.Object {
+	out := make([]client.Object, len(objs))
+	for i, o := range objs {
+		out[i] = o.DeepCopyObject().(client.Object)
+	}
+	return out
+}
+
+func keysOf(secret string) *v1alpha1.Verification {
+	return &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: secret}}
+}
+
+// TestVerificationOutcome: what verification makes of a digest, per signature, key Secret,
+// TrustPolicy and --require-signatures: nil, a VerificationFailed or VerificationRequired
+// refusal (naming what failed), or an error of the caller.
+func TestVerificationOutcome(t *testing.T) {
+	t.Parallel()
+	f := newVerifyFixture(t)
+	policy := func(secret string) *v1alpha1.TrustPolicy {
+		return &v1alpha1.TrustPolicy{ObjectMeta: metav1.ObjectMeta{Name: "platform"},
+			Spec: v1alpha1.TrustPolicySpec{Repositories: []string{f.reg.host + "/addons"}, Verify: *keysOf(secret)}}
+	}
+	tests := []struct {
+		name      string
+		spec      *v1alpha1.Verification
+		namespace string // of the resource, "" for a cluster-scoped one
+		ctrlNS    string
+		require   bool
+		policy    *v1alpha1.TrustPolicy
+		ref       source.Reference
+
+		reason string // the stage error's reason, "" for nil
+		says   []string
+	}{
+		{name: "signed with a key of the Secret", spec: keysOf("keys-a"), namespace: tenantNamespace, ref: f.signed},
+		{name: "signed with a key the Secret does not hold", spec: keysOf("keys-b"), namespace: tenantNamespace, ref: f.signed,
+			reason: v1alpha1.VerificationFailedReason, says: []string{"[b.pub]", "Secret team/keys-b", "spec.verify"}},
+		{name: "unsigned", spec: keysOf("keys-a"), namespace: tenantNamespace, ref: f.unsigned,
+			reason: v1alpha1.VerificationFailedReason, says: []string{"[a.pub]", source.SignatureTag(f.unsigned.Digest)}},
+		{name: "the Secret is missing", spec: keysOf("absent"), namespace: tenantNamespace, ref: f.signed,
+			reason: v1alpha1.VerificationFailedReason, says: []string{"read the verification Secret", "team/absent"}},
+		{name: "the Secret holds no key", spec: keysOf("no-keys"), namespace: tenantNamespace, ref: f.signed,
+			reason: v1alpha1.VerificationFailedReason, says: []string{"no key ending in .pub", "[README]"}},
+		{name: "keyless without a trusted root",
+			spec:      &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "keys-a"}, MatchOIDCIdentity: []v1alpha1.OIDCIdentityMatch{{Issuer: "https://issuer", Subject: "me"}}},
+			namespace: tenantNamespace, ref: f.signed,
+			reason: v1alpha1.VerificationFailedReason, says: []string{v1alpha1.TrustedRootKey}},
+		{name: "a cluster-scoped resource's Secret is the controller's namespace's", spec: keysOf("keys-a"), ctrlNS: controllerNamespace, ref: f.signed},
+		{name: "a cluster-scoped resource and a controller without namespace", spec: keysOf("keys-a"), ref: f.signed,
+			reason: v1alpha1.VerificationFailedReason, says: []string{"--namespace"}},
+		{name: "nothing to verify with, signatures not required", namespace: tenantNamespace, ref: f.unsigned},
+		{name: "nothing to verify with, signatures required", namespace: tenantNamespace, require: true, ref: f.unsigned,
+			reason: v1alpha1.VerificationRequiredReason, says: []string{"--require-signatures", "spec.verify"}},
+		{name: "signatures required, a policy covers the image and verifies it", namespace: tenantNamespace, ctrlNS: controllerNamespace, require: true,
+			policy: policy("keys-a"), ref: f.signed},
+		{name: "a policy refuses what the tenant's keys verify", spec: keysOf("keys-a"), namespace: tenantNamespace, ctrlNS: controllerNamespace,
+			policy: policy("keys-b"), ref: f.signed,
+			reason: v1alpha1.VerificationFailedReason, says: []string{`TrustPolicy "platform"`, "pkgsync-system/keys-b"}},
+		{name: "the tenant's keys refuse what a policy verifies", spec: keysOf("keys-b"), namespace: tenantNamespace, ctrlNS: controllerNamespace,
+			policy: policy("keys-a"), ref: f.signed,
+			reason: v1alpha1.VerificationFailedReason, says: []string{"spec.verify", "team/keys-b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var policies []*v1alpha1.TrustPolicy
+			if tt.policy != nil {
+				policies = append(policies, tt.policy)
+			}
+			v := f.verifier(t, tt.ctrlNS, tt.require, policies...)
+			err := v.check(t.Context(), tt.spec, tt.namespace, "spec.verify", tt.ref, userCredentials("reader"))
+			if tt.reason == "" {
+				require.NoError(t, err)
+				return
+			}
+			var stage *stageError
+			require.ErrorAs(t, err, &stage)
+			assert.Equal(t, tt.reason, stage.reason)
+			for _, s := range tt.says {
+				assert.Contains(t, err.Error(), s)
+			}
+		})
+	}
+
+	t.Run("a tag not resolved yet is not verified", func(t *testing.T) {
+		t.Parallel()
+		tag := f.signed
+		tag.Digest = ""
+		err := f.verifier(t, "", false).check(t.Context(), keysOf("keys-a"), tenantNamespace, "spec.verify", tag, userCredentials("reader"))
+		require.ErrorContains(t, err, "no digest")
+		var stage *stageError
+		assert.False(t, errors.As(err, &stage), "the caller's error, not the resource's")
+	})
+}
+
+// TestVerificationCache: a digest verified with a key set is remembered; a caller asking about
+// it again proves its own access to the repository instead of reading the signature, and one
+// that cannot read the repository is refused; a refusal is not remembered.
+func TestVerificationCache(t *testing.T) {
+	t.Parallel()
+	f := newVerifyFixture(t)
+	v := f.verifier(t, controllerNamespace, false)
+	check := func(spec *v1alpha1.Verification, user string, ref source.Reference) error {
+		return v.check(t.Context(), spec, tenantNamespace, "spec.verify", ref, userCredentials(user))
+	}
+
+	sigs := f.reg.sigRequests.Load()
+	require.NoError(t, check(keysOf("keys-a"), "reader", f.signed))
+	assert.Greater(t, f.reg.sigRequests.Load(), sigs, "the first verification reads the signature")
+
+	sigs = f.reg.sigRequests.Load()
+	require.NoError(t, check(keysOf("keys-a"), "reader", f.signed))
+	assert.Equal(t, sigs, f.reg.sigRequests.Load(), "a verdict reached is not reached again")
+
+	requests := f.reg.requests.Load()
+	err := check(keysOf("keys-a"), "intruder", f.signed)
+	var stage *stageError
+	require.ErrorAs(t, err, &stage, "a caller that cannot read the repository does not learn the verdict")
+	assert.Equal(t, v1alpha1.VerificationFailedReason, stage.reason)
+	assert.Contains(t, err.Error(), "spec.verify: the keys [a.pub]")
+	assert.Greater(t, f.reg.requests.Load(), requests, "the caller's access is asked of the registry")
+	assert.Equal(t, sigs, f.reg.sigRequests.Load(), "not the signature")
+
+	// Another key set is another verdict.
+	require.Error(t, check(keysOf("keys-b"), "reader", f.signed))
+	sigs = f.reg.sigRequests.Load()
+	require.Error(t, check(keysOf("keys-b"), "reader", f.signed))
+	assert.Greater(t, f.reg.sigRequests.Load(), sigs, "a refusal is not remembered: the signature is read again")
+}
