@@ -21,7 +21,7 @@ import (
 // setupFleets registers the HostedClusterPackage reconciler: woken by its own spec, by any
 // change of its members (their status drives the rollout; an edit of their spec is reverted),
 // by HostedClusters joining, leaving or changing labels, and by TrustPolicies covering its image.
-func setupFleets(_ context.Context, mgr ctrl.Manager, cfg Config, opts Options, recorder record.EventRecorder, m *metrics,
+func setupFleets(ctx context.Context, mgr ctrl.Manager, cfg Config, opts Options, recorder record.EventRecorder, m *metrics,
 	verifier *signatureVerifier, ctrlOpts controller.Options, specChanged predicate.Predicate) error {
 	_, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version)
 	hostedClusterAPI := err == nil
@@ -41,6 +41,13 @@ func setupFleets(_ context.Context, mgr ctrl.Manager, cfg Config, opts Options, 
 		Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(mgr.GetClient(),
 			func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, fleetImage)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(ctrlOpts)
+	if opts.Wakes != nil {
+		wakes, err := opts.Wakes.watch(ctx, mgr, &v1alpha1.HostedClusterPackage{}, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, followedFleetImage)
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(wakes)
+	}
 	if hostedClusterAPI {
 		hc := &unstructured.Unstructured{}
 		hc.SetGroupVersionKind(hosted.HostedClusterGVK)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/events"
@@ -67,6 +68,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err := m.register(); err != nil {
 		return fmt.Errorf("register metrics: %w", err)
 	}
+	if opts.Wakes != nil {
+		opts.Wakes.observe = func(d time.Duration) { m.wakeResolution.Observe(d.Seconds()) }
+	}
 	ro := newRollouts(mgr, opts, cfg.Hosted, m, recorder)
 	renders := newRenderCache(opts.RenderCacheBytes)
 	m.observeRenderCache(renders)
@@ -100,19 +104,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		list               func() client.ObjectList
 		readsHostedCluster func(namespace, name string) bool
 		images             func() client.ObjectList
+		follows            func(client.Object) (image, semver string)
 	}{
 		{"package", &v1alpha1.Package{}, newLifecycle(lc(), v1alpha1.PackageKind, func() *v1alpha1.Package { return &v1alpha1.Package{} },
 			(&packageSteps[*v1alpha1.Package]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, verifier: verifier, kind: v1alpha1.PackageKind}).steps()),
-			func() client.ObjectList { return &v1alpha1.PackageList{} }, readsHostedCluster, func() client.ObjectList { return &v1alpha1.PackageList{} }},
+			func() client.ObjectList { return &v1alpha1.PackageList{} }, readsHostedCluster, func() client.ObjectList { return &v1alpha1.PackageList{} }, followedImage},
 		{"clusterpackage", &v1alpha1.ClusterPackage{}, newLifecycle(lc(), v1alpha1.ClusterPackageKind, func() *v1alpha1.ClusterPackage { return &v1alpha1.ClusterPackage{} },
 			(&packageSteps[*v1alpha1.ClusterPackage]{apiReader: mgr.GetAPIReader(), source: cfg.Source, options: opts, rollouts: ro, renders: renders, verifier: verifier, kind: v1alpha1.ClusterPackageKind}).steps()),
-			nil, nil, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }},
+			nil, nil, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }, followedImage},
 		{"objectdeployment", &v1alpha1.ObjectDeployment{}, newLifecycle(lc(), v1alpha1.ObjectDeploymentKind, func() *v1alpha1.ObjectDeployment { return &v1alpha1.ObjectDeployment{} },
 			(&objectDeploymentSteps[*v1alpha1.ObjectDeployment]{apiReader: mgr.GetAPIReader(), options: opts, rollouts: ro, kind: v1alpha1.ObjectDeploymentKind}).steps()),
-			func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }, nil, nil},
+			func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }, nil, nil, nil},
 		{"clusterobjectdeployment", &v1alpha1.ClusterObjectDeployment{}, newLifecycle(lc(), v1alpha1.ClusterObjectDeploymentKind, func() *v1alpha1.ClusterObjectDeployment { return &v1alpha1.ClusterObjectDeployment{} },
 			(&objectDeploymentSteps[*v1alpha1.ClusterObjectDeployment]{apiReader: mgr.GetAPIReader(), options: opts, rollouts: ro, kind: v1alpha1.ClusterObjectDeploymentKind}).steps()),
-			nil, nil, nil},
+			nil, nil, nil, nil},
 	}
 	if err := setupFleets(ctx, mgr, cfg, opts, recorder, m, verifier, ctrlOpts, specChanged); err != nil {
 		return err
@@ -125,6 +130,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		if k.images != nil {
 			b = b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(mgr.GetClient(), k.images, packageImage)),
 				builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+		}
+		if opts.Wakes != nil && k.follows != nil {
+			wakes, err := opts.Wakes.watch(ctx, mgr, k.object, k.images, k.follows)
+			if err != nil {
+				return err
+			}
+			b = b.WatchesRawSource(wakes)
 		}
 		if err := b.Complete(k.reconciler); err != nil {
 			return fmt.Errorf("set up %s controller: %w", k.name, err)
