@@ -276,7 +276,7 @@ func (r *fleetSteps) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedCl
 	if err != nil {
 		return nil, none, nil, pullFailed(err)
 	}
-	r.options.Wakes.resolved(ref, false, r.now())
+	r.options.Wakes.resolved(ref, false, digest, r.now())
 	td, err := templateDigest(&fleet.Spec)
 	if err != nil {
 		return nil, none, nil, err

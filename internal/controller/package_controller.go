@@ -162,7 +162,7 @@ func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpe
 		if err != nil {
 			return source.Reference{}, pullFailed(err)
 		}
-		r.options.Wakes.resolved(ref, false, time.Now())
+		r.options.Wakes.resolved(ref, false, digest, time.Now())
 		return ref.WithDigest(digest), nil
 	}
 	rng, err := source.ParseVersionRange(spec.Semver)
@@ -178,7 +178,7 @@ func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpe
 	if err != nil {
 		return source.Reference{}, pullFailed(err)
 	}
-	r.options.Wakes.resolved(ref, true, time.Now())
+	r.options.Wakes.resolved(ref, true, chosen.Digest, time.Now())
 	return chosen, nil
 }
 

@@ -59,15 +59,34 @@ type RegistryWakes struct {
 type repoWake struct {
 	last    time.Time
 	pending bool
-	// tags gathered for the pending wake; "" is every tag.
-	tags map[string]bool
+	// tags gathered for the pending wake ("" is every tag), with their hints.
+	tags map[string]wakeHint
 }
+
+// wakeHint is what a wake expects a resolution of its tag to show: the digest Distribution said
+// it pushed (empty when none), and how many times it was looked for again.
+type wakeHint struct {
+	digest   string
+	rechecks int
+}
+
+// maxRechecks bounds how many more times a wake looks for the digest its notification named,
+// a coalesceWindow apart: Distribution sends its push event before it moves the tag, so the
+// first resolution can still see the old digest. A sender naming a digest the registry never
+// shows costs this many more resolutions, no more.
+const maxRechecks = 3
 
 type requestKey struct{ repository, tag string }
 
+// wakeRequest is the last wake of a repository and tag.
 type wakeRequest struct {
-	at       time.Time
-	observed bool
+	key  requestKey
+	at   time.Time
+	hint wakeHint
+	// done: a resolution showed the hinted digest (or there was none) and was observed.
+	done bool
+	// recheck: a wake looking again is scheduled.
+	recheck bool
 }
 
 // wakeTarget is a kind that follows repositories.
@@ -114,8 +133,11 @@ func (w *RegistryWakes) watch(ctx context.Context, mgr ctrl.Manager, obj client.
 // coalesceWindow of the repository's last wake, once at the window's end. It reports whether
 // any resource follows it.
 func (w *RegistryWakes) Wake(ctx context.Context, n receiver.Notification) bool {
-	key := n.Key()
-	if len(w.followers(ctx, key, map[string]bool{n.Tag: true})) == 0 {
+	return w.wake(ctx, n.Key(), n.Tag, wakeHint{digest: n.Digest})
+}
+
+func (w *RegistryWakes) wake(ctx context.Context, key, tag string, hint wakeHint) bool {
+	if len(w.followers(ctx, key, map[string]wakeHint{tag: hint})) == 0 {
 		return false
 	}
 	w.mu.Lock()
@@ -128,13 +150,13 @@ func (w *RegistryWakes) Wake(ctx context.Context, n receiver.Notification) bool 
 	if !r.pending && now.Sub(r.last) >= coalesceWindow {
 		r.last = now
 		w.mu.Unlock()
-		w.fire(ctx, key, map[string]bool{n.Tag: true}, now)
+		w.fire(ctx, key, map[string]wakeHint{tag: hint}, now)
 		return true
 	}
 	if r.tags == nil {
-		r.tags = map[string]bool{}
+		r.tags = map[string]wakeHint{}
 	}
-	r.tags[n.Tag] = true
+	r.tags[tag] = hint
 	if !r.pending {
 		r.pending = true
 		w.after(r.last.Add(coalesceWindow).Sub(now), func() {
@@ -158,7 +180,7 @@ type follower struct {
 }
 
 // followers lists the resources that follow repository key and one of tags ("" is every tag).
-func (w *RegistryWakes) followers(ctx context.Context, key string, tags map[string]bool) []follower {
+func (w *RegistryWakes) followers(ctx context.Context, key string, tags map[string]wakeHint) []follower {
 	var out []follower
 	for i := range w.targets {
 		t := &w.targets[i]
@@ -187,7 +209,8 @@ func (w *RegistryWakes) followers(ctx context.Context, key string, tags map[stri
 				}
 				continue
 			}
-			if tags[""] || tags[ref.Tag] {
+			_, anyTag := tags[""]
+			if _, tagged := tags[ref.Tag]; anyTag || tagged {
 				out = append(out, follower{target: t, obj: obj, tag: ref.Tag})
 			}
 		}
@@ -196,7 +219,7 @@ func (w *RegistryWakes) followers(ctx context.Context, key string, tags map[stri
 }
 
 // acceptsAny reports whether a version range accepts one of tags ("" is every tag).
-func acceptsAny(semver string, tags map[string]bool) bool {
+func acceptsAny(semver string, tags map[string]wakeHint) bool {
 	rng, err := source.ParseVersionRange(semver)
 	if err != nil {
 		return false
@@ -213,11 +236,17 @@ func acceptsAny(semver string, tags map[string]bool) bool {
 }
 
 // fire records the wake at time at for every follower of key and tags, and enqueues them.
-func (w *RegistryWakes) fire(ctx context.Context, key string, tags map[string]bool, at time.Time) {
+func (w *RegistryWakes) fire(ctx context.Context, key string, tags map[string]wakeHint, at time.Time) {
 	followers := w.followers(ctx, key, tags)
 	w.mu.Lock()
 	for _, f := range followers {
-		w.requests[requestKey{repository: key, tag: f.tag}] = &wakeRequest{at: at}
+		rk := requestKey{repository: key, tag: f.tag}
+		// A range's followers resolve whichever tag is highest: no digest is expected of them.
+		var hint wakeHint
+		if f.tag != "" {
+			hint = tags[f.tag]
+		}
+		w.requests[rk] = &wakeRequest{key: rk, at: at, hint: hint}
 	}
 	w.mu.Unlock()
 	for _, f := range followers {
@@ -241,22 +270,35 @@ func (w *RegistryWakes) bound(ref source.Reference, byRange bool, maxAge time.Du
 	return maxAge
 }
 
-// resolved is told that a resource following ref resolved it (after bound): the first
-// resolution made for a wake is observed.
-func (w *RegistryWakes) resolved(ref source.Reference, byRange bool, now time.Time) {
+// resolved is told that a resource following ref resolved it to digest (after bound). The
+// first resolution that shows the digest the wake expected (any, when it expected none) is
+// observed; one that does not yet schedules a wake to look again, maxRechecks times at most.
+func (w *RegistryWakes) resolved(ref source.Reference, byRange bool, digest string, now time.Time) {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
 	r := w.latestLocked(ref, byRange)
-	first := r != nil && !r.observed
-	if first {
-		r.observed = true
+	if r == nil || r.done {
+		w.mu.Unlock()
+		return
 	}
+	if r.hint.digest == "" || r.hint.digest == digest {
+		r.done = true
+		w.mu.Unlock()
+		if w.observe != nil {
+			w.observe(now.Sub(r.at))
+		}
+		return
+	}
+	if r.recheck || r.hint.rechecks >= maxRechecks {
+		w.mu.Unlock()
+		return
+	}
+	r.recheck = true
+	key, hint := r.key, wakeHint{digest: r.hint.digest, rechecks: r.hint.rechecks + 1}
 	w.mu.Unlock()
-	if first && w.observe != nil {
-		w.observe(now.Sub(r.at))
-	}
+	w.after(coalesceWindow, func() { w.wake(context.Background(), key.repository, key.tag, hint) })
 }
 
 func (w *RegistryWakes) latest(ref source.Reference, byRange bool) *wakeRequest {

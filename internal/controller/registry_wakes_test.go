@@ -143,14 +143,14 @@ func TestWakeBound(t *testing.T) {
 	other.Tag = "v9"
 	assert.Equal(t, interval/2, tw.bound(other, false, interval/2, now), "another tag is not woken")
 
-	tw.resolved(ref, false, now)
-	tw.resolved(ref, false, now.Add(time.Second))
+	tw.resolved(ref, false, "sha256:any", now)
+	tw.resolved(ref, false, "sha256:any", now.Add(time.Second))
 	assert.Equal(t, []time.Duration{300 * time.Millisecond}, observed, "the first resolution after a wake is observed, once")
 
 	assert.Equal(t, interval/2, tw.bound(ref, false, interval/2, woken.Add(interval)), "an old wake changes nothing")
 	var none *RegistryWakes
 	assert.Equal(t, interval/2, none.bound(ref, false, interval/2, now), "without wakes nothing changes")
-	none.resolved(ref, false, now)
+	none.resolved(ref, false, "sha256:any", now)
 }
 
 func repeat64(s string) string {
@@ -159,4 +159,47 @@ func repeat64(s string) string {
 		out += s
 	}
 	return out
+}
+
+// TestWakeRechecks: Distribution notifies before it moves the tag. A resolution that does not
+// show the digest the notification named looks again a window later, maxRechecks times at
+// most; one that shows it ends the wake. The digest is never used otherwise.
+func TestWakeRechecks(t *testing.T) {
+	t.Parallel()
+	tw := newTestWakes(t, following("v1", "registry.example.com/team/app:v1", ""))
+	ref, err := source.ParseReference("registry.example.com/team/app:v1")
+	require.NoError(t, err)
+	var observed int
+	tw.observe = func(time.Duration) { observed++ }
+	pushed, old := "sha256:"+repeat64("b"), "sha256:"+repeat64("a")
+
+	require.True(t, tw.Wake(t.Context(), receiver.Notification{Repository: "team/app", Tag: "v1", Digest: pushed}))
+	assert.Equal(t, []string{"v1"}, tw.drain())
+	tw.resolved(ref, false, old, tw.now)
+	tw.resolved(ref, false, old, tw.now)
+	require.Len(t, tw.timers, 1, "one look again, however many followers saw the old digest")
+	tw.now = tw.now.Add(coalesceWindow)
+	tw.timers[0]()
+	assert.Equal(t, []string{"v1"}, tw.drain(), "woken again")
+	tw.resolved(ref, false, pushed, tw.now)
+	assert.Equal(t, 1, observed, "the resolution that shows the pushed digest is observed")
+	tw.resolved(ref, false, pushed, tw.now)
+	assert.Len(t, tw.timers, 1, "done")
+
+	// A digest the registry never shows costs maxRechecks more wakes.
+	tw.now = tw.now.Add(coalesceWindow)
+	require.True(t, tw.Wake(t.Context(), receiver.Notification{Repository: "team/app", Tag: "v1", Digest: "sha256:" + repeat64("f")}))
+	wakes, next := len(tw.drain()), len(tw.timers)
+	for {
+		tw.resolved(ref, false, pushed, tw.now)
+		if len(tw.timers) == next {
+			break
+		}
+		tw.now = tw.now.Add(coalesceWindow)
+		tw.timers[next]()
+		next++
+		wakes += len(tw.drain())
+	}
+	assert.Equal(t, 1+maxRechecks, wakes, "the notification's wake and maxRechecks more")
+	assert.Equal(t, 1, observed, "never observed: the digest never showed")
 }

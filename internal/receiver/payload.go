@@ -32,6 +32,10 @@ type Notification struct {
 	Repository string
 	// Tag is the tag pushed; empty means any tag of the repository (a generic payload without one).
 	Tag string
+	// Digest is the digest a Distribution registry says it pushed under Tag, or empty. It is a
+	// hint, never applied: Distribution sends its event before it moves the tag, so a resolution
+	// that does not see this digest yet looks again, a few times at most.
+	Digest string
 }
 
 // Key is the repository the notification names: PATH, or HOST/PATH when it names a registry.
@@ -47,6 +51,7 @@ func (n Notification) Key() string {
 var (
 	repositoryPattern = regexp.MustCompile(`^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*$`)
 	tagPattern        = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	digestPattern     = regexp.MustCompile(`^sha256:[a-f0-9]{64}$|^sha512:[a-f0-9]{128}$`)
 	hostPattern       = regexp.MustCompile(`^[A-Za-z0-9.-]+(?::[0-9]+)?$|^\[[0-9A-Fa-f:.]+\](?::[0-9]+)?$`)
 )
 
@@ -98,6 +103,9 @@ func (n Notification) validate() error {
 	if n.Tag != "" && !tagPattern.MatchString(n.Tag) {
 		return fmt.Errorf("tag %q is not a tag", truncate(n.Tag))
 	}
+	if n.Digest != "" && (n.Tag == "" || !digestPattern.MatchString(n.Digest)) {
+		return fmt.Errorf("digest %q is not a digest of a tag", truncate(n.Digest))
+	}
 	return nil
 }
 
@@ -118,6 +126,7 @@ type distributionEnvelope struct {
 		Target struct {
 			Repository string `json:"repository"`
 			Tag        string `json:"tag"`
+			Digest     string `json:"digest"`
 		} `json:"target"`
 	} `json:"events"`
 }
@@ -133,7 +142,11 @@ func decodeDistribution(body []byte) ([]Notification, error) {
 	var out []Notification
 	for _, e := range env.Events {
 		if e.Action == "push" && e.Target.Tag != "" {
-			out = append(out, Notification{Repository: e.Target.Repository, Tag: e.Target.Tag})
+			n := Notification{Repository: e.Target.Repository, Tag: e.Target.Tag}
+			if digestPattern.MatchString(e.Target.Digest) {
+				n.Digest = e.Target.Digest
+			}
+			out = append(out, n)
 		}
 	}
 	return out, nil
