@@ -193,7 +193,7 @@ func TestDecode(t *testing.T) {
 		want   []Notification
 	}{
 		{"distribution: manifest pushes by tag only", Distribution, distributionPush, []Notification{{Repository: "team/app", Tag: "v2"}}},
-		{"distribution: the digest as a hint", Distribution, `{"events":[{"action":"push","target":{"repository":"a/b","tag":"v1","digest":"sha256:`+strings.Repeat("ab", 32)+`"}}]}`,
+		{"distribution: the digest as a hint", Distribution, `{"events":[{"action":"push","target":{"repository":"a/b","tag":"v1","digest":"sha256:` + strings.Repeat("ab", 32) + `"}}]}`,
 			[]Notification{{Repository: "a/b", Tag: "v1", Digest: "sha256:" + strings.Repeat("ab", 32)}}},
 		{"distribution: repeated events once", Distribution, `{"events":[{"action":"push","target":{"repository":"a/b","tag":"v1"}},{"action":"push","target":{"repository":"a/b","tag":"v1"}}]}`,
 			[]Notification{{Repository: "a/b", Tag: "v1"}}},
