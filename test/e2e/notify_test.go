@@ -247,3 +247,56 @@ func (env *notifyEnv) followNew(t *testing.T) (repo, image string, pkg *v1alpha1
 	waitForRevision(t, pkg, digest)
 	return repo, image, pkg, digest
 }
+
+// TestWebhookFlags runs `pkgsync controller --webhook-bind-address --webhook-secret`: a generic
+// notification with the Secret's key wakes a Package on a 10-minute interval, which converges on
+// the pushed digest; one without is refused; both are counted on /metrics, and so is the time
+// from the notification to the resolution.
+func TestWebhookFlags(t *testing.T) {
+	ns := newNamespace(t)
+	key := "generic-" + ns
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hooks"},
+		Data: map[string][]byte{"generic": []byte(key)}}))
+	addr := refusedAddress(t)
+	proc := runController(t, "webhook", "--webhook-bind-address", addr, "--webhook-secret", ns+"/hooks")
+
+	repo := "e2e/" + ns + "/app"
+	image := suite.registry.Host + "/" + repo + ":v1"
+	first := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
+	pkg := newPackage(newNamespace(t), "follower", image, "")
+	pkg.Labels = map[string]string{shardLabel: "webhook"}
+	pkg.Spec.Interval = &metav1.Duration{Duration: 10 * time.Minute}
+	createPackage(t, pkg)
+	waitForRevision(t, pkg, first)
+
+	second := pushPackage(t, writePackage(t, versionedPackage("2")), repo+":v1")
+	notify := func(header map[string]string) (int, error) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+addr+"/hooks/generic",
+			strings.NewReader(`{"repository":"`+image[:strings.LastIndex(image, ":")]+`","tag":"v1"}`))
+		if err != nil {
+			return 0, err
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		return resp.StatusCode, resp.Body.Close()
+	}
+	eventually(t, func(a *attempt) {
+		status, err := notify(nil)
+		require.NoError(a, err, "the receiver listens once the controller leads")
+		assert.Equal(a, http.StatusUnauthorized, status)
+	})
+	status, err := notify(map[string]string{"Authorization": "Bearer " + key})
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusAccepted, status)
+	waitForRevision(t, pkg, second)
+
+	atLeast := func(want float64) func(float64) bool { return func(v float64) bool { return v >= want } }
+	waitForMetric(t, proc, "pkgsync_webhook_requests_total", map[string]string{"source": "generic", "outcome": "unauthenticated"}, ">= 1", atLeast(1))
+	waitForMetric(t, proc, "pkgsync_webhook_requests_total", map[string]string{"source": "generic", "outcome": "woke"}, "1", atLeast(1))
+	waitForMetric(t, proc, "pkgsync_webhook_resolution_seconds", nil, "1 observation", atLeast(1))
+}
