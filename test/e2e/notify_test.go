@@ -110,8 +110,8 @@ func (env *notifyEnv) requests(t testingT, source receiver.Source, outcome strin
 	return 0
 }
 
-// waitForRevision waits until the Package is Ready on digest.
-func waitForRevision(t *testing.T, pkg *v1alpha1.Package, digest string) {
+// waitReadyOnDigest waits until the Package is Ready on digest.
+func waitReadyOnDigest(t *testing.T, pkg *v1alpha1.Package, digest string) {
 	t.Helper()
 	eventually(t, func(a *attempt) {
 		c := readyCondition(a, pkg)
@@ -124,8 +124,8 @@ func waitForRevision(t *testing.T, pkg *v1alpha1.Package, digest string) {
 	}, "%s/%s applies %s", pkg.Namespace, pkg.Name, digest)
 }
 
-// heads counts the tag resolutions (HEAD of the manifest by tag) of repo:tag.
-func heads(repo, tag string) int {
+// tagHeads counts the tag resolutions (HEAD of the manifest by tag) of repo:tag.
+func tagHeads(repo, tag string) int {
 	return suite.registryRequests.count(http.MethodHead, "/v2/"+repo+"/manifests/"+tag)
 }
 
@@ -139,20 +139,20 @@ func TestRegistryNotifications(t *testing.T) {
 
 	t.Run("authenticated-push-wakes", func(t *testing.T) {
 		repo, image, pkg, first := env.followNew(t)
-		before := heads(repo, "v1")
+		before := tagHeads(repo, "v1")
 		second := pushPackageTo(t, writePackage(t, versionedPackage("2")), image)
 		require.NotEqual(t, first, second)
-		waitForRevision(t, pkg, second)
+		waitReadyOnDigest(t, pkg, second)
 		// Distribution sends its event before it moves the tag: a resolution that does not show
 		// the digest the event named yet looks again a second later.
-		assert.GreaterOrEqual(t, heads(repo, "v1"), before+1)
-		assert.LessOrEqual(t, heads(repo, "v1"), before+1+3, "one resolution, and one per second until the tag moved")
+		assert.GreaterOrEqual(t, tagHeads(repo, "v1"), before+1)
+		assert.LessOrEqual(t, tagHeads(repo, "v1"), before+1+3, "one resolution, and one per second until the tag moved")
 		assert.GreaterOrEqual(t, env.requests(t, receiver.Distribution, receiver.OutcomeWoke), 1.0)
 	})
 
 	t.Run("unauthenticated-is-refused-and-counted", func(t *testing.T) {
 		repo, _, pkg, first := env.followNew(t)
-		before := heads(repo, "v1")
+		before := tagHeads(repo, "v1")
 		envelope := `{"events":[{"action":"push","target":{"repository":"` + repo + `","tag":"v1"}}]}`
 		assert.Equal(t, http.StatusUnauthorized, env.post(t, receiver.Distribution, envelope, nil))
 		assert.Equal(t, http.StatusUnauthorized, env.post(t, receiver.Distribution, envelope, map[string]string{"Authorization": "Bearer " + env.generic}))
@@ -167,7 +167,7 @@ func TestRegistryNotifications(t *testing.T) {
 		eventually(t, func(a *attempt) {
 			assert.Greater(a, env.requests(a, receiver.Distribution, receiver.OutcomeUnauthenticated), 2.0)
 		}, "the registry's notification is refused")
-		assert.Equal(t, before, heads(repo, "v1"), "nothing resolved")
+		assert.Equal(t, before, tagHeads(repo, "v1"), "nothing resolved")
 		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
 		assert.Equal(t, first, pkg.Status.LastAppliedRevision)
 	})
@@ -175,30 +175,30 @@ func TestRegistryNotifications(t *testing.T) {
 	t.Run("a-digest-in-the-payload-is-not-used", func(t *testing.T) {
 		repo, _, pkg, first := env.followNew(t)
 		forged := "sha256:" + strings.Repeat("f", 64)
-		before := heads(repo, "v1")
+		before := tagHeads(repo, "v1")
 		assert.Equal(t, http.StatusAccepted, env.post(t, receiver.Generic, `{"repository":"`+repo+`","tag":"v1","digest":"`+forged+`"}`,
 			map[string]string{"Authorization": "Bearer " + env.generic}))
 		eventually(t, func(a *attempt) {
-			assert.Equal(a, before+1, heads(repo, "v1"))
+			assert.Equal(a, before+1, tagHeads(repo, "v1"))
 		}, "the tag is resolved from the registry, once")
-		waitForRevision(t, pkg, first)
+		waitReadyOnDigest(t, pkg, first)
 
 		// Distribution's event names a digest, which is only a hint to look again while the
 		// registry does not show it yet: a forged one costs 3 more resolutions, a second apart.
-		before = heads(repo, "v1")
+		before = tagHeads(repo, "v1")
 		envelope := `{"events":[{"action":"push","target":{"repository":"` + repo + `","tag":"v1","digest":"` + forged + `"}}]}`
 		assert.Equal(t, http.StatusAccepted, env.post(t, receiver.Distribution, envelope, map[string]string{"Authorization": "Bearer " + env.distribution}))
 		eventually(t, func(a *attempt) {
-			assert.Equal(a, before+1+3, heads(repo, "v1"))
+			assert.Equal(a, before+1+3, tagHeads(repo, "v1"))
 		}, "looked again three times")
-		waitForRevision(t, pkg, first)
+		waitReadyOnDigest(t, pkg, first)
 		assert.NotEqual(t, forged, pkg.Status.LastAttemptedRevision)
-		t.Cleanup(func() { assert.Equal(t, before+1+3, heads(repo, "v1"), "and no more") })
+		t.Cleanup(func() { assert.Equal(t, before+1+3, tagHeads(repo, "v1"), "and no more") })
 	})
 
 	t.Run("a-burst-costs-one-resolution-per-second", func(t *testing.T) {
 		repo, _, _, _ := env.followNew(t)
-		before := heads(repo, "v1")
+		before := tagHeads(repo, "v1")
 		const burst = 30
 		start := time.Now()
 		for range burst {
@@ -208,17 +208,17 @@ func TestRegistryNotifications(t *testing.T) {
 		// One at once, one at the end of each second the burst lasted.
 		most := before + 2 + int(time.Since(start)/time.Second)
 		eventually(t, func(a *attempt) {
-			assert.GreaterOrEqual(a, heads(repo, "v1"), before+2)
+			assert.GreaterOrEqual(a, tagHeads(repo, "v1"), before+2)
 		}, "the burst's first and last notification are answered")
-		assert.LessOrEqual(t, heads(repo, "v1"), most, "%d notifications", burst)
-		t.Cleanup(func() { assert.LessOrEqual(t, heads(repo, "v1"), most, "no resolution later either") })
+		assert.LessOrEqual(t, tagHeads(repo, "v1"), most, "%d notifications", burst)
+		t.Cleanup(func() { assert.LessOrEqual(t, tagHeads(repo, "v1"), most, "no resolution later either") })
 	})
 
 	t.Run("unknown-repository-costs-no-registry-request", func(t *testing.T) {
 		unfollowed := "e2e/" + newNamespace(t) + "/nobody"
 		before := env.requests(t, receiver.Distribution, receiver.OutcomeUnfollowed)
 		pushPackageTo(t, writePackage(t, versionedPackage("1")), env.registry.Host+"/"+unfollowed+":v1")
-		headsAfterPush := heads(unfollowed, "v1")
+		headsAfterPush := tagHeads(unfollowed, "v1")
 		eventually(t, func(a *attempt) {
 			assert.Greater(a, env.requests(a, receiver.Distribution, receiver.OutcomeUnfollowed), before)
 		}, "the registry's notification is received")
@@ -226,7 +226,7 @@ func TestRegistryNotifications(t *testing.T) {
 		assert.Equal(t, http.StatusAccepted, env.post(t, receiver.Generic, `{"repository":"`+unfollowed+`"}`,
 			map[string]string{"Authorization": "Bearer " + env.generic}))
 		assert.Equal(t, before+1, env.requests(t, receiver.Generic, receiver.OutcomeUnfollowed))
-		assert.Equal(t, headsAfterPush, heads(unfollowed, "v1"), "no resolution")
+		assert.Equal(t, headsAfterPush, tagHeads(unfollowed, "v1"), "no resolution")
 		assert.Zero(t, suite.registryRequests.tagLists(unfollowed), "no listing")
 	})
 }
@@ -244,7 +244,7 @@ func (env *notifyEnv) followNew(t *testing.T) (repo, image string, pkg *v1alpha1
 		assert.Greater(a, env.requests(a, receiver.Distribution, receiver.OutcomeUnfollowed), unfollowed)
 	}, "the push's notification is in before anyone follows the repository")
 	pkg = env.follow(t, image)
-	waitForRevision(t, pkg, digest)
+	waitReadyOnDigest(t, pkg, digest)
 	return repo, image, pkg, digest
 }
 
@@ -267,7 +267,7 @@ func TestWebhookFlags(t *testing.T) {
 	pkg.Labels = map[string]string{shardLabel: "webhook"}
 	pkg.Spec.Interval = &metav1.Duration{Duration: 10 * time.Minute}
 	createPackage(t, pkg)
-	waitForRevision(t, pkg, first)
+	waitReadyOnDigest(t, pkg, first)
 
 	second := pushPackage(t, writePackage(t, versionedPackage("2")), repo+":v1")
 	notify := func(header map[string]string) (int, error) {
@@ -293,7 +293,7 @@ func TestWebhookFlags(t *testing.T) {
 	status, err := notify(map[string]string{"Authorization": "Bearer " + key})
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusAccepted, status)
-	waitForRevision(t, pkg, second)
+	waitReadyOnDigest(t, pkg, second)
 
 	atLeast := func(want float64) func(float64) bool { return func(v float64) bool { return v >= want } }
 	waitForMetric(t, proc, "pkgsync_webhook_requests_total", map[string]string{"source": "generic", "outcome": "unauthenticated"}, ">= 1", atLeast(1))
