@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -25,6 +27,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/receiver"
 	"pkgsync.dev/pkgsync/internal/version"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -63,6 +66,9 @@ type controllerOptions struct {
 	retryInterval         time.Duration
 	development           bool
 	jitter                jitter.IntervalOptions
+	webhookAddr           string
+	webhookSecret         string
+	webhookCertDir        string
 }
 
 func newControllerCmd() *cobra.Command {
@@ -112,6 +118,9 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.DurationVar(&o.progressInterval, "progress-interval", 5*time.Second, "How often a pass waiting for availability is repeated")
 	fs.DurationVar(&o.retryInterval, "retry-interval", 30*time.Second, "How soon a failed reconciliation is retried (spec.retryInterval overrides)")
 	fs.BoolVar(&o.development, "log-development", false, "Human-friendly logs instead of JSON")
+	fs.StringVar(&o.webhookAddr, "webhook-bind-address", "0", "Address of the receiver of registry notifications (POST /hooks/distribution, /hooks/harbor, /hooks/generic); 0 disables it")
+	fs.StringVar(&o.webhookSecret, "webhook-secret", "pkgsync-webhook", "Secret of the controller's namespace (or NAMESPACE/NAME) holding the receiver's key per source: data keys distribution, harbor, generic; a source without one is refused")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key (a mounted kubernetes.io/tls Secret) for the receiver to serve HTTPS, reloaded when they change; empty serves plain HTTP")
 	// Flux's flag and semantics: spreads interval reconciles so a fleet created at once does not
 	// reconcile in lockstep forever.
 	o.jitter.BindFlagsWithDefault(fs, 10)
@@ -219,6 +228,10 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 	crmetrics.Registry.MustRegister(recorder.Collectors()...)
 
 	ctx := cmd.Context()
+	wakes, err := setupReceiver(mgr, o)
+	if err != nil {
+		return err
+	}
 	err = controller.Setup(ctx, mgr, controller.Config{
 		Options: controller.Options{
 			Namespace:             o.namespace,
@@ -232,6 +245,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 			HostedTeardownTimeout: o.hostedTeardownTimeout,
 			HostedNamespaceRule:   rule,
 			DefaultServiceAccount: o.defaultServiceAccount,
+			Wakes:                 wakes,
 		},
 		Source:                  src,
 		Hosted:                  hc,
@@ -243,6 +257,35 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 	}
 	log.Info("starting controller", "kubernetesVersion", kubeVersion, "hostedClusters", !o.disableHosted)
 	return mgr.Start(ctx)
+}
+
+// setupReceiver adds the receiver of registry notifications to the manager when
+// --webhook-bind-address is set, and returns what it wakes (nil when it is not).
+func setupReceiver(mgr ctrl.Manager, o *controllerOptions) (*controller.RegistryWakes, error) {
+	if o.webhookAddr == "" || o.webhookAddr == "0" {
+		return nil, nil
+	}
+	secret := types.NamespacedName{Namespace: o.namespace, Name: o.webhookSecret}
+	if ns, name, ok := strings.Cut(o.webhookSecret, "/"); ok {
+		secret = types.NamespacedName{Namespace: ns, Name: name}
+	}
+	if secret.Namespace == "" || secret.Name == "" {
+		return nil, usageError("--webhook-secret: %q names no Secret: give NAME (of --namespace) or NAMESPACE/NAME", o.webhookSecret)
+	}
+	m, err := receiver.NewMetrics(crmetrics.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("register webhook metrics: %w", err)
+	}
+	wakes := controller.NewRegistryWakes()
+	srv := &receiver.Server{Addr: o.webhookAddr, CertDir: o.webhookCertDir, Handler: receiver.New(receiver.Options{
+		Keys:    &receiver.SecretKeys{Reader: mgr.GetAPIReader(), Secret: secret},
+		Waker:   wakes,
+		Metrics: m,
+	})}
+	if err := mgr.Add(srv); err != nil {
+		return nil, fmt.Errorf("add webhook receiver: %w", err)
+	}
+	return wakes, nil
 }
 
 // loadConfig reads --kubeconfig, or falls back to $KUBECONFIG, in-cluster and ~/.kube/config.

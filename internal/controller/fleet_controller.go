@@ -271,10 +271,12 @@ func (r *fleetSteps) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedCl
 	if age, pending := requestAge(fleet, lastHandled, r.now()); pending {
 		maxAge = age
 	}
+	maxAge = r.options.Wakes.bound(ref, false, maxAge, r.now())
 	digest, err := r.source.ResolveWithin(ctx, ref, creds, maxAge)
 	if err != nil {
 		return nil, none, nil, pullFailed(err)
 	}
+	r.options.Wakes.resolved(ref, false, digest, r.now())
 	td, err := templateDigest(&fleet.Spec)
 	if err != nil {
 		return nil, none, nil, err

@@ -20,7 +20,7 @@ import (
 // change of its members (their status drives the rollout; an edit of their spec is reverted),
 // by HostedClusters joining, leaving, changing labels, being held or released, becoming
 // Available or not, paused or resumed, and by TrustPolicies covering its image.
-func setupFleets(_ context.Context, s *services) error {
+func setupFleets(ctx context.Context, s *services) error {
 	mgr := s.mgr
 	_, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version)
 	hostedClusterAPI := err == nil
@@ -36,6 +36,10 @@ func setupFleets(_ context.Context, s *services) error {
 	b := s.controllerFor("hostedclusterpackage", &v1alpha1.HostedClusterPackage{}).
 		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(membersFleet), builder.WithPredicates(isMember))
 	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, fleetImage)
+	b, err = s.watchRegistryWakes(ctx, b, &v1alpha1.HostedClusterPackage{}, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, followedFleetImage)
+	if err != nil {
+		return err
+	}
 	if hostedClusterAPI {
 		hc := &unstructured.Unstructured{}
 		hc.SetGroupVersionKind(hosted.HostedClusterGVK)
@@ -65,4 +69,12 @@ func fleetGateChanged(e event.UpdateEvent) bool {
 	oldHold, oldHeld := e.ObjectOld.GetAnnotations()[v1alpha1.HoldAnnotation]
 	newHold, newHeld := e.ObjectNew.GetAnnotations()[v1alpha1.HoldAnnotation]
 	return oldHeld != newHeld || oldHold != newHold || hostedClusterState(e.ObjectOld) != hostedClusterState(e.ObjectNew)
+}
+
+// followedFleetImage is what a HostedClusterPackage follows: its template's image by tag.
+func followedFleetImage(o client.Object) (image, semver string) {
+	if f, ok := o.(*v1alpha1.HostedClusterPackage); ok {
+		return f.Spec.Template.Spec.Image, ""
+	}
+	return "", ""
 }

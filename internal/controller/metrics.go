@@ -29,6 +29,8 @@ type metrics struct {
 	// Fleets: members per state, time each partition took to roll out.
 	fleetMembers      *prometheus.GaugeVec
 	partitionDuration *prometheus.HistogramVec
+	// Registry notifications: time from a wake to the resolution it asked for.
+	wakeResolution prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -72,6 +74,11 @@ func newMetrics() *metrics {
 			Help:    "Time from a partition's start to the end of its rollout (soak included), per HostedClusterPackage.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 16),
 		}, []string{"fleet"}),
+		wakeResolution: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "pkgsync_webhook_resolution_seconds",
+			Help:    "Time from a registry notification waking the resources that follow a repository to the first tag resolution made for it.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
+		}),
 		renderCacheEntries: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pkgsync_render_cache_entries",
 			Help: "Rendered packages held by the render cache.",
@@ -116,6 +123,9 @@ func (m *metrics) register() error {
 		return err
 	}
 	if m.partitionDuration, err = registerOrReuse(m.partitionDuration); err != nil {
+		return err
+	}
+	if m.wakeResolution, err = registerOrReuse(m.wakeResolution); err != nil {
 		return err
 	}
 	if m.renderCacheEntries, err = registerOrReuse(m.renderCacheEntries); err != nil {

@@ -40,6 +40,10 @@ type Options struct {
 	// RequireSignatures refuses Packages and ClusterPackages without spec.verify, and
 	// HostedClusterPackages without spec.template.spec.verify.
 	RequireSignatures bool
+	// Wakes, when set, is woken by registry notifications (NewRegistryWakes): Packages,
+	// ClusterPackages and HostedClusterPackages that follow a pushed repository reconcile at
+	// once and resolve the tag afresh.
+	Wakes *RegistryWakes
 	// RenderCacheBytes bounds the estimated memory of the rendered packages kept (see
 	// resultSize); 32 MiB when zero.
 	RenderCacheBytes int64

@@ -145,12 +145,18 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 // resolve pins ref to a digest: the tag of spec.image, or with spec.semver the highest tag of
 // the repository the range accepts. Tag resolutions and listings younger than maxAge, made
 // for any resource, are reused.
+//
+// A registry notification for the repository (Options.Wakes) narrows maxAge as a reconcile
+// request does: to a resolution made after it.
 func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpec, ref source.Reference, creds source.Credentials, maxAge time.Duration) (source.Reference, error) {
-	if spec.Semver == "" {
+	byRange := spec.Semver != ""
+	maxAge = r.options.Wakes.bound(ref, byRange, maxAge, time.Now())
+	if !byRange {
 		digest, err := r.source.ResolveWithin(ctx, ref, creds, maxAge)
 		if err != nil {
 			return source.Reference{}, pullFailed(err)
 		}
+		r.options.Wakes.resolved(ref, false, digest, time.Now())
 		return ref.WithDigest(digest), nil
 	}
 	rng, err := source.ParseVersionRange(spec.Semver)
@@ -166,6 +172,7 @@ func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpe
 	if err != nil {
 		return source.Reference{}, pullFailed(err)
 	}
+	r.options.Wakes.resolved(ref, true, chosen.Digest, time.Now())
 	return chosen, nil
 }
 

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,7 +13,7 @@ import (
 // cache. Both are woken by their own spec and by TrustPolicies covering their image; Packages
 // also by the hosted inputs of their namespace (connector Secret, HostedCluster, a probe that
 // gets an answer again).
-func setupPackages(s *services) error {
+func setupPackages(ctx context.Context, s *services) error {
 	renders := newRenderCache(s.opts.RenderCacheBytes)
 	s.metrics.observeRenderCache(renders)
 	// readsHostedCluster tells whether a Package's last render read its HostedCluster; one that
@@ -24,9 +25,13 @@ func setupPackages(s *services) error {
 
 	namespaced := &packageSteps[*v1alpha1.Package]{apiReader: s.mgr.GetAPIReader(), source: s.cfg.Source, options: s.opts,
 		applier: s.applier, renders: renders, verifier: s.verifier, kind: v1alpha1.PackageKind}
+	var err error
 	b := s.controllerFor("package", &v1alpha1.Package{})
 	b = s.watchHostedInputs(b, func() client.ObjectList { return &v1alpha1.PackageList{} }, readsHostedCluster)
 	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.PackageList{} }, packageImage)
+	if b, err = s.watchRegistryWakes(ctx, b, &v1alpha1.Package{}, func() client.ObjectList { return &v1alpha1.PackageList{} }, followedImage); err != nil {
+		return err
+	}
 	if err := b.Complete(newLifecycle(s.lifecycleBase(), v1alpha1.PackageKind,
 		func() *v1alpha1.Package { return &v1alpha1.Package{} }, namespaced.steps())); err != nil {
 		return fmt.Errorf("set up package controller: %w", err)
@@ -36,6 +41,9 @@ func setupPackages(s *services) error {
 		applier: s.applier, renders: renders, verifier: s.verifier, kind: v1alpha1.ClusterPackageKind}
 	b = s.controllerFor("clusterpackage", &v1alpha1.ClusterPackage{})
 	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }, packageImage)
+	if b, err = s.watchRegistryWakes(ctx, b, &v1alpha1.ClusterPackage{}, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }, followedImage); err != nil {
+		return err
+	}
 	if err := b.Complete(newLifecycle(s.lifecycleBase(), v1alpha1.ClusterPackageKind,
 		func() *v1alpha1.ClusterPackage { return &v1alpha1.ClusterPackage{} }, cluster.steps())); err != nil {
 		return fmt.Errorf("set up clusterpackage controller: %w", err)
@@ -49,4 +57,12 @@ func packageImage(o client.Object) string {
 		return p.GetSpec().Image
 	}
 	return ""
+}
+
+// followedImage is what a Package or ClusterPackage follows, for the index.
+func followedImage(o client.Object) (image, semver string) {
+	if p, ok := o.(packageObject); ok {
+		return p.GetSpec().Image, p.GetSpec().Semver
+	}
+	return "", ""
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/events"
@@ -63,7 +64,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err := setupFleets(ctx, s); err != nil {
 		return err
 	}
-	if err := setupPackages(s); err != nil {
+	if err := setupPackages(ctx, s); err != nil {
 		return err
 	}
 	return setupObjectDeployments(s)
@@ -100,6 +101,9 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, 
 	if err := m.register(); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
+	if opts.Wakes != nil {
+		opts.Wakes.observe = func(d time.Duration) { m.wakeResolution.Observe(d.Seconds()) }
+	}
 	ro := newApplier(mgr, opts, cfg.Hosted, m, recorder)
 	hostedClusterAPI, err := startHosted(ctx, mgr, cfg.Hosted, m)
 	if err != nil {
@@ -130,6 +134,21 @@ func (s *services) controllerFor(name string, object client.Object) *builder.Bui
 func (s *services) watchTrustPolicies(b *builder.Builder, newList func() client.ObjectList, image func(client.Object) string) *builder.Builder {
 	return b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(s.mgr.GetClient(), newList, image)),
 		builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+}
+
+// watchRegistryWakes wakes the resources of a kind that follow a repository when a registry
+// notification names it (Options.Wakes; nothing without a receiver). follows says what a
+// resource follows: its image and semver range.
+func (s *services) watchRegistryWakes(ctx context.Context, b *builder.Builder, object client.Object, newList func() client.ObjectList,
+	follows func(client.Object) (image, semver string)) (*builder.Builder, error) {
+	if s.opts.Wakes == nil {
+		return b, nil
+	}
+	wakes, err := s.opts.Wakes.watch(ctx, s.mgr, object, newList, follows)
+	if err != nil {
+		return nil, err
+	}
+	return b.WatchesRawSource(wakes), nil
 }
 
 // watchHostedInputs wakes the resources of a namespaced kind when the hosted inputs of their

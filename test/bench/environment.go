@@ -62,7 +62,11 @@ func startEnvironment(ctx context.Context, o options) (*environment, error) {
 		}
 		env.hosted = append(env.hosted, cp)
 	}
-	if env.registry, err = testenv.StartRegistry(ctx, filepath.Join(dir, "registry"), testenv.RegistryOptions{}); err != nil {
+	registryOpts := testenv.RegistryOptions{}
+	if o.notifyAddr != "" {
+		registryOpts.NotifyURL, registryOpts.NotifyToken = "http://"+o.notifyAddr+"/hooks/distribution", o.notifyToken
+	}
+	if env.registry, err = testenv.StartRegistry(ctx, filepath.Join(dir, "registry"), registryOpts); err != nil {
 		return env, err
 	}
 	if env.proxy, err = startRegistryProxy(env.registry.Host); err != nil {

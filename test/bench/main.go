@@ -28,6 +28,12 @@ type options struct {
 	compare     compareOptions
 	// hcpkg runs the HostedClusterPackage scenario instead of one Package per namespace.
 	hcpkg bool
+	// notify runs the registry-notification scenario (notify.go) instead, pushes times.
+	notify bool
+	pushes int
+	// notifyAddr, when set, is the controller's --webhook-bind-address, and where the registry
+	// sends its notifications, with notifyToken.
+	notifyAddr, notifyToken string
 	// controller is where the controller runs: process or inline.
 	controller string
 	// goMemLimit is the controller process's GOMEMLIMIT ("" for the Deployment's, in
@@ -51,6 +57,8 @@ func main() {
 	fs.StringVar(&o.memProfile, "memprofile", "", "Write a heap profile here after the last scenario")
 	fs.Float64Var(&o.deadPercent, "dead-percent", 0, "Percent of the hosted clusters whose API server accepts connections and never answers (at least one when above 0)")
 	fs.BoolVar(&o.hcpkg, "hcpkg", false, "Measure one HostedClusterPackage over -packages HostedClusters in 4 partitions instead: converge, then a rollout of a new digest with maxUnavailable 10%")
+	fs.BoolVar(&o.notify, "notify", false, "Measure registry notifications instead: -packages Packages and a HostedClusterPackage of as many members (maxUnavailable 100%) following one tag with interval 10m; -pushes pushes answered by the registry's notifications, beside the same pushes answered by requestedAt")
+	fs.IntVar(&o.pushes, "pushes", 5, "Pushes the -notify scenario times, per path")
 	fs.StringVar(&o.controller, "controller", "process", "Where the controller runs: process (`pkgsync controller` built from ./cmd/pkgsync, as a user runs it; its memory and CPU are its own) or inline (its reconcilers in this process)")
 	fs.StringVar(&o.goMemLimit, "gomemlimit", "", "GOMEMLIMIT of the controller process (default: the value config/manager's Deployment sets; off: none)")
 	fs.StringVar(&o.managerManifest, "manager", "config/manager/manager.yaml", "The controller Deployment, whose GOMEMLIMIT the controller process runs with")
@@ -72,6 +80,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.notify {
+		if err := runNotify(ctx, o); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.hcpkg {
 		if err := runHostedClusterPackage(ctx, o); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)

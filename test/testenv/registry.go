@@ -35,6 +35,9 @@ type RegistryOptions struct {
 	// Own starts a Distribution registry for the test even when $PKGSYNC_TEST_REGISTRY is set:
 	// for a test that needs the registry's own behaviour or the registry to itself.
 	Own bool
+	// NotifyURL, when set, is where the registry sends its notifications (notifications.endpoints),
+	// with the header "Authorization: Bearer NotifyToken" when NotifyToken is set.
+	NotifyURL, NotifyToken string
 }
 
 // Registry is a running OCI registry.
@@ -90,6 +93,12 @@ func StartRegistry(ctx context.Context, dir string, opts RegistryOptions) (*Regi
 			return nil, fmt.Errorf("write htpasswd: %w", err)
 		}
 		fmt.Fprintf(&cfg, "auth:\n  htpasswd:\n    realm: pkgsync-test\n    path: %s\n", htpasswd)
+	}
+	if opts.NotifyURL != "" {
+		fmt.Fprintf(&cfg, "notifications:\n  endpoints:\n    - name: pkgsync\n      url: %s\n      timeout: 2s\n      threshold: 3\n      backoff: 100ms\n", opts.NotifyURL)
+		if opts.NotifyToken != "" {
+			fmt.Fprintf(&cfg, "      headers:\n        Authorization: [%q]\n", "Bearer "+opts.NotifyToken)
+		}
 	}
 	configFile := filepath.Join(dir, "registry.yaml")
 	if err := os.WriteFile(configFile, []byte(cfg.String()), 0o600); err != nil {

@@ -1,0 +1,99 @@
+package receiver
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// SignatureHeader carries the HMAC-SHA256 of the request body under the source's key, in hex:
+// "sha256=HEX" (GitHub's form). Senders that can sign use it instead of a bearer token: the
+// key then never crosses the network.
+const SignatureHeader = "X-Pkgsync-Signature"
+
+// errNoKey is a source without a key: it is not enabled.
+var errNoKey = errors.New("no key for this source")
+
+// authenticate checks a request against the source's key: "Authorization: Bearer KEY", or the
+// body's HMAC in SignatureHeader. Both compare in constant time; the token is compared through
+// its SHA-256 so that its length does not show either.
+func authenticate(r *http.Request, body, key []byte) bool {
+	if len(key) == 0 {
+		return false
+	}
+	if sig, ok := strings.CutPrefix(r.Header.Get(SignatureHeader), "sha256="); ok {
+		got, err := hex.DecodeString(sig)
+		if err != nil {
+			return false
+		}
+		mac := hmac.New(sha256.New, key)
+		mac.Write(body)
+		return hmac.Equal(got, mac.Sum(nil))
+	}
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	got, want := sha256.Sum256([]byte(token)), sha256.Sum256(key)
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+}
+
+// secretKeysTTL is how long the Secret's keys are kept before it is read again: a rotated key
+// is taken within it. Requests, authenticated or not, never read the Secret more often.
+const secretKeysTTL = 10 * time.Second
+
+// SecretKeys reads the key of each source from one Secret: data key distribution, harbor or
+// generic. A source without a data key is disabled (its requests are unauthenticated).
+type SecretKeys struct {
+	// Reader reads the Secret; an uncached reader (the manager's APIReader) keeps the
+	// controller's cache free of Secrets.
+	Reader client.Reader
+	// Secret names the Secret.
+	Secret client.ObjectKey
+
+	mu   sync.Mutex
+	read time.Time
+	data map[string][]byte
+	now  func() time.Time
+}
+
+// Key returns the key of source; errNoKey when the Secret has none (or does not exist), another
+// error when the Secret cannot be read.
+func (s *SecretKeys) Key(ctx context.Context, source Source) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if s.now != nil {
+		now = s.now()
+	}
+	if s.read.IsZero() || now.Sub(s.read) >= secretKeysTTL {
+		var secret corev1.Secret
+		err := s.Reader.Get(ctx, s.Secret, &secret)
+		switch {
+		case err == nil:
+			s.data = secret.Data
+		case apierrors.IsNotFound(err):
+			s.data = nil
+		default:
+			// Not remembered: the next request reads again.
+			return nil, fmt.Errorf("read webhook secret %s: %w", s.Secret, err)
+		}
+		s.read = now
+	}
+	if key := s.data[string(source)]; len(key) > 0 {
+		return key, nil
+	}
+	return nil, errNoKey
+}

@@ -1,0 +1,269 @@
+package receiver
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// recordingWaker records the notifications it is told; repositories in followed are followed.
+type recordingWaker struct {
+	mu       sync.Mutex
+	followed map[string]bool
+	got      []Notification
+}
+
+func (w *recordingWaker) Wake(_ context.Context, n Notification) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = append(w.got, n)
+	return w.followed[n.Key()]
+}
+
+type staticKeys map[Source]string
+
+func (k staticKeys) Key(_ context.Context, s Source) ([]byte, error) {
+	if v, ok := k[s]; ok {
+		return []byte(v), nil
+	}
+	return nil, errNoKey
+}
+
+type failingKeys struct{}
+
+func (failingKeys) Key(context.Context, Source) ([]byte, error) { return nil, errors.New("API down") }
+
+const distributionPush = `{"events":[{"id":"1","action":"push","target":{"mediaType":"application/vnd.oci.image.manifest.v1+json",
+"digest":"sha256:aaaa","repository":"team/app","tag":"v2"},"request":{"host":"registry.example.com"}},
+{"id":"2","action":"push","target":{"mediaType":"application/octet-stream","digest":"sha256:bbbb","repository":"team/app"}},
+{"id":"3","action":"pull","target":{"repository":"team/other","tag":"v1"}}]}`
+
+// count reads pkgsync_webhook_requests_total{source,outcome}.
+func count(t *testing.T, m *Metrics, source, outcome string) float64 {
+	t.Helper()
+	var out dto.Metric
+	require.NoError(t, m.requests.WithLabelValues(source, outcome).Write(&out))
+	return out.GetCounter().GetValue()
+}
+
+func sign(key, body string) string {
+	mac := hmac.New(sha256.New, []byte(key))
+	mac.Write([]byte(body))
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+func newTestReceiver(t *testing.T, k keys) (*Receiver, *recordingWaker, *Metrics) {
+	t.Helper()
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	w := &recordingWaker{followed: map[string]bool{"team/app": true}}
+	return New(Options{Keys: k, Waker: w, Metrics: m}), w, m
+}
+
+func post(h http.Handler, path, body string, header map[string]string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestAuthentication: only a request with the source's token or signature is read; every other
+// is answered 401 and counted, and wakes nothing.
+func TestAuthentication(t *testing.T) {
+	t.Parallel()
+	keys := staticKeys{Distribution: "dist-token", Generic: "generic-key"}
+	generic := `{"repository":"team/app","tag":"v2"}`
+	cases := []struct {
+		name, path, body string
+		header           map[string]string
+		status           int
+		outcome          string
+	}{
+		{"bearer token", "/hooks/distribution", distributionPush, map[string]string{"Authorization": "Bearer dist-token"}, http.StatusAccepted, OutcomeWoke},
+		{"no credentials", "/hooks/distribution", distributionPush, nil, http.StatusUnauthorized, OutcomeUnauthenticated},
+		{"wrong token", "/hooks/distribution", distributionPush, map[string]string{"Authorization": "Bearer dist-tokeN"}, http.StatusUnauthorized, OutcomeUnauthenticated},
+		{"token prefix", "/hooks/distribution", distributionPush, map[string]string{"Authorization": "Bearer dist"}, http.StatusUnauthorized, OutcomeUnauthenticated},
+		{"not bearer", "/hooks/distribution", distributionPush, map[string]string{"Authorization": "Basic dist-token"}, http.StatusUnauthorized, OutcomeUnauthenticated},
+		{"another source's token", "/hooks/distribution", distributionPush, map[string]string{"Authorization": "Bearer generic-key"}, http.StatusUnauthorized, OutcomeUnauthenticated},
+		{"source without a key", "/hooks/harbor", `{"type":"PUSH_ARTIFACT"}`, map[string]string{"Authorization": "Bearer "}, http.StatusUnauthorized, OutcomeUnauthenticated},
+		{"signature", "/hooks/generic", generic, map[string]string{SignatureHeader: sign("generic-key", generic)}, http.StatusAccepted, OutcomeWoke},
+		{"signature of another body", "/hooks/generic", `{"repository":"team/app","tag":"v3"}`, map[string]string{SignatureHeader: sign("generic-key", generic)}, http.StatusUnauthorized, OutcomeUnauthenticated},
+		{"signature with another key", "/hooks/generic", generic, map[string]string{SignatureHeader: sign("dist-token", generic)}, http.StatusUnauthorized, OutcomeUnauthenticated},
+		{"signature not hex", "/hooks/generic", generic, map[string]string{SignatureHeader: "sha256=zz"}, http.StatusUnauthorized, OutcomeUnauthenticated},
+		// A signature header that fails is not rescued by a token beside it.
+		{"bad signature, good token", "/hooks/generic", generic, map[string]string{SignatureHeader: "sha256=00", "Authorization": "Bearer generic-key"}, http.StatusUnauthorized, OutcomeUnauthenticated},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h, w, m := newTestReceiver(t, keys)
+			rec := post(h, c.path, c.body, c.header)
+			assert.Equal(t, c.status, rec.Code, rec.Body.String())
+			source := strings.TrimPrefix(c.path, PathPrefix)
+			assert.Equal(t, 1.0, count(t, m, source, c.outcome), "counted")
+			if c.status == http.StatusUnauthorized {
+				assert.Empty(t, w.got, "an unauthenticated request wakes nothing")
+				assert.NotContains(t, rec.Body.String(), "key", "the answer does not say what failed")
+			}
+		})
+	}
+}
+
+// TestBodyBounded: a body over MaxBodyBytes is refused before it is authenticated or decoded.
+func TestBodyBounded(t *testing.T) {
+	t.Parallel()
+	h, w, m := newTestReceiver(t, staticKeys{Generic: "k"})
+	big := `{"repository":"team/app","tag":"v2","pad":"` + strings.Repeat("x", MaxBodyBytes) + `"}`
+	rec := post(h, "/hooks/generic", big, map[string]string{"Authorization": "Bearer k"})
+	assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
+	assert.Empty(t, w.got)
+	assert.Equal(t, 1.0, count(t, m, "generic", OutcomeInvalid))
+}
+
+func TestRequestsThatAreNotNotifications(t *testing.T) {
+	t.Parallel()
+	h, w, m := newTestReceiver(t, staticKeys{Generic: "k", Harbor: "h"})
+	auth := map[string]string{"Authorization": "Bearer k"}
+
+	rec := post(h, "/hooks/nexus", `{}`, auth)
+	assert.Equal(t, http.StatusNotFound, rec.Code)
+	assert.Equal(t, 1.0, count(t, m, "unknown", OutcomeInvalid))
+
+	req := httptest.NewRequest(http.MethodGet, "/hooks/generic", nil)
+	rr := httptest.NewRecorder()
+	h.ServeHTTP(rr, req)
+	assert.Equal(t, http.StatusMethodNotAllowed, rr.Code)
+
+	for _, body := range []string{`not json`, `{"tag":"v1"}`, `{"repository":"Team/App"}`, `{"repository":"team/app","tag":"-x"}`,
+		`{"repository":"team/app","tag":"` + strings.Repeat("t", 129) + `"}`, `{"repository":"a/../b"}`} {
+		rec := post(h, "/hooks/generic", body, auth)
+		assert.Equal(t, http.StatusBadRequest, rec.Code, body)
+	}
+	assert.Equal(t, 7.0, count(t, m, "generic", OutcomeInvalid))
+
+	rec = post(h, "/hooks/harbor", `{"type":"PULL_ARTIFACT","event_data":{"repository":{"repo_full_name":"team/app"},"resources":[{"tag":"v1"}]}}`,
+		map[string]string{"Authorization": "Bearer h"})
+	assert.Equal(t, http.StatusAccepted, rec.Code)
+	assert.Equal(t, 1.0, count(t, m, "harbor", OutcomeIgnored))
+	assert.Empty(t, w.got)
+}
+
+func TestUnfollowedAndUnavailable(t *testing.T) {
+	t.Parallel()
+	h, w, m := newTestReceiver(t, staticKeys{Generic: "k"})
+	rec := post(h, "/hooks/generic", `{"repository":"nobody/follows","tag":"v1"}`, map[string]string{"Authorization": "Bearer k"})
+	assert.Equal(t, http.StatusAccepted, rec.Code)
+	assert.Equal(t, 1.0, count(t, m, "generic", OutcomeUnfollowed))
+	assert.Len(t, w.got, 1)
+
+	h, _, m = newTestReceiver(t, failingKeys{})
+	rec = post(h, "/hooks/generic", `{"repository":"team/app"}`, map[string]string{"Authorization": "Bearer k"})
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Equal(t, 1.0, count(t, m, "generic", OutcomeUnavailable))
+}
+
+func TestDecode(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		source Source
+		body   string
+		want   []Notification
+	}{
+		{"distribution: manifest pushes by tag only", Distribution, distributionPush, []Notification{{Repository: "team/app", Tag: "v2"}}},
+		{"distribution: the digest as a hint", Distribution, `{"events":[{"action":"push","target":{"repository":"a/b","tag":"v1","digest":"sha256:` + strings.Repeat("ab", 32) + `"}}]}`,
+			[]Notification{{Repository: "a/b", Tag: "v1", Digest: "sha256:" + strings.Repeat("ab", 32)}}},
+		{"distribution: repeated events once", Distribution, `{"events":[{"action":"push","target":{"repository":"a/b","tag":"v1"}},{"action":"push","target":{"repository":"a/b","tag":"v1"}}]}`,
+			[]Notification{{Repository: "a/b", Tag: "v1"}}},
+		{"harbor: every tag of the artifact", Harbor, `{"type":"PUSH_ARTIFACT","occur_at":1,"operator":"admin","event_data":{"resources":[
+			{"digest":"sha256:forged","tag":"v1","resource_url":"evil.example.com/library/app:v1"},{"tag":"latest"}],
+			"repository":{"date_created":1,"name":"app","namespace":"library","repo_full_name":"library/app","repo_type":"private"}}}`,
+			[]Notification{{Repository: "library/app", Tag: "v1"}, {Repository: "library/app", Tag: "latest"}}},
+		{"harbor: namespace and name", Harbor, `{"type":"PUSH_ARTIFACT","event_data":{"resources":[{"tag":"v1"}],"repository":{"name":"app","namespace":"library"}}}`,
+			[]Notification{{Repository: "library/app", Tag: "v1"}}},
+		{"harbor: push by digest", Harbor, `{"type":"PUSH_ARTIFACT","event_data":{"resources":[{"digest":"sha256:aa"}],"repository":{"repo_full_name":"library/app"}}}`, nil},
+		{"generic: path", Generic, `{"repository":"team/app","tag":"v1","digest":"sha256:forged"}`, []Notification{{Repository: "team/app", Tag: "v1"}}},
+		{"generic: registry and path, any tag", Generic, `{"repository":"registry.example.com:5000/team/app"}`,
+			[]Notification{{Registry: "registry.example.com:5000", Repository: "team/app"}}},
+		{"generic: localhost", Generic, `{"repository":"localhost/app"}`, []Notification{{Registry: "localhost", Repository: "app"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := decode(c.source, []byte(c.body))
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
+}
+
+// FuzzDecode: no payload makes decoding panic, and whatever it returns names a valid repository.
+func FuzzDecode(f *testing.F) {
+	f.Add(string(Distribution), distributionPush)
+	f.Add(string(Harbor), `{"type":"PUSH_ARTIFACT","event_data":{"resources":[{"tag":"v1"}],"repository":{"repo_full_name":"library/app"}}}`)
+	f.Add(string(Generic), `{"repository":"registry.example.com/team/app","tag":"v1"}`)
+	f.Fuzz(func(t *testing.T, source, body string) {
+		got, err := decode(Source(source), []byte(body))
+		if err != nil {
+			return
+		}
+		for _, n := range got {
+			if err := n.validate(); err != nil {
+				t.Fatalf("decode returned an invalid notification %+v: %v", n, err)
+			}
+		}
+	})
+}
+
+// TestSecretKeys reads keys from a Secret, at most once per TTL, and takes a rotated key after it.
+func TestSecretKeys(t *testing.T) {
+	t.Parallel()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "pkgsync-system", Name: "pkgsync-webhook"},
+		Data: map[string][]byte{"distribution": []byte("one")}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret).Build()
+	now := metav1.Now().Time
+	k := &SecretKeys{Reader: c, Secret: client.ObjectKeyFromObject(secret), now: func() time.Time { return now }}
+
+	key, err := k.Key(t.Context(), Distribution)
+	require.NoError(t, err)
+	assert.Equal(t, "one", string(key))
+	_, err = k.Key(t.Context(), Harbor)
+	assert.ErrorIs(t, err, errNoKey, "a source without a key is disabled")
+
+	secret.Data["distribution"] = []byte("two")
+	require.NoError(t, c.Update(t.Context(), secret))
+	key, _ = k.Key(t.Context(), Distribution)
+	assert.Equal(t, "one", string(key), "read again only after the TTL")
+	now = now.Add(secretKeysTTL)
+	key, _ = k.Key(t.Context(), Distribution)
+	assert.Equal(t, "two", string(key), "a rotated key is taken after the TTL")
+
+	require.NoError(t, c.Delete(t.Context(), secret))
+	now = now.Add(secretKeysTTL)
+	_, err = k.Key(t.Context(), Distribution)
+	assert.ErrorIs(t, err, errNoKey, "without the Secret every source is disabled")
+}
