@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -92,6 +93,14 @@ func (img *Image) WriteLayout(ctx context.Context, w io.Writer, tags []string) e
 	return nil
 }
 
+// cosignAttachmentTag matches the tags cosign stores an image's signatures and attachments under.
+var cosignAttachmentTag = regexp.MustCompile(`^sha256-[0-9a-f]{64}\.(sig|att|sbom)$`)
+
+// isAttachment says whether an index.json entry is an attachment of an image rather than one.
+func isAttachment(desc ocispec.Descriptor) bool {
+	return desc.ArtifactType != "" || cosignAttachmentTag.MatchString(desc.Annotations[ocispec.AnnotationRefName])
+}
+
 // graph lists root and everything it references, sorted by digest, each once.
 func graph(ctx context.Context, fetcher content.Fetcher, root ocispec.Descriptor) ([]ocispec.Descriptor, error) {
 	seen := map[string]bool{}
@@ -116,7 +125,9 @@ func graph(ctx context.Context, fetcher content.Fetcher, root ocispec.Descriptor
 }
 
 // LoadLayout reads an OCI image layout tar archive holding one image (under any number of
-// tags), such as WriteLayout writes.
+// tags), such as WriteLayout writes. Attachments listed beside it (the SBOM and provenance
+// `pkgsync image` attaches: referrers, which carry an artifact type, and manifests under
+// cosign's sha256-HEX.sbom, .att or .sig tags) are not the image and are passed over.
 func LoadLayout(ctx context.Context, file string) (*Image, error) {
 	fail := func(err error) (*Image, error) { return nil, fmt.Errorf("load %s: %w", file, err) }
 	index, err := readLayoutIndex(file)
@@ -125,6 +136,9 @@ func LoadLayout(ctx context.Context, file string) (*Image, error) {
 	}
 	var root *ocispec.Descriptor
 	for i, desc := range index.Manifests {
+		if isAttachment(desc) {
+			continue
+		}
 		if root != nil && root.Digest != desc.Digest {
 			return fail(errors.New("the layout holds more than one image; push one at a time"))
 		}
