@@ -114,6 +114,14 @@ func TestReleaseAttestations(t *testing.T) {
 		assert.ErrorContains(t, err, "signed by none of the keys")
 	})
 
+	t.Run("install --verify-attestation installs the attested digest", func(t *testing.T) {
+		stdout, stderr, err := runCLI(t, "install", "--export", "--image", release, "--verify-key", pub,
+			"--verify-attestation", "slsaprovenance1", "--verify-attestation", "spdxjson", "--registry-config", dockerConfig)
+		require.NoError(t, err)
+		assert.Contains(t, stderr, "verified the "+image.ProvenancePredicateType+" attestation of "+release+" with cosign.pub")
+		assert.Contains(t, stdout, "image: "+repo+"@"+digest)
+	})
+
 	t.Run("refused: a missing attachment", func(t *testing.T) {
 		bare := repo + ":signed-only"
 		d := pushStandIn(t, bare, dockerConfig, "3")
@@ -124,6 +132,13 @@ func TestReleaseAttestations(t *testing.T) {
 		_, err = verify(bare, "--key", pub, "--attestation", "slsaprovenance1")
 		require.ErrorIs(t, err, source.ErrNoAttestation)
 		assert.ErrorContains(t, err, "the registry has no "+repo+":"+source.AttestationTag(d))
+		stdout, _, err := runCLI(t, "install", "--export", "--image", bare, "--verify-key", pub,
+			"--verify-attestation", "slsaprovenance1", "--registry-config", dockerConfig)
+		require.ErrorIs(t, err, source.ErrNoAttestation)
+		assert.ErrorContains(t, err, "the controller image is not installed")
+		assert.Empty(t, stdout, "nothing printed or applied")
+		_, _, err = runCLI(t, "install", "--export", "--image", bare, "--verify-attestation", "slsaprovenance1")
+		assert.Equal(t, 2, exitCodeOf(err), "--verify-attestation needs --verify-key")
 
 		// An SBOM attested, no provenance: the provenance is still missing.
 		sbomOnly, _ := releaseFiles(t, repo, d)

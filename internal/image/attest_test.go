@@ -2,10 +2,10 @@ package image
 
 import (
 	"bytes"
+	"debug/buildinfo"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"debug/buildinfo"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
