@@ -69,11 +69,16 @@ DIST := $(CURDIR)/dist
 # dist/pkgsync-image.tar, under the name it is published as.
 IMAGE ?=
 RELEASE_IMAGE = $(or $(IMAGE),$(IMAGE_REPO):$(VERSION))
+# The provenance's builder: a CI system passes its own URI (BUILDER_ID=...).
+BUILDER_ID ?=
+# The cosign private key `make sign` signs the release with (its password in $$COSIGN_PASSWORD).
+KEY ?=
 
 .PHONY: image
-image: build ## Build the controller image (linux/amd64, linux/arm64) into dist/pkgsync-image.tar, an OCI layout; IMAGE=REGISTRY/REPO:TAG also pushes it.
+image: build ## Build the controller image (linux/amd64, linux/arm64) into dist/pkgsync-image.tar, an OCI layout, with its SBOM (dist/pkgsync.spdx.json) and provenance (dist/provenance.intoto.json) attached; IMAGE=REGISTRY/REPO:TAG also pushes them.
 	@mkdir -p $(DIST)
 	$(BIN)/pkgsync image --platform=$(PLATFORMS) --version=$(VERSION) --revision=$(COMMIT) --created=$(SOURCE_DATE_EPOCH) \
+		--sbom=$(DIST)/pkgsync.spdx.json --provenance=$(DIST)/provenance.intoto.json $(if $(BUILDER_ID),--builder-id=$(BUILDER_ID)) \
 		--archive=$(DIST)/pkgsync-image.tar --tag=$(RELEASE_IMAGE) $(if $(IMAGE),--push) --output-format=digest > $(DIST)/pkgsync-image.digest
 	@echo "$(RELEASE_IMAGE)@$$(cat $(DIST)/pkgsync-image.digest)"
 
@@ -81,6 +86,13 @@ image: build ## Build the controller image (linux/amd64, linux/arm64) into dist/
 release: image ## Write dist/install.yaml: CRDs, RBAC and the controller, its image pinned by digest (IMAGE=... to push the image too).
 	$(BIN)/pkgsync install --export --image=$(RELEASE_IMAGE)@$$(cat $(DIST)/pkgsync-image.digest) > $(DIST)/install.yaml
 	@echo "Wrote $(DIST)/install.yaml"
+
+.PHONY: sign
+sign: ## Sign the pushed release image (IMAGE=...) with KEY=cosign.key, and its provenance and SBOM as cosign attestations (after make release IMAGE=...).
+	@test -n "$(IMAGE)" || { echo "make sign: IMAGE=REGISTRY/REPO:TAG names the pushed image" >&2; exit 2; }
+	@test -n "$(KEY)" || { echo "make sign: KEY=cosign.key names the private key" >&2; exit 2; }
+	$(BIN)/pkgsync sign $(RELEASE_IMAGE)@$$(cat $(DIST)/pkgsync-image.digest) --key=$(KEY) \
+		--provenance=$(DIST)/provenance.intoto.json --sbom=$(DIST)/pkgsync.spdx.json
 
 ##@ Benchmarks
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -92,6 +93,36 @@ func (img *Image) WriteLayout(ctx context.Context, w io.Writer, tags []string) e
 	return nil
 }
 
+// cosignAttachmentTag matches the tags cosign stores an image's signatures and attachments under.
+var cosignAttachmentTag = regexp.MustCompile(`^sha256-[0-9a-f]{64}\.(sig|att|sbom)$`)
+
+// isAttachment says whether an index.json entry is an attachment of an image rather than one:
+// a manifest under a cosign tag, or a referrer (an untagged manifest with a subject). Package
+// images carry an artifact type too, so the subject decides.
+func isAttachment(ctx context.Context, store content.Fetcher, desc ocispec.Descriptor) (bool, error) {
+	name := desc.Annotations[ocispec.AnnotationRefName]
+	if cosignAttachmentTag.MatchString(name) {
+		return true, nil
+	}
+	if name != "" || desc.MediaType != ocispec.MediaTypeImageManifest {
+		return false, nil
+	}
+	if desc.Size > maxManifestBytes {
+		return false, fmt.Errorf("%w: manifest %s is %d bytes", ErrLimit, desc.Digest, desc.Size)
+	}
+	data, err := content.FetchAll(ctx, store, desc)
+	if err != nil {
+		return false, fmt.Errorf("read manifest %s: %w", desc.Digest, err)
+	}
+	var m struct {
+		Subject *ocispec.Descriptor `json:"subject"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return false, fmt.Errorf("decode manifest %s: %w", desc.Digest, err)
+	}
+	return m.Subject != nil, nil
+}
+
 // graph lists root and everything it references, sorted by digest, each once.
 func graph(ctx context.Context, fetcher content.Fetcher, root ocispec.Descriptor) ([]ocispec.Descriptor, error) {
 	seen := map[string]bool{}
@@ -116,15 +147,29 @@ func graph(ctx context.Context, fetcher content.Fetcher, root ocispec.Descriptor
 }
 
 // LoadLayout reads an OCI image layout tar archive holding one image (under any number of
-// tags), such as WriteLayout writes.
+// tags), such as WriteLayout writes. Attachments listed beside it (the SBOM and provenance
+// `pkgsync image` attaches: referrers, manifests with a subject, and manifests under
+// cosign's sha256-HEX.sbom, .att or .sig tags) are not the image and are passed over.
 func LoadLayout(ctx context.Context, file string) (*Image, error) {
 	fail := func(err error) (*Image, error) { return nil, fmt.Errorf("load %s: %w", file, err) }
 	index, err := readLayoutIndex(file)
 	if err != nil {
 		return fail(err)
 	}
+	// oras reads the blobs; it checks the layout version and serves content by digest.
+	store, err := oci.NewFromTar(ctx, file)
+	if err != nil {
+		return fail(err)
+	}
 	var root *ocispec.Descriptor
 	for i, desc := range index.Manifests {
+		attachment, err := isAttachment(ctx, store, desc)
+		if err != nil {
+			return fail(err)
+		}
+		if attachment {
+			continue
+		}
 		if root != nil && root.Digest != desc.Digest {
 			return fail(errors.New("the layout holds more than one image; push one at a time"))
 		}
@@ -132,11 +177,6 @@ func LoadLayout(ctx context.Context, file string) (*Image, error) {
 	}
 	if root == nil {
 		return fail(errors.New("the layout's index.json lists no image"))
-	}
-	// oras reads the blobs; it checks the layout version and serves content by digest.
-	store, err := oci.NewFromTar(ctx, file)
-	if err != nil {
-		return fail(err)
 	}
 	desc := *root
 	desc.Annotations = nil

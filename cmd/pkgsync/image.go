@@ -71,6 +71,14 @@ func (f *imageFlags) options() (image.Options, []image.Binary, error) {
 	return opts, binaries, nil
 }
 
+// command is the build command as the provenance records it: the inputs that decide the
+// image, none of the machine's paths.
+func (f *imageFlags) command(opts image.Options) []string {
+	return []string{"pkgsync", "image", "--platform=" + strings.Join(f.platforms, ","), "--main=" + f.mainPackage,
+		"--version=" + opts.Version, "--revision=" + opts.Revision, "--source=" + opts.Source,
+		"--created=" + strconv.FormatInt(opts.Created.Unix(), 10)}
+}
+
 // parseTime reads Unix seconds or RFC 3339.
 func parseTime(s string) (time.Time, error) {
 	if secs, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -87,6 +95,7 @@ func newImageCmd() *cobra.Command {
 		tags     []string
 		push     bool
 		archive  string
+		attach   attachFlags
 		// checkArchiveSpelling refuses --archive and its old spelling -o/--output at once.
 		checkArchiveSpelling func() error
 	)
@@ -104,7 +113,13 @@ epoch, and the build is independent of the machine's paths and environment. Run 
 of the pkgsync repository, or point --dir at it.
 
 With --archive the index is written as an OCI image layout archive (pkgsync push, skopeo
-oci-archive:, podman load read it); with --push it goes to every --tag.`,
+oci-archive:, podman load read it); with --push it goes to every --tag.
+
+--sbom and --provenance write the SBOM (SPDX 2.3 JSON, every Go module linked into the
+binaries, from their build information) and the SLSA provenance v1 in-toto statement of the
+index, and attach both to it, in the archive and when pushed: as OCI referrers, and the SBOM
+under cosign's tag sha256-HEX.sbom. Both are as reproducible as the image. They are not signed
+here: "pkgsync sign --sbom --provenance" signs them, as cosign attestations, at release.`,
 		Example: `  pkgsync image --created "$(git log -1 --format=%ct)" --archive dist/pkgsync-image.tar
   pkgsync image --created "$(git log -1 --format=%ct)" --tag registry.example.com/platform/pkgsync:v0.1.0 --push`,
 		Args: cobra.NoArgs,
@@ -157,6 +172,14 @@ oci-archive:, podman load read it); with --push it goes to every --tag.`,
 			if err != nil {
 				return fmt.Errorf("build image: %w", err)
 			}
+			subject := "pkgsync"
+			if len(refs) > 0 {
+				subject = refs[0].Name()
+			}
+			attachments, err := attach.write(idx, opts, subject, flags.command(opts))
+			if err != nil {
+				return err
+			}
 			if text {
 				fmt.Fprintf(stdout, "Built pkgsync %s %s (%s)\n", opts.Version, digest, strings.Join(flags.platforms, ", "))
 			}
@@ -169,7 +192,7 @@ oci-archive:, podman load read it); with --push it goes to every --tag.`,
 			if len(refs) > 0 && refs[0].Tag != "" {
 				refName = refs[0].Tag
 			}
-			if err := writeImageLayout(layout, idx, refName); err != nil {
+			if err := writeImageLayout(layout, idx, refName, attachments); err != nil {
 				return err
 			}
 			if text && archive != "" {
@@ -181,6 +204,9 @@ oci-archive:, podman load read it); with --push it goes to every --tag.`,
 					return err
 				}
 				if err := pushImage(cmd, &registry, img, refs, text); err != nil {
+					return err
+				}
+				if err := pushAttachments(cmd, &registry, refs, attachments, text); err != nil {
 					return err
 				}
 			}
@@ -195,6 +221,7 @@ oci-archive:, podman load read it); with --push it goes to every --tag.`,
 	fs.BoolVar(&push, "push", false, "Push the image index to every --tag")
 	fs.StringVar(&archive, "archive", "", "Write the image index as an OCI image layout tar archive to this file")
 	flags.ApplyFlags(fs)
+	attach.ApplyFlags(fs)
 	registry.ApplyFlags(fs)
 	out.ApplyFlags(fs)
 	checkArchiveSpelling = renameFlag(cmd, "archive", "output", "o")
@@ -202,7 +229,7 @@ oci-archive:, podman load read it); with --push it goes to every --tag.`,
 }
 
 // writeImageLayout writes idx to file as an OCI layout archive.
-func writeImageLayout(file string, idx v1.ImageIndex, refName string) (err error) {
+func writeImageLayout(file string, idx v1.ImageIndex, refName string, attachments []image.Attachment) (err error) {
 	if dir := filepath.Dir(file); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("write %s: %w", file, err)
@@ -217,7 +244,7 @@ func writeImageLayout(file string, idx v1.ImageIndex, refName string) (err error
 			err = fmt.Errorf("write %s: %w", file, cerr)
 		}
 	}()
-	if err := image.WriteLayout(f, idx, refName); err != nil {
+	if err := image.WriteLayout(f, idx, refName, attachments...); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}
 	return nil

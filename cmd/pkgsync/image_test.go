@@ -21,6 +21,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -51,17 +52,74 @@ func TestImageBuildPushRun(t *testing.T) {
 		"--revision", "0123456789abcdef0123456789abcdef01234567", "--created", created.Format(time.RFC3339), "--output-format", "digest"}
 
 	first := filepath.Join(dir, "first.tar")
-	stdout, stderr, err := runCLI(t, append(args, "--dir", checkouts[0], "--archive", first, "--tag", ref, "--push")...)
+	outputs := func(name string) []string {
+		return []string{"--sbom", filepath.Join(dir, name+".spdx.json"), "--provenance", filepath.Join(dir, name+".intoto.json")}
+	}
+	stdout, stderr, err := runCLI(t, append(append(args, outputs("first")...), "--dir", checkouts[0], "--archive", first, "--tag", ref, "--push")...)
 	require.NoError(t, err, stderr)
 	digest := strings.TrimSpace(stdout)
 	require.True(t, strings.HasPrefix(digest, "sha256:"), stdout)
 
 	t.Run("the same commit gives the same digest", func(t *testing.T) {
 		second := filepath.Join(dir, "second.tar")
-		stdout, stderr, err := runCLI(t, append(args, "--dir", checkouts[1], "--archive", second)...)
+		stdout, stderr, err := runCLI(t, append(append(args, outputs("second")...), "--dir", checkouts[1], "--archive", second, "--tag", ref)...)
 		require.NoError(t, err, stderr)
 		assert.Equal(t, digest, strings.TrimSpace(stdout), "binaries rebuilt in another checkout, image assembled again: the same index digest")
 		assert.Equal(t, fileSHA256(t, first), fileSHA256(t, second), "and the same layout archive, byte for byte")
+		for _, ext := range []string{".spdx.json", ".intoto.json"} {
+			assert.Equal(t, fileSHA256(t, filepath.Join(dir, "first"+ext)), fileSHA256(t, filepath.Join(dir, "second"+ext)), "the same %s, byte for byte", ext)
+		}
+	})
+
+	t.Run("the SBOM and provenance are attached", func(t *testing.T) {
+		repoName := strings.TrimSuffix(ref, ":v1.2.3-test")
+		sbom, err := os.ReadFile(filepath.Join(dir, "first.spdx.json"))
+		require.NoError(t, err)
+		var doc struct {
+			Packages []struct {
+				Name    string `json:"name"`
+				Version string `json:"versionInfo"`
+			} `json:"packages"`
+		}
+		require.NoError(t, json.Unmarshal(sbom, &doc))
+		modules := map[string]string{}
+		for _, p := range doc.Packages {
+			modules[p.Name] = p.Version
+		}
+		assert.Equal(t, "v1.2.3-test", modules["pkgsync.dev/pkgsync"])
+		assert.NotEmpty(t, modules["oras.land/oras-go/v2"], "every module linked in is listed")
+		assert.NotEmpty(t, modules["sigs.k8s.io/controller-runtime"])
+
+		var stmt struct {
+			Subject []struct {
+				Name   string            `json:"name"`
+				Digest map[string]string `json:"digest"`
+			} `json:"subject"`
+			PredicateType string `json:"predicateType"`
+		}
+		require.NoError(t, json.Unmarshal(mustRead(t, filepath.Join(dir, "first.intoto.json")), &stmt))
+		assert.Equal(t, "https://slsa.dev/provenance/v1", stmt.PredicateType)
+		require.Len(t, stmt.Subject, 1)
+		assert.Equal(t, repoName, stmt.Subject[0].Name)
+		assert.Equal(t, strings.TrimPrefix(digest, "sha256:"), stmt.Subject[0].Digest["sha256"])
+
+		r := plainRepository(t, repoName)
+		desc, err := r.Resolve(t.Context(), digest)
+		require.NoError(t, err)
+		var types []string
+		require.NoError(t, r.Referrers(t.Context(), desc, "", func(refs []ocispec.Descriptor) error {
+			for _, d := range refs {
+				types = append(types, d.ArtifactType)
+			}
+			return nil
+		}))
+		assert.ElementsMatch(t, []string{"application/spdx+json", "application/vnd.in-toto+json"}, types)
+		m := fetchManifest(t, repoName, strings.Replace(digest, ":", "-", 1)+".sbom")
+		assert.Len(t, m.Layers, 1, "cosign's .sbom tag holds the SBOM")
+
+		// pkgsync push reads the archive, attachments and all, as the image.
+		_, stderr, err := runCLI(t, "push", first, repoName+":pushed-again")
+		require.NoError(t, err, stderr)
 	})
 
 	parsed, err := name.ParseReference(ref)

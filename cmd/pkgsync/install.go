@@ -58,7 +58,9 @@ type installFlags struct {
 	export     bool
 	lockdown   bool
 	verifyKeys []string
-	registry   registryOptions
+	// verifyAttestations are the attestation types the verified image must carry too.
+	verifyAttestations []string
+	registry           registryOptions
 }
 
 func (o *installFlags) ApplyFlags(fs *pflag.FlagSet) {
@@ -69,6 +71,8 @@ func (o *installFlags) ApplyFlags(fs *pflag.FlagSet) {
 		"act as the ServiceAccount pkgsync of their namespace (docs/operations.md, security model)")
 	fs.StringArrayVar(&o.verifyKeys, "verify-key", nil, "Public key file (cosign.pub) the controller image must be signed with: "+
 		"install verifies the signature first and pins the Deployment to the verified digest; any of several may match (repeatable)")
+	fs.StringArrayVar(&o.verifyAttestations, "verify-attestation", nil, "With --verify-key, also require a signed attestation of this type about the verified digest: "+
+		"slsaprovenance1 (the release's provenance), spdxjson (its SBOM) or a predicate type URI (repeatable)")
 	o.registry.ApplyFlags(fs)
 }
 
@@ -79,6 +83,12 @@ func (o *installFlags) verifiedImage(ctx context.Context, stderr io.Writer, img 
 	keys, err := readPublicKeys("--verify-key", o.verifyKeys)
 	if err != nil {
 		return "", err
+	}
+	types := make([]string, len(o.verifyAttestations))
+	for i, a := range o.verifyAttestations {
+		if types[i], err = predicateType(a); err != nil {
+			return "", err
+		}
 	}
 	ref, err := source.ParseReference(img)
 	if err != nil {
@@ -91,6 +101,13 @@ func (o *installFlags) verifiedImage(ctx context.Context, stderr io.Writer, img 
 	v, err := client.Verify(ctx, ref, keys, nil)
 	if err != nil {
 		return "", fmt.Errorf("the controller image is not installed: %w", err)
+	}
+	for _, t := range types {
+		a, err := client.VerifyAttestation(ctx, ref.WithDigest(v.Digest), keys, t, nil)
+		if err != nil {
+			return "", fmt.Errorf("the controller image is not installed: %w", err)
+		}
+		fmt.Fprintf(stderr, "verified the %s attestation of %s with %s\n", a.PredicateType, img, a.Key)
 	}
 	pinned := ref.Name() + "@" + v.Digest
 	fmt.Fprintf(stderr, "verified %s with %s: installing %s\n", img, v.Key, pinned)
@@ -125,6 +142,8 @@ newer binary, upgrades in place.
 --verify-key checks the controller image's cosign signature before anything is applied or
 printed and pins the Deployment to the digest that was verified; an unsigned image, a signature
 by another key or an image changed since it was signed is refused and nothing is installed.
+--verify-attestation slsaprovenance1 (or spdxjson) also requires the release's signed provenance
+(or SBOM) attestation about that digest, by one of the same keys.
 
 --export prints the manifests instead of applying them, for GitOps repositories or
 "kubectl apply --server-side -f". Each object applied goes to stdout with what happened to it;
@@ -155,6 +174,9 @@ progress goes to stderr.`,
 				}
 			} else if _, err := source.ParseReference(img); err != nil {
 				return usageError("--image: %w", err)
+			}
+			if len(flags.verifyAttestations) > 0 && len(flags.verifyKeys) == 0 {
+				return usageError("--verify-attestation needs --verify-key: the key the attestations are signed with")
 			}
 			if len(flags.verifyKeys) > 0 {
 				pinned, err := flags.verifiedImage(cmd.Context(), stderr, img)

@@ -54,6 +54,7 @@ func newSignCmd() *cobra.Command {
 	var (
 		registry registryOptions
 		keyFlags signingKeyFlags
+		attest   attestFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "sign REF --key cosign.key",
@@ -64,9 +65,17 @@ the manifest tagged sha256-<digest>.sig in the same repository. "cosign verify -
 --insecure-ignore-tlog" and "pkgsync verify" accept it, and so does a Package whose spec.verify
 names the public key. Nothing is uploaded to a transparency log.
 
+With --provenance and --sbom (the files "make image" writes to dist/), it also signs them as
+attestations of the image, as "cosign attest" does: DSSE envelopes of in-toto statements about
+the image's digest, in the manifest tagged sha256-<digest>.att. "cosign verify-attestation --key
+cosign.pub --type slsaprovenance1" (or spdxjson) and "pkgsync verify --attestation" accept them.
+A provenance statement about other content than the image is refused.
+
 The key's password is read from $COSIGN_PASSWORD, or asked for on a terminal.`,
 		Example: `  pkgsync key generate
-  COSIGN_PASSWORD=... pkgsync sign registry.example.com/team/my-package:v1 --key cosign.key`,
+  COSIGN_PASSWORD=... pkgsync sign registry.example.com/team/my-package:v1 --key cosign.key
+  COSIGN_PASSWORD=... pkgsync sign ghcr.io/pkgsync/pkgsync:v0.1.0 --key release.key \
+      --provenance dist/provenance.intoto.json --sbom dist/pkgsync.spdx.json`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError("sign takes one image reference, got %d arguments", len(args))
@@ -86,10 +95,33 @@ The key's password is read from $COSIGN_PASSWORD, or asked for on a terminal.`,
 			if err != nil {
 				return err
 			}
-			return signImages(cmd, client, key, refs, true)
+			if !attest.any() {
+				return signImages(cmd, client, key, refs, true)
+			}
+			// The signature and the attestations are about one digest, whatever the tag does
+			// meanwhile.
+			d, err := client.Resolve(cmd.Context(), refs[0], nil)
+			if err != nil {
+				return err
+			}
+			ref := refs[0].WithDigest(d)
+			statements, err := attest.statements(ref)
+			if err != nil {
+				return err
+			}
+			if err := signImages(cmd, client, key, []source.Reference{ref}, true); err != nil {
+				return err
+			}
+			att, err := client.Attest(cmd.Context(), ref, key, statements, nil)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Attested %s (attestations %s)\n", ref, att)
+			return nil
 		},
 	}
 	keyFlags.ApplyFlags(cmd.Flags())
+	attest.ApplyFlags(cmd.Flags())
 	registry.ApplyFlags(cmd.Flags())
 	return cmd
 }

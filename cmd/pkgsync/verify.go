@@ -12,8 +12,9 @@ import (
 
 func newVerifyCmd() *cobra.Command {
 	var (
-		registry registryOptions
-		keys     []string
+		registry     registryOptions
+		keys         []string
+		attestations []string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify REF --key cosign.pub [--key other.pub...]",
@@ -24,8 +25,14 @@ one of the --key public keys over that digest: what the controller checks for a 
 spec.verify. Signatures made by "pkgsync sign" and by "cosign sign --key" both count. No
 transparency log is consulted: the keys are the trust.
 
-It exits 0 when a signature verifies and 1 when none does.`,
-		Example: `  pkgsync verify registry.example.com/team/my-package:v1 --key cosign.pub`,
+--attestation TYPE also requires an attestation of that predicate type (slsaprovenance1,
+spdxjson, or a predicate type URI), stored as "cosign attest" and "pkgsync sign --provenance
+--sbom" store them: a DSSE envelope one of the keys signed, of an in-toto statement about the
+image's digest. The controller image of a release carries both.
+
+It exits 0 when a signature (and every attestation asked for) verifies and 1 otherwise.`,
+		Example: `  pkgsync verify registry.example.com/team/my-package:v1 --key cosign.pub
+  pkgsync verify ghcr.io/pkgsync/pkgsync:v0.1.0 --key pkgsync-release.pub --attestation slsaprovenance1 --attestation spdxjson`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError("verify takes one image reference, got %d arguments", len(args))
@@ -44,6 +51,12 @@ It exits 0 when a signature verifies and 1 when none does.`,
 			if err != nil {
 				return err
 			}
+			types := make([]string, len(attestations))
+			for i, a := range attestations {
+				if types[i], err = predicateType(a); err != nil {
+					return err
+				}
+			}
 			client, err := registry.client(cmd.ErrOrStderr(), refs...)
 			if err != nil {
 				return err
@@ -53,10 +66,20 @@ It exits 0 when a signature verifies and 1 when none does.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Verified %s@%s with %s\n", refs[0].Name(), v.Digest, v.Key)
+			// The attestations of the digest just verified, not of whatever the tag names now.
+			pinned := refs[0].WithDigest(v.Digest)
+			for _, t := range types {
+				a, err := client.VerifyAttestation(cmd.Context(), pinned, set, t, nil)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Verified the %s attestation of %s@%s with %s\n", a.PredicateType, refs[0].Name(), a.Digest, a.Key)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringArrayVar(&keys, "key", nil, "Public key file in PEM (cosign.pub); any of several may match (repeatable)")
+	cmd.Flags().StringArrayVar(&attestations, "attestation", nil, "Also require a signed attestation of this predicate type: slsaprovenance1, spdxjson or a URI (repeatable)")
 	registry.ApplyFlags(cmd.Flags())
 	return cmd
 }

@@ -29,7 +29,11 @@ type blob struct {
 // under blobs/sha256, sorted by digest, with fixed owners, modes and timestamps. The same index
 // gives the same archive, byte for byte. `pkgsync push`, skopeo (oci-archive:) and podman load
 // read it.
-func WriteLayout(w io.Writer, idx v1.ImageIndex, refName string) error {
+//
+// Attachments (the SBOM and provenance) follow the index in index.json: a referrer with its
+// artifactType, one under a cosign tag with that tag as its ref name; their manifests and blobs
+// join the others.
+func WriteLayout(w io.Writer, idx v1.ImageIndex, refName string, attachments ...Attachment) error {
 	fail := func(err error) error { return fmt.Errorf("write layout: %w", err) }
 	blobs, err := indexBlobs(idx)
 	if err != nil {
@@ -47,8 +51,21 @@ func WriteLayout(w io.Writer, idx v1.ImageIndex, refName string) error {
 	if refName != "" {
 		root.Annotations = map[string]string{ocispec.AnnotationRefName: refName}
 	}
+	manifests := []ocispec.Descriptor{root}
+	for _, a := range attachments {
+		desc := a.Descriptor
+		if a.Tag != "" {
+			desc.Annotations = map[string]string{ocispec.AnnotationRefName: a.Tag}
+		}
+		manifests = append(manifests, desc)
+		blobs = addBlob(blobs, v1.Hash{Algorithm: desc.Digest.Algorithm().String(), Hex: desc.Digest.Encoded()}, a.Manifest)
+		for d, data := range a.Blobs {
+			blobs = addBlob(blobs, v1.Hash{Algorithm: d.Algorithm().String(), Hex: d.Encoded()}, data)
+		}
+	}
+	slices.SortFunc(blobs, func(a, b blob) int { return strings.Compare(a.digest.String(), b.digest.String()) })
 	indexJSON, err := json.Marshal(ocispec.Index{
-		Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{root},
+		Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: manifests,
 	})
 	if err != nil {
 		return fail(err)
@@ -79,6 +96,16 @@ func WriteLayout(w io.Writer, idx v1.ImageIndex, refName string) error {
 		return fail(err)
 	}
 	return nil
+}
+
+// addBlob adds data to blobs unless its digest is there.
+func addBlob(blobs []blob, d v1.Hash, data []byte) []blob {
+	for _, b := range blobs {
+		if b.digest == d {
+			return blobs
+		}
+	}
+	return append(blobs, blob{digest: d, open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }})
 }
 
 func writeBlob(tw *tar.Writer, b blob, modTime time.Time) error {
