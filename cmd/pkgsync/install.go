@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -60,7 +61,12 @@ type installFlags struct {
 	verifyKeys []string
 	// verifyAttestations are the attestation types the verified image must carry too.
 	verifyAttestations []string
-	registry           registryOptions
+	// Keyless verification: a certificate from the trusted root's CA issued to one of the
+	// identities (subjects) by the issuer.
+	verifyIdentities []string
+	verifyIssuer     string
+	trustedRoot      string
+	registry         registryOptions
 }
 
 func (o *installFlags) ApplyFlags(fs *pflag.FlagSet) {
@@ -73,17 +79,59 @@ func (o *installFlags) ApplyFlags(fs *pflag.FlagSet) {
 		"install verifies the signature first and pins the Deployment to the verified digest; any of several may match (repeatable)")
 	fs.StringArrayVar(&o.verifyAttestations, "verify-attestation", nil, "With --verify-key, also require a signed attestation of this type about the verified digest: "+
 		"slsaprovenance1 (the release's provenance), spdxjson (its SBOM) or a predicate type URI (repeatable)")
+	fs.StringArrayVar(&o.verifyIdentities, "verify-identity", nil, "Verify a keyless signature instead of a key: a regular expression (RE2, whole value) "+
+		"the signing certificate's subject must match, such as https://github\\.com/org/repo/\\.github/workflows/release\\.yml@refs/tags/v.* (repeatable; any may match); "+
+		"needs --verify-oidc-issuer and --trusted-root")
+	fs.StringVar(&o.verifyIssuer, "verify-oidc-issuer", "", "With --verify-identity: a regular expression the OIDC issuer that vouched for the signer must match")
+	fs.StringVar(&o.trustedRoot, "trusted-root", "", "With --verify-identity: the Sigstore trusted root (trusted_root.json, as cosign trusted-root create writes it); nothing is fetched")
 	o.registry.ApplyFlags(fs)
 }
 
-// verifiedImage checks that img carries a cosign signature by one of --verify-key and returns
+// verifying says whether install verifies the controller image, and checks the flags that
+// say how make sense together.
+func (o *installFlags) verifying() (bool, error) {
+	keyless := len(o.verifyIdentities) > 0 || o.verifyIssuer != "" || o.trustedRoot != ""
+	switch {
+	case keyless && len(o.verifyKeys) > 0:
+		return false, usageError("--verify-key and --verify-identity exclude each other: the image is verified with a key or keylessly")
+	case keyless && (len(o.verifyIdentities) == 0 || o.verifyIssuer == "" || o.trustedRoot == ""):
+		return false, usageError("keyless verification needs --verify-identity, --verify-oidc-issuer and --trusted-root together")
+	case len(o.verifyAttestations) > 0 && len(o.verifyKeys) == 0:
+		return false, usageError("--verify-attestation needs --verify-key: the key the attestations are signed with")
+	}
+	return keyless || len(o.verifyKeys) > 0, nil
+}
+
+// verifyKeyless checks img's keyless signature against the trusted root and identities.
+func (o *installFlags) verifyKeyless(ctx context.Context, client *source.Client, ref source.Reference) (*source.Verification, error) {
+	trusted, err := os.ReadFile(o.trustedRoot)
+	if err != nil {
+		return nil, fmt.Errorf("read --trusted-root: %w", err)
+	}
+	ids := make([]source.OIDCIdentity, len(o.verifyIdentities))
+	for i, subject := range o.verifyIdentities {
+		ids[i] = source.OIDCIdentity{Issuer: o.verifyIssuer, Subject: subject}
+	}
+	policy, err := source.NewKeylessPolicy(trusted, ids)
+	if err != nil {
+		return nil, usageError("--trusted-root, --verify-identity: %w", err)
+	}
+	return client.VerifyKeyless(ctx, ref, policy, nil)
+}
+
+// verifiedImage checks that img carries a cosign signature by one of --verify-key (or a keyless
+// one by --verify-identity) and returns
 // it pinned to the digest that was verified, so the Deployment runs exactly what was checked
 // even if the tag moves afterwards.
 func (o *installFlags) verifiedImage(ctx context.Context, stderr io.Writer, img string) (string, error) {
-	keys, err := readPublicKeys("--verify-key", o.verifyKeys)
-	if err != nil {
-		return "", err
+	var keys *source.PublicKeys
+	if len(o.verifyKeys) > 0 {
+		var err error
+		if keys, err = readPublicKeys("--verify-key", o.verifyKeys); err != nil {
+			return "", err
+		}
 	}
+	var err error
 	types := make([]string, len(o.verifyAttestations))
 	for i, a := range o.verifyAttestations {
 		if types[i], err = predicateType(a); err != nil {
@@ -98,7 +146,12 @@ func (o *installFlags) verifiedImage(ctx context.Context, stderr io.Writer, img 
 	if err != nil {
 		return "", err
 	}
-	v, err := client.Verify(ctx, ref, keys, nil)
+	var v *source.Verification
+	if keys != nil {
+		v, err = client.Verify(ctx, ref, keys, nil)
+	} else {
+		v, err = o.verifyKeyless(ctx, client, ref)
+	}
 	if err != nil {
 		return "", fmt.Errorf("the controller image is not installed: %w", err)
 	}
@@ -175,10 +228,11 @@ progress goes to stderr.`,
 			} else if _, err := source.ParseReference(img); err != nil {
 				return usageError("--image: %w", err)
 			}
-			if len(flags.verifyAttestations) > 0 && len(flags.verifyKeys) == 0 {
-				return usageError("--verify-attestation needs --verify-key: the key the attestations are signed with")
+			verify, err := flags.verifying()
+			if err != nil {
+				return err
 			}
-			if len(flags.verifyKeys) > 0 {
+			if verify {
 				pinned, err := flags.verifiedImage(cmd.Context(), stderr, img)
 				if err != nil {
 					return err
