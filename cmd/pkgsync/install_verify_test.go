@@ -127,9 +127,9 @@ func TestInstallVerifyIdentity(t *testing.T) {
 	assert.Equal(t, reg.Host+"/"+repository+"@"+digest, containers[0].(map[string]any)["image"])
 
 	for name, args := range map[string][]string{
-		"another identity":      {"--verify-identity", `https://ci\.example/other@.*`, "--verify-oidc-issuer", `https://issuer\.example`, "--trusted-root", rootFile},
-		"another issuer":        {"--verify-identity", `.*`, "--verify-oidc-issuer", `https://other\.example`, "--trusted-root", rootFile},
-		"another trusted root":  {"--verify-identity", `.*`, "--verify-oidc-issuer", `.*`, "--trusted-root", otherRoot},
+		"another identity":       {"--verify-identity", `https://ci\.example/other@.*`, "--verify-oidc-issuer", `https://issuer\.example`, "--trusted-root", rootFile},
+		"another issuer":         {"--verify-identity", `.*`, "--verify-oidc-issuer", `https://other\.example`, "--trusted-root", rootFile},
+		"another trusted root":   {"--verify-identity", `.*`, "--verify-oidc-issuer", `.*`, "--trusted-root", otherRoot},
 		"a key, not an identity": {"--verify-key", writeOnlyPub(t, tmp)},
 	} {
 		t.Run("refused: "+name, func(t *testing.T) {
