@@ -43,6 +43,13 @@ type Options struct {
 	// UserAgent is sent with every request; empty means "pkgsync". Callers add their version.
 	UserAgent string
 
+	// Overrides rewrite every reference read (pulls, resolutions, tag listings, signatures)
+	// before a registry is asked: Package Operator's --registry-host-overrides and
+	// --image-prefix-overrides. Writes (Push, Sign) go where the reference names.
+	Overrides Overrides
+	// MirrorSets are the mirrors the client starts with; SetMirrorSets replaces them.
+	MirrorSets MirrorSets
+
 	// Credentials answer for registries when a call passes no credentials of its own. Nil
 	// means anonymous access.
 	Credentials Credentials
