@@ -21,6 +21,10 @@ type Options struct {
 	// Config is the package configuration as a JSON (or YAML) object. Empty means {}.
 	Config []byte
 
+	// RelocateImage, when set, rewrites each image templates see as .images.NAME (from the
+	// lock file, or spec.images as written): the registry overrides of a disconnected cluster.
+	RelocateImage func(image string) string
+
 	// Environment describes the clusters the package is rendered for.
 	Environment Environment
 }

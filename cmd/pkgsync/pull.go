@@ -64,6 +64,7 @@ checked against the size and path limits.`,
 	}
 	cmd.Flags().StringVar(&dir, "output", "", "Directory to write the package to (required; empty or absent)")
 	registry.ApplyFlags(cmd.Flags())
+	registry.overrides.ApplyFlags(cmd.Flags())
 	out.ApplyFlags(cmd.Flags())
 	return cmd
 }

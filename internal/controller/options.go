@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"pkgsync.dev/pkgsync/render"
+	"pkgsync.dev/pkgsync/source"
 )
 
 // fieldOwner is the field manager of status patches.
@@ -40,6 +41,9 @@ type Options struct {
 	// RequireSignatures refuses Packages and ClusterPackages without spec.verify, and
 	// HostedClusterPackages without spec.template.spec.verify.
 	RequireSignatures bool
+	// ImageOverrides relocate the .images templates see (--registry-host-overrides,
+	// --image-prefix-overrides); the source client reads packages through the same overrides.
+	ImageOverrides source.Overrides
 	// RenderCacheBytes bounds the estimated memory of the rendered packages kept (see
 	// resultSize); 32 MiB when zero.
 	RenderCacheBytes int64

@@ -187,6 +187,8 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 		Image:       ref.String(),
 		Component:   obj.GetSpec().Component,
 		Environment: templateEnvironment(r.options, hc),
+		// The same for every resource: the render cache need not key on it.
+		RelocateImage: r.options.relocateImage(),
 	}
 	if cfg := obj.GetSpec().Config; cfg != nil {
 		opts.Config = cfg.Raw
