@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http/httpproxy"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -82,7 +83,9 @@ func NewClient(opts Options) (*Client, error) {
 			cfg.RootCAs = pool
 		}
 		t.TLSClientConfig = cfg
-		t.DialContext = opts.dialer()
+		env := httpproxy.FromEnvironment()
+		t.Proxy = opts.proxyFunc(env)
+		t.DialContext = opts.dialer(proxyAddresses(env))
 		t.MaxResponseHeaderBytes = maxResponseHeaderBytes
 		t.ResponseHeaderTimeout = responseHeaderTimeout
 		base = t
