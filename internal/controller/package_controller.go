@@ -123,6 +123,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err != nil {
 		return nil, constraintViolated(err)
 	}
+	from := r.servedFrom(ctx, ref, creds)
 	if err := r.checkUniqueInScope(ctx, obj, rendered.Manifest); err != nil {
 		return nil, constraintViolated(err)
 	}
@@ -144,6 +145,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		}
 		status.LastAppliedRevision, status.LastAppliedTag = digest, ref.Tag
 		status.LastAppliedConfigDigest = configDigest
+		status.LastAppliedFrom = from
 	}
 	return res, err
 }
@@ -268,7 +270,7 @@ func readPullCredentials(ctx context.Context, reader client.Reader, ns string, r
 func (r *packageSteps[T]) outcome(ctx context.Context, obj T, res *apply.Result, err error) (ctrl.Result, error) {
 	spec := obj.GetSpec()
 	return conclude(ctx, obj, res, err, spec.GetInterval(), r.retryInterval(spec), r.options.ProgressInterval,
-		fmt.Sprintf("applied revision %s", obj.GetStatus().LastAppliedRevision))
+		appliedMessage(obj.GetStatus()))
 }
 
 func (r *packageSteps[T]) retryInterval(spec *v1alpha1.PackageSpec) time.Duration {

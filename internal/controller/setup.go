@@ -78,6 +78,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	ro.hostedClustersIndexed = hostedClusterAPI
+	if err := watchMirrorSets(ctx, mgr, cfg.Source); err != nil {
+		return err
+	}
 	specChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{})
 
 	lc := func() lifecycleBase {

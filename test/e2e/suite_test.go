@@ -108,7 +108,8 @@ func setupSuite(dir string) error {
 	}
 	if _, err := envtest.InstallCRDs(suite.mgmt.Config, envtest.CRDInstallOptions{
 		Paths: []string{filepath.Join("..", "..", "config", "crd", "bases"), filepath.Join("testdata", "hostedcluster-crd.yaml"),
-			filepath.Join("testdata", "hostedcontrolplane-crd.yaml")},
+			filepath.Join("testdata", "hostedcontrolplane-crd.yaml"),
+			filepath.Join("testdata", "imagedigestmirrorset-crd.yaml"), filepath.Join("testdata", "imagetagmirrorset-crd.yaml")},
 	}); err != nil {
 		return fmt.Errorf("install CRDs: %w", err)
 	}
