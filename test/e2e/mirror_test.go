@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -92,4 +93,49 @@ func TestPackageFromMirror(t *testing.T) {
 	}
 	assert.Equal(t, before, suite.registryRequests.requestsUnder("e2e-mirror-src"), "the source was contacted")
 	assert.Positive(t, suite.registryRequests.count(http.MethodGet, "/v2/e2e-mirror-dst/app/manifests/"+digest))
+}
+
+// TestControllerImageOverrides: with --registry-host-overrides and --image-prefix-overrides, the
+// controller relocates the .images a package's templates see (the package image itself is read
+// through the source client's overrides, which the source tests cover).
+func TestControllerImageOverrides(t *testing.T) {
+	runShardController(t, "image-overrides", func(o *controller.Options) {
+		o.ImageOverrides = source.Overrides{
+			Hosts:    map[string]string{"quay.io": "mirror.example.com:5000"},
+			Prefixes: []source.PrefixOverride{{From: "registry.example.com/team/", To: "mirror.example.com:5000/team-mirror/"}},
+		}
+	})
+	dir := writePackage(t, map[string]string{
+		"manifest.yaml": `apiVersion: pkgsync.dev/v1alpha1
+kind: PackageManifest
+metadata: {name: images}
+spec:
+  phases: [{name: deploy}]
+  images:
+  - {name: app, image: "quay.io/team/app:v1"}
+  - {name: sidecar, image: "registry.example.com/team/sidecar:v2"}
+  - {name: other, image: "other.example.com/x/y:v3"}
+`,
+		"cm.yaml.gotmpl": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: images
+  annotations: {pkgsync.dev/phase: deploy}
+data:
+  app: {{ .images.app | quote }}
+  sidecar: {{ .images.sidecar | quote }}
+  other: {{ .images.other | quote }}
+`,
+	})
+	pushPackage(t, dir, "e2e-image-overrides:v1")
+	ns := newNamespace(t)
+	p := newPackage(ns, "images", suite.registry.Host+"/e2e-image-overrides:v1", "")
+	p.Labels = map[string]string{shardLabel: "image-overrides"}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), p))
+	waitForReady(t, p, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.Equal(t, map[string]string{
+		"app":     "mirror.example.com:5000/team/app:v1",
+		"sidecar": "mirror.example.com:5000/team-mirror/sidecar:v2",
+		"other":   "other.example.com/x/y:v3",
+	}, configMapData(t, ns, "images"))
 }
