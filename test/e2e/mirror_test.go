@@ -47,8 +47,8 @@ func mirrorSet(t *testing.T, kind, field, name, src, mirror string) {
 
 // TestPackageFromMirror: with the source registry stopped and OpenShift mirror sets naming a
 // mirror that holds the same content (pushed with the project's own push), Packages named by
-// tag and by digest converge from the mirror: the digest unchanged, the mirror named in status
-// and in the Ready message, and nothing sent to the source (NeverContactSource).
+// tag and by digest, and a fleet, converge from the mirror: the digest unchanged, the mirror
+// named in status and in the Ready message, and nothing sent to the source (NeverContactSource).
 func TestPackageFromMirror(t *testing.T) {
 	t.Parallel()
 	src := testenv.NewRegistry(t, testenv.RegistryOptions{})
@@ -56,6 +56,9 @@ func TestPackageFromMirror(t *testing.T) {
 	dir := writePackage(t, appPackage)
 	digest := pushPackageTo(t, dir, src.Host+"/e2e-mirror-src/app:v1")
 	require.Equal(t, digest, pushPackageTo(t, dir, mirror.Host+"/e2e-mirror-dst/app:v1"), "one build, one digest")
+	fleetDir := writePackage(t, fleetPackage("1", false))
+	fleetDigest := pushPackageTo(t, fleetDir, src.Host+"/e2e-mirror-src/fleet:v1")
+	require.Equal(t, fleetDigest, pushPackageTo(t, fleetDir, mirror.Host+"/e2e-mirror-dst/fleet:v1"))
 	require.NoError(t, src.Stop())
 
 	name := strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")
@@ -90,6 +93,25 @@ func TestPackageFromMirror(t *testing.T) {
 		require.NoError(t, suite.mgmtClient.Get(t.Context(), clientKey(p), p))
 		assert.Equal(t, digest, p.Status.LastAppliedRevision)
 		assert.Equal(t, mirror.Host+"/e2e-mirror-dst/app", p.Status.LastAppliedFrom)
+	}
+
+	// A fleet resolves its tag through the tag mirror; its members pull from the mirror.
+	hcNamespace := newNamespace(t)
+	newFleetClusters(t, hcNamespace, hcNamespace, "a", "b")
+	fleet := &v1alpha1.HostedClusterPackage{
+		ObjectMeta: metav1.ObjectMeta{Name: "mirror-" + hcNamespace[len(hcNamespace)-8:]},
+		Spec: v1alpha1.HostedClusterPackageSpec{
+			HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": hcNamespace}},
+			Template:              v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: src.Host + "/e2e-mirror-src/fleet:v1"}},
+		},
+	}
+	newFleet(t, fleet)
+	waitForFleet(t, fleet.Name, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, fleetDigest)
+	members := fleetMembers(t, t.Context(), fleet.Name)
+	require.Len(t, members, 2)
+	for _, m := range members {
+		assert.Equal(t, fleetDigest, m.Status.LastAppliedRevision)
+		assert.Equal(t, mirror.Host+"/e2e-mirror-dst/fleet", m.Status.LastAppliedFrom)
 	}
 	assert.Equal(t, before, suite.registryRequests.requestsUnder("e2e-mirror-src"), "the source was contacted")
 	assert.Positive(t, suite.registryRequests.count(http.MethodGet, "/v2/e2e-mirror-dst/app/manifests/"+digest))
