@@ -121,14 +121,15 @@ func (c *Client) locate(ctx context.Context, ref Reference, creds Credentials) (
 }
 
 // Locate returns the location (registry and repository, with ref's tag and digest) that the
-// caller reads ref.Digest from: ref itself when neither overridden nor mirrored, else the first
-// of its locations where creds may read the digest (proved as Authorize proves it). Status
-// names it.
+// caller reads ref.Digest from: ref itself when neither overridden nor mirrored, the one
+// location when only overridden (neither costs a request), else the first of its locations
+// where creds may read the digest, proved as Authorize proves it (free after a Pull or
+// Authorize within the access TTL). Status names it.
 func (c *Client) Locate(ctx context.Context, ref Reference, creds Credentials) (Reference, error) {
 	if ref.Digest == "" {
 		return Reference{}, fmt.Errorf("locate %s: the reference names no digest", ref)
 	}
-	loc, _, err := c.authorizeChain(ctx, ref, creds)
+	loc, _, err := c.locate(ctx, ref, creds)
 	if err != nil {
 		return Reference{}, fmt.Errorf("pull %s: %w", ref, err)
 	}
