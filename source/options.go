@@ -28,9 +28,11 @@ type Options struct {
 	// address is checked as it is dialled, after name resolution, so that a name resolving
 	// there, a redirect (of a blob download, say) and a token realm are refused too. Refusals
 	// wrap ErrLocalAddress. A host listed as host:port is allowed that port only; as host, any
-	// port. With an HTTP proxy the address dialled is the proxy's, which then reaches the
-	// registry on its own rules. The zero value refuses nothing: docker's and oras' behaviour
-	// on a developer's machine.
+	// port. With an HTTP proxy (HTTPS_PROXY, read by NewClient) the address dialled is the
+	// proxy's, which is allowed wherever it is; a registry named by an IP address is checked
+	// before it is handed to the proxy, one named by a host name is resolved by the proxy, on
+	// its own rules (proxy.go). The zero value refuses nothing: docker's and oras' behaviour on
+	// a developer's machine.
 	RefuseLocalAddresses bool
 	// LocalHosts lists registries (host or host:port) reached over HTTPS that may be on
 	// local addresses when RefuseLocalAddresses is set.
