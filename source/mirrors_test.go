@@ -436,3 +436,20 @@ func TestVerifyThroughMirror(t *testing.T) {
 	assert.Equal(t, img.Digest, v.Digest)
 	assert.Equal(t, mirror.Host, v.Signature.Registry)
 }
+
+// TestMirrorAddressRules: a mirror on a loopback address is refused as any registry is, unless
+// the operator named it.
+func TestMirrorAddressRules(t *testing.T) {
+	t.Parallel()
+	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	img, _ := pushPackage(t, newClient(t, Options{}), mirror.Host, "team/pkg", nil)
+	sets := MirrorSets{Digest: []MirrorSet{{Source: "quay.example/team", Mirrors: []string{mirror.Host + "/team"}, NeverContactSource: true}}}
+	ref := mustRef(t, "quay.example/team/pkg@"+img.Digest)
+
+	_, err := newClient(t, Options{RefuseLocalAddresses: true, MirrorSets: sets}).Pull(t.Context(), ref, nil)
+	require.ErrorIs(t, err, ErrLocalAddress)
+
+	a, err := newClient(t, Options{RefuseLocalAddresses: true, PlainHTTPHosts: []string{mirror.Host}, MirrorSets: sets}).Pull(t.Context(), ref, nil)
+	require.NoError(t, err)
+	assert.Equal(t, img.Digest, a.Digest)
+}
