@@ -21,6 +21,12 @@ type Options struct {
 	// Config is the package configuration as a JSON (or YAML) object. Empty means {}.
 	Config []byte
 
+	// RelocateImage, when set, rewrites each image templates see as .images.NAME (from the
+	// lock file, or spec.images as written): the registry overrides of a disconnected cluster.
+	// Not part of an options fingerprint (a func does not marshal): callers that cache renders
+	// use one rewrite for every render.
+	RelocateImage func(image string) string `json:"-"`
+
 	// Environment describes the clusters the package is rendered for.
 	Environment Environment
 }

@@ -130,6 +130,13 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 	}
 	images, imageErrs := lockedImages(fsys, manifestFile, manifest, pko)
 	errs = append(errs, imageErrs...)
+	if opts.RelocateImage != nil {
+		for name, img := range images {
+			if s, ok := img.(string); ok {
+				images[name] = opts.RelocateImage(s)
+			}
+		}
+	}
 	if m.testCase && len(imageErrs) == 0 {
 		// The lock is checked all the same, as Package Operator's tests check it.
 		for name := range images {

@@ -62,7 +62,8 @@ func (a *accessCache) proven(key string) bool {
 	return ok && a.now().Sub(v.(time.Time)) < a.ttl
 }
 
-// Authorize proves that creds may read the manifest ref.Digest names in ref's repository, as
+// Authorize proves that creds may read the manifest ref.Digest names in ref's repository (at
+// one of its locations, with the credential creds holds for that location's host), as
 // Pull does before it serves anything cached: by a recent proof (a tag resolution or an earlier
 // check with the same credential), or by one HEAD request. Callers that keep what they made of a
 // pulled package (a render) call it before using that again, so that revoked access ends there too.
@@ -70,11 +71,7 @@ func (c *Client) Authorize(ctx context.Context, ref Reference, creds Credentials
 	if ref.Digest == "" {
 		return fmt.Errorf("authorize %s: the reference names no digest", ref)
 	}
-	cred, err := c.credential(ctx, ref.Registry, creds)
-	if err != nil {
-		return fmt.Errorf("authorize %s: %w", ref, err)
-	}
-	if err := c.authorize(ctx, ref, cred); err != nil {
+	if _, _, err := c.authorizeChain(ctx, ref, creds); err != nil {
 		return fmt.Errorf("pull %s: %w", ref, err)
 	}
 	return nil

@@ -32,9 +32,9 @@ var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
 
 // dialer returns the DialContext of the transport NewClient builds: net/http's default dialer,
 // refusing local addresses (checked on the IP each attempt connects to) for hosts the options do
-// not allow, when they say so. This machine's own addresses are read once, here: a pod's do not
-// change while it runs.
-func (o *Options) dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
+// not allow, when they say so, nor the proxies (host:port) the environment names (proxy.go).
+// This machine's own addresses are read once, here: a pod's do not change while it runs.
+func (o *Options) dialer(proxies []string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	// net/http's DefaultTransport dialer.
 	plain := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	if !o.RefuseLocalAddresses {
@@ -43,7 +43,7 @@ func (o *Options) dialer() func(ctx context.Context, network, addr string) (net.
 	own := ownAddresses()
 	guarded := *plain
 	guarded.Control = func(_, address string, _ syscall.RawConn) error { return refuseLocal(address, own) }
-	allowed := append(append([]string{}, o.PlainHTTPHosts...), o.LocalHosts...)
+	allowed := append(append(append([]string{}, o.PlainHTTPHosts...), o.LocalHosts...), proxies...)
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if hostAllowed(allowed, addr) {
 			return plain.DialContext(ctx, network, addr)

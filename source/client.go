@@ -11,8 +11,10 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http/httpproxy"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -47,6 +49,8 @@ type Client struct {
 	resolutions *resolutionCache
 	// tagLists remembers recent tag listings for TagsWithin.
 	tagLists *tagListCache
+	// mirrors are the mirror sets reads go through (locations.go).
+	mirrors atomic.Pointer[MirrorSets]
 	// verifyTimeout bounds one verification (maxVerifyTime; tests lower it).
 	verifyTimeout time.Duration
 }
@@ -79,7 +83,9 @@ func NewClient(opts Options) (*Client, error) {
 			cfg.RootCAs = pool
 		}
 		t.TLSClientConfig = cfg
-		t.DialContext = opts.dialer()
+		env := httpproxy.FromEnvironment()
+		t.Proxy = opts.proxyFunc(env)
+		t.DialContext = opts.dialer(proxyAddresses(env))
 		t.MaxResponseHeaderBytes = maxResponseHeaderBytes
 		t.ResponseHeaderTimeout = responseHeaderTimeout
 		base = t
@@ -111,6 +117,10 @@ func NewClient(opts Options) (*Client, error) {
 	if opts.CacheDir != "" {
 		c.disk = &diskCache{dir: opts.CacheDir}
 	}
+	if err := opts.MirrorSets.Validate(); err != nil {
+		return nil, err
+	}
+	c.SetMirrorSets(opts.MirrorSets)
 	return c, nil
 }
 
@@ -197,17 +207,12 @@ func credentialKey(host string, cred auth.Credential) string {
 }
 
 // Resolve returns the manifest digest ref names. A digest-pinned reference answers without a
-// request; a tag costs one HEAD request and no download. A tag resolved with creds also proves
-// that creds may read the digest, so that pulling it from the cache next costs no request.
+// request; a tag costs one HEAD request (at each of its locations until one answers) and no
+// download. A tag resolved with creds also proves that creds may read the digest there, so that
+// pulling it from the cache next costs no request.
 func (c *Client) Resolve(ctx context.Context, ref Reference, creds Credentials) (string, error) {
-	if ref.Digest != "" {
-		return ref.Digest, nil
-	}
-	cred, err := c.credential(ctx, ref.Registry, creds)
-	if err != nil {
-		return "", fmt.Errorf("resolve %s: %w", ref, err)
-	}
-	return c.resolve(ctx, ref, cred)
+	dgst, _, err := c.resolveChain(ctx, ref, creds)
+	return dgst, err
 }
 
 // resolve is Resolve with the credential looked up.

@@ -28,9 +28,11 @@ type Options struct {
 	// address is checked as it is dialled, after name resolution, so that a name resolving
 	// there, a redirect (of a blob download, say) and a token realm are refused too. Refusals
 	// wrap ErrLocalAddress. A host listed as host:port is allowed that port only; as host, any
-	// port. With an HTTP proxy the address dialled is the proxy's, which then reaches the
-	// registry on its own rules. The zero value refuses nothing: docker's and oras' behaviour
-	// on a developer's machine.
+	// port. With an HTTP proxy (HTTPS_PROXY, read by NewClient) the address dialled is the
+	// proxy's, which is allowed wherever it is; a registry named by an IP address is checked
+	// before it is handed to the proxy, one named by a host name is resolved by the proxy, on
+	// its own rules (proxy.go). The zero value refuses nothing: docker's and oras' behaviour on
+	// a developer's machine.
 	RefuseLocalAddresses bool
 	// LocalHosts lists registries (host or host:port) reached over HTTPS that may be on
 	// local addresses when RefuseLocalAddresses is set.
@@ -42,6 +44,13 @@ type Options struct {
 	Transport http.RoundTripper
 	// UserAgent is sent with every request; empty means "pkgsync". Callers add their version.
 	UserAgent string
+
+	// Overrides rewrite every reference read (pulls, resolutions, tag listings, signatures)
+	// before a registry is asked: Package Operator's --registry-host-overrides and
+	// --image-prefix-overrides. Writes (Push, Sign) go where the reference names.
+	Overrides Overrides
+	// MirrorSets are the mirrors the client starts with; SetMirrorSets replaces them.
+	MirrorSets MirrorSets
 
 	// Credentials answer for registries when a call passes no credentials of its own. Nil
 	// means anonymous access.

@@ -85,18 +85,16 @@ func (a *Artifact) Size() int64 { return a.size }
 // answer is remembered per credential for Options.AccessTTL. A caller the registry refuses gets
 // the error it would get with nothing cached.
 func (c *Client) Pull(ctx context.Context, ref Reference, creds Credentials) (*Artifact, error) {
-	cred, err := c.credential(ctx, ref.Registry, creds)
-	if err != nil {
-		return nil, fmt.Errorf("pull %s: %w", ref, err)
-	}
-	dgst, err := c.resolve(ctx, ref, cred)
+	dgst, _, err := c.resolveChain(ctx, ref, creds)
 	if err != nil {
 		return nil, fmt.Errorf("pull: %w", err)
 	}
 	ref = ref.WithDigest(dgst)
 	// Before anything cached is looked at, and before joining a download that another caller
-	// started with its own credentials.
-	if err := c.authorize(ctx, ref, cred); err != nil {
+	// started with its own credentials. Cached content is keyed by ref as named, wherever it
+	// was read from: the access is proved at a location of this caller's own reference.
+	loc, cred, err := c.authorizeChain(ctx, ref, creds)
+	if err != nil {
 		return nil, fmt.Errorf("pull %s: %w", ref, err)
 	}
 	key := ref.Content()
@@ -110,7 +108,7 @@ func (c *Client) Pull(ctx context.Context, ref Reference, creds Credentials) (*A
 		if a := c.memory.get(key); a != nil {
 			return a, nil
 		}
-		a, err := c.pull(ctx, ref, cred)
+		a, err := c.pull(ctx, ref, loc, cred)
 		if err != nil {
 			return nil, err
 		}
@@ -133,11 +131,12 @@ type manifestDoc struct {
 	Annotations  map[string]string    `json:"annotations"`
 }
 
-// pull downloads, verifies and unpacks the image ref.Digest names, reading what the cache
-// directory holds for ref's repository instead of downloading it again.
-func (c *Client) pull(ctx context.Context, ref Reference, cred auth.Credential) (*Artifact, error) {
+// pull downloads from loc, verifies and unpacks the image ref.Digest names, reading what the
+// cache directory holds for ref's repository (as named) instead of downloading it again. Every
+// manifest and blob is checked against its digest, so a mirror cannot substitute content.
+func (c *Client) pull(ctx context.Context, name, ref Reference, cred auth.Credential) (*Artifact, error) {
 	repo := c.repositoryWith(ref, cred)
-	disk := c.disk.forRepository(ref)
+	disk := c.disk.forRepository(name)
 	doc, err := c.fetchManifest(ctx, repo, disk, ref, digest.Digest(ref.Digest))
 	if err != nil {
 		return nil, err

@@ -46,13 +46,14 @@ func (c *Client) ResolveWithin(ctx context.Context, ref Reference, creds Credent
 	if ref.Digest != "" || ref.Tag == "" {
 		return c.Resolve(ctx, ref, creds)
 	}
-	cred, err := c.credential(ctx, ref.Registry, creds)
+	// The tag and the credentials, not only the tag: a caller must not learn from the cache
+	// what the registry would refuse to tell it. The credential of every location the tag is
+	// resolved at, not only the source's (chainKey).
+	chain, err := c.chainKey(ctx, ref, byTag, creds)
 	if err != nil {
 		return "", fmt.Errorf("resolve %s: %w", ref, err)
 	}
-	// The tag and the credential, not only the tag: a caller must not learn from the cache
-	// what the registry would refuse to tell it.
-	key := ref.Name() + ":" + ref.Tag + "\x00" + credentialKey(ref.Registry, cred)
+	key := ref.Name() + ":" + ref.Tag + "\x00" + chain
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("resolve %s: %w", ref, err)
 	}
@@ -69,7 +70,7 @@ func (c *Client) ResolveWithin(ctx context.Context, ref Reference, creds Credent
 	// callers merged into it are not failed by it.
 	val, err := rc.flight.do(ctx, key, sharedResolveTimeout, func(ctx context.Context) (any, error) {
 		started := rc.now()
-		dgst, err := c.resolve(ctx, ref, cred)
+		dgst, _, err := c.resolveChain(ctx, ref, creds)
 		if err != nil {
 			return "", err
 		}

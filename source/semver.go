@@ -56,11 +56,13 @@ func (c *Client) Tags(ctx context.Context, ref Reference, creds Credentials) ([]
 // resources following one repository cost one listing per interval. The returned slice is
 // shared: do not change it.
 func (c *Client) TagsWithin(ctx context.Context, ref Reference, creds Credentials, maxAge time.Duration) ([]string, error) {
-	cred, err := c.credential(ctx, ref.Registry, creds)
+	// Listed through tag mirrors: a listing is the repository's tags. Remembered per location
+	// and credential of each (chainKey), not the source's alone.
+	chain, err := c.chainKey(ctx, ref, byTag, creds)
 	if err != nil {
 		return nil, fmt.Errorf("list tags of %s: %w", ref.Name(), err)
 	}
-	key := ref.Name() + "\x00" + credentialKey(ref.Registry, cred)
+	key := ref.Name() + "\x00" + chain
 	rc := c.tagLists
 	if maxAge > 0 {
 		if l, ok := rc.get(key); ok && rc.now().Sub(l.at) < maxAge {
@@ -68,34 +70,21 @@ func (c *Client) TagsWithin(ctx context.Context, ref Reference, creds Credential
 		}
 	}
 	val, err := rc.flight.do(ctx, key, sharedResolveTimeout, func(ctx context.Context) (any, error) {
-		ctx = withReadBudget(ctx, &readBudget{what: "the tag listing", perResponse: rc.pageBytes, total: rc.listBytes})
 		started := rc.now()
-		repo := c.repositoryWith(ref, cred)
-		repo.TagListPageSize = rc.pageSize
-		repo.TagListMaxPages = rc.maxPages
-		// One byte over ours, so that our bound, which names itself, is met first.
-		repo.MaxMetadataBytes = rc.pageBytes + 1
-		var tags []string
-		err := repo.Tags(ctx, "", func(page []string) error {
-			if len(tags)+len(page) > rc.maxTags {
-				return fmt.Errorf("more than %d tags: %w", rc.maxTags, ErrLimit)
+		locs := c.locationsOf(ref, byTag)
+		var errs []error
+		for _, loc := range locs {
+			tags, err := c.listTags(ctx, loc, creds)
+			if err == nil {
+				rc.add(key, tagList{tags: tags, at: started})
+				return tags, nil
 			}
-			for _, tag := range page {
-				if len(tag) > maxTagLength {
-					return fmt.Errorf("%w: a tag of %d characters, over %d (the distribution spec's bound)", ErrLimit, len(tag), maxTagLength)
-				}
+			if ctx.Err() != nil {
+				return nil, err
 			}
-			tags = append(tags, page...)
-			return nil
-		})
-		if errors.Is(err, errdef.ErrTooManyPages) {
-			err = fmt.Errorf("%w: %w", ErrLimit, err)
+			errs = append(errs, err)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("list tags of %s: %w", ref.Name(), c.explain(Reference{Registry: ref.Registry, Repository: ref.Repository}, err))
-		}
-		rc.add(key, tagList{tags: tags, at: started})
-		return tags, nil
+		return nil, tried(ref, locs, errs)
 	})
 	switch {
 	case err == nil:
@@ -104,6 +93,41 @@ func (c *Client) TagsWithin(ctx context.Context, ref Reference, creds Credential
 		return nil, fmt.Errorf("list tags of %s: %w", ref.Name(), err)
 	}
 	return nil, err
+}
+
+// listTags lists the tags of loc's repository, within the listing's bounds.
+func (c *Client) listTags(ctx context.Context, loc Reference, creds Credentials) ([]string, error) {
+	rc := c.tagLists
+	cred, err := c.credential(ctx, loc.Registry, creds)
+	if err != nil {
+		return nil, fmt.Errorf("list tags of %s: %w", loc.Name(), err)
+	}
+	ctx = withReadBudget(ctx, &readBudget{what: "the tag listing", perResponse: rc.pageBytes, total: rc.listBytes})
+	repo := c.repositoryWith(loc, cred)
+	repo.TagListPageSize = rc.pageSize
+	repo.TagListMaxPages = rc.maxPages
+	// One byte over ours, so that our bound, which names itself, is met first.
+	repo.MaxMetadataBytes = rc.pageBytes + 1
+	var tags []string
+	err = repo.Tags(ctx, "", func(page []string) error {
+		if len(tags)+len(page) > rc.maxTags {
+			return fmt.Errorf("more than %d tags: %w", rc.maxTags, ErrLimit)
+		}
+		for _, tag := range page {
+			if len(tag) > maxTagLength {
+				return fmt.Errorf("%w: a tag of %d characters, over %d (the distribution spec's bound)", ErrLimit, len(tag), maxTagLength)
+			}
+		}
+		tags = append(tags, page...)
+		return nil
+	})
+	if errors.Is(err, errdef.ErrTooManyPages) {
+		err = fmt.Errorf("%w: %w", ErrLimit, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list tags of %s: %w", loc.Name(), c.explain(Reference{Registry: loc.Registry, Repository: loc.Repository}, err))
+	}
+	return tags, nil
 }
 
 // tagListCache remembers when each repository's tags were last listed, per credential, and

@@ -17,6 +17,7 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
 // Where and how cosign stores signatures of an image: a manifest tagged ALG-HEX.sig in the
@@ -173,16 +174,12 @@ func (c *Client) Verify(ctx context.Context, ref Reference, keys *PublicKeys, cr
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.verifyTimeout)
 	defer cancel()
-	cred, err := c.credential(ctx, ref.Registry, creds)
+	dgst, loc, cred, err := c.signaturesAt(ctx, ref, creds)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", ref, err)
 	}
-	dgst, err := c.resolve(ctx, ref, cred)
-	if err != nil {
-		return nil, fmt.Errorf("verify %s: %w", ref, err)
-	}
-	repo := c.repositoryWith(ref, cred)
-	sigRef := Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: SignatureTag(dgst)}
+	repo := c.repositoryWith(loc, cred)
+	sigRef := Reference{Registry: loc.Registry, Repository: loc.Repository, Tag: SignatureTag(dgst)}
 	manifest, err := c.readSignatureManifest(ctx, repo, sigRef)
 	noTag := errors.Is(err, ErrNoSignature)
 	if err != nil && !noTag {
@@ -203,7 +200,7 @@ func (c *Client) Verify(ctx context.Context, ref Reference, keys *PublicKeys, cr
 		}
 	}
 	// cosign 3 stores signatures as sigstore bundles that refer to the image.
-	key, bundleRef, bundleFailures, err := c.verifyKeyedBundles(ctx, repo, ref, dgst, keys)
+	key, bundleRef, bundleFailures, err := c.verifyKeyedBundles(ctx, repo, loc, dgst, keys)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s@%s: %w", ref.Name(), dgst, err)
 	}
@@ -219,6 +216,22 @@ func (c *Client) Verify(ctx context.Context, ref Reference, keys *PublicKeys, cr
 		return nil, fmt.Errorf("verify %s@%s: %w: %s, and no sigstore bundle refers to the image", ref.Name(), dgst, ErrNoSignature, where)
 	}
 	return nil, fmt.Errorf("verify %s@%s: %w with the keys %s: %s", ref.Name(), dgst, ErrSignatureInvalid, keys, strings.Join(failures, "; "))
+}
+
+// signaturesAt resolves ref (at its locations) and returns its digest and where its signatures
+// are read: the location that serves the content to this caller, with the credential creds
+// holds for it. A signature copied to a mirror verifies as it did at the source: it signs the
+// digest, and trust policies match the reference as named.
+func (c *Client) signaturesAt(ctx context.Context, ref Reference, creds Credentials) (string, Reference, auth.Credential, error) {
+	dgst, _, err := c.resolveChain(ctx, ref, creds)
+	if err != nil {
+		return "", Reference{}, auth.EmptyCredential, err
+	}
+	loc, cred, err := c.locate(ctx, ref.WithDigest(dgst), creds)
+	if err != nil {
+		return "", Reference{}, auth.EmptyCredential, err
+	}
+	return dgst, loc, cred, nil
 }
 
 // readSignatureManifest fetches the signature manifest sigRef names, bounded in size. A missing

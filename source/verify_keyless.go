@@ -161,11 +161,7 @@ func (p *KeylessPolicy) String() string { return "[" + strings.Join(p.described,
 func (c *Client) VerifyKeyless(ctx context.Context, ref Reference, p *KeylessPolicy, creds Credentials) (*Verification, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.verifyTimeout)
 	defer cancel()
-	cred, err := c.credential(ctx, ref.Registry, creds)
-	if err != nil {
-		return nil, fmt.Errorf("verify %s: %w", ref, err)
-	}
-	dgst, err := c.resolve(ctx, ref, cred)
+	dgst, loc, cred, err := c.signaturesAt(ctx, ref, creds)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", ref, err)
 	}
@@ -173,8 +169,8 @@ func (c *Client) VerifyKeyless(ctx context.Context, ref Reference, p *KeylessPol
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", ref, err)
 	}
-	repo := c.repositoryWith(ref, cred)
-	sigRef := Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: SignatureTag(dgst)}
+	repo := c.repositoryWith(loc, cred)
+	sigRef := Reference{Registry: loc.Registry, Repository: loc.Repository, Tag: SignatureTag(dgst)}
 	identity, failures, err := c.verifyKeylessTag(ctx, repo, sigRef, dgst, p)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s@%s: %w", ref.Name(), dgst, err)
@@ -185,7 +181,7 @@ func (c *Client) VerifyKeyless(ctx context.Context, ref Reference, p *KeylessPol
 	repo.ReferrerListMaxPages = maxReferrerPages
 	bundles, more, err := listBundles(ctx, repo, d)
 	if err != nil {
-		return nil, fmt.Errorf("verify %s@%s: list the image's referrers: %w", ref.Name(), dgst, c.explain(ref, err))
+		return nil, fmt.Errorf("verify %s@%s: list the image's referrers: %w", ref.Name(), dgst, c.explain(loc, err))
 	}
 	if len(bundles) == 0 && len(failures) == 0 {
 		return nil, fmt.Errorf("verify %s@%s: %w: no signature in %s and no sigstore bundle (%s) refers to the image", ref.Name(), dgst, ErrNoSignature, sigRef, BundleMediaType)
@@ -195,7 +191,7 @@ func (c *Client) VerifyKeyless(ctx context.Context, ref Reference, p *KeylessPol
 		return nil, fmt.Errorf("verify %s: %w", ref, err)
 	}
 	for i, desc := range bundles {
-		where := Reference{Registry: ref.Registry, Repository: ref.Repository, Digest: desc.Digest.String()}
+		where := Reference{Registry: loc.Registry, Repository: loc.Repository, Digest: desc.Digest.String()}
 		identity, err := c.verifyBundle(ctx, repo, desc, d.Algorithm().String(), raw, p)
 		if err == nil {
 			return &Verification{Digest: dgst, Key: identity, Signature: where}, nil

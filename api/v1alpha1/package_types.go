@@ -152,6 +152,13 @@ type PackageStatus struct {
 	// LastAppliedConfigDigest is the sha256 of the configuration of the last complete revision.
 	// +optional
 	LastAppliedConfigDigest string `json:"lastAppliedConfigDigest,omitempty"`
+
+	// LastAppliedFrom is the registry and repository (REGISTRY/REPOSITORY) that served the
+	// last revision applied completely, when that is not spec.image's own: a mirror
+	// (ImageDigestMirrorSet, ImageTagMirrorSet) or the controller's registry overrides.
+	// Empty when the content came from where spec.image names it.
+	// +optional
+	LastAppliedFrom string `json:"lastAppliedFrom,omitempty"`
 }
 
 // Package installs a package image into the management cluster and, for hosted-cluster

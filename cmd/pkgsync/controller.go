@@ -65,6 +65,7 @@ type controllerOptions struct {
 	progressInterval      time.Duration
 	retryInterval         time.Duration
 	development           bool
+	overrides             overrideOptions
 	jitter                jitter.IntervalOptions
 	webhookAddr           string
 	webhookSecret         string
@@ -94,6 +95,7 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.StringSliceVar(&o.plainHTTPRegistries, "plain-http-registry", nil, "Registry host[:port] reached over plain HTTP (repeatable); it may be on a loopback or link-local address. Every other registry is reached over HTTPS")
 	fs.StringSliceVar(&o.localRegistries, "local-registry", nil, "Registry host[:port] reached over HTTPS that may be on a loopback, link-local, unspecified or cloud metadata address, or on this machine's own (repeatable); others on such addresses are refused, however they are named or redirected to")
 	fs.StringVar(&o.caFile, "ca-file", "", "PEM bundle of extra CAs trusted for registries")
+	o.overrides.ApplyFlags(fs)
 	fs.StringVar(&o.watchLabelSelector, "watch-label-selector", "", "Reconcile only resources matching this label selector (sharding)")
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "Directory keeping verified blobs across restarts (optional)")
 	fs.Int64Var(&o.pullMemoryMiB, "pull-memory-mib", 128, "MiB that pulls in flight may hold unpacked, together; a pull waits (within the reconcile's timeout) for what others hold. At least 128, the largest package")
@@ -133,6 +135,10 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 
 	if err := o.jitter.SetGlobalJitter(nil); err != nil {
 		return usageError("--interval-jitter-percentage: %w", err)
+	}
+	overrides, err := o.overrides.overrides()
+	if err != nil {
+		return err
 	}
 	rule := controller.HostedNamespaceRule(o.hostedNamespaceRule)
 	if rule != controller.HostedNamespaceByHostedCluster && rule != controller.HostedNamespaceByLabel {
@@ -194,7 +200,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 	srcOpts := source.Options{
 		PlainHTTPHosts: o.plainHTTPRegistries, LocalHosts: o.localRegistries, RefuseLocalAddresses: true,
 		CacheDir: o.cacheDir, UserAgent: "pkgsync-controller/" + version.Version,
-		PullBytes: o.pullMemoryMiB << 20,
+		PullBytes: o.pullMemoryMiB << 20, Overrides: overrides,
 	}
 	if o.caFile != "" {
 		if srcOpts.CABundle, err = os.ReadFile(o.caFile); err != nil {
@@ -238,6 +244,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 			KubernetesVersion:     kubeVersion,
 			OpenShiftVersion:      openShiftVersion,
 			Proxy:                 proxy,
+			ImageOverrides:        overrides,
 			ProgressInterval:      o.progressInterval,
 			RetryInterval:         o.retryInterval,
 			AllowCrossNamespace:   o.allowCrossNamespace,

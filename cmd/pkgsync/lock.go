@@ -22,7 +22,9 @@ func newLockCmd() *cobra.Command {
 request to its registry each, and writes them to manifest.lock.yaml next to the manifest (in
 Package Operator's format, like "kubectl package update"). Templates then read .images.NAME as
 REPOSITORY@DIGEST. A Package Operator package with images does not render without a lock file
-that matches its manifest. References without a registry host are Docker Hub's.`,
+that matches its manifest. References without a registry host are Docker Hub's. With
+--registry-host-overrides or --image-prefix-overrides the digests are read where the overrides
+point, and the lock file keeps the images as the manifest names them.`,
 		Example: `  pkgsync lock ./my-package`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -70,6 +72,7 @@ that matches its manifest. References without a registry host are Docker Hub's.`
 		},
 	}
 	registry.ApplyFlags(cmd.Flags())
+	registry.overrides.ApplyFlags(cmd.Flags())
 	return cmd
 }
 

@@ -69,6 +69,7 @@ checked against the size and path limits.`,
 	}
 	cmd.Flags().StringVar(&dir, "into", "", "Directory to write the package to (required; empty or absent)")
 	registry.ApplyFlags(cmd.Flags())
+	registry.overrides.ApplyFlags(cmd.Flags())
 	out.ApplyFlags(cmd.Flags())
 	checkIntoSpelling = renameFlag(cmd, "into", "output", "")
 	return cmd

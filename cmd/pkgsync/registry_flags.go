@@ -23,6 +23,8 @@ type registryOptions struct {
 	caFile                string
 	insecureSkipTLSVerify bool
 	registryConfig        string
+	// overrides are registered only by the commands that read (overrideOptions.ApplyFlags).
+	overrides overrideOptions
 }
 
 func (o *registryOptions) ApplyFlags(fs *pflag.FlagSet) {
@@ -45,9 +47,14 @@ func (o *registryOptions) client(stderr io.Writer, refs ...source.Reference) (*s
 		}
 		opts.CABundle = ca
 	}
+	overrides, err := o.overrides.overrides()
+	if err != nil {
+		return nil, err
+	}
+	opts.Overrides = overrides
 	if o.plainHTTP {
 		for _, ref := range refs {
-			opts.PlainHTTPHosts = append(opts.PlainHTTPHosts, ref.Registry)
+			opts.PlainHTTPHosts = append(opts.PlainHTTPHosts, ref.Registry, overriddenHost(overrides, ref))
 		}
 	}
 	creds, err := source.CredentialsFromDockerConfig(o.registryConfig)

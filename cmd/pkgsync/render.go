@@ -37,11 +37,19 @@ func (o *renderInputs) ApplyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.component, "component", "", "component of a multi-component package to render (components/NAME), as a Package's spec.component selects it")
 	fs.StringVar(&o.hostedCluster, "hosted-cluster", "", "NAMESPACE/NAME of a HyperShift HostedCluster, to render as in its hosted-control-plane namespace")
 	o.registry.ApplyFlags(fs)
+	o.registry.overrides.ApplyFlags(fs)
 }
 
 // options turns the flags into render options.
 func (o *renderInputs) options() (render.Options, error) {
 	opts := render.Options{Name: o.name, Namespace: o.namespace, Component: o.component}
+	overrides, err := o.registry.overrides.overrides()
+	if err != nil {
+		return opts, err
+	}
+	if !overrides.IsZero() {
+		opts.RelocateImage = overrides.Image
+	}
 	opts.Environment.KubernetesVersion = o.kubernetesVersion
 	opts.Environment.OpenShiftVersion = o.openShiftVersion
 	if o.configFile != "" {

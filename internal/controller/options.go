@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"pkgsync.dev/pkgsync/render"
+	"pkgsync.dev/pkgsync/source"
 )
 
 // fieldOwner is the field manager of status patches.
@@ -44,6 +45,9 @@ type Options struct {
 	// ClusterPackages and HostedClusterPackages that follow a pushed repository reconcile at
 	// once and resolve the tag afresh.
 	Wakes *RegistryWakes
+	// ImageOverrides relocate the .images templates see (--registry-host-overrides,
+	// --image-prefix-overrides); the source client reads packages through the same overrides.
+	ImageOverrides source.Overrides
 	// RenderCacheBytes bounds the estimated memory of the rendered packages kept (see
 	// resultSize); 32 MiB when zero.
 	RenderCacheBytes int64

@@ -117,6 +117,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err != nil {
 		return nil, constraintViolated(err)
 	}
+	from := r.servedFrom(ctx, ref, creds)
 	if err := r.checkUniqueInstallation(ctx, obj, rendered.Manifest); err != nil {
 		return nil, constraintViolated(err)
 	}
@@ -138,6 +139,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		}
 		status.LastAppliedRevision, status.LastAppliedTag = digest, ref.Tag
 		status.LastAppliedConfigDigest = configDigest
+		status.LastAppliedFrom = from
 	}
 	return res, err
 }
@@ -188,6 +190,8 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 		Image:       ref.String(),
 		Component:   obj.GetSpec().Component,
 		Environment: templateEnvironment(r.options, hc),
+		// The same for every resource: the render cache need not key on it.
+		RelocateImage: r.options.relocateImage(),
 	}
 	if cfg := obj.GetSpec().Config; cfg != nil {
 		opts.Config = cfg.Raw
@@ -254,7 +258,7 @@ func (r *packageSteps[T]) pullCredentials(ctx context.Context, obj T) (source.Cr
 func (r *packageSteps[T]) outcome(ctx context.Context, obj T, res *apply.Result, err error) (ctrl.Result, error) {
 	spec := obj.GetSpec()
 	return conclude(ctx, obj, res, err, spec.GetInterval(), r.retryInterval(spec), r.options.ProgressInterval,
-		fmt.Sprintf("applied revision %s", obj.GetStatus().LastAppliedRevision))
+		appliedMessage(obj.GetStatus()))
 }
 
 func (r *packageSteps[T]) retryInterval(spec *v1alpha1.PackageSpec) time.Duration {

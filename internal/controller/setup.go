@@ -110,6 +110,9 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, 
 		return nil, err
 	}
 	ro.hostedClustersIndexed = hostedClusterAPI
+	if err := watchMirrorSets(ctx, mgr, cfg.Source); err != nil {
+		return nil, err
+	}
 	return &services{
 		mgr: mgr, cfg: cfg, opts: opts, recorder: recorder, metrics: m, applier: ro,
 		verifier:         newSignatureVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures),

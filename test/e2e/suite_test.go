@@ -111,7 +111,8 @@ func setupSuite(dir string) error {
 		return err
 	}
 	if _, err := envtest.InstallCRDs(suite.mgmt.Config, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, CRDs: hyperShift,
+		Paths: []string{filepath.Join("..", "..", "config", "crd", "bases"),
+			filepath.Join("testdata", "imagedigestmirrorset-crd.yaml"), filepath.Join("testdata", "imagetagmirrorset-crd.yaml")}, CRDs: hyperShift,
 	}); err != nil {
 		return fmt.Errorf("install CRDs: %w", err)
 	}

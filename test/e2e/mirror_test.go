@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/test/testenv"
+)
+
+// requestsUnder counts the requests source sent for repositories under prefix (REPO/...).
+func (c *registryCounter) requestsUnder(prefix string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for key, count := range c.counts {
+		if _, path, _ := strings.Cut(key, " "); strings.HasPrefix(path, "/v2/"+prefix+"/") {
+			n += count
+		}
+	}
+	return n
+}
+
+// mirrorSet creates a cluster-scoped ImageDigestMirrorSet or ImageTagMirrorSet, deleted when
+// the test ends.
+func mirrorSet(t *testing.T, kind, field, name, src, mirror string) {
+	t.Helper()
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "config.openshift.io/v1",
+		"kind":       kind,
+		"metadata":   map[string]any{"name": name},
+		"spec": map[string]any{field: []any{map[string]any{
+			"source": src, "mirrors": []any{mirror}, "mirrorSourcePolicy": "NeverContactSource",
+		}}},
+	}}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), obj))
+	t.Cleanup(func() { _ = suite.mgmtClient.Delete(t.Context(), obj) })
+}
+
+// TestPackageFromMirror: with the source registry stopped and OpenShift mirror sets naming a
+// mirror that holds the same content (pushed with the project's own push), Packages named by
+// tag and by digest, and a fleet, converge from the mirror: the digest unchanged, the mirror
+// named in status and in the Ready message, and nothing sent to the source (NeverContactSource).
+func TestPackageFromMirror(t *testing.T) {
+	t.Parallel()
+	src := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	dir := writePackage(t, appPackage)
+	digest := pushPackageTo(t, dir, src.Host+"/e2e-mirror-src/app:v1")
+	require.Equal(t, digest, pushPackageTo(t, dir, mirror.Host+"/e2e-mirror-dst/app:v1"), "one build, one digest")
+	fleetDir := writePackage(t, fleetPackage("1", false))
+	fleetDigest := pushPackageTo(t, fleetDir, src.Host+"/e2e-mirror-src/fleet:v1")
+	require.Equal(t, fleetDigest, pushPackageTo(t, fleetDir, mirror.Host+"/e2e-mirror-dst/fleet:v1"))
+	require.NoError(t, src.Stop())
+
+	name := strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")
+	mirrorSet(t, "ImageDigestMirrorSet", "imageDigestMirrors", name, src.Host+"/e2e-mirror-src", mirror.Host+"/e2e-mirror-dst")
+	mirrorSet(t, "ImageTagMirrorSet", "imageTagMirrors", name, src.Host+"/e2e-mirror-src", mirror.Host+"/e2e-mirror-dst")
+	tagged, err := source.ParseReference(src.Host + "/e2e-mirror-src/app:v1")
+	require.NoError(t, err)
+	pinned := tagged
+	pinned.Tag, pinned.Digest = "", digest
+	// The controller shares suite.source: once it reads through the mirrors, so do the reconciles.
+	eventually(t, func(a *attempt) {
+		for _, ref := range []source.Reference{tagged, pinned} {
+			locs := suite.source.Locations(ref)
+			if assert.Len(a, locs, 1, ref.String()) {
+				assert.Equal(a, mirror.Host+"/e2e-mirror-dst/app", locs[0].Name())
+			}
+		}
+	})
+	before := suite.registryRequests.requestsUnder("e2e-mirror-src")
+
+	// One namespace each: both install the same objects.
+	byTag := newPackage(newNamespace(t), "by-tag", tagged.String(), "")
+	byDigest := newPackage(newNamespace(t), "by-digest", pinned.String(), "")
+	for _, p := range []*v1alpha1.Package{byTag, byDigest} {
+		require.NoError(t, suite.mgmtClient.Create(t.Context(), p))
+	}
+	for _, p := range []*v1alpha1.Package{byTag, byDigest} {
+		markDeploymentAvailable(t, suite.mgmtClient, p.Namespace, "app")
+	}
+	for _, p := range []*v1alpha1.Package{byTag, byDigest} {
+		waitForReadyMessage(t, p, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "from "+mirror.Host+"/e2e-mirror-dst/app")
+		require.NoError(t, suite.mgmtClient.Get(t.Context(), clientKey(p), p))
+		assert.Equal(t, digest, p.Status.LastAppliedRevision)
+		assert.Equal(t, mirror.Host+"/e2e-mirror-dst/app", p.Status.LastAppliedFrom)
+	}
+
+	// A fleet resolves its tag through the tag mirror; its members pull from the mirror.
+	hcNamespace := newNamespace(t)
+	newFleetClusters(t, hcNamespace, hcNamespace, "a", "b")
+	fleet := &v1alpha1.HostedClusterPackage{
+		ObjectMeta: metav1.ObjectMeta{Name: "mirror-" + hcNamespace[len(hcNamespace)-8:]},
+		Spec: v1alpha1.HostedClusterPackageSpec{
+			HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": hcNamespace}},
+			Template:              v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: src.Host + "/e2e-mirror-src/fleet:v1"}},
+		},
+	}
+	newFleet(t, fleet)
+	waitForFleet(t, fleet.Name, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, fleetDigest)
+	members := fleetMembers(t, t.Context(), fleet.Name)
+	require.Len(t, members, 2)
+	for _, m := range members {
+		assert.Equal(t, fleetDigest, m.Status.LastAppliedRevision)
+		assert.Equal(t, mirror.Host+"/e2e-mirror-dst/fleet", m.Status.LastAppliedFrom)
+	}
+	assert.Equal(t, before, suite.registryRequests.requestsUnder("e2e-mirror-src"), "the source was contacted")
+	assert.Positive(t, suite.registryRequests.count(http.MethodGet, "/v2/e2e-mirror-dst/app/manifests/"+digest))
+}
+
+// TestControllerImageOverrides: with --registry-host-overrides and --image-prefix-overrides, the
+// controller relocates the .images a package's templates see (the package image itself is read
+// through the source client's overrides, which the source tests cover).
+func TestControllerImageOverrides(t *testing.T) {
+	runShardController(t, "image-overrides", func(o *controller.Options) {
+		o.ImageOverrides = source.Overrides{
+			Hosts:    map[string]string{"quay.io": "mirror.example.com:5000"},
+			Prefixes: []source.PrefixOverride{{From: "registry.example.com/team/", To: "mirror.example.com:5000/team-mirror/"}},
+		}
+	})
+	dir := writePackage(t, map[string]string{
+		"manifest.yaml": `apiVersion: pkgsync.dev/v1alpha1
+kind: PackageManifest
+metadata: {name: images}
+spec:
+  phases: [{name: deploy}]
+  images:
+  - {name: app, image: "quay.io/team/app:v1"}
+  - {name: sidecar, image: "registry.example.com/team/sidecar:v2"}
+  - {name: other, image: "other.example.com/x/y:v3"}
+`,
+		"cm.yaml.gotmpl": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: images
+  annotations: {pkgsync.dev/phase: deploy}
+data:
+  app: {{ .images.app | quote }}
+  sidecar: {{ .images.sidecar | quote }}
+  other: {{ .images.other | quote }}
+`,
+	})
+	pushPackage(t, dir, "e2e-image-overrides:v1")
+	ns := newNamespace(t)
+	p := newPackage(ns, "images", suite.registry.Host+"/e2e-image-overrides:v1", "")
+	p.Labels = map[string]string{shardLabel: "image-overrides"}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), p))
+	waitForReady(t, p, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.Equal(t, map[string]string{
+		"app":     "mirror.example.com:5000/team/app:v1",
+		"sidecar": "mirror.example.com:5000/team-mirror/sidecar:v2",
+		"other":   "other.example.com/x/y:v3",
+	}, configMapData(t, ns, "images"))
+}
