@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	// The time zones of spec.rollout.windows, whether or not the image has a zoneinfo database.
+	_ "time/tzdata"
 
 	"github.com/robfig/cron/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -56,7 +56,7 @@ func TestPlanRollback(t *testing.T) {
 			assert.Equal(t, toTarget, plan.assign["c1"])
 		},
 	}, {
-		name: "Rollback rejects the target on a halt and moves its members back, the failed one at once, Ready ones within maxUnavailable",
+		name:    "Rollback rejects the target on a halt and moves its members back, the failed one at once, Ready ones within maxUnavailable",
 		members: fleet, stable: "old", strategy: rollback(1),
 		check: func(t *testing.T, plan rolloutPlan) {
 			assert.True(t, plan.rejects)
@@ -73,14 +73,14 @@ func TestPlanRollback(t *testing.T) {
 			assert.Equal(t, "c0", plan.failed[0].Namespace)
 		},
 	}, {
-		name: "a Ready member on the target moves back as the budget allows",
+		name:    "a Ready member on the target moves back as the budget allows",
 		members: fleet, stable: "old", strategy: rollback(2),
 		check: func(t *testing.T, plan rolloutPlan) {
 			assert.Equal(t, toStable, plan.assign["c0"])
 			assert.Equal(t, toStable, plan.assign["c1"])
 		},
 	}, {
-		name: "without a stable revision Rollback halts as Halt does",
+		name:    "without a stable revision Rollback halts as Halt does",
 		members: fleet, stable: "", strategy: rollback(1),
 		check: func(t *testing.T, plan rolloutPlan) {
 			assert.True(t, plan.halted)
@@ -134,7 +134,7 @@ func TestPlanRollback(t *testing.T) {
 			assert.Equal(t, v1alpha1.PartitionRolledBack, plan.partitions[0].State, "a blocked member holds no rollback back")
 		},
 	}, {
-		name: "once unblocked, a member on the rejected target moves back",
+		name:    "once unblocked, a member on the rejected target moves back",
 		members: fleet, stable: "old", strategy: rollback(3), gates: planGates{rejected: "new"},
 		check: func(t *testing.T, plan rolloutPlan) {
 			assert.Equal(t, toStable, plan.assign["c1"])
@@ -152,7 +152,7 @@ func TestPlanRollback(t *testing.T) {
 			assert.Equal(t, keepAsIs, plan.assign["c2"])
 		},
 	}, {
-		name: "a closed maintenance window does not hold a rollback",
+		name:    "a closed maintenance window does not hold a rollback",
 		members: fleet, stable: "old", strategy: rollback(1),
 		gates: planGates{rejected: "new", windows: []fleetWindow{closedWindow(t, now)}},
 		check: func(t *testing.T, plan rolloutPlan) {
