@@ -87,6 +87,12 @@ const (
 	RolloutHaltedReason = "RolloutHalted"
 	// RolloutPausedReason: spec.rollout.paused holds a rollout that is not finished.
 	RolloutPausedReason = "RolloutPaused"
+	// RollingBackReason: the rollout halted and spec.rollout.onFailure is Rollback: members on
+	// the rejected revision are moved back to the stable revision.
+	RollingBackReason = "RollingBack"
+	// RolledBackReason: the rejected revision is off every member that may move; the fleet
+	// waits for the tag to resolve to another digest, or for a reconcile request.
+	RolledBackReason = "RolledBack"
 	// MembersFailedReason: members could not be written, or collide with Packages that are
 	// not the fleet's.
 	MembersFailedReason = "MembersFailed"

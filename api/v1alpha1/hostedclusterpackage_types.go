@@ -147,7 +147,81 @@ type FleetRolloutStrategy struct {
 	// existing members keep reconciling and drift is still corrected.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// OnFailure is what a halt does. Halt (the default) leaves every member where it is until
+	// the failed members become Ready or the target revision changes. Rollback rejects the
+	// target (status.rejected names its digest and why) and moves every member on it back to
+	// the stable revision, within maxUnavailable in each partition; the digest is not rolled
+	// out again until the tag resolves to another digest or a reconcile is requested
+	// (reconcile.fluxcd.io/requestedAt). Held members stay where they are; blocked members on
+	// the rejected revision move back once unblocked. Without a stable revision (the first
+	// rollout) there is nothing to go back to: Rollback halts as Halt does.
+	// +optional
+	// +kubebuilder:validation:Enum=Halt;Rollback
+	// +kubebuilder:default=Halt
+	OnFailure FleetFailurePolicy `json:"onFailure,omitempty"`
+
+	// Windows are maintenance windows: a member is moved to another revision only while a
+	// window that applies to its partition is open. A window without partitions applies to
+	// every partition; one with partitions only to those; a partition no window applies to
+	// moves at any time, and so does every partition when there are no windows. A window that
+	// closes while a partition is progressing lets the members already moved finish (they
+	// count toward soak and failureThreshold as usual) and moves no new one. Windows do not
+	// hold drift correction (a member's spec is kept on its revision at any time), a new
+	// cluster's first install (on the stable revision, or the target when the rollout has
+	// reached its partition), or a rollback (onFailure: Rollback).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Windows []FleetWindow `json:"windows,omitempty"`
 }
+
+// FleetWindow is a maintenance window: it opens at every time its schedule names and stays
+// open for its duration.
+type FleetWindow struct {
+	// Schedule is a cron schedule of five fields (minute hour day-of-month month day-of-week,
+	// as crontab(5) has them, "@daily" and the like included) naming when the window opens.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Schedule string `json:"schedule"`
+	// Duration is how long the window stays open once opened.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Duration metav1.Duration `json:"duration"`
+	// TimeZone the schedule is read in: an IANA name such as Europe/Berlin. Default UTC.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	TimeZone string `json:"timeZone,omitempty"`
+	// Partitions the window applies to (values of spec.rollout.partitions.labelKey; "" for
+	// clusters without the label). Empty: every partition.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=set
+	Partitions []string `json:"partitions,omitempty"`
+}
+
+// FleetWindowStatus says whether the maintenance windows of a partition are open.
+type FleetWindowStatus struct {
+	// Open: a window that applies to the partition is open now.
+	Open bool `json:"open"`
+	// OpensAt is when the next window opens (unset while one is open).
+	// +optional
+	OpensAt *metav1.Time `json:"opensAt,omitempty"`
+	// ClosesAt is when the open window closes (unset while none is open).
+	// +optional
+	ClosesAt *metav1.Time `json:"closesAt,omitempty"`
+}
+
+// FleetFailurePolicy is what a fleet does when its rollout halts.
+type FleetFailurePolicy string
+
+const (
+	// FleetFailureHalt leaves members where they are.
+	FleetFailureHalt FleetFailurePolicy = "Halt"
+	// FleetFailureRollback moves the members on the failed target back to the stable revision.
+	FleetFailureRollback FleetFailurePolicy = "Rollback"
+)
 
 // FleetPartitions groups HostedClusters by the value of one label.
 // +kubebuilder:validation:XValidation:rule="!(has(self.order) && has(self.order.static) && has(self.order.alphanumeric))",message="spec.rollout.partitions.order takes either static or alphanumeric, not both"
@@ -203,6 +277,19 @@ type FleetStableRevision struct {
 	ConfigOverrides []ConfigOverride `json:"configOverrides,omitempty"`
 }
 
+// FleetRejectedRevision is a revision a rollback rejected: it is not rolled out again until the
+// tag resolves to another digest or a reconcile is requested.
+type FleetRejectedRevision struct {
+	FleetRevision `json:",inline"`
+	// Reason is the reason of the halt (RolloutHalted).
+	Reason string `json:"reason"`
+	// Message says which members failed in which partition, and why.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// RejectedAt is when the rollout halted and the revision was rejected.
+	RejectedAt metav1.Time `json:"rejectedAt"`
+}
+
 // PartitionState is where a partition stands in the rollout of the target revision.
 type PartitionState string
 
@@ -217,6 +304,11 @@ const (
 	PartitionHalted PartitionState = "Halted"
 	// PartitionComplete: every member is Ready on the target revision (and soaked).
 	PartitionComplete PartitionState = "Complete"
+	// PartitionRollingBack: the rejected revision (status.rejected) is being taken off the
+	// partition's members.
+	PartitionRollingBack PartitionState = "RollingBack"
+	// PartitionRolledBack: no member of the partition that may move is on the rejected revision.
+	PartitionRolledBack PartitionState = "RolledBack"
 )
 
 // MemberCounts counts members.
@@ -256,6 +348,10 @@ type PartitionStatus struct {
 	// it is Pending.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// Window is whether the maintenance windows that apply to the partition are open, and when
+	// they open or close next; unset when none applies (spec.rollout.windows).
+	// +optional
+	Window *FleetWindowStatus `json:"window,omitempty"`
 }
 
 // MemberStatus names a member and what it is doing.
@@ -290,6 +386,11 @@ type HostedClusterPackageStatus struct {
 	// stay on it.
 	// +optional
 	Stable *FleetStableRevision `json:"stable,omitempty"`
+	// Rejected is the revision spec.rollout.onFailure=Rollback took back after its rollout
+	// halted: members on it return to the stable revision, and its digest is not rolled out
+	// again until the tag resolves to another digest or a reconcile is requested.
+	// +optional
+	Rejected *FleetRejectedRevision `json:"rejected,omitempty"`
 
 	// MemberCounts over the whole fleet.
 	MemberCounts `json:",inline"`
@@ -356,6 +457,14 @@ func (in *HostedClusterPackage) GetConditions() []metav1.Condition { return in.S
 
 // SetConditions sets the status conditions.
 func (in *HostedClusterPackage) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// GetOnFailure returns what a halt does, defaulted.
+func (in *FleetRolloutStrategy) GetOnFailure() FleetFailurePolicy {
+	if in.OnFailure == "" {
+		return FleetFailureHalt
+	}
+	return in.OnFailure
+}
 
 // GetProgressDeadline returns the progress deadline, defaulted.
 func (in *FleetRolloutStrategy) GetProgressDeadline() time.Duration {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -36,8 +37,10 @@ type fleetStatusOutput struct {
 	// Target is the revision being rolled out (equal to Stable when the rollout is done).
 	Target *fleetRevisionOutput `json:"target"`
 	// Stable is the last revision every member reached.
-	Stable *fleetRevisionOutput  `json:"stable"`
-	Ready  *fleetConditionOutput `json:"ready"`
+	Stable *fleetRevisionOutput `json:"stable"`
+	// Rejected is the revision spec.rollout.onFailure=Rollback took back, null when none.
+	Rejected *fleetRejectedOutput  `json:"rejected"`
+	Ready    *fleetConditionOutput `json:"ready"`
 	// CurrentPartition is the partition being rolled out, "" when none is.
 	CurrentPartition string                 `json:"currentPartition"`
 	Members          fleetCountsOutput      `json:"members"`
@@ -55,6 +58,22 @@ type fleetRevisionOutput struct {
 	Image          string `json:"image"`
 	Digest         string `json:"digest"`
 	TemplateDigest string `json:"templateDigest"`
+}
+
+type fleetRejectedOutput struct {
+	fleetRevisionOutput
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	// RejectedAt is when the rollout halted and the revision was rejected (RFC 3339).
+	RejectedAt string `json:"rejectedAt"`
+}
+
+// fleetWindowOutput is whether a partition's maintenance windows are open, and when that
+// changes next (RFC 3339; "" when it never does).
+type fleetWindowOutput struct {
+	Open     bool   `json:"open"`
+	OpensAt  string `json:"opensAt,omitempty"`
+	ClosesAt string `json:"closesAt,omitempty"`
 }
 
 type fleetConditionOutput struct {
@@ -81,6 +100,8 @@ type fleetPartitionOutput struct {
 	fleetCountsOutput
 	// Since is when State last changed (RFC 3339).
 	Since string `json:"since"`
+	// Window is null when no maintenance window applies to the partition.
+	Window *fleetWindowOutput `json:"window"`
 }
 
 type fleetMemberOutput struct {
@@ -193,13 +214,26 @@ func fleetStatusOf(fleet *v1alpha1.HostedClusterPackage) fleetStatusOutput {
 	if st.Stable != nil {
 		out.Stable = revisionOf(st.Stable.FleetRevision)
 	}
+	if r := st.Rejected; r != nil {
+		out.Rejected = &fleetRejectedOutput{fleetRevisionOutput: *revisionOf(r.FleetRevision), Reason: r.Reason, Message: r.Message, RejectedAt: rfc3339(r.RejectedAt.Time)}
+	}
 	if c := apimeta.FindStatusCondition(st.Conditions, meta.ReadyCondition); c != nil {
 		out.Ready = &fleetConditionOutput{Status: string(c.Status), Reason: c.Reason, Message: c.Message, Since: rfc3339(c.LastTransitionTime.Time)}
 	}
 	for _, p := range st.Partitions {
-		out.Partitions = append(out.Partitions, fleetPartitionOutput{
+		po := fleetPartitionOutput{
 			Name: p.Name, State: string(p.State), fleetCountsOutput: countsOf(p.MemberCounts), Since: rfc3339(p.LastTransitionTime.Time),
-		})
+		}
+		if w := p.Window; w != nil {
+			po.Window = &fleetWindowOutput{Open: w.Open}
+			if w.OpensAt != nil {
+				po.Window.OpensAt = rfc3339(w.OpensAt.Time)
+			}
+			if w.ClosesAt != nil {
+				po.Window.ClosesAt = rfc3339(w.ClosesAt.Time)
+			}
+		}
+		out.Partitions = append(out.Partitions, po)
 	}
 	return out
 }
@@ -239,6 +273,10 @@ func printFleetStatus(w io.Writer, fleet *v1alpha1.HostedClusterPackage, out fle
 	fmt.Fprintf(tw, "Fleet:\t%s\n", printable(out.Name))
 	fmt.Fprintf(tw, "Target:\t%s\n", revision(out.Target, "none yet (the image tag is not resolved)"))
 	fmt.Fprintf(tw, "Stable:\t%s\n", revision(out.Stable, "none yet (no revision has reached every member)"))
+	if r := out.Rejected; r != nil {
+		fmt.Fprintf(tw, "Rejected:\t%s  %s, %s: %s: %s (not rolled out again until the tag moves to another digest or a reconcile is requested)\n",
+			printable(r.Name), printable(r.Digest), printable(r.RejectedAt), printable(r.Reason), printable(r.Message))
+	}
 	ready := "Unknown (no Ready condition yet)"
 	if c := out.Ready; c != nil {
 		ready = fmt.Sprintf("%s  %s: %s", c.Status, printable(c.Reason), printable(c.Message))
@@ -282,13 +320,23 @@ func printPartitions(w io.Writer, fleet *v1alpha1.HostedClusterPackage, partitio
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tUPDATED\tREADY\tFAILED\tBLOCKED\tHELD\tTOTAL\tSINCE")
+	// The WINDOW column is there when a maintenance window applies to some partition.
+	windows := slices.ContainsFunc(partitions, func(p fleetPartitionOutput) bool { return p.Window != nil })
+	header := "NAME\tSTATE\tUPDATED\tREADY\tFAILED\tBLOCKED\tHELD\tTOTAL\tSINCE"
+	if windows {
+		header += "\tWINDOW"
+	}
+	fmt.Fprintln(tw, header)
 	for _, p := range partitions {
 		since := "-"
 		if t, err := time.Parse(time.RFC3339, p.Since); err == nil {
 			since = duration.HumanDuration(now.Sub(t))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", partitionLabel(fleet, p.Name), printable(p.State), p.Updated, p.Ready, p.Failed, p.Blocked, p.Held, p.Total, since)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s", partitionLabel(fleet, p.Name), printable(p.State), p.Updated, p.Ready, p.Failed, p.Blocked, p.Held, p.Total, since)
+		if windows {
+			fmt.Fprintf(tw, "\t%s", windowText(p.Window, now))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
@@ -342,4 +390,27 @@ func printable(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// windowText says whether a partition's maintenance window is open and until when, or when the
+// next one opens.
+func windowText(w *fleetWindowOutput, now time.Time) string {
+	at := func(s string) string {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return "-"
+		}
+		return s + " (in " + duration.HumanDuration(t.Sub(now)) + ")"
+	}
+	switch {
+	case w == nil:
+		return "any time"
+	case w.Open && w.ClosesAt != "":
+		return "open until " + at(w.ClosesAt)
+	case w.Open:
+		return "open"
+	case w.OpensAt != "":
+		return "closed, opens " + at(w.OpensAt)
+	}
+	return "closed, never opens again"
 }

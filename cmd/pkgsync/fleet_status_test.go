@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,6 +118,22 @@ func TestFleetStatusCommand(t *testing.T) {
 	require.NoError(t, c.Create(t.Context(), fresh))
 	t.Cleanup(func() { _ = c.Delete(t.Context(), fresh) })
 
+	rolledBack := &v1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "rolled-back"}, Spec: *fleet.Spec.DeepCopy()}
+	rolledBack.Spec.Rollout.OnFailure = v1alpha1.FleetFailureRollback
+	rolledBack.Spec.Rollout.Windows = []v1alpha1.FleetWindow{{Schedule: "0 22 * * *", Duration: metav1.Duration{Duration: time.Hour}, Partitions: []string{"prod"}}}
+	require.NoError(t, c.Create(t.Context(), rolledBack))
+	t.Cleanup(func() { _ = c.Delete(t.Context(), rolledBack) })
+	opens := now.Add(5*time.Hour + 30*time.Minute).UTC().Truncate(time.Second)
+	rolledBack.Status = *status.DeepCopy()
+	rolledBack.Status.Rejected = &v1alpha1.FleetRejectedRevision{FleetRevision: *status.Target, Reason: "RolloutHalted",
+		Message: "1 member(s) failed", RejectedAt: metav1.NewTime(now.Add(-time.Hour).Truncate(time.Second))}
+	rolledBack.Status.Partitions = []v1alpha1.PartitionStatus{
+		{Name: "canary", State: v1alpha1.PartitionRolledBack, LastTransitionTime: metav1.NewTime(now.Truncate(time.Second))},
+		{Name: "prod", State: v1alpha1.PartitionRolledBack, LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
+			Window: &v1alpha1.FleetWindowStatus{OpensAt: &metav1.Time{Time: opens}}},
+	}
+	require.NoError(t, c.Status().Update(t.Context(), rolledBack))
+
 	t.Run("table", func(t *testing.T) {
 		t.Parallel()
 		stdout, stderr, err := runCLI(t, "fleet", "status", "hosted-addon", "--kubeconfig", cp.KubeconfigPath)
@@ -141,14 +160,15 @@ func TestFleetStatusCommand(t *testing.T) {
     "digest": "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "templateDigest": "sha256:2222222222222222222222222222222222222222222222222222222222222222"},
   "stable": {"name": "aaaaaaaaaaaa-11111111", "image": "registry.example.com/addons/hosted-addon:v1@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
     "digest": "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "templateDigest": "sha256:1111111111111111111111111111111111111111111111111111111111111111"},
+  "rejected": null,
   "ready": {"status": "False", "reason": "RolloutHalted", "since": %[1]q,
     "message": "rollout of bbbbbbbbbbbb-22222222 halted in partition canary: 1 member(s) failed (spec.rollout.failureThreshold): clusters-c2: RenderFailed: render: template config.yaml.gotmpl: this revision is broken on purpose"},
   "currentPartition": "canary",
   "members": {"updated": 3, "ready": 5, "failed": 1, "blocked": 1, "held": 1, "total": 8},
   "partitions": [
-    {"name": "canary", "state": "Halted", "updated": 3, "ready": 1, "failed": 1, "blocked": 0, "held": 0, "total": 3, "since": %[1]q},
-    {"name": "prod", "state": "Pending", "updated": 0, "ready": 3, "failed": 0, "blocked": 1, "held": 1, "total": 4, "since": %[2]q},
-    {"name": "", "state": "Pending", "updated": 0, "ready": 1, "failed": 0, "blocked": 0, "held": 0, "total": 1, "since": %[2]q}
+    {"name": "canary", "state": "Halted", "updated": 3, "ready": 1, "failed": 1, "blocked": 0, "held": 0, "total": 3, "since": %[1]q, "window": null},
+    {"name": "prod", "state": "Pending", "updated": 0, "ready": 3, "failed": 0, "blocked": 1, "held": 1, "total": 4, "since": %[2]q, "window": null},
+    {"name": "", "state": "Pending", "updated": 0, "ready": 1, "failed": 0, "blocked": 0, "held": 0, "total": 1, "since": %[2]q, "window": null}
   ],
   "inProgress": [
     {"namespace": "clusters-c3", "partition": "canary", "reason": "PhaseProgressing", "message": "phase deploy: Deployment.apps clusters-c3/addon-operator: Available=False"}
@@ -171,9 +191,31 @@ func TestFleetStatusCommand(t *testing.T) {
 		stdout, _, err := runCLI(t, "fleet", "status", "fresh", "--kubeconfig", cp.KubeconfigPath, "-o", "json")
 		require.NoError(t, err)
 		assert.JSONEq(t, `{"name": "fresh", "generation": 1, "observedGeneration": -1, "suspended": false, "paused": true,
-  "target": null, "stable": null, "ready": null, "currentPartition": "",
+  "target": null, "stable": null, "rejected": null, "ready": null, "currentPartition": "",
   "members": {"updated": 0, "ready": 0, "failed": 0, "blocked": 0, "held": 0, "total": 0},
   "partitions": [], "inProgress": [], "failed": [], "blocked": [], "held": []}`, stdout)
+	})
+
+	t.Run("a rejected revision and maintenance windows", func(t *testing.T) {
+		t.Parallel()
+		stdout, _, err := runCLI(t, "fleet", "status", "rolled-back", "--kubeconfig", cp.KubeconfigPath)
+		require.NoError(t, err)
+		assert.Contains(t, stdout, "Rejected:  bbbbbbbbbbbb-22222222  sha256:bbbb")
+		assert.Contains(t, stdout, "RolloutHalted: 1 member(s) failed (not rolled out again until the tag moves to another digest or a reconcile is requested)")
+		assert.Contains(t, stdout, "WINDOW")
+		assert.Regexp(t, `canary +RolledBack .* any time\n`, stdout)
+		assert.Regexp(t, `prod +RolledBack .* closed, opens `+regexp.QuoteMeta(opens.Format(time.RFC3339))+` \(in 5h`, stdout)
+		stdout, _, err = runCLI(t, "fleet", "status", "rolled-back", "--kubeconfig", cp.KubeconfigPath, "-o", "json")
+		require.NoError(t, err)
+		var doc struct {
+			Rejected   map[string]any
+			Partitions []struct{ Window map[string]any }
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+		assert.Equal(t, "sha256:"+strings.Repeat("b", 64), doc.Rejected["digest"])
+		assert.Equal(t, "RolloutHalted", doc.Rejected["reason"])
+		assert.Nil(t, doc.Partitions[0].Window)
+		assert.Equal(t, map[string]any{"open": false, "opensAt": opens.Format(time.RFC3339)}, doc.Partitions[1].Window)
 	})
 
 	t.Run("a fleet that does not exist is an error", func(t *testing.T) {

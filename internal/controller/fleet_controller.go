@@ -101,6 +101,11 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
 	}
 
+	windows, err := parseWindows(spec.Rollout.Windows)
+	if err != nil {
+		markOutcome(fleet, outcome{state: outcomeStalled, reason: v1alpha1.InvalidSpecReason, message: err.Error()})
+		return ctrl.Result{}, nil
+	}
 	owned, err := r.ownedMembers(ctx, fleet)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -114,7 +119,14 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 		return ctrl.Result{}, err
 	}
 	now := r.now()
-	plan := planRollout(members, memberPartitions(members, spec.Rollout.Partitions), target.Name, stableName(fleet), spec.Rollout, fleet.Status.Partitions, now)
+	gates := planGates{rejected: standingRejection(fleet, target, lastHandled, now), windows: windows}
+	plan := planRollout(members, memberPartitions(members, spec.Rollout.Partitions), target.Name, stableName(fleet), spec.Rollout, fleet.Status.Partitions, now, gates)
+	if plan.rejects {
+		fleet.Status.Rejected = &v1alpha1.FleetRejectedRevision{FleetRevision: *target, Reason: v1alpha1.RolloutHaltedReason,
+			Message:    boundMessage(fmt.Sprintf("%d member(s) failed (spec.rollout.failureThreshold): %s", len(plan.failed), describeMembers(plan.failed)), maxMemberMessage),
+			RejectedAt: metav1.NewTime(now.Truncate(time.Second))}
+		ctrl.LoggerFrom(ctx).Info("rollout halted: revision rejected, members go back to the stable revision", "revision", target.Name, "stable", stableName(fleet))
+	}
 	problems := append(slices.Clone(collisions), r.keepMembers(ctx, fleet, plan, members, target, now)...)
 	if err := r.removeStrayMembers(ctx, members, collisions, owned); err != nil {
 		return ctrl.Result{}, err
@@ -158,6 +170,23 @@ func (r *fleetSteps) chooseTarget(ctx context.Context, fleet *v1alpha1.HostedClu
 	}
 	// Retried whatever the reason: the tag may move, the registry come back, a signature appear.
 	return fleet.Status.Target, &outcome{state: outcomeRetrying, reason: reasonFor(err), message: held.Error()}, nil
+}
+
+// standingRejection returns the name of the revision status.rejected names while the rejection
+// holds: the target is that revision (the tag resolves to the same digest, the template and
+// overrides are the same) and no reconcile request is waiting (lastHandled, as requestAge reads
+// it). Otherwise the rejection is dropped from the status and "" returned: the target is
+// rolled out again.
+func standingRejection(fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.FleetRevision, lastHandled string, now time.Time) string {
+	rejected := fleet.Status.Rejected
+	if rejected == nil {
+		return ""
+	}
+	if _, requested := requestAge(fleet, lastHandled, now); requested || rejected.Name != target.Name {
+		fleet.Status.Rejected = nil
+		return ""
+	}
+	return rejected.Name
 }
 
 // memberPartitions orders the partitions the members are in.
@@ -521,6 +550,8 @@ func fleetOutcome(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, proble
 		where = fmt.Sprintf("partition %s: ", partitionName(plan.current))
 	}
 	switch {
+	case plan.rollingBack:
+		return rollbackOutcome(fleet, plan)
 	case plan.halted:
 		return outcome{state: outcomeStalled, reason: v1alpha1.RolloutHaltedReason, message: fmt.Sprintf("rollout of %s halted in partition %s: %d member(s) failed (spec.rollout.failureThreshold): %s",
 			target, partitionName(plan.current), len(plan.failed), describeMembers(plan.failed))}
@@ -538,6 +569,28 @@ func fleetOutcome(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, proble
 	default:
 		return outcome{state: outcomeProgressing, reason: v1alpha1.RolloutProgressingReason, message: fmt.Sprintf("%srolling out %s: %s updated/ready/total", where, target, progress)}
 	}
+}
+
+// rollbackOutcome says where the rollback of a rejected revision is: moving members back, or
+// done and waiting for another digest or a reconcile request.
+func rollbackOutcome(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan) outcome {
+	rejected, stable := fleet.Status.Rejected, stableName(fleet)
+	name, why := "", ""
+	if rejected != nil {
+		name, why = rejected.Name, rejected.Message
+	}
+	if plan.current != "" {
+		return outcome{state: outcomeProgressing, reason: v1alpha1.RollingBackReason, message: fmt.Sprintf(
+			"revision %s rejected (spec.rollout.onFailure=Rollback): partition %s: moving members back to stable revision %s, %s updated/ready/total: %s",
+			name, partitionName(plan.current), stable, fleet.Status.Progress, why)}
+	}
+	aside := ""
+	if n := plan.counts.Blocked + plan.counts.Held; n > 0 {
+		aside = fmt.Sprintf(" (%d blocked or held member(s) stay where they are until unblocked or released)", n)
+	}
+	return outcome{state: outcomeStalled, reason: v1alpha1.RolledBackReason, message: fmt.Sprintf(
+		"revision %s rejected (spec.rollout.onFailure=Rollback): members are back on stable revision %s%s; it is not rolled out again until the tag resolves to another digest or a reconcile is requested: %s",
+		name, stable, aside, why)}
 }
 
 // announceFleet emits an event when Ready changes status or reason: progress within a rollout
@@ -578,6 +631,8 @@ func (r *fleetSteps) announcePartitions(fleet *v1alpha1.HostedClusterPackage, be
 			}
 		case v1alpha1.PartitionHalted:
 			r.recorder.Eventf(fleet, corev1.EventTypeWarning, v1alpha1.RolloutHaltedReason, "partition %s: rollout of %s halted", name, target)
+		case v1alpha1.PartitionRollingBack:
+			r.recorder.Eventf(fleet, corev1.EventTypeWarning, v1alpha1.RollingBackReason, "partition %s: moving members back to stable revision %s", name, stableName(fleet))
 		case v1alpha1.PartitionComplete:
 			if seen && prev.State != v1alpha1.PartitionPending {
 				r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.PartitionCompleteReason, "partition %s: every member Ready on %s", name, target)

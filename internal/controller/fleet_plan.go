@@ -207,9 +207,24 @@ type rolloutPlan struct {
 	inProgress []v1alpha1.MemberStatus
 	// blocked and held members, with why.
 	blocked, held []v1alpha1.MemberStatus
-	// wakeAfter is when the plan changes by itself (a soak or a progress deadline ends).
+	// wakeAfter is when the plan changes by itself (a soak, a progress deadline or a pause
+	// ends, a maintenance window opens or closes).
 	wakeAfter time.Duration
 	counts    v1alpha1.MemberCounts
+	// rejects: the rollout halted and spec.rollout.onFailure is Rollback: the target is to be
+	// rejected (status.rejected), and the plan is the rollback's (rollingBack).
+	rejects bool
+	// rollingBack: the plan takes the rejected revision off the members (planRollback).
+	rollingBack bool
+}
+
+// planGates are what the plan decides from besides the members and the spec's strategy.
+type planGates struct {
+	// rejected names the revision a rollback rejected (status.rejected) while it still holds
+	// (the tag resolves to it and no reconcile was requested since); "" when none.
+	rejected string
+	// windows are spec.rollout.windows, parsed.
+	windows []fleetWindow
 }
 
 // planRollout decides, from the members' state, which revision each member is kept at.
@@ -217,22 +232,18 @@ type rolloutPlan struct {
 // target; in that one, members that are not Ready move to the target at once (they cost no
 // availability), and Ready members move and new members are created as maxUnavailable allows;
 // later partitions stay where they are. Held and blocked members stand aside: they stay where
-// they are, use no budget, count no failure and hold no partition back (decide). The plan is a
-// function of what is observed, so a controller restart resumes it.
+// they are, use no budget, count no failure and hold no partition back (decide). A partition
+// whose maintenance windows are closed moves no member that is not on the target yet.
+// With spec.rollout.onFailure Rollback and a stable revision, a halt rejects the target and
+// the plan becomes its rollback (planRollback); so is the plan while gates.rejected holds. The
+// plan is a function of what is observed, so a controller restart resumes it.
 func planRollout(members []*fleetMember, order []string, targetName, stableName string, strategy v1alpha1.FleetRolloutStrategy,
-	previous []v1alpha1.PartitionStatus, now time.Time) rolloutPlan {
-	p := &planner{
-		plan:   rolloutPlan{assign: map[string]assignment{}, complete: true},
-		target: targetName, stable: stableName, rollingOut: stableName != targetName,
-		strategy: strategy, deadline: strategy.GetProgressDeadline(), prevState: map[string]v1alpha1.PartitionStatus{}, now: now,
+	previous []v1alpha1.PartitionStatus, now time.Time, gates planGates) rolloutPlan {
+	if gates.rejected != "" && stableName != "" && gates.rejected != stableName {
+		return planRollback(members, order, gates.rejected, stableName, strategy, previous, now, gates)
 	}
-	for _, ps := range previous {
-		p.prevState[ps.Name] = ps
-	}
-	byPartition := map[string][]*fleetMember{}
-	for _, m := range members {
-		byPartition[m.partition] = append(byPartition[m.partition], m)
-	}
+	p := newPlanner(targetName, stableName, strategy, previous, now, gates)
+	byPartition := partitionMembers(members)
 	reached := true // every partition before this one is done
 	for _, name := range order {
 		ms := byPartition[name]
@@ -240,6 +251,95 @@ func planRollout(members []*fleetMember, order []string, targetName, stableName 
 		reached = p.decide(&ps, ms, health, reached)
 		p.record(ps, ms, health)
 	}
+	if p.plan.halted && strategy.GetOnFailure() == v1alpha1.FleetFailureRollback && p.rollingOut && stableName != "" {
+		plan := planRollback(members, order, targetName, stableName, strategy, previous, now, gates)
+		plan.rejects, plan.failed = true, p.plan.failed
+		return plan
+	}
+	return p.plan
+}
+
+func newPlanner(targetName, stableName string, strategy v1alpha1.FleetRolloutStrategy, previous []v1alpha1.PartitionStatus, now time.Time, gates planGates) *planner {
+	p := &planner{
+		plan:   rolloutPlan{assign: map[string]assignment{}, complete: true},
+		target: targetName, stable: stableName, rollingOut: stableName != targetName,
+		strategy: strategy, deadline: strategy.GetProgressDeadline(), prevState: map[string]v1alpha1.PartitionStatus{}, now: now,
+		windows: gates.windows,
+	}
+	for _, ps := range previous {
+		p.prevState[ps.Name] = ps
+	}
+	return p
+}
+
+func partitionMembers(members []*fleetMember) map[string][]*fleetMember {
+	byPartition := map[string][]*fleetMember{}
+	for _, m := range members {
+		byPartition[m.partition] = append(byPartition[m.partition], m)
+	}
+	return byPartition
+}
+
+// planRollback takes a rejected revision off the members: in every partition at once, members
+// on it go back to the stable revision, those not Ready at once (they cost no availability),
+// Ready ones as maxUnavailable allows. Held members stay where they are; blocked ones stay
+// until unblocked, then move back like the others. Members on the stable revision are kept
+// there, new clusters get it, and members on an earlier target stay as they are. Maintenance
+// windows do not hold a rollback. The plan is never complete: the stable revision stays, and
+// the fleet waits for another digest or a reconcile request. Its counts are about the stable
+// revision: updated counts the members on it.
+func planRollback(members []*fleetMember, order []string, rejected, stableName string, strategy v1alpha1.FleetRolloutStrategy,
+	previous []v1alpha1.PartitionStatus, now time.Time, gates planGates) rolloutPlan {
+	p := newPlanner(stableName, stableName, strategy, previous, now, gates)
+	p.plan.complete, p.plan.rollingBack = false, true
+	byPartition := partitionMembers(members)
+	for _, name := range order {
+		ms := byPartition[name]
+		ps, health := p.observe(name, ms)
+		ps.Failed = 0
+		unavailable, left := 0, 0
+		for i, m := range ms {
+			movable := !health[i].held && !health[i].blocked
+			if movable && m.pkg != nil && !health[i].ready {
+				unavailable++
+			}
+			if m.revision() == rejected && health[i].failed {
+				ps.Failed++
+				p.plan.failed = append(p.plan.failed, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: name, Reason: health[i].reason, Message: health[i].message})
+			}
+		}
+		budget := scaledCount(strategy.MaxUnavailable, int(ps.Total), 1, false) - unavailable
+		for i, m := range ms {
+			h := health[i]
+			switch {
+			case m.pkg == nil && (h.held || h.blocked):
+				p.plan.assign[m.namespace] = noMember
+			case m.pkg == nil || m.revision() == stableName:
+				p.plan.assign[m.namespace] = toStable
+			case h.held || h.blocked || m.revision() != rejected:
+				p.plan.assign[m.namespace] = keepAsIs
+			case !h.ready:
+				p.plan.assign[m.namespace] = toStable
+				left++
+			case budget > 0:
+				p.plan.assign[m.namespace] = toStable
+				budget--
+				left++
+			default:
+				p.plan.assign[m.namespace] = keepAsIs
+				left++
+			}
+		}
+		ps.State = v1alpha1.PartitionRolledBack
+		if left > 0 {
+			ps.State = v1alpha1.PartitionRollingBack
+			if p.plan.current == "" {
+				p.plan.current = name
+			}
+		}
+		p.record(ps, ms, health)
+	}
+	p.plan.complete = false
 	return p.plan
 }
 
@@ -252,8 +352,14 @@ type planner struct {
 	deadline       time.Duration
 	prevState      map[string]v1alpha1.PartitionStatus
 	now            time.Time
+	windows        []fleetWindow
 	// proved: a member of this or an earlier partition is Ready on the target.
 	proved bool
+}
+
+// window is the state of a partition's maintenance windows now; ok is false when none applies.
+func (p *planner) window(partition string) (windowState, bool) {
+	return windowAt(p.windows, partition, p.now)
 }
 
 // transition is when a partition entered state: kept from before when it was in it already.
@@ -338,8 +444,15 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*fleetMember, health
 		return false
 	case !p.rollingOut:
 		// Nothing to roll out: every member is kept on the one revision, new ones created on it,
-		// and a member that was blocked or held catches up at once, as a cluster that joins.
-		p.assignAll(ms, health, func(*fleetMember) assignment { return toTarget })
+		// and a member that was blocked or held catches up at once, as a cluster that joins,
+		// unless the partition's windows are closed.
+		closed := p.windowClosed(ps.Name)
+		p.assignAll(ms, health, func(m *fleetMember) assignment {
+			if closed && m.pkg != nil && m.revision() != p.target {
+				return keepAsIs
+			}
+			return toTarget
+		})
 		ps.State = v1alpha1.PartitionComplete
 		if !movableDone {
 			ps.State = v1alpha1.PartitionProgressing
@@ -378,11 +491,29 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*fleetMember, health
 	case p.strategy.Paused:
 		ps.State = v1alpha1.PartitionProgressing
 		p.assignAll(ms, health, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, true) })
+	case p.windowClosed(ps.Name):
+		// Members moved while the window was open finish; none is moved now. A new cluster
+		// still gets its first install, as maxUnavailable allows.
+		ps.State = v1alpha1.PartitionProgressing
+		p.moveWithinBudget(ms, health, int(ps.Total), true)
 	default:
 		ps.State = v1alpha1.PartitionProgressing
-		p.moveWithinBudget(ms, health, int(ps.Total))
+		p.moveWithinBudget(ms, health, int(ps.Total), false)
 	}
 	return false
+}
+
+// windowClosed says whether a maintenance window applies to the partition and none is open
+// now; either way the plan wakes when that changes.
+func (p *planner) windowClosed(partition string) bool {
+	st, ok := p.window(partition)
+	if !ok {
+		return false
+	}
+	if !st.edge.IsZero() {
+		p.wake(st.edge.Sub(p.now) + time.Second)
+	}
+	return !st.open
 }
 
 // assignAll assigns each member what to says, held and blocked members aside (standAside).
@@ -416,7 +547,9 @@ func (p *planner) standAside(m *fleetMember, h memberHealth) (assignment, bool) 
 // moveWithinBudget moves the members of the partition being rolled out to the target as
 // maxUnavailable allows. Members that exist and are not Ready are unavailable already; a
 // member created now becomes unavailable until it is Ready, so creating one costs budget too.
-func (p *planner) moveWithinBudget(ms []*fleetMember, health []memberHealth, total int) {
+// With closed set (a maintenance window is closed), only members on the target and new
+// members are written to it.
+func (p *planner) moveWithinBudget(ms []*fleetMember, health []memberHealth, total int, closed bool) {
 	unavailable := 0
 	for i, m := range ms {
 		if m.pkg != nil && !health[i].ready && !health[i].held && !health[i].blocked {
@@ -432,6 +565,8 @@ func (p *planner) moveWithinBudget(ms []*fleetMember, health []memberHealth, tot
 		switch {
 		case m.revision() == p.target:
 			p.plan.assign[m.namespace] = toTarget
+		case closed && m.pkg != nil:
+			p.plan.assign[m.namespace] = keepOrStable(m, p.target, p.stable, true)
 		case m.pkg != nil && !health[i].ready:
 			// Not available anyway: moving it costs no availability.
 			p.plan.assign[m.namespace] = toTarget
@@ -451,6 +586,9 @@ func (p *planner) record(ps v1alpha1.PartitionStatus, ms []*fleetMember, health 
 		p.plan.complete = false
 	}
 	ps.LastTransitionTime = p.transition(ps.Name, ps.State)
+	if st, ok := p.window(ps.Name); ok {
+		ps.Window = st.status()
+	}
 	prev, seen := p.prevState[ps.Name]
 	switch {
 	case ps.State == v1alpha1.PartitionPending:

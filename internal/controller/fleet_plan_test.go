@@ -98,7 +98,7 @@ func TestPlanRollout(t *testing.T) {
 	t.Run("maxUnavailable bounds the members moved at once; later partitions stay", func(t *testing.T) {
 		t.Parallel()
 		two := intstr.FromInt32(2)
-		plan := planRollout(fleet(0), order, "new", "old", v1alpha1.FleetRolloutStrategy{MaxUnavailable: &two}, nil, now)
+		plan := planRollout(fleet(0), order, "new", "old", v1alpha1.FleetRolloutStrategy{MaxUnavailable: &two}, nil, now, planGates{})
 		assert.Equal(t, 2, countAssigned(plan, toTarget))
 		assert.Equal(t, "canary", plan.current)
 		for i := range 6 {
@@ -110,7 +110,7 @@ func TestPlanRollout(t *testing.T) {
 		t.Parallel()
 		ms := fleet(0)
 		ms[0] = planMember("c0", "canary", "new", false, now)
-		plan := planRollout(ms, order, "new", "old", v1alpha1.FleetRolloutStrategy{}, nil, now)
+		plan := planRollout(ms, order, "new", "old", v1alpha1.FleetRolloutStrategy{}, nil, now, planGates{})
 		assert.Equal(t, 1, countAssigned(plan, toTarget), "only the member already moved")
 	})
 	t.Run("members not Ready move at once", func(t *testing.T) {
@@ -118,14 +118,14 @@ func TestPlanRollout(t *testing.T) {
 		ms := fleet(0)
 		ms[1] = planMember("c1", "canary", "old", false, now)
 		ms[2] = planMember("c2", "canary", "old", false, now)
-		plan := planRollout(ms, order, "new", "old", v1alpha1.FleetRolloutStrategy{}, nil, now)
+		plan := planRollout(ms, order, "new", "old", v1alpha1.FleetRolloutStrategy{}, nil, now, planGates{})
 		assert.Equal(t, toTarget, plan.assign["c1"])
 		assert.Equal(t, toTarget, plan.assign["c2"])
 		assert.Equal(t, toStable, plan.assign["c0"])
 	})
 	t.Run("a finished partition lets the next one start", func(t *testing.T) {
 		t.Parallel()
-		plan := planRollout(fleet(4), order, "new", "old", v1alpha1.FleetRolloutStrategy{}, nil, now)
+		plan := planRollout(fleet(4), order, "new", "old", v1alpha1.FleetRolloutStrategy{}, nil, now, planGates{})
 		assert.Equal(t, "prod", plan.current)
 		assert.Equal(t, 5, countAssigned(plan, toTarget))
 		assert.Equal(t, v1alpha1.PartitionComplete, plan.partitions[0].State)
@@ -134,7 +134,7 @@ func TestPlanRollout(t *testing.T) {
 	t.Run("soak holds the next partition until it has passed", func(t *testing.T) {
 		t.Parallel()
 		strategy := v1alpha1.FleetRolloutStrategy{Soak: &metav1.Duration{Duration: time.Minute}}
-		plan := planRollout(fleet(4), order, "new", "old", strategy, nil, now)
+		plan := planRollout(fleet(4), order, "new", "old", strategy, nil, now, planGates{})
 		assert.Equal(t, v1alpha1.PartitionSoaking, plan.partitions[0].State)
 		assert.Equal(t, v1alpha1.PartitionPending, plan.partitions[1].State)
 		assert.Equal(t, 4, countAssigned(plan, toTarget))
@@ -142,7 +142,7 @@ func TestPlanRollout(t *testing.T) {
 
 		started := metav1.NewTime(now.Add(-5 * time.Minute))
 		soaking := []v1alpha1.PartitionStatus{{Name: "canary", State: v1alpha1.PartitionSoaking, LastTransitionTime: metav1.NewTime(now.Add(-2 * time.Minute)), StartedAt: &started}}
-		plan = planRollout(fleet(4), order, "new", "old", strategy, soaking, now)
+		plan = planRollout(fleet(4), order, "new", "old", strategy, soaking, now, planGates{})
 		assert.Equal(t, v1alpha1.PartitionComplete, plan.partitions[0].State)
 		assert.Equal(t, "prod", plan.current)
 		assert.Equal(t, &started, plan.partitions[0].StartedAt, "a partition's start is kept through its states")
@@ -152,35 +152,35 @@ func TestPlanRollout(t *testing.T) {
 		t.Parallel()
 		ms := fleet(0)
 		ms[0] = stalled(planMember("c0", "canary", "new", false, now))
-		plan := planRollout(ms, order, "new", "old", v1alpha1.FleetRolloutStrategy{}, nil, now)
+		plan := planRollout(ms, order, "new", "old", v1alpha1.FleetRolloutStrategy{}, nil, now, planGates{})
 		assert.True(t, plan.halted)
 		assert.Equal(t, v1alpha1.PartitionHalted, plan.partitions[0].State)
 		assert.Equal(t, 1, countAssigned(plan, toTarget), "nothing else moves")
 		assert.Len(t, plan.failed, 1)
 
 		two := intstr.FromInt32(2)
-		plan = planRollout(ms, order, "new", "old", v1alpha1.FleetRolloutStrategy{FailureThreshold: &two}, nil, now)
+		plan = planRollout(ms, order, "new", "old", v1alpha1.FleetRolloutStrategy{FailureThreshold: &two}, nil, now, planGates{})
 		assert.False(t, plan.halted, "one failure is under a threshold of 2")
 	})
 	t.Run("a member past the progress deadline has failed", func(t *testing.T) {
 		t.Parallel()
 		ms := fleet(0)
 		ms[0] = planMember("c0", "canary", "new", false, now)
-		plan := planRollout(ms, order, "new", "old", v1alpha1.FleetRolloutStrategy{ProgressDeadline: &metav1.Duration{Duration: 30 * time.Second}}, nil, now)
+		plan := planRollout(ms, order, "new", "old", v1alpha1.FleetRolloutStrategy{ProgressDeadline: &metav1.Duration{Duration: 30 * time.Second}}, nil, now, planGates{})
 		assert.True(t, plan.halted)
-		plan = planRollout(ms, order, "new", "old", v1alpha1.FleetRolloutStrategy{ProgressDeadline: &metav1.Duration{Duration: 5 * time.Minute}}, nil, now)
+		plan = planRollout(ms, order, "new", "old", v1alpha1.FleetRolloutStrategy{ProgressDeadline: &metav1.Duration{Duration: 5 * time.Minute}}, nil, now, planGates{})
 		assert.False(t, plan.halted)
 		assert.InDelta(t, 4*time.Minute, plan.wakeAfter, float64(2*time.Second), "woken when the deadline passes")
 	})
 	t.Run("paused moves nothing", func(t *testing.T) {
 		t.Parallel()
-		plan := planRollout(fleet(0), order, "new", "old", v1alpha1.FleetRolloutStrategy{Paused: true}, nil, now)
+		plan := planRollout(fleet(0), order, "new", "old", v1alpha1.FleetRolloutStrategy{Paused: true}, nil, now, planGates{})
 		assert.Equal(t, 0, countAssigned(plan, toTarget))
 	})
 	t.Run("first rollout: no member beyond the current partition", func(t *testing.T) {
 		t.Parallel()
 		ms := []*fleetMember{{namespace: "c0", partition: "canary"}, {namespace: "p0", partition: "prod"}}
-		plan := planRollout(ms, order, "new", "", v1alpha1.FleetRolloutStrategy{}, nil, now)
+		plan := planRollout(ms, order, "new", "", v1alpha1.FleetRolloutStrategy{}, nil, now, planGates{})
 		assert.Equal(t, toTarget, plan.assign["c0"])
 		assert.Equal(t, noMember, plan.assign["p0"])
 	})
@@ -188,7 +188,7 @@ func TestPlanRollout(t *testing.T) {
 		t.Parallel()
 		ms := fleet(0)
 		ms = append(ms, &fleetMember{namespace: "new-cluster", partition: "prod"})
-		plan := planRollout(ms, order, "old", "old", v1alpha1.FleetRolloutStrategy{}, nil, now)
+		plan := planRollout(ms, order, "old", "old", v1alpha1.FleetRolloutStrategy{}, nil, now, planGates{})
 		assert.Equal(t, len(ms), countAssigned(plan, toTarget))
 		assert.False(t, plan.complete, "the new cluster's member is not Ready yet")
 	})
@@ -248,7 +248,7 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 		t.Parallel()
 		ms := fleet(0)
 		onCluster(notReadyWith(onRevision(ms[0], "old"), v1alpha1.HostedClusterUnavailableReason), notAvailable)
-		plan := planRollout(ms, order, "new", "old", strict, nil, now)
+		plan := planRollout(ms, order, "new", "old", strict, nil, now, planGates{})
 		assert.Equal(t, toStable, plan.assign["c0"], "not moved while blocked")
 		assert.Equal(t, 1, countAssigned(plan, toTarget), "the budget of 1 is not used up by the blocked member")
 		assert.Equal(t, int32(1), plan.partitions[0].Blocked)
@@ -263,7 +263,7 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 			v1alpha1.InsecureKubeconfigReason, v1alpha1.NotHostedControlPlaneReason} {
 			ms := fleet(0)
 			notReadyWith(onRevision(ms[0], "new"), reason)
-			plan := planRollout(ms, order, "new", "old", strict, nil, now)
+			plan := planRollout(ms, order, "new", "old", strict, nil, now, planGates{})
 			assert.False(t, plan.halted, reason)
 			assert.Zero(t, plan.partitions[0].Failed, reason)
 			assert.Len(t, plan.blocked, 1, reason)
@@ -275,13 +275,13 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 		for _, reason := range []string{v1alpha1.ApplyFailedReason, v1alpha1.PhaseProgressingReason} {
 			ms := fleet(0)
 			notReadyWith(onRevision(ms[0], "new"), reason)
-			plan := planRollout(ms, order, "new", "old", strict, nil, now)
+			plan := planRollout(ms, order, "new", "old", strict, nil, now, planGates{})
 			assert.True(t, plan.halted, "%s past the progress deadline", reason)
 			assert.Empty(t, plan.blocked, reason)
 		}
 		ms := fleet(0)
 		ms[0] = onCluster(stalled(planMember("c0", "canary", "new", false, now)), nil)
-		assert.True(t, planRollout(ms, order, "new", "old", strict, nil, now).halted, "Stalled (RenderFailed)")
+		assert.True(t, planRollout(ms, order, "new", "old", strict, nil, now, planGates{}).halted, "Stalled (RenderFailed)")
 	})
 	t.Run("a paused HostedCluster blocks its member, until its pause ends", func(t *testing.T) {
 		t.Parallel()
@@ -289,7 +289,7 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 		onCluster(ms[0], func(hc *hosted.HostedCluster) { hc.Paused = true })
 		until := now.Add(time.Hour).UTC().Truncate(time.Second)
 		onCluster(ms[1], func(hc *hosted.HostedCluster) { hc.PausedUntil = until.Format(time.RFC3339) })
-		plan := planRollout(ms, order, "new", "old", strict, nil, now)
+		plan := planRollout(ms, order, "new", "old", strict, nil, now, planGates{})
 		assert.Equal(t, int32(2), plan.partitions[0].Blocked)
 		for _, b := range plan.blocked {
 			assert.Equal(t, v1alpha1.HostedClusterPausedReason, b.Reason)
@@ -298,21 +298,21 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 		assert.Equal(t, toStable, plan.assign["c1"])
 		assert.InDelta(t, time.Hour, plan.wakeAfter, float64(2*time.Second), "woken when spec.pausedUntil passes")
 
-		plan = planRollout(ms, order, "new", "old", strict, nil, now.Add(2*time.Hour))
+		plan = planRollout(ms, order, "new", "old", strict, nil, now.Add(2*time.Hour), planGates{})
 		assert.Equal(t, int32(1), plan.partitions[0].Blocked, "a pausedUntil in the past pauses nothing")
 	})
 	t.Run("blocked members hold neither their partition nor its soak", func(t *testing.T) {
 		t.Parallel()
 		ms := fleet(3)
 		onCluster(ms[3], notAvailable)
-		plan := planRollout(ms, order, "new", "old", strict, nil, now)
+		plan := planRollout(ms, order, "new", "old", strict, nil, now, planGates{})
 		assert.Equal(t, v1alpha1.PartitionComplete, plan.partitions[0].State)
 		assert.Equal(t, "prod", plan.current)
 		assert.Equal(t, toStable, plan.assign["c3"])
 
 		soak := strict
 		soak.Soak = &metav1.Duration{Duration: time.Minute}
-		plan = planRollout(ms, order, "new", "old", soak, nil, now)
+		plan = planRollout(ms, order, "new", "old", soak, nil, now, planGates{})
 		assert.Equal(t, v1alpha1.PartitionSoaking, plan.partitions[0].State, "the soak runs without the blocked member")
 	})
 	t.Run("a partition whose members are all blocked proves nothing: it waits", func(t *testing.T) {
@@ -321,7 +321,7 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 		for _, m := range ms[:4] {
 			onCluster(m, notAvailable)
 		}
-		plan := planRollout(ms, order, "new", "old", strict, nil, now)
+		plan := planRollout(ms, order, "new", "old", strict, nil, now, planGates{})
 		assert.Equal(t, "canary", plan.current)
 		assert.Equal(t, v1alpha1.PartitionProgressing, plan.partitions[0].State)
 		assert.Equal(t, 0, countAssigned(plan, toTarget))
@@ -332,7 +332,7 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 		for _, m := range ms[4:] {
 			onCluster(m, notAvailable)
 		}
-		plan = planRollout(ms, order, "new", "old", strict, nil, now)
+		plan = planRollout(ms, order, "new", "old", strict, nil, now, planGates{})
 		assert.True(t, plan.complete)
 	})
 	t.Run("an unblocked member catches up through the same checks", func(t *testing.T) {
@@ -341,13 +341,13 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 		// within its partition's budget, and a failure of it counts.
 		ms := fleet(3)
 		prev := []v1alpha1.PartitionStatus{{Name: "canary", State: v1alpha1.PartitionComplete}, {Name: "prod", State: v1alpha1.PartitionProgressing}}
-		plan := planRollout(ms, order, "new", "old", strict, prev, now)
+		plan := planRollout(ms, order, "new", "old", strict, prev, now, planGates{})
 		assert.Equal(t, "canary", plan.current)
 		assert.Equal(t, toTarget, plan.assign["c3"])
 		assert.Equal(t, 4, countAssigned(plan, toTarget), "nothing else moves meanwhile")
 
 		ms[3] = onCluster(stalled(planMember("c3", "canary", "new", false, now)), nil)
-		assert.True(t, planRollout(ms, order, "new", "old", strict, prev, now).halted)
+		assert.True(t, planRollout(ms, order, "new", "old", strict, prev, now, planGates{}).halted)
 
 		// With the rollout finished (target = stable), it moves at once, as a joining cluster.
 		ms = fleet(0)
@@ -355,10 +355,10 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 			m.pkg.Annotations[v1alpha1.FleetRevisionAnnotation] = "new"
 		}
 		ms[0].pkg.Annotations[v1alpha1.FleetRevisionAnnotation] = "older"
-		plan = planRollout(ms, order, "new", "new", strict, nil, now)
+		plan = planRollout(ms, order, "new", "new", strict, nil, now, planGates{})
 		assert.Equal(t, toTarget, plan.assign["c0"])
 		onCluster(ms[0], notAvailable)
-		plan = planRollout(ms, order, "new", "new", strict, nil, now)
+		plan = planRollout(ms, order, "new", "new", strict, nil, now, planGates{})
 		assert.Equal(t, keepAsIs, plan.assign["c0"], "not while it is blocked")
 		assert.True(t, plan.complete)
 	})
@@ -366,7 +366,7 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 		t.Parallel()
 		ms := fleet(0)
 		ms = append(ms, onCluster(&fleetMember{namespace: "c9", partition: "canary"}, notAvailable))
-		plan := planRollout(ms, order, "new", "old", strict, nil, now)
+		plan := planRollout(ms, order, "new", "old", strict, nil, now, planGates{})
 		assert.Equal(t, noMember, plan.assign["c9"])
 	})
 	t.Run("a hold keeps a member where it is", func(t *testing.T) {
@@ -381,7 +381,7 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 			} else {
 				ms[0].pkg.Annotations[v1alpha1.HoldAnnotation] = "change freeze"
 			}
-			plan := planRollout(ms, order, "new", "old", strict, nil, now)
+			plan := planRollout(ms, order, "new", "old", strict, nil, now, planGates{})
 			assert.Equal(t, keepAsIs, plan.assign["c0"], on)
 			assert.Equal(t, 1, countAssigned(plan, toTarget), "%s: the held member uses no budget", on)
 			if assert.Len(t, plan.held, 1, on) {
@@ -397,7 +397,7 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 		ms[3] = onCluster(stalled(planMember("c3", "canary", "new", false, now)), func(hc *hosted.HostedCluster) {
 			hc.Annotations = map[string]string{v1alpha1.HoldAnnotation: ""}
 		})
-		plan := planRollout(ms, order, "new", "old", strict, nil, now)
+		plan := planRollout(ms, order, "new", "old", strict, nil, now, planGates{})
 		assert.False(t, plan.halted)
 		assert.Equal(t, "prod", plan.current)
 		assert.Equal(t, keepAsIs, plan.assign["c3"])
@@ -407,7 +407,7 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 		ms = append(ms, onCluster(&fleetMember{namespace: "c9", partition: "canary"}, func(hc *hosted.HostedCluster) {
 			hc.Annotations = map[string]string{v1alpha1.HoldAnnotation: "not yet"}
 		}))
-		plan = planRollout(ms, order, "new", "new", strict, nil, now)
+		plan = planRollout(ms, order, "new", "new", strict, nil, now, planGates{})
 		assert.Equal(t, noMember, plan.assign["c9"])
 		assert.Equal(t, keepAsIs, plan.assign["c3"])
 	})
