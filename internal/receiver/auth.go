@@ -23,6 +23,12 @@ import (
 // key then never crosses the network.
 const SignatureHeader = "X-Pkgsync-Signature"
 
+// isSigned reports whether r carries a signature (SignatureHeader) rather than a token: its body
+// must be read to authenticate it.
+func isSigned(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get(SignatureHeader), "sha256=")
+}
+
 // errNoKey is a source without a key: it is not enabled.
 var errNoKey = errors.New("no key for this source")
 
