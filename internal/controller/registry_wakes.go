@@ -75,6 +75,12 @@ type wakeHint struct {
 // shows costs this many more resolutions, no more.
 const maxRechecks = 3
 
+// wakeMemory is how long a wake is kept: long after the reconciles it asked for resolved the
+// tag afresh (the resolutions they shared then cover it). Older wakes are let go, so notifications
+// of ever new tags or repositories (a Package per build, following its own tag) do not grow the
+// controller's memory for good.
+const wakeMemory = time.Hour
+
 type requestKey struct{ repository, tag string }
 
 // wakeRequest is the last wake of a repository and tag.
@@ -238,6 +244,7 @@ func acceptsAny(semver string, tags map[string]wakeHint) bool {
 func (w *RegistryWakes) fire(ctx context.Context, key string, tags map[string]wakeHint, at time.Time) {
 	followers := w.followers(ctx, key, tags)
 	w.mu.Lock()
+	w.forgetLocked(at)
 	for _, f := range followers {
 		rk := requestKey{repository: key, tag: f.tag}
 		// A range's followers resolve whichever tag is highest: no digest is expected of them.
@@ -254,6 +261,21 @@ func (w *RegistryWakes) fire(ctx context.Context, key string, tags map[string]wa
 		default:
 			ctrl.LoggerFrom(ctx).Info("wake dropped: too many queued; the resource's interval covers it",
 				"namespace", f.obj.GetNamespace(), "name", f.obj.GetName())
+		}
+	}
+}
+
+// forgetLocked lets go of the wakes older than wakeMemory, and of the repositories whose
+// coalescing window is long over with nothing pending.
+func (w *RegistryWakes) forgetLocked(now time.Time) {
+	for k, r := range w.requests {
+		if now.Sub(r.at) >= wakeMemory {
+			delete(w.requests, k)
+		}
+	}
+	for k, r := range w.repos {
+		if !r.pending && now.Sub(r.last) >= wakeMemory {
+			delete(w.repos, k)
 		}
 	}
 }

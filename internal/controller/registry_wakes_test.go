@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -202,4 +203,27 @@ func TestWakeRechecks(t *testing.T) {
 	}
 	assert.Equal(t, 1+maxRechecks, wakes, "the notification's wake and maxRechecks more")
 	assert.Equal(t, 1, observed, "never observed: the digest never showed")
+}
+
+// TestWakesForgotten: what a wake keeps (its time, per repository and tag) is let go once it
+// can no longer matter, so notifications of ever new tags (a preview environment per build,
+// each a Package following its own tag) do not grow the controller's memory forever.
+func TestWakesForgotten(t *testing.T) {
+	t.Parallel()
+	var pkgs []*v1alpha1.Package
+	for i := range 50 {
+		pkgs = append(pkgs, following(fmt.Sprintf("build-%d", i), fmt.Sprintf("registry.example.com/team/app:build-%d", i), ""))
+	}
+	tw := newTestWakes(t, pkgs...)
+	for i := range 50 {
+		tw.now = tw.now.Add(wakeMemory / 50)
+		require.True(t, tw.Wake(t.Context(), receiver.Notification{Repository: "team/app", Tag: fmt.Sprintf("build-%d", i)}))
+		tw.drain()
+	}
+	tw.now = tw.now.Add(wakeMemory)
+	require.True(t, tw.Wake(t.Context(), receiver.Notification{Repository: "team/app", Tag: "build-49"}))
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	assert.Len(t, tw.requests, 1, "only the wake that can still matter is kept")
+	assert.Len(t, tw.repos, 1)
 }

@@ -23,6 +23,12 @@ import (
 // key then never crosses the network.
 const SignatureHeader = "X-Pkgsync-Signature"
 
+// isSigned reports whether r carries a signature (SignatureHeader) rather than a token: its body
+// must be read to authenticate it.
+func isSigned(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get(SignatureHeader), "sha256=")
+}
+
 // errNoKey is a source without a key: it is not enabled.
 var errNoKey = errors.New("no key for this source")
 
@@ -51,8 +57,12 @@ func authenticate(r *http.Request, body, key []byte) bool {
 }
 
 // secretKeysTTL is how long the Secret's keys are kept before it is read again: a rotated key
-// is taken within it. Requests, authenticated or not, never read the Secret more often.
+// is taken within it. Requests, authenticated or not, never read the Secret more often (nor, while it cannot be read, more often than secretRetry).
 const secretKeysTTL = 10 * time.Second
+
+// secretRetry is how long a failure to read the Secret is remembered: while it cannot be read,
+// requests are answered 503 without each of them asking the API server again.
+const secretRetry = time.Second
 
 // SecretKeys reads the key of each source from one Secret: data key distribution, harbor or
 // generic. A source without a data key is disabled (its requests are unauthenticated).
@@ -66,7 +76,10 @@ type SecretKeys struct {
 	mu   sync.Mutex
 	read time.Time
 	data map[string][]byte
-	now  func() time.Time
+	// failed is when the last read failed, with err.
+	failed time.Time
+	err    error
+	now    func() time.Time
 }
 
 // Key returns the key of source; errNoKey when the Secret has none (or does not exist), another
@@ -78,6 +91,9 @@ func (s *SecretKeys) Key(ctx context.Context, source Source) ([]byte, error) {
 	if s.now != nil {
 		now = s.now()
 	}
+	if !s.failed.IsZero() && now.Sub(s.failed) < secretRetry {
+		return nil, s.err
+	}
 	if s.read.IsZero() || now.Sub(s.read) >= secretKeysTTL {
 		var secret corev1.Secret
 		err := s.Reader.Get(ctx, s.Secret, &secret)
@@ -87,10 +103,15 @@ func (s *SecretKeys) Key(ctx context.Context, source Source) ([]byte, error) {
 		case apierrors.IsNotFound(err):
 			s.data = nil
 		default:
-			// Not remembered: the next request reads again.
-			return nil, fmt.Errorf("read webhook secret %s: %w", s.Secret, err)
+			// Remembered for secretRetry only, and not when the request itself went away (a
+			// sender that hangs up must not refuse the next ones).
+			err = fmt.Errorf("read webhook secret %s: %w", s.Secret, err)
+			if ctx.Err() == nil {
+				s.failed, s.err = now, err
+			}
+			return nil, err
 		}
-		s.read = now
+		s.read, s.failed, s.err = now, time.Time{}, nil
 	}
 	if key := s.data[string(source)]; len(key) > 0 {
 		return key, nil

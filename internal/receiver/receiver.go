@@ -13,6 +13,11 @@ import (
 // MaxBodyBytes bounds a request body: a Distribution envelope of many events fits.
 const MaxBodyBytes = 1 << 20
 
+// maxInFlight bounds the signed requests whose bodies are read at once: a signature is checked
+// over the whole body, so an unauthenticated sender could otherwise make the receiver hold
+// MaxBodyBytes per connection it opens. Requests beyond it are answered 503 (senders retry).
+const maxInFlight = 32
+
 // PathPrefix is where the sources are served: PathPrefix + "distribution", and so on.
 const PathPrefix = "/hooks/"
 
@@ -39,11 +44,13 @@ type Options struct {
 // Receiver is the http.Handler of registry notifications.
 type Receiver struct {
 	opts Options
+	// inFlight holds a token per signed request whose body is being read.
+	inFlight chan struct{}
 }
 
 // New makes a receiver.
 func New(opts Options) *Receiver {
-	return &Receiver{opts: opts}
+	return &Receiver{opts: opts, inFlight: make(chan struct{}, maxInFlight)}
 }
 
 // ServeHTTP answers POST /hooks/SOURCE: 202 when authenticated and understood (whether or not
@@ -74,6 +81,35 @@ func (h *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusMethodNotAllowed, OutcomeInvalid, "POST a notification")
 		return
 	}
+	key, err := h.opts.Keys.Key(r.Context(), source)
+	if err != nil && !errors.Is(err, errNoKey) {
+		log.Error(err, "read webhook keys", "source", source)
+		reply(http.StatusServiceUnavailable, OutcomeUnavailable, "keys unavailable")
+		return
+	}
+	unauthenticated := func() {
+		// What failed (no key, which header, a mismatch) is not told to the sender.
+		log.V(1).Info("unauthenticated notification", "source", source, "remote", r.RemoteAddr)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pkgsync"`)
+		reply(http.StatusUnauthorized, OutcomeUnauthenticated, "unauthenticated")
+	}
+	// A token is checked before the body is read; only a signature needs the body, and only
+	// maxInFlight signed bodies are read at once.
+	signed := isSigned(r)
+	if len(key) == 0 || !signed && !authenticate(r, nil, key) {
+		unauthenticated()
+		return
+	}
+	if signed {
+		select {
+		case h.inFlight <- struct{}{}:
+			defer func() { <-h.inFlight }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			reply(http.StatusServiceUnavailable, OutcomeUnavailable, "too many requests in flight")
+			return
+		}
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -84,17 +120,8 @@ func (h *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusBadRequest, OutcomeInvalid, "body not read")
 		return
 	}
-	key, err := h.opts.Keys.Key(r.Context(), source)
-	if err != nil && !errors.Is(err, errNoKey) {
-		log.Error(err, "read webhook keys", "source", source)
-		reply(http.StatusServiceUnavailable, OutcomeUnavailable, "keys unavailable")
-		return
-	}
-	if !authenticate(r, body, key) {
-		// What failed (no key, which header, a mismatch) is not told to the sender.
-		log.V(1).Info("unauthenticated notification", "source", source, "remote", r.RemoteAddr)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="pkgsync"`)
-		reply(http.StatusUnauthorized, OutcomeUnauthenticated, "unauthenticated")
+	if signed && !authenticate(r, body, key) {
+		unauthenticated()
 		return
 	}
 	notifications, err := decode(source, body)

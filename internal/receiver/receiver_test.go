@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -266,4 +267,39 @@ func TestSecretKeys(t *testing.T) {
 	now = now.Add(secretKeysTTL)
 	_, err = k.Key(t.Context(), Distribution)
 	assert.ErrorIs(t, err, errNoKey, "without the Secret every source is disabled")
+}
+
+// countingReader counts its reads and fails them with err.
+type countingReader struct {
+	client.Reader
+	mu    sync.Mutex
+	reads int
+	err   error
+}
+
+func (r *countingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reads++
+	return r.err
+}
+
+// TestSecretKeysFailureRemembered: when the Secret cannot be read (forbidden, API server down),
+// a flood of requests, unauthenticated ones included, does not turn into one API request each:
+// the failure is remembered for secretRetry.
+func TestSecretKeysFailureRemembered(t *testing.T) {
+	t.Parallel()
+	r := &countingReader{err: apierrors.NewForbidden(corev1.Resource("secrets"), "pkgsync-webhook", errors.New("no RBAC"))}
+	now := time.Now()
+	k := &SecretKeys{Reader: r, Secret: client.ObjectKey{Namespace: "pkgsync-system", Name: "pkgsync-webhook"}, now: func() time.Time { return now }}
+	for range 100 {
+		_, err := k.Key(t.Context(), Distribution)
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, errNoKey)
+	}
+	assert.Equal(t, 1, r.reads, "one read per secretRetry, however many requests")
+	now = now.Add(secretRetry)
+	_, err := k.Key(t.Context(), Distribution)
+	require.Error(t, err)
+	assert.Equal(t, 2, r.reads, "read again after secretRetry")
 }
