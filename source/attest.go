@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/opencontainers/go-digest"
-	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
 	"oras.land/oras-go/v2/content"
@@ -186,32 +185,11 @@ func (c *Client) Attest(ctx context.Context, ref Reference, key *SigningKey, sta
 		}
 	}
 	layers = append(layers, added...)
-	diffIDs := make([]digest.Digest, len(layers))
-	for i, l := range layers {
-		diffIDs[i] = l.Digest
-	}
-	config, err := json.Marshal(ocispec.Image{RootFS: ocispec.RootFS{Type: "layers", DiffIDs: diffIDs}})
+	pushed, err := c.pushLayers(ctx, repo, layers, attRef)
 	if err != nil {
-		return Reference{}, fmt.Errorf("attest %s: %w", ref, err)
+		return Reference{}, fmt.Errorf("attest %s: push attestations: %w", ref, err)
 	}
-	configDesc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageConfig, config)
-	if err := pushBlob(ctx, repo, configDesc, config); err != nil {
-		return Reference{}, fmt.Errorf("attest %s: push config: %w", ref, c.explain(attRef, err))
-	}
-	manifest, err := json.Marshal(ocispec.Manifest{
-		Versioned: specs.Versioned{SchemaVersion: 2},
-		MediaType: ocispec.MediaTypeImageManifest,
-		Config:    configDesc,
-		Layers:    layers,
-	})
-	if err != nil {
-		return Reference{}, fmt.Errorf("attest %s: %w", ref, err)
-	}
-	manifestDesc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, manifest)
-	if err := repo.PushReference(ctx, manifestDesc, bytes.NewReader(manifest), attRef.Tag); err != nil {
-		return Reference{}, fmt.Errorf("attest %s: push attestations: %w", ref, c.explain(attRef, err))
-	}
-	return attRef.WithDigest(manifestDesc.Digest.String()), nil
+	return pushed, nil
 }
 
 // AttestationVerification is a verified attestation.

@@ -121,17 +121,28 @@ func (c *Client) Sign(ctx context.Context, ref Reference, key *SigningKey, creds
 	if err := pushBlob(ctx, repo, layer, body); err != nil {
 		return Reference{}, fmt.Errorf("sign %s: push payload: %w", ref, c.explain(sigRef, err))
 	}
+	pushed, err := c.pushLayers(ctx, repo, layers, sigRef)
+	if err != nil {
+		return Reference{}, fmt.Errorf("sign %s: push signature: %w", ref, err)
+	}
+	return pushed, nil
+}
+
+// pushLayers pushes layers (already uploaded) as an image manifest tagged at tagged's tag, with
+// the config cosign writes beside them (the layers' digests as diff IDs): how cosign stores
+// signatures (.sig) and attestations (.att). It returns tagged pinned to the manifest.
+func (c *Client) pushLayers(ctx context.Context, repo *remote.Repository, layers []ocispec.Descriptor, tagged Reference) (Reference, error) {
 	diffIDs := make([]digest.Digest, len(layers))
 	for i, l := range layers {
 		diffIDs[i] = l.Digest
 	}
 	config, err := json.Marshal(ocispec.Image{RootFS: ocispec.RootFS{Type: "layers", DiffIDs: diffIDs}})
 	if err != nil {
-		return Reference{}, fmt.Errorf("sign %s: %w", ref, err)
+		return Reference{}, err
 	}
 	configDesc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageConfig, config)
 	if err := pushBlob(ctx, repo, configDesc, config); err != nil {
-		return Reference{}, fmt.Errorf("sign %s: push config: %w", ref, c.explain(sigRef, err))
+		return Reference{}, fmt.Errorf("config: %w", c.explain(tagged, err))
 	}
 	manifest, err := json.Marshal(ocispec.Manifest{
 		Versioned: specs.Versioned{SchemaVersion: 2},
@@ -140,13 +151,13 @@ func (c *Client) Sign(ctx context.Context, ref Reference, key *SigningKey, creds
 		Layers:    layers,
 	})
 	if err != nil {
-		return Reference{}, fmt.Errorf("sign %s: %w", ref, err)
+		return Reference{}, err
 	}
 	manifestDesc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, manifest)
-	if err := repo.PushReference(ctx, manifestDesc, bytes.NewReader(manifest), sigRef.Tag); err != nil {
-		return Reference{}, fmt.Errorf("sign %s: push signature: %w", ref, c.explain(sigRef, err))
+	if err := repo.PushReference(ctx, manifestDesc, bytes.NewReader(manifest), tagged.Tag); err != nil {
+		return Reference{}, c.explain(tagged, err)
 	}
-	return sigRef.WithDigest(manifestDesc.Digest.String()), nil
+	return tagged.WithDigest(manifestDesc.Digest.String()), nil
 }
 
 // pushBlob uploads a blob unless the registry has it.
