@@ -55,14 +55,8 @@ func pushStandIn(t *testing.T, ref, dockerConfig, version string) string {
 // pkgsync verify; a tampered image, a wrong key and a missing attachment are each refused. Not
 // parallel: the key's password comes from the environment.
 func TestReleaseAttestations(t *testing.T) {
-	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	tmp := t.TempDir()
-	dockerConfig := filepath.Join(tmp, "config.json")
-	key, pub := writeKeyPair(t, tmp, "s3cret")
-	otherDir := filepath.Join(tmp, "other")
-	require.NoError(t, os.MkdirAll(otherDir, 0o755))
-	otherKey, otherPub := writeKeyPair(t, otherDir, "s3cret")
-	t.Setenv(passwordEnv, "s3cret")
+	s := newSigningSetup(t)
+	reg, dockerConfig, key, pub, otherKey, otherPub := s.reg, s.dockerConfig, s.key, s.pub, s.otherKey, s.otherPub
 
 	repo := reg.Host + "/" + testenv.Repository(t, "platform/pkgsync")
 	release := repo + ":v1"
@@ -192,14 +186,8 @@ func TestReleaseAttestationsCosign(t *testing.T) {
 	if _, err := os.Stat(cosign); err != nil {
 		t.Skipf("interoperability with the cosign CLI not tested: %s is missing; `make cosign` builds it from the module proxy", cosign)
 	}
-	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	tmp := t.TempDir()
-	dockerConfig := filepath.Join(tmp, "config.json")
-	key, pub := writeKeyPair(t, tmp, "s3cret")
-	otherDir := filepath.Join(tmp, "other")
-	require.NoError(t, os.MkdirAll(otherDir, 0o755))
-	_, otherPub := writeKeyPair(t, otherDir, "s3cret")
-	t.Setenv(passwordEnv, "s3cret")
+	s := newSigningSetup(t)
+	reg, dockerConfig, key, pub, otherPub := s.reg, s.dockerConfig, s.key, s.pub, s.otherPub
 
 	repo := reg.Host + "/" + testenv.Repository(t, "platform/pkgsync")
 	digest := pushStandIn(t, repo+":v1", dockerConfig, "1")

@@ -18,14 +18,8 @@ import (
 // Deployment runs the digest that was verified. Not parallel: the key's password comes from
 // the environment.
 func TestInstallVerifyKey(t *testing.T) {
-	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	tmp := t.TempDir()
-	dockerConfig := filepath.Join(tmp, "config.json")
-	key, pub := writeKeyPair(t, tmp, "s3cret")
-	otherDir := filepath.Join(tmp, "other")
-	require.NoError(t, os.MkdirAll(otherDir, 0o755))
-	_, otherPub := writeKeyPair(t, otherDir, "s3cret")
-	t.Setenv(passwordEnv, "s3cret")
+	s := newSigningSetup(t)
+	reg, tmp, dockerConfig, key, pub, otherPub := s.reg, s.dir, s.dockerConfig, s.key, s.pub, s.otherPub
 
 	// Any image stands in for the controller's: only its signature is checked.
 	repo := reg.Host + "/" + testenv.Repository(t, "platform/pkgsync")

@@ -25,16 +25,31 @@ func writeKeyPair(t *testing.T, dir, password string) (keyFile, pubFile string) 
 	return keyFile, pubFile
 }
 
+// signingSetup is what the signing tests share: a registry, a Docker config path of the test's
+// own, two key pairs in cosign's format (password s3cret, set in $COSIGN_PASSWORD, so the test
+// must not be parallel) and the directory they are in.
+type signingSetup struct {
+	reg                          *testenv.Registry
+	dir, dockerConfig            string
+	key, pub, otherKey, otherPub string
+}
+
+func newSigningSetup(t *testing.T) signingSetup {
+	t.Helper()
+	s := signingSetup{reg: testenv.NewRegistry(t, testenv.RegistryOptions{}), dir: t.TempDir()}
+	s.dockerConfig = filepath.Join(s.dir, "config.json")
+	s.key, s.pub = writeKeyPair(t, s.dir, "s3cret")
+	otherDir := filepath.Join(s.dir, "other")
+	require.NoError(t, os.MkdirAll(otherDir, 0o755))
+	s.otherKey, s.otherPub = writeKeyPair(t, otherDir, "s3cret")
+	t.Setenv(passwordEnv, "s3cret")
+	return s
+}
+
 // Not parallel: the key's password comes from the environment.
 func TestSignAndVerifyCommands(t *testing.T) {
-	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	tmp := t.TempDir()
-	dockerConfig := filepath.Join(tmp, "config.json")
-	key, pub := writeKeyPair(t, filepath.Join(tmp), "s3cret")
-	otherDir := filepath.Join(tmp, "other")
-	require.NoError(t, os.MkdirAll(otherDir, 0o755))
-	otherKey, otherPub := writeKeyPair(t, otherDir, "s3cret")
-	t.Setenv(passwordEnv, "s3cret")
+	s := newSigningSetup(t)
+	reg, dockerConfig, key, pub, otherKey, otherPub := s.reg, s.dockerConfig, s.key, s.pub, s.otherKey, s.otherPub
 
 	signed := reg.Host + "/" + testenv.Repository(t, "signed")
 	ref := signed + ":v1"
