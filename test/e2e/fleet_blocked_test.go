@@ -187,17 +187,10 @@ func TestFleetBlockedAndHeld(t *testing.T) {
 	}
 	order := moves[got.Status.Target.Name]
 	require.Len(t, order, 8, "every member not set aside moved once: %v", order)
-	first, last := map[string]int{}, map[string]int{}
-	for i, ns := range order {
+	for _, ns := range order {
 		assert.False(t, aside[ns], "%s moved while blocked or held", ns)
-		p := partitionOf[ns]
-		if _, ok := first[p]; !ok {
-			first[p] = i
-		}
-		last[p] = i
 	}
-	assert.Less(t, last["canary"], first["early"], "canary before early: %v", order)
-	assert.Less(t, last["early"], first["late"], "early before late: %v", order)
+	assertPartitionOrder(t, order, partitionOf, "canary", "early", "late")
 	if i := index(states, "canary=Progressing"); i >= 0 {
 		states = states[i:]
 	}

@@ -308,6 +308,23 @@ func index(list []string, s string) int {
 	return -1
 }
 
+// assertPartitionOrder asserts that the members in order (namespaces, as they moved) moved
+// partition by partition: the last of each partition before the first of the next.
+func assertPartitionOrder(t *testing.T, order []string, partitionOf map[string]string, partitions ...string) {
+	t.Helper()
+	first, last := map[string]int{}, map[string]int{}
+	for i, ns := range order {
+		p := partitionOf[ns]
+		if _, ok := first[p]; !ok {
+			first[p] = i
+		}
+		last[p] = i
+	}
+	for i := 1; i < len(partitions); i++ {
+		assert.Less(t, last[partitions[i-1]], first[partitions[i]], "%s before %s: %v", partitions[i-1], partitions[i], order)
+	}
+}
+
 // TestFleetRollout rolls a package out to 20 HostedClusters in three partitions and through a
 // series of new revisions: partition by partition, maxUnavailable respected at every moment, a
 // soak between partitions, a broken revision halted in the first partition and resumed by a
@@ -376,17 +393,7 @@ func TestFleetRollout(t *testing.T) {
 		}
 		order := moves[got.Status.Target.Name]
 		require.Len(t, order, 20, "every member moved once")
-		last := map[string]int{}
-		first := map[string]int{}
-		for i, ns := range order {
-			p := partitionOf[ns]
-			if _, ok := first[p]; !ok {
-				first[p] = i
-			}
-			last[p] = i
-		}
-		assert.Less(t, last["canary"], first["early"], "canary before early: %v", order)
-		assert.Less(t, last["early"], first["late"], "early before late: %v", order)
+		assertPartitionOrder(t, order, partitionOf, "canary", "early", "late")
 		// The soak: canary soaked and completed before early started, early before late. The
 		// states the watch saw before this rollout started are dropped.
 		if i := index(states, "canary=Progressing"); i >= 0 {
