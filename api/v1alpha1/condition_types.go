@@ -44,6 +44,21 @@ const (
 	UniqueInScopeConstraintViolatedReason = "UniqueInScopeConstraintViolated"
 	// InvalidConfigReason: spec.config does not satisfy the package's configuration schema.
 	InvalidConfigReason = "InvalidConfig"
+	// DependencyNotReadyReason: a dependency (spec.dependsOn) is missing or not Ready; nothing is
+	// applied until it is.
+	DependencyNotReadyReason = "DependencyNotReady"
+	// DependencyCycleReason: spec.dependsOn leads back to the resource itself (stalls).
+	DependencyCycleReason = "DependencyCycle"
+	// InvalidDependencyReason: a dependency cannot be used: its readyExpr does not compile or
+	// does not give a bool, it names a kind this resource may not depend on, or the chain of
+	// dependencies is too deep (stalls).
+	InvalidDependencyReason = "InvalidDependency"
+	// ConfigSourceNotFoundReason: a ConfigMap or Secret of spec.configFrom, or its key, is missing
+	// and the entry is not optional; nothing is applied until it appears.
+	ConfigSourceNotFoundReason = "ConfigSourceNotFound"
+	// InvalidConfigSourceReason: a key of spec.configFrom does not hold a YAML or JSON object,
+	// or the data read are over the bound.
+	InvalidConfigSourceReason = "InvalidConfigSource"
 	// CollisionReason: an object exists and is not owned by this resource.
 	CollisionReason = "Collision"
 	// ConflictReason: another field manager owns a field the package sets.

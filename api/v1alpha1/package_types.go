@@ -119,6 +119,26 @@ type PackageSpec struct {
 	// +kubebuilder:default=true
 	Prune *bool `json:"prune,omitempty"`
 
+	// DependsOn lists installations that must be Ready before this one is applied: Packages
+	// of the same namespace, or ClusterPackages (a ClusterPackage may depend on ClusterPackages
+	// only). While one is not, nothing is resolved, pulled or applied, and Ready is False with
+	// reason DependencyNotReady naming it. A cycle is refused (reason DependencyCycle, stalled).
+	// When both are deleted, a dependent is torn down before what it depends on.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	DependsOn []Dependency `json:"dependsOn,omitempty"`
+
+	// ConfigFrom lists ConfigMaps and Secrets, in the resource's own namespace (for a
+	// ClusterPackage, in the controller's namespace), whose data are merged in order under
+	// spec.config: later entries win over earlier ones, and spec.config wins over all of them.
+	// The result is validated by the package's configuration schema. A change of a referenced
+	// object reconciles the resource. Secret values never appear in status, events or logs.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	ConfigFrom []ConfigSource `json:"configFrom,omitempty"`
+
 	// Verify, when set, requires a valid signature on the image's digest before it is pulled
 	// and rendered. A digest that is unsigned or whose signatures do not verify is never
 	// applied: the last applied revision stays, and Ready is False with reason
@@ -126,6 +146,79 @@ type PackageSpec struct {
 	// +optional
 	Verify *Verification `json:"verify,omitempty"`
 }
+
+// Dependency names an installation that must be Ready before the one that names it is applied.
+type Dependency struct {
+	// Kind of the dependency: Package (in the dependent's own namespace) or ClusterPackage.
+	// Empty means the dependent's own kind. There is no namespace: a Package depends on
+	// Packages of its own namespace only, so that it cannot read, or wait on, another
+	// namespace's installations.
+	// +optional
+	// +kubebuilder:validation:Enum=Package;ClusterPackage
+	Kind string `json:"kind,omitempty"`
+
+	// Name of the dependency.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// ReadyExpr, when set, replaces the readiness check (Ready=True at the dependency's current
+	// generation) with a CEL expression that must evaluate to true. It sees the dependency as
+	// dep and the dependent as self, each with apiVersion, kind, metadata (name, namespace,
+	// generation, labels, annotations) and status (without inventory and history); for example
+	// "dep.status.lastAppliedTag == 'v2'". Its cost is bounded.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	ReadyExpr string `json:"readyExpr,omitempty"`
+}
+
+// ConfigSource names a ConfigMap or Secret whose data are merged into a package's configuration.
+type ConfigSource struct {
+	// Kind of the object: ConfigMap or Secret.
+	// +required
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+
+	// Name of the object, in the resource's own namespace (for a ClusterPackage, in the
+	// controller's namespace).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Key of the object's data to read; config.yaml by default. Without targetPath it must hold
+	// a YAML or JSON object, merged at the top of the configuration (maps merged key by key,
+	// anything else replaced).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern="^[-._a-zA-Z0-9]+$"
+	Key string `json:"key,omitempty"`
+
+	// TargetPath, when set, puts the key's value, as a string, at this dot-separated path of the
+	// configuration (database.password) instead of merging it as an object.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern="^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"
+	TargetPath string `json:"targetPath,omitempty"`
+
+	// Optional lets the resource be applied without the object or its key: it then contributes
+	// nothing. Otherwise a missing object or key holds the resource (Ready=False, reason
+	// ConfigSourceNotFound) until it appears.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// GetKey returns the key of a ConfigSource, defaulted.
+func (in *ConfigSource) GetKey() string {
+	if in.Key == "" {
+		return DefaultConfigKey
+	}
+	return in.Key
+}
+
+// DefaultConfigKey is the key a ConfigSource reads by default.
+const DefaultConfigKey = "config.yaml"
 
 // PackageStatus is the observed state of a package installation.
 type PackageStatus struct {
@@ -191,6 +284,7 @@ type PackageList struct {
 
 // ClusterPackage installs a package cluster-wide; it may create cluster-scoped objects and
 // objects in any namespace.
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.dependsOn) || self.spec.dependsOn.all(d, !has(d.kind) || d.kind == 'ClusterPackage')",message="a ClusterPackage may depend on ClusterPackages only: spec.dependsOn[].kind must be ClusterPackage or empty"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=cpkg,categories=pkgsync

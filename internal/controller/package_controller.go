@@ -43,6 +43,8 @@ type packageSteps[T packageObject] struct {
 	renders   *renderCache
 	verifier  *signatureVerifier
 	kind      string
+	// deps checks spec.dependsOn.
+	deps *dependencies
 }
 
 // steps returns the package steps for the lifecycle.
@@ -55,6 +57,10 @@ func (r *packageSteps[T]) steps() kindSteps[T] {
 			// The render cache drops the resource's render when no other resource uses it
 			// (teardown works from the inventory, not from a render).
 			r.renders.forget(renderUser(obj.GetNamespace(), obj.GetName()))
+			// Dependents being deleted go first (spec.dependsOn).
+			if res, wait, err := r.dependentsFirst(ctx, obj); wait || err != nil {
+				return res, err
+			}
 			return teardown(ctx, obj)
 		},
 	}
@@ -82,6 +88,10 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if !conditions.IsReady(obj) || conditions.GetReason(obj, meta.ReadyCondition) != v1alpha1.ReconciliationSucceededReason {
 		conditions.MarkReconciling(obj, v1alpha1.ProgressingReason, "reconciling %s", spec.Image)
 	}
+	// Before anything is asked of a registry: a resource waiting for its dependencies costs nothing.
+	if err := r.deps.check(ctx, obj, r.kind); err != nil {
+		return nil, err
+	}
 
 	ref, err := source.ParseReference(spec.Image)
 	if err != nil {
@@ -101,7 +111,11 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err := r.verify(ctx, obj, ref, creds); err != nil {
 		return nil, err
 	}
-	configDigest := configDigestOf(spec)
+	config, err := r.config(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	configDigest := config.digest
 
 	hc, err := r.applier.findHostedCluster(ctx, obj.GetNamespace())
 	if err != nil {
@@ -113,7 +127,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		// The whole Package waits, not only its hosted-cluster phases.
 		return nil, &notHostedError{namespace: obj.GetNamespace(), why: hc.ambiguous.Error()}
 	}
-	rendered, err := r.render(ctx, obj, ref, creds, configDigest, hc.cluster)
+	rendered, err := r.render(ctx, obj, ref, creds, config, hc.cluster)
 	if err != nil {
 		return nil, constraintViolated(err)
 	}
@@ -181,7 +195,9 @@ func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpe
 // render pulls (through the source cache) and renders, reusing a render of the same content
 // (repository and digest), configuration and environment, made for this resource or for
 // another one (the render cache decides from what the package's renders read).
-func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, configDigest string, hc *hosted.HostedCluster) (*render.Result, error) {
+//
+// Errors have the values of Secrets that spec.configFrom read removed from their messages.
+func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, config *configInput, hc *hosted.HostedCluster) (*render.Result, error) {
 	opts := render.Options{
 		Name:        obj.GetName(),
 		Namespace:   obj.GetNamespace(),
@@ -193,11 +209,9 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 		// The same for every resource: the render cache need not key on it.
 		RelocateImage: r.options.relocateImage(),
 	}
-	if cfg := obj.GetSpec().Config; cfg != nil {
-		opts.Config = cfg.Raw
-	}
+	opts.Config = config.raw
 	pulls := r.applier.metrics.pulls
-	rendered, shared, err := r.renders.render(ref.Content(), configDigest, opts, func() (*render.Result, error) {
+	rendered, shared, err := r.renders.render(ref.Content(), config.renderKey, opts, func() (*render.Result, error) {
 		start := time.Now()
 		artifact, err := r.source.Pull(ctx, ref, creds)
 		if err != nil {
@@ -218,7 +232,7 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 		return rendered, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, config.redact(err)
 	}
 	if shared {
 		// The render came from a package of the same repository that another resource's
@@ -254,9 +268,17 @@ func (r *packageSteps[T]) pullCredentials(ctx context.Context, obj T) (source.Cr
 	return readPullCredentials(ctx, r.apiReader, ns, obj.GetSpec().PullSecretRef)
 }
 
-// outcome sets the Ready condition from the pass and decides when to come back.
+// outcome sets the Ready condition from the pass and decides when to come back. A resource
+// waiting for its dependencies is Reconciling with reason DependencyNotReady and comes back at
+// its interval: a dependency's change wakes it before (watchDependencies).
 func (r *packageSteps[T]) outcome(ctx context.Context, obj T, res *apply.Result, err error) (ctrl.Result, error) {
 	spec := obj.GetSpec()
+	var dep *dependencyError
+	if errors.As(err, &dep) && dep.reason == v1alpha1.DependencyNotReadyReason {
+		markOutcome(obj, outcome{state: outcomeProgressing, reason: dep.reason, message: dep.msg})
+		ctrl.LoggerFrom(ctx).V(1).Info("waiting for dependencies", "message", dep.msg)
+		return ctrl.Result{RequeueAfter: jittered(spec.GetInterval())}, nil
+	}
 	return conclude(ctx, obj, res, err, spec.GetInterval(), r.retryInterval(spec), r.options.ProgressInterval,
 		appliedMessage(obj.GetStatus()))
 }

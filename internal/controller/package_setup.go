@@ -5,14 +5,16 @@ import (
 	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
 // setupPackages registers the Package and ClusterPackage reconcilers, which share one render
-// cache. Both are woken by their own spec and by TrustPolicies covering their image; Packages
-// also by the hosted inputs of their namespace (connector Secret, HostedCluster, a probe that
-// gets an answer again).
+// cache. Both are woken by their own spec, by TrustPolicies covering their image, by the
+// installations they depend on (spec.dependsOn) and by the ConfigMaps and Secrets they read
+// (spec.configFrom); Packages also by the hosted inputs of their namespace (connector Secret,
+// HostedCluster, a probe that gets an answer again).
 func setupPackages(ctx context.Context, s *services) error {
 	renders := newRenderCache(s.opts.RenderCacheBytes)
 	s.metrics.observeRenderCache(renders)
@@ -23,10 +25,23 @@ func setupPackages(ctx context.Context, s *services) error {
 		return !rendered || in.HostedCluster
 	}
 
+	if err := indexDependencies(ctx, s); err != nil {
+		return fmt.Errorf("index spec.dependsOn: %w", err)
+	}
+	if err := indexConfigSources(ctx, s); err != nil {
+		return fmt.Errorf("index spec.configFrom: %w", err)
+	}
+	sources, err := configSourceCache(s)
+	if err != nil {
+		return err
+	}
+	deps := &dependencies{reader: s.mgr.GetClient(), exprs: newReadyExprs()}
+
 	namespaced := &packageSteps[*v1alpha1.Package]{apiReader: s.mgr.GetAPIReader(), source: s.cfg.Source, options: s.opts,
-		applier: s.applier, renders: renders, verifier: s.verifier, kind: v1alpha1.PackageKind}
-	var err error
+		applier: s.applier, renders: renders, verifier: s.verifier, kind: v1alpha1.PackageKind, deps: deps}
 	b := s.controllerFor("package", &v1alpha1.Package{})
+	b = watchDependencies(b, s.mgr.GetClient(), v1alpha1.PackageKind)
+	b = watchConfigSources(b, sources, configSourceUsers(s.mgr.GetClient(), func() client.ObjectList { return &v1alpha1.PackageList{} }))
 	b = s.watchHostedInputs(b, func() client.ObjectList { return &v1alpha1.PackageList{} }, readsHostedCluster)
 	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.PackageList{} }, packageImage)
 	if b, err = s.watchRegistryWakes(ctx, b, &v1alpha1.Package{}, func() client.ObjectList { return &v1alpha1.PackageList{} }, followedImage); err != nil {
@@ -38,8 +53,17 @@ func setupPackages(ctx context.Context, s *services) error {
 	}
 
 	cluster := &packageSteps[*v1alpha1.ClusterPackage]{apiReader: s.mgr.GetAPIReader(), source: s.cfg.Source, options: s.opts,
-		applier: s.applier, renders: renders, verifier: s.verifier, kind: v1alpha1.ClusterPackageKind}
+		applier: s.applier, renders: renders, verifier: s.verifier, kind: v1alpha1.ClusterPackageKind, deps: deps}
 	b = s.controllerFor("clusterpackage", &v1alpha1.ClusterPackage{})
+	b = watchDependencies(b, s.mgr.GetClient(), v1alpha1.ClusterPackageKind)
+	clusterUsers := configSourceUsers(s.mgr.GetClient(), func() client.ObjectList { return &v1alpha1.ClusterPackageList{} })
+	b = watchConfigSources(b, sources, func(ctx context.Context, namespace, id string) []reconcile.Request {
+		// A ClusterPackage reads spec.configFrom in the controller's namespace only.
+		if namespace != s.opts.Namespace {
+			return nil
+		}
+		return clusterUsers(ctx, "", id)
+	})
 	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }, packageImage)
 	if b, err = s.watchRegistryWakes(ctx, b, &v1alpha1.ClusterPackage{}, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }, followedImage); err != nil {
 		return err

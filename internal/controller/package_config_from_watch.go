@@ -1,0 +1,103 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+)
+
+// configSourceCache watches the metadata of ConfigMaps and Secrets, for spec.configFrom: a cache
+// of its own, apart from the manager's, which holds Secrets only under the connector Secret's
+// name (CacheOptions). It holds no data: each object is kept as its namespace, name, uid and
+// resourceVersion (keepIdentity drops labels, annotations, which may hold a copy of the data in
+// kubectl's last-applied-configuration, and managed fields), some 200 bytes per object. The data
+// are read from the API server when a resource that names the object reconciles.
+func configSourceCache(s *services) (cache.Cache, error) {
+	c, err := cache.New(s.mgr.GetConfig(), cache.Options{Scheme: s.mgr.GetScheme(), Mapper: s.mgr.GetRESTMapper(),
+		DefaultTransform: keepIdentity})
+	if err != nil {
+		return nil, fmt.Errorf("create ConfigMap and Secret metadata cache: %w", err)
+	}
+	if err := s.mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("add ConfigMap and Secret metadata cache: %w", err)
+	}
+	return c, nil
+}
+
+// keepIdentity keeps of an object's metadata what telling it apart and telling a change needs.
+func keepIdentity(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		DeletionTimestamp: m.DeletionTimestamp,
+	}}, nil
+}
+
+// indexConfigSources registers configSourceIndex on Packages and ClusterPackages.
+func indexConfigSources(ctx context.Context, s *services) error {
+	idx := s.mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &v1alpha1.Package{}, configSourceIndex, indexConfigFrom); err != nil {
+		return err
+	}
+	return idx.IndexField(ctx, &v1alpha1.ClusterPackage{}, configSourceIndex, indexConfigFrom)
+}
+
+// watchConfigSources wakes the resources of a kind that name a ConfigMap or Secret in
+// spec.configFrom when it is created, changed or deleted. inNamespace lists them: Packages in
+// the object's namespace, ClusterPackages when the object is in the controller's.
+func watchConfigSources(b *builder.Builder, sources cache.Cache, inNamespace func(ctx context.Context, namespace, id string) []reconcile.Request) *builder.Builder {
+	for _, kind := range []string{"ConfigMap", "Secret"} {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+		b = b.WatchesRawSource(crsource.Kind[client.Object](sources, obj,
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				return inNamespace(ctx, o.GetNamespace(), kind+"/"+o.GetName())
+			}), predicate.Funcs{GenericFunc: func(event.GenericEvent) bool { return false }}))
+	}
+	return b
+}
+
+// configSourceUsers lists the resources of a kind in a namespace (all namespaces: "") whose
+// spec.configFrom names id (KIND/NAME).
+func configSourceUsers(c client.Client, newList func() client.ObjectList) func(ctx context.Context, namespace, id string) []reconcile.Request {
+	return func(ctx context.Context, namespace, id string) []reconcile.Request {
+		list := newList()
+		opts := []client.ListOption{client.MatchingFields{configSourceIndex: id}}
+		if namespace != "" {
+			opts = append(opts, client.InNamespace(namespace))
+		}
+		if err := c.List(ctx, list, opts...); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "list resources for a configFrom change", "namespace", namespace, "object", id)
+			return nil
+		}
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "read list", "namespace", namespace)
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(items))
+		for _, item := range items {
+			if o, ok := item.(client.Object); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+			}
+		}
+		return reqs
+	}
+}
