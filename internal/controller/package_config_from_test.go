@@ -22,9 +22,9 @@ import (
 func TestMergeConfig(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name      string
-		dst, src  map[string]any
-		want      map[string]any
+		name     string
+		dst, src map[string]any
+		want     map[string]any
 	}{
 		{"maps merge key by key", map[string]any{"a": map[string]any{"x": 1, "y": 2}}, map[string]any{"a": map[string]any{"y": 3, "z": 4}},
 			map[string]any{"a": map[string]any{"x": 1, "y": 3, "z": 4}}},
