@@ -104,7 +104,7 @@ func TestConfigFromMissing(t *testing.T) {
 	ns := newNamespace(t)
 	image := suite.registry.Host + "/e2e/" + ns + "/configured:v1"
 	pushPackage(t, writePackage(t, configFromPackage), "e2e/"+ns+"/configured:v1")
-	pkg := newPackage(ns, "configured", image, `{"password":"explicit"}`)
+	pkg := newPackage(ns, "configured", image, `{"password":"explicit","level":"warn"}`)
 	pkg.Spec.RetryInterval = &metav1.Duration{Duration: 3600e9}
 	pkg.Spec.ConfigFrom = []v1alpha1.ConfigSource{{Kind: "ConfigMap", Name: "later", Key: "values"}}
 	createPackage(t, pkg)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -104,18 +105,22 @@ func TestDependsOnOrder(t *testing.T) {
 // it lets both apply.
 func TestDependsOnCycle(t *testing.T) {
 	ns := newNamespace(t)
-	image := suite.registry.Host + "/e2e/" + ns + "/cms:v1"
-	pushPackage(t, writePackage(t, configMapsPackage("", nil, "cm")), "e2e/"+ns+"/cms:v1")
-	a := dependsOn(newPackage(ns, "a", image, ""), "b")
-	b := dependsOn(newPackage(ns, "b", image, ""), "c")
-	c := dependsOn(newPackage(ns, "c", image, ""), "a")
+	image := func(name string) string {
+		pushPackage(t, writePackage(t, configMapsPackage("", nil, "cm-"+name)), "e2e/"+ns+"/"+name+":v1")
+		return suite.registry.Host + "/e2e/" + ns + "/" + name + ":v1"
+	}
+	a := dependsOn(newPackage(ns, "a", image("a"), ""), "b")
+	b := dependsOn(newPackage(ns, "b", image("b"), ""), "c")
+	c := dependsOn(newPackage(ns, "c", image("c"), ""), "a")
 	createPackage(t, a)
 	createPackage(t, b)
 	createPackage(t, c)
 	cond := waitForReadyMessage(t, a, metav1.ConditionFalse, v1alpha1.DependencyCycleReason,
 		"dependency cycle: Package "+ns+"/a → Package "+ns+"/b → Package "+ns+"/c → Package "+ns+"/a")
 	assert.True(t, apimeta.IsStatusConditionTrue(a.Status.Conditions, meta.StalledCondition), "a cycle stalls: %s", cond.Message)
-	assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "cm"))
+	for _, name := range []string{"a", "b", "c"} {
+		assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "cm-"+name))
+	}
 
 	// Break the cycle at c: c applies, then b, then a, each woken by the one it depends on.
 	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(c), c))
@@ -144,7 +149,8 @@ func TestDependsOnTeardownOrder(t *testing.T) {
 	waitForReady(t, app, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 	held := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held"}}
 	release := func() {
-		require.NoError(t, client.IgnoreNotFound(suite.mgmtClient.Patch(t.Context(), held,
+		// Also a cleanup, after the test's context has ended.
+		require.NoError(t, client.IgnoreNotFound(suite.mgmtClient.Patch(context.WithoutCancel(t.Context()), held,
 			client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`)))))
 	}
 	t.Cleanup(release)
