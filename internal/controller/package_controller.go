@@ -155,7 +155,8 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		status.LastAppliedConfigDigest = configDigest
 		status.LastAppliedFrom = from
 	}
-	return res, err
+	// The API server's message may quote a value of an object, which may be a Secret's.
+	return res, config.redact(err)
 }
 
 // resolve pins ref to a digest: the tag of spec.image, or with spec.semver the highest tag of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/stretchr/testify/assert"
@@ -186,4 +187,34 @@ func TestDependsOnNotDeletedDependent(t *testing.T) {
 	waitForReady(t, app, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 	deleteAndWait(t, base)
 	waitForReadyMessage(t, app, metav1.ConditionFalse, v1alpha1.DependencyNotReadyReason, "Package "+ns+"/base does not exist")
+}
+
+// TestDependsOnClusterPackage: a Package waits for a ClusterPackage it names and is woken when
+// the ClusterPackage becomes Ready (1h intervals: only the watch explains it); the API server
+// refuses a ClusterPackage that depends on a Package.
+func TestDependsOnClusterPackage(t *testing.T) {
+	ns := newNamespace(t)
+	appImage := suite.registry.Host + "/e2e/" + ns + "/app:v1"
+	pushPackage(t, writePackage(t, configMapsPackage("", nil, "app-cm")), "e2e/"+ns+"/app:v1")
+	platformImage := suite.registry.Host + "/e2e/" + ns + "/platform:v1"
+	pushPackage(t, writePackage(t, configMapsPackage(ns, nil, "platform-cm")), "e2e/"+ns+"/platform:v1")
+	cpName := ns + "-platform"
+
+	app := newPackage(ns, "app", appImage, "")
+	app.Spec.DependsOn = []v1alpha1.Dependency{{Kind: v1alpha1.ClusterPackageKind, Name: cpName}}
+	createPackage(t, app)
+	waitForReadyMessage(t, app, metav1.ConditionFalse, v1alpha1.DependencyNotReadyReason, "ClusterPackage "+cpName+" does not exist")
+
+	cp := &v1alpha1.ClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: cpName},
+		Spec: v1alpha1.PackageSpec{Image: platformImage, Interval: &metav1.Duration{Duration: time.Hour}}}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), cp))
+	cleanupObject(t, cp)
+	waitForReady(t, cp, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	waitForReady(t, app, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+
+	bad := &v1alpha1.ClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: ns + "-bad"},
+		Spec: v1alpha1.PackageSpec{Image: platformImage, DependsOn: []v1alpha1.Dependency{{Kind: v1alpha1.PackageKind, Name: "app"}}}}
+	err := suite.mgmtClient.Create(t.Context(), bad)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "a ClusterPackage may depend on ClusterPackages only")
 }
