@@ -11,9 +11,10 @@ import (
 	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
-// CacheOptions is the cache layout Setup relies on: Secrets are watched only under the
-// connector Secret's name (least privilege: no other Secret of the cluster is read or held in
-// memory), and with a non-nil selector only the pkgsync resources it matches are reconciled
+// CacheOptions is the cache layout Setup relies on: Secrets are cached whole only under the
+// connector Secret's name (least privilege: no other Secret's data is held in memory; the
+// configFrom watch keeps a separate metadata-only cache of ConfigMaps and Secrets, and their
+// data are read from the API server when a reconcile needs them), and with a non-nil selector only the pkgsync resources it matches are reconciled
 // (sharding, as Flux does). Cached objects are kept without managedFields: pkgsync reads the
 // field owners of the objects it applies from the API server (uncached), never from the cache,
 // and on a large object such as a HostedCluster they are a good part of its size. HostedClusters
