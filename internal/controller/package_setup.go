@@ -15,6 +15,7 @@ import (
 // gets an answer again).
 func setupPackages(ctx context.Context, s *services) error {
 	renders := newRenderCache(s.opts.RenderCacheBytes)
+	versions := newImageVersions()
 	s.metrics.observeRenderCache(renders)
 	// readsHostedCluster tells whether a Package's last render read its HostedCluster; one that
 	// has not rendered yet may.
@@ -24,7 +25,7 @@ func setupPackages(ctx context.Context, s *services) error {
 	}
 
 	namespaced := &packageSteps[*v1alpha1.Package]{apiReader: s.mgr.GetAPIReader(), source: s.cfg.Source, options: s.opts,
-		applier: s.applier, renders: renders, verifier: s.verifier, kind: v1alpha1.PackageKind}
+		applier: s.applier, renders: renders, verifier: s.verifier, versions: versions, kind: v1alpha1.PackageKind}
 	var err error
 	b := s.controllerFor("package", &v1alpha1.Package{})
 	b = s.watchHostedInputs(b, func() client.ObjectList { return &v1alpha1.PackageList{} }, readsHostedCluster)
@@ -38,7 +39,7 @@ func setupPackages(ctx context.Context, s *services) error {
 	}
 
 	cluster := &packageSteps[*v1alpha1.ClusterPackage]{apiReader: s.mgr.GetAPIReader(), source: s.cfg.Source, options: s.opts,
-		applier: s.applier, renders: renders, verifier: s.verifier, kind: v1alpha1.ClusterPackageKind}
+		applier: s.applier, renders: renders, verifier: s.verifier, versions: versions, kind: v1alpha1.ClusterPackageKind}
 	b = s.controllerFor("clusterpackage", &v1alpha1.ClusterPackage{})
 	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }, packageImage)
 	if b, err = s.watchRegistryWakes(ctx, b, &v1alpha1.ClusterPackage{}, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }, followedImage); err != nil {
