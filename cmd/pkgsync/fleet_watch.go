@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,6 +81,14 @@ func watchFleet(cmd *cobra.Command, kubeconfig, name string) error {
 	if err := c.List(cmd.Context(), &v1alpha1.PackageList{}, client.MatchingLabels{v1alpha1.FleetLabel: name}, client.Limit(1)); err != nil {
 		return fmt.Errorf("list the member Packages of HostedClusterPackage %q on %s: %w", name, cfg.Host, err)
 	}
+	if err := followFleetOn(cmd.Context(), cfg, scheme, name, watchOutputOf(cmd.OutOrStdout())); err != nil {
+		return fmt.Errorf("watch HostedClusterPackage %q on %s: %w", name, cfg.Host, err)
+	}
+	return nil
+}
+
+// followFleetOn follows the fleet name on the cluster of cfg, drawing on out, until ctx ends.
+func followFleetOn(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, name string, out fleetWatchOutput) error {
 	// One list and one watch per kind, narrowed by the API server to this fleet and its
 	// members: nothing else of the cluster is read, and nothing is read again on a timer.
 	cache, err := crcache.New(cfg, crcache.Options{Scheme: scheme, ByObject: map[client.Object]crcache.ByObject{
@@ -86,13 +96,9 @@ func watchFleet(cmd *cobra.Command, kubeconfig, name string) error {
 		&v1alpha1.Package{}:              {Label: labels.SelectorFromSet(labels.Set{v1alpha1.FleetLabel: name})},
 	}})
 	if err != nil {
-		return fmt.Errorf("watch HostedClusterPackage %q on %s: %w", name, cfg.Host, err)
+		return err
 	}
-	err = followFleet(cmd.Context(), cache, name, watchOutputOf(cmd.OutOrStdout()))
-	if err != nil {
-		return fmt.Errorf("watch HostedClusterPackage %q on %s: %w", name, cfg.Host, err)
-	}
-	return nil
+	return followFleet(ctx, cache, name, out)
 }
 
 // errFleetGone ends a watch whose fleet was deleted.

@@ -217,6 +217,7 @@ func TestFleetWatchCommand(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(&member), &member))
 	member.Status.Conditions[0].Status, member.Status.Conditions[0].Reason = metav1.ConditionTrue, "ReconciliationSucceeded"
 	member.Status.Conditions[0].Message = "applied revision " + member.Status.LastAttemptedRevision
+	member.Status.LastAppliedRevision, member.Status.LastAppliedVersion = member.Status.LastAttemptedRevision, member.Status.LastAttemptedVersion
 	require.NoError(t, c.Status().Update(ctx, &member))
 	want := "member clusters-c3: 2.0.0 (sha256:bbbbbbbb…) bbbbbbbbbbbb-22222222, Ready=True ReconciliationSucceeded: applied revision sha256:bbbb"
 	assert.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -231,4 +232,33 @@ func TestFleetWatchCommand(t *testing.T) {
 	case <-time.After(deadline):
 		t.Fatal("the command did not end with its context")
 	}
+
+	// On a terminal the frame is drawn in place, at once and then at each tick (the
+	// countdowns), from the watch's cache.
+	termCtx, stopTerm := context.WithCancel(ctx)
+	t.Cleanup(stopTerm)
+	var screen syncBuffer
+	go func() {
+		done <- followFleetOn(termCtx, cp.Config, scheme, fleet.Name, fleetWatchOutput{w: &screen, width: func() int { return 100 }})
+	}()
+	assert.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.GreaterOrEqual(c, strings.Count(screen.String(), "\x1b[H"), 3, "the first frame and two ticks")
+	}, deadline, interval)
+	frame := screen.String()
+	assert.True(t, strings.HasPrefix(frame, "\x1b[H\x1b[2J\x1b[HFleet hosted-addon  (watching; Ctrl-C stops)\x1b[K\n"), "%q", frame[:min(len(frame), 200)])
+	assert.Contains(t, frame, "canary       [###########################xxxxxxxxxxxxx] Soaking     3/2/3 (1 failed)")
+	assert.Contains(t, frame, "soak ends in 0s", "the soak of the fixture ended before this test ran")
+	assert.Contains(t, frame, "In flight: none", "clusters-c3 is Ready on its revision now")
+	stopTerm()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(deadline):
+		t.Fatal("the terminal watch did not end with its context")
+	}
+}
+
+func TestInPlace(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "\x1b[Ha\x1b[K\nb\x1b[K\n\x1b[J", inPlace("a\nb\n"))
 }
