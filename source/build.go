@@ -35,7 +35,9 @@ var manifestFiles = []string{"manifest.yaml", "manifest.yml"}
 type BuildOptions struct {
 	// Name overrides the package name taken from the manifest's metadata.name.
 	Name string
-	// Version is the package version (org.opencontainers.image.version).
+	// Version is the package version (org.opencontainers.image.version), shown beside the
+	// digest in the status of the Packages and fleets that install the image. A version
+	// CleanVersion would not show (over 128 bytes, a character that is not printable) is refused.
 	Version string
 	// Source and Revision locate the sources (org.opencontainers.image.source/revision).
 	Source, Revision string
@@ -87,6 +89,9 @@ func Build(dir string, opts BuildOptions) (*Image, error) {
 	}
 	if !info.IsDir() {
 		return fail(errors.New("not a directory"))
+	}
+	if opts.Version != "" && CleanVersion(opts.Version) == "" {
+		return fail(fmt.Errorf("version %q is not shown by pkgsync: at most %d bytes of printable characters, without space at either end", opts.Version, MaxVersionLength))
 	}
 	fsys := os.DirFS(root)
 	name, err := packageName(fsys)

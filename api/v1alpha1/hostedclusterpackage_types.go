@@ -265,6 +265,14 @@ type FleetRevision struct {
 	Digest string `json:"digest"`
 	// TemplateDigest is the sha256 of the template and config overrides it was made from.
 	TemplateDigest string `json:"templateDigest"`
+	// Version of the image as a user knows it: the org.opencontainers.image.version annotation
+	// of its manifest (pkgsync build --version), as the first member on the digest reported it
+	// (its status.lastAttemptedVersion: the fleet itself only resolves the tag, it pulls
+	// nothing). Empty until a member has pulled the digest, and when the image declares no
+	// version fit to show (see Package status.lastAttemptedVersion).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Version string `json:"version,omitempty"`
 }
 
 // FleetStableRevision is the last revision rolled out completely, with what members on it need.
@@ -430,6 +438,7 @@ type HostedClusterPackageStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=hcpkg,categories=pkgsync
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Version",type="string",JSONPath=".status.target.version"
 // +kubebuilder:printcolumn:name="Target",type="string",JSONPath=".status.target.name"
 // +kubebuilder:printcolumn:name="Updated/Ready/Total",type="string",JSONPath=".status.progress"
 // +kubebuilder:printcolumn:name="Partition",type="string",JSONPath=".status.currentPartition"

@@ -234,6 +234,17 @@ type PackageStatus struct {
 	// +optional
 	LastAttemptedTag string `json:"lastAttemptedTag,omitempty"`
 
+	// LastAttemptedVersion is the version of lastAttemptedRevision as a user knows it: with
+	// spec.semver the tag the range chose, otherwise the image manifest's
+	// org.opencontainers.image.version annotation (pkgsync build --version). Empty when the
+	// image declares none, or one longer than 128 bytes or holding a character that is not
+	// printable (a control character, a line break, bidirectional formatting): the annotation
+	// is the pusher's text, shown on terminals, and is left out rather than cleaned so that it
+	// cannot read as another version. Known once the revision was pulled (or its render reused).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	LastAttemptedVersion string `json:"lastAttemptedVersion,omitempty"`
+
 	// LastAppliedRevision is the image digest of the last revision applied completely.
 	// +optional
 	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
@@ -241,6 +252,11 @@ type PackageStatus struct {
 	// LastAppliedTag is the tag that lastAppliedRevision was resolved from.
 	// +optional
 	LastAppliedTag string `json:"lastAppliedTag,omitempty"`
+
+	// LastAppliedVersion is the version of lastAppliedRevision, as lastAttemptedVersion says.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	LastAppliedVersion string `json:"lastAppliedVersion,omitempty"`
 
 	// LastAppliedConfigDigest is the sha256 of the configuration of the last complete revision.
 	// +optional
@@ -260,6 +276,7 @@ type PackageStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pkg,categories=pkgsync
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Version",type="string",JSONPath=".status.lastAppliedVersion"
 // +kubebuilder:printcolumn:name="Revision",type="string",JSONPath=".status.lastAppliedRevision",priority=1
 // +kubebuilder:printcolumn:name="Tag",type="string",JSONPath=".status.lastAppliedTag",priority=1
 // +kubebuilder:printcolumn:name="Phase",type="string",JSONPath=".status.phase"
@@ -289,6 +306,7 @@ type PackageList struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=cpkg,categories=pkgsync
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Version",type="string",JSONPath=".status.lastAppliedVersion"
 // +kubebuilder:printcolumn:name="Revision",type="string",JSONPath=".status.lastAppliedRevision",priority=1
 // +kubebuilder:printcolumn:name="Tag",type="string",JSONPath=".status.lastAppliedTag",priority=1
 // +kubebuilder:printcolumn:name="Phase",type="string",JSONPath=".status.phase"

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -28,7 +29,7 @@ type buildFlags struct {
 
 func (f *buildFlags) ApplyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.name, "name", "", "Package name (default: metadata.name of manifest.yaml)")
-	fs.StringVar(&f.version, "version", "", "Package version, recorded as org.opencontainers.image.version")
+	fs.StringVar(&f.version, "version", "", "Package version, recorded as org.opencontainers.image.version and shown beside the digest in Package and fleet status")
 	fs.StringVar(&f.source, "source", "", "Source repository URL, recorded as org.opencontainers.image.source")
 	fs.StringVar(&f.revision, "revision", "", "Source revision, recorded as org.opencontainers.image.revision")
 	fs.BoolVar(&f.created, "created", false, "Record the build time as org.opencontainers.image.created (the digest then differs per build)")
@@ -59,6 +60,15 @@ func (f *buildFlags) options() (source.BuildOptions, error) {
 			opts.Annotations = map[string]string{}
 		}
 		opts.Annotations[key] = value
+	}
+	// Refused here, as a usage error, rather than by the build: Packages and fleets would not
+	// show it (source.CleanVersion).
+	versions := []struct{ flag, value string }{{"--version", f.version}, {"--annotation " + ocispec.AnnotationVersion, opts.Annotations[ocispec.AnnotationVersion]}}
+	for _, v := range versions {
+		if v.value != "" && source.CleanVersion(v.value) == "" {
+			return opts, usageError("%s %q: a version is at most %d bytes of printable characters, without space at either end (status and kubectl would not show it)",
+				v.flag, v.value, source.MaxVersionLength)
+		}
 	}
 	return opts, nil
 }

@@ -230,3 +230,21 @@ func TestBuildValidatesPackage(t *testing.T) {
 		})
 	}
 }
+
+// A version status and kubectl would not show is refused before anything is built: the
+// annotation is what Packages and fleets show beside the digest.
+func TestBuildVersionNotShown(t *testing.T) {
+	t.Parallel()
+	pkg := writePackage(t)
+	for _, args := range [][]string{
+		{"--version", "1.4.2\n"},
+		{"--version", "1.4.2\x1b[2J"},
+		{"--version", strings.Repeat("1", 129)},
+		{"--annotation", "org.opencontainers.image.version=\u202e2.4.1"},
+	} {
+		assert.Equal(t, 2, run(append([]string{"build", pkg, "--output-format", "digest"}, args...)), "%q", args)
+	}
+	out, err := runPkgsync(t, "build", pkg, "--version", "1.4.2", "--output-format", "digest")
+	require.NoError(t, err)
+	assert.NotEmpty(t, out)
+}

@@ -16,10 +16,12 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/source"
 )
 
 // fleetListedMembers is how many members a fleet's status lists as in progress, failed, blocked
@@ -54,9 +56,12 @@ type fleetStatusOutput struct {
 }
 
 type fleetRevisionOutput struct {
-	Name           string `json:"name"`
-	Image          string `json:"image"`
-	Digest         string `json:"digest"`
+	Name   string `json:"name"`
+	Image  string `json:"image"`
+	Digest string `json:"digest"`
+	// Version is the image's version (its org.opencontainers.image.version annotation), ""
+	// while no member has pulled it or when it declares none fit to show.
+	Version        string `json:"version"`
 	TemplateDigest string `json:"templateDigest"`
 }
 
@@ -112,9 +117,12 @@ type fleetMemberOutput struct {
 }
 
 func newFleetStatusCmd() *cobra.Command {
-	var kubeconfig, output string
+	var (
+		kubeconfig, output string
+		watch              bool
+	)
 	cmd := &cobra.Command{
-		Use:   "status NAME [--kubeconfig FILE] [-o table|json|yaml]",
+		Use:   "status NAME [--kubeconfig FILE] [-o table|json|yaml | --watch]",
 		Short: "Print where a HostedClusterPackage's rollout stands",
 		Long: `Status reads the HostedClusterPackage NAME and prints its target and stable revisions, its
 Ready condition, its partitions in rollout order (state and member counts) and the members in
@@ -123,9 +131,20 @@ Available or paused, its API server does not answer, a Secret is missing) and he
 pkgsync.dev/hold annotation), with the reason and message of each. The status lists at most 10
 members of each kind; the counts cover all of them.
 
+Revisions read as the version their image declares beside the start of the digest,
+"1.4.2 (sha256:3f9c0e1a…)" (the org.opencontainers.image.version annotation that pkgsync build
+--version sets, as the members reported it), or the digest alone.
+
 -o json and -o yaml print the same as a document of their own (not the API object).
-Exits 1 when the fleet does not exist.`,
+
+--watch follows the fleet and its member Packages (list and watch, no polling) until
+interrupted. On a terminal it redraws in place: a progress bar per partition (updated, failed,
+blocked or held members marked), the members in flight and the soak or maintenance window
+countdown. When standard output is not a terminal it prints a line for each change: the fleet,
+a partition or a member, as it changes. It needs list and watch on Packages in every namespace.
+Exits 1 when the fleet does not exist, 0 when it is deleted while watched.`,
 		Example: `  pkgsync fleet status hosted-addon --kubeconfig mgmt.kubeconfig
+  pkgsync fleet status hosted-addon --watch
   pkgsync fleet status hosted-addon -o json | jq '.partitions[] | select(.state == "Halted")'`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -138,6 +157,12 @@ Exits 1 when the fleet does not exist.`,
 			case "table", "json", "yaml":
 			default:
 				return usageError("--output must be table, json or yaml, not %q", output)
+			}
+			if watch {
+				if cmd.Flags().Changed("output") {
+					return usageError("--watch draws tables or lines: it does not take --output")
+				}
+				return watchFleet(cmd, kubeconfig, args[0])
 			}
 			fleet, err := getFleet(cmd, kubeconfig, args[0])
 			if err != nil {
@@ -163,35 +188,53 @@ Exits 1 when the fleet does not exist.`,
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default $KUBECONFIG, in-cluster, or ~/.kube/config)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table, json or yaml")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Follow the rollout until interrupted: redraw in place on a terminal, a line per change otherwise")
 	return cmd
 }
 
 // getFleet reads one HostedClusterPackage from the management cluster.
 func getFleet(cmd *cobra.Command, kubeconfig, name string) (*v1alpha1.HostedClusterPackage, error) {
-	cfg, err := loadConfig(kubeconfig)
+	cfg, scheme, err := fleetClientConfig(kubeconfig)
 	if err != nil {
 		return nil, err
-	}
-	cfg.UserAgent = "pkgsync-fleet-status"
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("register the pkgsync API: %w", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("connect to the management cluster %s: %w", cfg.Host, err)
 	}
 	fleet := &v1alpha1.HostedClusterPackage{}
-	err = c.Get(cmd.Context(), client.ObjectKey{Name: name}, fleet)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("HostedClusterPackage %q not found on %s: kubectl get hostedclusterpackages lists the fleets", name, cfg.Host)
-	case apimeta.IsNoMatchError(err):
-		return nil, fmt.Errorf("the HostedClusterPackage API is not installed on %s (pkgsync install installs it): %w", cfg.Host, err)
-	case err != nil:
-		return nil, fmt.Errorf("get HostedClusterPackage %q from %s: %w", name, cfg.Host, err)
+	if err := fleetGetError(c.Get(cmd.Context(), client.ObjectKey{Name: name}, fleet), name, cfg.Host); err != nil {
+		return nil, err
 	}
 	return fleet, nil
+}
+
+// fleetClientConfig is the management cluster's client configuration and the scheme of the
+// pkgsync API, for the fleet commands.
+func fleetClientConfig(kubeconfig string) (*rest.Config, *runtime.Scheme, error) {
+	cfg, err := loadConfig(kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.UserAgent = "pkgsync-fleet-status"
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, nil, fmt.Errorf("register the pkgsync API: %w", err)
+	}
+	return cfg, scheme, nil
+}
+
+// fleetGetError says what an error reading the fleet name from host means.
+func fleetGetError(err error, name, host string) error {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("HostedClusterPackage %q not found on %s: kubectl get hostedclusterpackages lists the fleets", name, host)
+	case apimeta.IsNoMatchError(err):
+		return fmt.Errorf("the HostedClusterPackage API is not installed on %s (pkgsync install installs it): %w", host, err)
+	}
+	return fmt.Errorf("get HostedClusterPackage %q from %s: %w", name, host, err)
 }
 
 // fleetStatusOf is the output document of a fleet; lists are empty, never null.
@@ -239,7 +282,7 @@ func fleetStatusOf(fleet *v1alpha1.HostedClusterPackage) fleetStatusOutput {
 }
 
 func revisionOf(r v1alpha1.FleetRevision) *fleetRevisionOutput {
-	return &fleetRevisionOutput{Name: r.Name, Image: r.Image, Digest: r.Digest, TemplateDigest: r.TemplateDigest}
+	return &fleetRevisionOutput{Name: r.Name, Image: r.Image, Digest: r.Digest, Version: source.CleanVersion(r.Version), TemplateDigest: r.TemplateDigest}
 }
 
 func countsOf(c v1alpha1.MemberCounts) fleetCountsOutput {
@@ -268,14 +311,14 @@ func printFleetStatus(w io.Writer, fleet *v1alpha1.HostedClusterPackage, out fle
 		if r == nil {
 			return none
 		}
-		return printable(r.Name) + "  " + printable(r.Image)
+		return versionText(r.Version, r.Digest) + "  " + printable(r.Name) + "  " + printable(r.Image)
 	}
 	fmt.Fprintf(tw, "Fleet:\t%s\n", printable(out.Name))
 	fmt.Fprintf(tw, "Target:\t%s\n", revision(out.Target, "none yet (the image tag is not resolved)"))
 	fmt.Fprintf(tw, "Stable:\t%s\n", revision(out.Stable, "none yet (no revision has reached every member)"))
 	if r := out.Rejected; r != nil {
 		fmt.Fprintf(tw, "Rejected:\t%s  %s, %s: %s: %s (not rolled out again until the tag moves to another digest or a reconcile is requested)\n",
-			printable(r.Name), printable(r.Digest), printable(r.RejectedAt), printable(r.Reason), printable(r.Message))
+			versionText(r.Version, r.Digest), printable(r.Name), printable(r.RejectedAt), printable(r.Reason), printable(r.Message))
 	}
 	ready := "Unknown (no Ready condition yet)"
 	if c := out.Ready; c != nil {
@@ -390,6 +433,30 @@ func printable(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// versionText is how a revision reads for a user: "1.4.2 (sha256:3f9c0e1a…)", the version its
+// image declares beside the start of its digest, or the start of the digest alone when it
+// declares none. The version is checked again here: the status is the API server's word, and
+// whoever may write it may write anything within the schema's bound.
+func versionText(version, digest string) string {
+	short := shortDigest(digest)
+	switch v := source.CleanVersion(version); {
+	case v != "" && short != "":
+		return v + " (" + short + ")"
+	case v != "":
+		return v
+	}
+	return short
+}
+
+// shortDigest is the algorithm and the first 8 hexadecimal digits of a digest, and an ellipsis.
+func shortDigest(digest string) string {
+	algorithm, hex, ok := strings.Cut(digest, ":")
+	if !ok || len(hex) <= 8 {
+		return printable(digest)
+	}
+	return printable(algorithm+":"+hex[:8]) + "…"
 }
 
 // windowText says whether a partition's maintenance window is open and until when, or when the

@@ -42,6 +42,7 @@ func haltedFleet(now time.Time) (*v1alpha1.HostedClusterPackage, v1alpha1.Hosted
 		Image:          "registry.example.com/addons/hosted-addon:v2@sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
 		Digest:         "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
 		TemplateDigest: "sha256:2222222222222222222222222222222222222222222222222222222222222222",
+		Version:        "2.0.0",
 	}
 	stable := v1alpha1.FleetRevision{
 		Name:           "aaaaaaaaaaaa-11111111",
@@ -125,7 +126,11 @@ func TestFleetStatusCommand(t *testing.T) {
 	t.Cleanup(func() { _ = c.Delete(t.Context(), rolledBack) })
 	opens := now.Add(5*time.Hour + 30*time.Minute).UTC().Truncate(time.Second)
 	rolledBack.Status = *status.DeepCopy()
-	rolledBack.Status.Rejected = &v1alpha1.FleetRejectedRevision{FleetRevision: *status.Target, Reason: "RolloutHalted",
+	// A version that is not fit to show (a member's status may say anything the schema allows)
+	// is not shown.
+	hostile := *status.Target
+	hostile.Version = "2.0.0\x1b[2J\x1b[H"
+	rolledBack.Status.Rejected = &v1alpha1.FleetRejectedRevision{FleetRevision: hostile, Reason: "RolloutHalted",
 		Message: "1 member(s) failed", RejectedAt: metav1.NewTime(now.Add(-time.Hour).Truncate(time.Second))}
 	rolledBack.Status.Partitions = []v1alpha1.PartitionStatus{
 		{Name: "canary", State: v1alpha1.PartitionRolledBack, LastTransitionTime: metav1.NewTime(now.Truncate(time.Second))},
@@ -157,9 +162,9 @@ func TestFleetStatusCommand(t *testing.T) {
 		assert.JSONEq(t, fmt.Sprintf(`{
   "name": "hosted-addon", "generation": 1, "observedGeneration": 1, "suspended": false, "paused": false,
   "target": {"name": "bbbbbbbbbbbb-22222222", "image": "registry.example.com/addons/hosted-addon:v2@sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
-    "digest": "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "templateDigest": "sha256:2222222222222222222222222222222222222222222222222222222222222222"},
+    "digest": "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "version": "2.0.0", "templateDigest": "sha256:2222222222222222222222222222222222222222222222222222222222222222"},
   "stable": {"name": "aaaaaaaaaaaa-11111111", "image": "registry.example.com/addons/hosted-addon:v1@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-    "digest": "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "templateDigest": "sha256:1111111111111111111111111111111111111111111111111111111111111111"},
+    "digest": "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "version": "", "templateDigest": "sha256:1111111111111111111111111111111111111111111111111111111111111111"},
   "rejected": null,
   "ready": {"status": "False", "reason": "RolloutHalted", "since": %[1]q,
     "message": "rollout of bbbbbbbbbbbb-22222222 halted in partition canary: 1 member(s) failed (spec.rollout.failureThreshold): clusters-c2: RenderFailed: render: template config.yaml.gotmpl: this revision is broken on purpose"},
@@ -200,7 +205,9 @@ func TestFleetStatusCommand(t *testing.T) {
 		t.Parallel()
 		stdout, _, err := runCLI(t, "fleet", "status", "rolled-back", "--kubeconfig", cp.KubeconfigPath)
 		require.NoError(t, err)
-		assert.Contains(t, stdout, "Rejected:  bbbbbbbbbbbb-22222222  sha256:bbbb")
+		assert.Contains(t, stdout, "Target:    2.0.0 (sha256:bbbbbbbb…)  bbbbbbbbbbbb-22222222  registry.example.com/addons/hosted-addon:v2@sha256:bbbb")
+		assert.Contains(t, stdout, "Rejected:  sha256:bbbbbbbb…  bbbbbbbbbbbb-22222222, ")
+		assert.NotContains(t, stdout, "\x1b")
 		assert.Contains(t, stdout, "RolloutHalted: 1 member(s) failed (not rolled out again until the tag moves to another digest or a reconcile is requested)")
 		assert.Contains(t, stdout, "WINDOW")
 		assert.Regexp(t, `canary +RolledBack .* any time\n`, stdout)
@@ -214,6 +221,7 @@ func TestFleetStatusCommand(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
 		assert.Equal(t, "sha256:"+strings.Repeat("b", 64), doc.Rejected["digest"])
 		assert.Equal(t, "RolloutHalted", doc.Rejected["reason"])
+		assert.Equal(t, "", doc.Rejected["version"], "not fit to show")
 		assert.Nil(t, doc.Partitions[0].Window)
 		assert.Equal(t, map[string]any{"open": false, "opensAt": opens.Format(time.RFC3339)}, doc.Partitions[1].Window)
 	})
@@ -232,4 +240,24 @@ func TestFleetStatusCommand(t *testing.T) {
 		assert.Equal(t, 2, run([]string{"fleet", "status", "hosted-addon", "--kubeconfig", cp.KubeconfigPath, "-o", "wide"}))
 		assert.Equal(t, 2, run([]string{"fleet", "status", "--kubeconfig", cp.KubeconfigPath}))
 	})
+}
+
+// A revision reads as its version beside the start of its digest; a version from the status
+// that is not fit to show is left out, and a digest is never printed as it came.
+func TestVersionText(t *testing.T) {
+	t.Parallel()
+	digest := "sha256:3f9c0e1a7b2d" + strings.Repeat("0", 52)
+	for _, tc := range []struct{ version, digest, want string }{
+		{"1.4.2", digest, "1.4.2 (sha256:3f9c0e1a…)"},
+		{"", digest, "sha256:3f9c0e1a…"},
+		{"1.4.2\x1b[2J", digest, "sha256:3f9c0e1a…"},
+		{"1.4.2\nReady: True", digest, "sha256:3f9c0e1a…"},
+		{strings.Repeat("1", 129), digest, "sha256:3f9c0e1a…"},
+		{"1.4.2", "", "1.4.2"},
+		{"", "", ""},
+		{"1.4.2", "sha256:3f9c", "1.4.2 (sha256:3f9c)"},
+		{"", "sha256:\x1b[2J\x1b[2J\x1b[2J", "sha256:\\u001b[2J\\u001b[2J…"},
+	} {
+		assert.Equal(t, tc.want, versionText(tc.version, tc.digest), "%q %q", tc.version, tc.digest)
+	}
 }

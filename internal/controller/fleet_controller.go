@@ -118,6 +118,7 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	learnVersions(&fleet.Status, members)
 	now := r.now()
 	gates := planGates{rejected: standingRejection(fleet, target, lastHandled, now), windows: windows}
 	plan := planRollout(members, memberPartitions(members, spec.Rollout.Partitions), target.Name, stableName(fleet), spec.Rollout, fleet.Status.Partitions, now, gates)
@@ -165,6 +166,7 @@ func (r *fleetSteps) chooseTarget(ctx context.Context, fleet *v1alpha1.HostedClu
 		held = fmt.Errorf("revision %s is not rolled out, members stay on the revisions they have%s: %w", target.Name, r.stableNote(fleet), verr)
 	}
 	if held == nil {
+		carryVersion(target, fleet.Status.Target)
 		fleet.Status.Target = target
 		return target, nil, nil
 	}

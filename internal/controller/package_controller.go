@@ -42,7 +42,9 @@ type packageSteps[T packageObject] struct {
 	applier   *applier
 	renders   *renderCache
 	verifier  *signatureVerifier
-	kind      string
+	// versions remembers the versions pulled images declare, for the status.
+	versions *imageVersions
+	kind     string
 	// deps checks spec.dependsOn.
 	deps *dependencies
 }
@@ -106,6 +108,9 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		return nil, err
 	}
 	digest := ref.Digest
+	if status.LastAttemptedRevision != digest {
+		status.LastAttemptedVersion = "" // the version of another digest
+	}
 	status.LastAttemptedRevision, status.LastAttemptedTag = digest, ref.Tag
 	// Before anything of the digest is pulled or a cached render of it is used.
 	if err := r.verify(ctx, obj, ref, creds); err != nil {
@@ -131,6 +136,8 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err != nil {
 		return nil, constraintViolated(err)
 	}
+	version := packageVersion(spec.Semver != "", ref, r.versions, status.LastAttemptedVersion)
+	status.LastAttemptedVersion = version
 	from := r.servedFrom(ctx, ref, creds)
 	if err := r.checkUniqueInstallation(ctx, obj, rendered.Manifest); err != nil {
 		return nil, constraintViolated(err)
@@ -151,7 +158,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		if status.LastAppliedRevision != digest || status.LastAppliedConfigDigest != configDigest {
 			status.History = pushHistory(status.History, digest, configDigest)
 		}
-		status.LastAppliedRevision, status.LastAppliedTag = digest, ref.Tag
+		status.LastAppliedRevision, status.LastAppliedTag, status.LastAppliedVersion = digest, ref.Tag, version
 		status.LastAppliedConfigDigest = configDigest
 		status.LastAppliedFrom = from
 	}
@@ -222,6 +229,7 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 		r.applier.metrics.pullDuration.WithLabelValues(ref.Registry).Observe(time.Since(start).Seconds())
 		r.applier.metrics.pullBytes.WithLabelValues(ref.Registry).Add(float64(artifact.Size()))
 		pulls.WithLabelValues("rendered").Inc()
+		r.versions.add(ref.Content(), artifact.Version())
 		// Templates stop at this bound whatever spec.timeout says: one resource must not hold a
 		// worker for as long as its author likes.
 		renderCtx, cancel := context.WithTimeout(ctx, maxRenderTime)

@@ -17,6 +17,7 @@ import (
 // HostedCluster, a probe that gets an answer again).
 func setupPackages(ctx context.Context, s *services) error {
 	renders := newRenderCache(s.opts.RenderCacheBytes)
+	versions := newImageVersions()
 	s.metrics.observeRenderCache(renders)
 	// readsHostedCluster tells whether a Package's last render read its HostedCluster; one that
 	// has not rendered yet may.
@@ -38,7 +39,7 @@ func setupPackages(ctx context.Context, s *services) error {
 	deps := &dependencies{reader: s.mgr.GetClient(), exprs: newReadyExprs()}
 
 	namespaced := &packageSteps[*v1alpha1.Package]{apiReader: s.mgr.GetAPIReader(), source: s.cfg.Source, options: s.opts,
-		applier: s.applier, renders: renders, verifier: s.verifier, kind: v1alpha1.PackageKind, deps: deps}
+		applier: s.applier, renders: renders, verifier: s.verifier, versions: versions, kind: v1alpha1.PackageKind, deps: deps}
 	b := s.controllerFor("package", &v1alpha1.Package{})
 	b = watchDependencies(b, s.mgr.GetClient(), v1alpha1.PackageKind)
 	b = watchConfigSources(b, sources, configSourceUsers(s.mgr.GetClient(), func() client.ObjectList { return &v1alpha1.PackageList{} }))
@@ -53,7 +54,7 @@ func setupPackages(ctx context.Context, s *services) error {
 	}
 
 	cluster := &packageSteps[*v1alpha1.ClusterPackage]{apiReader: s.mgr.GetAPIReader(), source: s.cfg.Source, options: s.opts,
-		applier: s.applier, renders: renders, verifier: s.verifier, kind: v1alpha1.ClusterPackageKind, deps: deps}
+		applier: s.applier, renders: renders, verifier: s.verifier, versions: versions, kind: v1alpha1.ClusterPackageKind, deps: deps}
 	b = s.controllerFor("clusterpackage", &v1alpha1.ClusterPackage{})
 	b = watchDependencies(b, s.mgr.GetClient(), v1alpha1.ClusterPackageKind)
 	clusterUsers := configSourceUsers(s.mgr.GetClient(), func() client.ObjectList { return &v1alpha1.ClusterPackageList{} })
