@@ -469,6 +469,7 @@ func (r *fleetSteps) keepMember(ctx context.Context, fleet *v1alpha1.HostedClust
 	if err != nil {
 		return &stageError{reason: v1alpha1.InvalidConfigReason, err: err}
 	}
+	withShardLabels(desired, fleet, r.options.ShardLabelKeys)
 	if m.pending && m.revision() == src.name {
 		return nil // written moments ago; the cache has not caught up
 	}

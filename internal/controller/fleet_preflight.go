@@ -34,6 +34,7 @@ func preflightOptions(opts Options, fleet *v1alpha1.HostedClusterPackage, src fl
 	if err != nil {
 		return render.Options{}, "", &stageError{reason: v1alpha1.InvalidConfigReason, err: err}
 	}
+	withShardLabels(desired, fleet, opts.ShardLabelKeys)
 	ro := renderOptions(opts, desired.Name, desired.Namespace, desired.Labels, desired.Annotations, &desired.Spec, src.image, m.cluster)
 	keyed := ro
 	keyed.Annotations = maps.Clone(ro.Annotations)
