@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,7 +28,7 @@ import (
 	"pkgsync.dev/pkgsync/source"
 )
 
-// Results of one member in `pkgsync fleet plan`.
+// Results of one member in `pkgsync fleet plan` (creates: the cluster has no member yet).
 const (
 	planMoves     = "moves"
 	planCreates   = "creates"
@@ -301,9 +302,10 @@ func printFleetPlan(w io.Writer, out fleetPlanOutput) error {
 	}
 	fmt.Fprintf(w, "Fleet:     %s\n", out.Fleet)
 	fmt.Fprintf(w, "Revision:  %s  %s\n", out.Revision, out.Image)
-	fmt.Fprintf(w, "Members:   %d move, %d created, %d unchanged, %d fail, %d collisions\n\n",
+	fmt.Fprintf(w, "Members:   %d move, %d new, %d unchanged, %d fail, %d collision(s)\n\n",
 		counts[planMoves], counts[planCreates], counts[planUnchanged], counts[planFails], len(out.Collisions))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARTITION\tNAMESPACE\tHOSTEDCLUSTER\tFROM\tRESULT\tREASON\tMESSAGE")
 	for _, p := range out.Partitions {
 		for _, m := range p.Members {
@@ -316,6 +318,12 @@ func printFleetPlan(w io.Writer, out fleetPlanOutput) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	// Empty last columns leave padding behind.
+	for _, line := range strings.SplitAfter(table.String(), "\n") {
+		if line != "" {
+			fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+		}
 	}
 	if len(out.Collisions) > 0 {
 		fmt.Fprintln(w, "\nCollisions (no member):")
