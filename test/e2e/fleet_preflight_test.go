@@ -199,7 +199,7 @@ func TestFleetPreflight(t *testing.T) {
 	assert.Less(t, strings.Index(out, "canary"), strings.Index(out, "prod"), "partition by partition, in rollout order")
 
 	// The plan of a good candidate: every member moves, the objects are dry-run.
-	v3 := pushPackageTo(t, writePackage(t, preflightPackage("3", false)), registry+"/"+repo+":3")
+	pushPackageTo(t, writePackage(t, preflightPackage("3", false)), registry+"/"+repo+":3")
 	out, code = runPlan(t, proxy, fleet.Name, "--image", registry+"/"+repo+":3")
 	assert.Equal(t, 0, code)
 	for cp := range clusters {
@@ -213,7 +213,7 @@ func TestFleetPreflight(t *testing.T) {
 	}
 
 	// The good candidate moves every member.
-	v3 = pushPackageTo(t, writePackage(t, preflightPackage("3", false)), registry+"/"+repo+":stable")
+	v3 := pushPackageTo(t, writePackage(t, preflightPackage("3", false)), registry+"/"+repo+":stable")
 	requestFleetReconcile(t, fleet)
 	waitForFleet(t, fleet.Name, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, v3)
 	eventually(t, func(a *attempt) {

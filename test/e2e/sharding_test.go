@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,8 +12,8 @@ import (
 
 // reconcilesOf is how many reconciles of one object process p recorded
 // (gotk_reconcile_duration_seconds, by kind, namespace and name); 0 when it has none.
-func reconcilesOf(t *testing.T, ct *assert.CollectT, p *controllerProc, kind, namespace, name string) float64 {
-	m, err := p.scrape(t.Context())
+func reconcilesOf(ctx context.Context, ct assert.TestingT, p *controllerProc, kind, namespace, name string) float64 {
+	m, err := p.scrape(ctx)
 	if !assert.NoError(ct, err) {
 		return 0
 	}
@@ -84,12 +85,12 @@ func TestShardedFleets(t *testing.T) {
 		{objectsOf(fleetA, membersA), procA, procB},
 		{objectsOf(fleetB, membersB), procB, procA},
 	} {
-		assert.EventuallyWithT(t, func(ct *assert.CollectT) {
+		eventually(t, func(a *attempt) {
 			for _, o := range c.objects {
-				assert.Positive(ct, reconcilesOf(t, ct, c.owner, o.kind, o.namespace, o.name), "%v reconciled by its shard", o)
-				assert.Zero(ct, reconcilesOf(t, ct, c.other, o.kind, o.namespace, o.name), "%v reconciled by the other shard", o)
+				assert.Positive(a, reconcilesOf(a.Context(), a, c.owner, o.kind, o.namespace, o.name), "%v reconciled by its shard", o)
+				assert.Zero(a, reconcilesOf(a.Context(), a, c.other, o.kind, o.namespace, o.name), "%v reconciled by the other shard", o)
 			}
-		}, timeout, interval)
+		})
 	}
 	// Both lead their own lease: neither waits for the other.
 	for _, p := range []*controllerProc{procA, procB} {
