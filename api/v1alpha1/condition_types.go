@@ -102,6 +102,9 @@ const (
 	RolloutHaltedReason = "RolloutHalted"
 	// RolloutPausedReason: spec.rollout.paused holds a rollout that is not finished.
 	RolloutPausedReason = "RolloutPaused"
+	// PreflightFailedReason: spec.rollout.preflight found members for which the target
+	// revision does not render or validate; no member is moved to it.
+	PreflightFailedReason = "PreflightFailed"
 	// RollingBackReason: the rollout halted and spec.rollout.onFailure is Rollback: members on
 	// the rejected revision are moved back to the stable revision.
 	RollingBackReason = "RollingBack"

@@ -161,6 +161,17 @@ type FleetRolloutStrategy struct {
 	// +kubebuilder:default=Halt
 	OnFailure FleetFailurePolicy `json:"onFailure,omitempty"`
 
+	// Preflight renders the target revision for every member's environment (its
+	// HostedCluster's labels and annotations, its config overrides) before any member is moved
+	// to it, as the member would render it, and validates the result. When one fails, the
+	// rollout halts before it starts (Ready=False, Stalled=True, reason PreflightFailed, the
+	// failing members named): no member moves, new clusters get the stable revision. A member
+	// that joins later is checked before it is moved too. The result is kept per revision and
+	// member environment, so a reconcile repeats no render. The check is local: nothing is sent
+	// to the API servers (`pkgsync fleet plan` adds a server-side dry run).
+	// +optional
+	Preflight bool `json:"preflight,omitempty"`
+
 	// Windows are maintenance windows: a member is moved to another revision only while a
 	// window that applies to its partition is open. A window without partitions applies to
 	// every partition; one with partitions only to those; a partition no window applies to

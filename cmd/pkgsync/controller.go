@@ -89,7 +89,7 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.BoolVar(&o.pprof, "enable-pprof", false, "Serve Go's pprof profiles under /debug/pprof/ on the metrics endpoint (heap, CPU, goroutines: for diagnosing memory and CPU use)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, for running more than one replica")
-	fs.StringVar(&o.leaderElectionID, "leader-election-id", "pkgsync-controller", "Name of the leader-election Lease")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", "pkgsync-controller", "Name of the leader-election Lease; unless given, a digest of --watch-label-selector is appended when that is set, so that shards never wait for each other")
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The controller's namespace: leader election, and ClusterPackage pull secrets")
 	fs.IntVar(&o.concurrency, "concurrency", 4, "Resources of each kind reconciled at once")
 	fs.StringSliceVar(&o.plainHTTPRegistries, "plain-http-registry", nil, "Registry host[:port] reached over plain HTTP (repeatable); it may be on a loopback or link-local address. Every other registry is reached over HTTPS")
@@ -167,6 +167,11 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		}
 		selector = sel
 	}
+	leaderElectionID := o.leaderElectionID
+	if !cmd.Flags().Changed("leader-election-id") {
+		// Shards with the default lease would wait for each other: each gets its own.
+		leaderElectionID = controller.LeaderElectionID(o.leaderElectionID, selector)
+	}
 	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr}
 	if o.pprof {
 		// Off by default: profiles are for whoever diagnoses the controller, and the metrics
@@ -179,7 +184,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        o.leaderElectionID,
+		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: o.namespace,
 		// A new leader takes over at once after a clean shutdown (rolling update).
 		LeaderElectionReleaseOnCancel: true,
@@ -253,6 +258,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 			HostedNamespaceRule:   rule,
 			DefaultServiceAccount: o.defaultServiceAccount,
 			Wakes:                 wakes,
+			ShardLabelKeys:        controller.ShardLabelKeys(selector),
 		},
 		Source:                  src,
 		Hosted:                  hc,

@@ -13,6 +13,6 @@ Package in the hosted-control-plane namespace of every selected HostedCluster an
 revision out partition by partition. See docs/fleet.md.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newFleetStatusCmd())
+	cmd.AddCommand(newFleetStatusCmd(), newFleetPlanCmd())
 	return cmd
 }

@@ -53,6 +53,8 @@ type fleetSteps struct {
 	hostedClusterAPI bool
 	now              func() time.Time
 	writes           memberWrites
+	// preflights keeps spec.rollout.preflight's verdicts (fleet_preflight.go).
+	preflights preflightResults
 }
 
 // steps returns the fleet steps for the lifecycle. A fleet's status is what its rollout
@@ -72,7 +74,7 @@ func (r *fleetSteps) steps() kindSteps[*v1alpha1.HostedClusterPackage] {
 		finalize:   r.finalize,
 		announce:   announceFleet,
 		copyStatus: func(dst, src *v1alpha1.HostedClusterPackage) { dst.Status = *src.Status.DeepCopy() },
-		gone:       func(key types.NamespacedName) { r.writes.forget(key.Name) },
+		gone:       func(key types.NamespacedName) { r.writes.forget(key.Name); r.preflights.forget(key.Name) },
 	}
 }
 
@@ -121,6 +123,13 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 	learnVersions(&fleet.Status, members)
 	now := r.now()
 	gates := planGates{rejected: standingRejection(fleet, target, lastHandled, now), windows: windows}
+	var preflight []v1alpha1.MemberStatus
+	if spec.Rollout.Preflight && gates.rejected == "" && target.Name != stableName(fleet) {
+		if preflight, err = r.preflight(ctx, fleet, target, members, now); err != nil {
+			return ctrl.Result{}, err
+		}
+		gates.preflightFailed = len(preflight) > 0
+	}
 	plan := planRollout(members, memberPartitions(members, spec.Rollout.Partitions), target.Name, stableName(fleet), spec.Rollout, fleet.Status.Partitions, now, gates)
 	if plan.rejects {
 		fleet.Status.Rejected = &v1alpha1.FleetRejectedRevision{FleetRevision: *target, Reason: v1alpha1.RolloutHaltedReason,
@@ -133,8 +142,11 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 		return ctrl.Result{}, err
 	}
 
-	r.setStatus(fleet, plan, problems, now)
+	r.setStatus(fleet, plan, append(slices.Clone(problems), preflight...), now)
 	o := fleetOutcome(fleet, plan, problems)
+	if len(preflight) > 0 {
+		o = preflightOutcome(target.Name, preflight)
+	}
 	if held != nil {
 		// The members are kept on the target the fleet has; Ready says why it is not the tag's.
 		o = *held
@@ -267,6 +279,7 @@ func (r *fleetSteps) finalize(ctx context.Context, fleet *v1alpha1.HostedCluster
 		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
 	}
 	r.writes.forget(fleet.Name)
+	r.preflights.forget(fleet.Name)
 	r.own.fleetMembers.DeletePartialMatch(map[string]string{"fleet": fleet.Name})
 	controllerutil.RemoveFinalizer(fleet, v1alpha1.FinalizerName)
 	return ctrl.Result{}, nil
@@ -458,6 +471,7 @@ func (r *fleetSteps) keepMember(ctx context.Context, fleet *v1alpha1.HostedClust
 	if err != nil {
 		return &stageError{reason: v1alpha1.InvalidConfigReason, err: err}
 	}
+	withShardLabels(desired, fleet, r.options.ShardLabelKeys)
 	if m.pending && m.revision() == src.name {
 		return nil // written moments ago; the cache has not caught up
 	}

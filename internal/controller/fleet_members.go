@@ -97,6 +97,20 @@ func desiredMember(fleet *v1alpha1.HostedClusterPackage, rev fleetRevisionSource
 	}, nil
 }
 
+// withShardLabels gives a member the fleet's values of the labels the controller's
+// --watch-label-selector reads (Options.ShardLabelKeys), over the template's: a member matches
+// the selector its fleet matches, so one controller reconciles both. A key the fleet lacks is
+// dropped from the member too (a "!key" shard).
+func withShardLabels(member *v1alpha1.Package, fleet *v1alpha1.HostedClusterPackage, keys []string) {
+	for _, k := range keys {
+		if v, ok := fleet.Labels[k]; ok {
+			member.Labels[k] = v
+		} else {
+			delete(member.Labels, k)
+		}
+	}
+}
+
 func fleetOwnerReference(fleet *v1alpha1.HostedClusterPackage) metav1.OwnerReference {
 	return metav1.OwnerReference{
 		APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.HostedClusterPackageKind,

@@ -225,6 +225,9 @@ type planGates struct {
 	rejected string
 	// windows are spec.rollout.windows, parsed.
 	windows []fleetWindow
+	// preflightFailed: spec.rollout.preflight found members the target fails for. The rollout
+	// holds as a paused one does: no member moves to the target, new ones get the stable revision.
+	preflightFailed bool
 }
 
 // planRollout decides, from the members' state, which revision each member is kept at.
@@ -264,7 +267,7 @@ func newPlanner(targetName, stableName string, strategy v1alpha1.FleetRolloutStr
 		plan:   rolloutPlan{assign: map[string]assignment{}, complete: true},
 		target: targetName, stable: stableName, rollingOut: stableName != targetName,
 		strategy: strategy, deadline: strategy.GetProgressDeadline(), prevState: map[string]v1alpha1.PartitionStatus{}, now: now,
-		windows: gates.windows,
+		windows: gates.windows, preflightFailed: gates.preflightFailed,
 	}
 	for _, ps := range previous {
 		p.prevState[ps.Name] = ps
@@ -353,6 +356,8 @@ type planner struct {
 	prevState      map[string]v1alpha1.PartitionStatus
 	now            time.Time
 	windows        []fleetWindow
+	// preflightFailed holds the rollout (planGates).
+	preflightFailed bool
 	// proved: a member of this or an earlier partition is Ready on the target.
 	proved bool
 }
@@ -488,7 +493,7 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*fleetMember, health
 		ps.State = v1alpha1.PartitionHalted
 		p.plan.halted = true
 		p.assignAll(ms, health, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, true) })
-	case p.strategy.Paused:
+	case p.strategy.Paused || p.preflightFailed:
 		ps.State = v1alpha1.PartitionProgressing
 		p.assignAll(ms, health, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, true) })
 	case p.windowClosed(ps.Name):

@@ -177,6 +177,15 @@ func TestPlanRollout(t *testing.T) {
 		plan := planRollout(fleet(0), order, "new", "old", v1alpha1.FleetRolloutStrategy{Paused: true}, nil, now, planGates{})
 		assert.Equal(t, 0, countAssigned(plan, toTarget))
 	})
+	t.Run("a failed preflight moves nothing and creates no member without a stable revision", func(t *testing.T) {
+		t.Parallel()
+		plan := planRollout(fleet(0), order, "new", "old", v1alpha1.FleetRolloutStrategy{}, nil, now, planGates{preflightFailed: true})
+		assert.Equal(t, 0, countAssigned(plan, toTarget))
+		assert.False(t, plan.halted, "not a failure of a member on the target")
+		ms := []*fleetMember{{namespace: "c0", partition: "canary"}}
+		plan = planRollout(ms, order, "new", "", v1alpha1.FleetRolloutStrategy{}, nil, now, planGates{preflightFailed: true})
+		assert.Equal(t, noMember, plan.assign["c0"])
+	})
 	t.Run("first rollout: no member beyond the current partition", func(t *testing.T) {
 		t.Parallel()
 		ms := []*fleetMember{{namespace: "c0", partition: "canary"}, {namespace: "p0", partition: "prod"}}

@@ -1,6 +1,10 @@
 package controller
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -44,4 +48,32 @@ func CacheOptions(connectorSecret string, selector labels.Selector) cache.Option
 // indexes HostedClusters in that cache. Namespaces are read directly, only on deletion.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Namespace{}}}}
+}
+
+// ShardLabelKeys are the label keys a --watch-label-selector reads, sorted and without
+// repeats ("!key" and "key=a" both read key). A fleet copies its values of them to its
+// members (nil selector: none).
+func ShardLabelKeys(selector labels.Selector) []string {
+	if selector == nil {
+		return nil
+	}
+	reqs, _ := selector.Requirements()
+	var keys []string
+	for _, r := range reqs {
+		keys = append(keys, r.Key())
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// LeaderElectionID is the lease a shard elects its leader with: base when the controller is
+// not sharded, else base with a digest of the selector appended, so that shards with
+// different selectors never wait for each other's lease, and the replicas of one shard share
+// one. An explicit --leader-election-id is used as it is.
+func LeaderElectionID(base string, selector labels.Selector) string {
+	if selector == nil || selector.Empty() {
+		return base
+	}
+	sum := sha256.Sum256([]byte(selector.String()))
+	return base + "-" + hex.EncodeToString(sum[:])[:10]
 }

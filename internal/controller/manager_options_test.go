@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
@@ -39,4 +40,35 @@ func TestCacheStripsManagedFields(t *testing.T) {
 	require.True(t, ok)
 	assert.Empty(t, u.GetManagedFields())
 	assert.Equal(t, map[string]any{"platform": map[string]any{"type": "AWS"}}, u.Object["spec"], "HostedClusters are trimmed")
+}
+
+// TestShardLabelKeysAndLease: the keys a selector reads, once each, and a lease per selector.
+func TestShardLabelKeysAndLease(t *testing.T) {
+	t.Parallel()
+	a, err := labels.Parse("pkgsync.dev/shard=a,team in (x,y)")
+	require.NoError(t, err)
+	none, err := labels.Parse("!pkgsync.dev/shard")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"pkgsync.dev/shard", "team"}, ShardLabelKeys(a))
+	assert.Equal(t, []string{"pkgsync.dev/shard"}, ShardLabelKeys(none))
+	assert.Nil(t, ShardLabelKeys(nil))
+
+	assert.Equal(t, "pkgsync-controller", LeaderElectionID("pkgsync-controller", nil))
+	assert.Equal(t, "pkgsync-controller", LeaderElectionID("pkgsync-controller", labels.Everything()))
+	idA, idNone := LeaderElectionID("pkgsync-controller", a), LeaderElectionID("pkgsync-controller", none)
+	assert.NotEqual(t, idA, idNone, "shards never share a lease")
+	again, err := labels.Parse("pkgsync.dev/shard=a,team in (x,y)")
+	require.NoError(t, err)
+	assert.Equal(t, idA, LeaderElectionID("pkgsync-controller", again), "replicas of one shard share one")
+	assert.Regexp(t, `^pkgsync-controller-[0-9a-f]{10}$`, idA)
+}
+
+// TestWithShardLabels: members carry the fleet's values of the shard keys, over the template's,
+// and not a key the fleet lacks.
+func TestWithShardLabels(t *testing.T) {
+	t.Parallel()
+	fleet := &v1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"shard": "a", "other": "x"}}}
+	member := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"shard": "template", "tier": "t", "missing": "template"}}}
+	withShardLabels(member, fleet, []string{"shard", "missing"})
+	assert.Equal(t, map[string]string{"shard": "a", "tier": "t"}, member.Labels)
 }

@@ -48,6 +48,10 @@ type Options struct {
 	// ImageOverrides relocate the .images templates see (--registry-host-overrides,
 	// --image-prefix-overrides); the source client reads packages through the same overrides.
 	ImageOverrides source.Overrides
+	// ShardLabelKeys are the label keys --watch-label-selector reads (ShardLabelKeys): a
+	// fleet's member Packages carry the fleet's values of them, so that the controller that
+	// reconciles the fleet reconciles its members too.
+	ShardLabelKeys []string
 	// RenderCacheBytes bounds the estimated memory of the rendered packages kept (see
 	// resultSize); 32 MiB when zero.
 	RenderCacheBytes int64

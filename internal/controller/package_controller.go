@@ -28,9 +28,6 @@ type packageObject interface {
 	GetStatus() *v1alpha1.PackageStatus
 }
 
-// maxRenderTime bounds one render, within the reconcile's own deadline (spec.timeout).
-const maxRenderTime = 30 * time.Second
-
 // packageSteps are the steps of Packages (namespaced) and ClusterPackages within the shared
 // lifecycle: resolve the tag, pull and render when the digest or config changed, apply the
 // phases, prune, report.
@@ -206,17 +203,8 @@ func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpe
 //
 // Errors have the values of Secrets that spec.configFrom read removed from their messages.
 func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, config *configInput, hc *hosted.HostedCluster) (*render.Result, error) {
-	opts := render.Options{
-		Name:        obj.GetName(),
-		Namespace:   obj.GetNamespace(),
-		Labels:      obj.GetLabels(),
-		Annotations: userAnnotations(obj.GetAnnotations()),
-		Image:       ref.String(),
-		Component:   obj.GetSpec().Component,
-		Environment: templateEnvironment(r.options, hc),
-		// The same for every resource: the render cache need not key on it.
-		RelocateImage: r.options.relocateImage(),
-	}
+	opts := renderOptions(r.options, obj.GetName(), obj.GetNamespace(), obj.GetLabels(), obj.GetAnnotations(), obj.GetSpec(), ref.String(), hc)
+	// spec.config with what spec.configFrom read merged under it.
 	opts.Config = config.raw
 	pulls := r.applier.metrics.pulls
 	rendered, shared, err := r.renders.render(ref.Content(), config.renderKey, opts, func() (*render.Result, error) {
@@ -306,39 +294,6 @@ func configDigestOf(spec *v1alpha1.PackageSpec) string {
 		h.Write(spec.Config.Raw)
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
-
-// checkScopes enforces the manifest's scopes: a package that lists scopes may only be installed
-// by the resources they name.
-func checkScopes(m *v1alpha1.PackageManifest, namespaced bool) error {
-	if m == nil || len(m.Spec.Scopes) == 0 {
-		return nil
-	}
-	want := v1alpha1.ScopeCluster
-	if namespaced {
-		want = v1alpha1.ScopeNamespaced
-	}
-	for _, s := range m.Spec.Scopes {
-		if s == want {
-			return nil
-		}
-	}
-	return &stageError{reason: v1alpha1.RenderFailedReason, err: fmt.Errorf("package %s does not support the %s scope (manifest spec.scopes: %v)", m.Name, want, m.Spec.Scopes)}
-}
-
-// userAnnotations drops the controller's own request annotation from the template context, so
-// that `reconcile now` does not change what renders.
-func userAnnotations(in map[string]string) map[string]string {
-	if _, ok := in[meta.ReconcileRequestAnnotation]; !ok {
-		return in
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		if k != meta.ReconcileRequestAnnotation {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // resolveMaxAge says how old a tag resolution (made by any resource) may be for this reconcile.

@@ -1,0 +1,247 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/render"
+	"pkgsync.dev/pkgsync/source"
+)
+
+// A preflight renders a revision for every member's environment before any member is moved to
+// it: the member Package the fleet would write (config overrides merged, the template's labels
+// and annotations), rendered with the options the Package reconciler takes from it
+// (renderOptions) and the HostedCluster behind its namespace, then validated as the Package
+// reconciler validates (the package's scopes). spec.rollout.preflight runs it in the
+// reconciler; `pkgsync fleet plan` runs it through PreflightFleet and adds a server-side dry run.
+
+// preflightOptions are the render options of the member m would get on revision src, and the
+// key its preflight result is kept under: the options without the revision time annotation,
+// which changes with every move and which a template has no business reading.
+func preflightOptions(opts Options, fleet *v1alpha1.HostedClusterPackage, src fleetRevisionSource, m *fleetMember, now time.Time) (render.Options, string, error) {
+	desired, err := desiredMember(fleet, src, m, now)
+	if err != nil {
+		return render.Options{}, "", &stageError{reason: v1alpha1.InvalidConfigReason, err: err}
+	}
+	withShardLabels(desired, fleet, opts.ShardLabelKeys)
+	ro := renderOptions(opts, desired.Name, desired.Namespace, desired.Labels, desired.Annotations, &desired.Spec, src.image, m.cluster)
+	keyed := ro
+	keyed.Annotations = maps.Clone(ro.Annotations)
+	delete(keyed.Annotations, fleetRevisionTimeAnnotation)
+	data, err := json.Marshal(keyed)
+	if err != nil {
+		return render.Options{}, "", fmt.Errorf("fingerprint the render options of member %s: %w", m.namespace, err)
+	}
+	sum := sha256.Sum256(data)
+	return ro, hex.EncodeToString(sum[:]), nil
+}
+
+// preflightRender renders and validates one member's package. A render that ran out of time,
+// or whose reconcile was cancelled, is not a verdict on the revision: errTransient says so.
+func preflightRender(ctx context.Context, fsys fs.FS, ro render.Options) (*render.Result, error) {
+	renderCtx, cancel := context.WithTimeout(ctx, maxRenderTime)
+	defer cancel()
+	res, err := render.Render(renderCtx, fsys, ro)
+	switch {
+	case err != nil && (ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)):
+		return nil, fmt.Errorf("%w: render for %s: %w", errTransient, ro.Namespace, err)
+	case err != nil:
+		return nil, err
+	}
+	if err := checkScopes(res.Manifest, ro.Namespace != ""); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+var errTransient = errors.New("preflight interrupted")
+
+// preflightVerdict is the result of one member's preflight: reason is "" when it passed.
+type preflightVerdict struct {
+	reason, message string
+}
+
+// preflightResults keeps, per fleet, the verdicts on its target revision by member
+// environment (preflightOptions' key), so that a reconcile renders only for members whose
+// environment changed (a label, an annotation, an override) or that joined. Each fleet keeps
+// one revision, and of it only the keys its last preflight used: at most one verdict per member.
+type preflightResults struct {
+	mu      sync.Mutex
+	byFleet map[string]preflightEntry
+}
+
+type preflightEntry struct {
+	revision string
+	verdicts map[string]preflightVerdict
+}
+
+func (c *preflightResults) get(fleet, revision string) map[string]preflightVerdict {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byFleet[fleet]; ok && e.revision == revision {
+		return e.verdicts
+	}
+	return nil
+}
+
+func (c *preflightResults) put(fleet, revision string, verdicts map[string]preflightVerdict) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byFleet == nil {
+		c.byFleet = map[string]preflightEntry{}
+	}
+	c.byFleet[fleet] = preflightEntry{revision: revision, verdicts: verdicts}
+}
+
+// forget drops a fleet's verdicts, when the fleet is gone.
+func (c *preflightResults) forget(fleet string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.byFleet, fleet)
+}
+
+// preflight checks the target revision for every member (spec.rollout.preflight) and returns
+// the members it fails for. The package is pulled (through the source cache) only when a
+// member has no verdict yet. A pull that fails, or a render cut short, is an error: retried,
+// never a verdict.
+func (r *fleetSteps) preflight(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.FleetRevision, members []*fleetMember, now time.Time) ([]v1alpha1.MemberStatus, error) {
+	spec := &fleet.Spec
+	src := fleetRevisionSource{name: target.Name, image: target.Image, template: &spec.Template, overrides: spec.ConfigOverrides}
+	known := r.preflights.get(fleet.Name, target.Name)
+	verdicts := make(map[string]preflightVerdict, len(members))
+	var fsys fs.FS
+	var failed []v1alpha1.MemberStatus
+	for _, m := range members {
+		ro, key, err := preflightOptions(r.options, fleet, src, m, now)
+		var v preflightVerdict
+		var seen bool
+		switch {
+		case err != nil:
+			v = preflightVerdict{reason: reasonFor(err), message: err.Error()}
+		default:
+			if v, seen = known[key]; !seen {
+				if fsys == nil {
+					if fsys, err = r.pullTarget(ctx, fleet, target); err != nil {
+						return nil, err
+					}
+				}
+				if _, err := preflightRender(ctx, fsys, ro); err != nil {
+					if errors.Is(err, errTransient) {
+						return nil, err
+					}
+					v = preflightVerdict{reason: reasonFor(err), message: err.Error()}
+				}
+			}
+			verdicts[key] = v
+		}
+		if v.reason != "" {
+			failed = append(failed, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: v.reason, Message: "preflight: " + v.message})
+		}
+	}
+	r.preflights.put(fleet.Name, target.Name, verdicts)
+	return failed, nil
+}
+
+// pullTarget pulls the target revision's package with the fleet's pull Secret, as its tag was
+// resolved.
+func (r *fleetSteps) pullTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.FleetRevision) (fs.FS, error) {
+	ref, err := source.ParseReference(target.Image)
+	if err != nil {
+		return nil, &stageError{reason: v1alpha1.PullFailedReason, err: fmt.Errorf("status.target.image: %w", err)}
+	}
+	creds, err := readPullCredentials(ctx, r.apiReader, r.options.Namespace, fleet.Spec.Template.Spec.PullSecretRef)
+	if err != nil {
+		return nil, err
+	}
+	artifact, err := r.source.Pull(ctx, ref, creds)
+	if err != nil {
+		return nil, pullFailed(fmt.Errorf("preflight of %s: %w", target.Name, err))
+	}
+	return artifact.FS, nil
+}
+
+// preflightOutcome halts the rollout before the target moves: the members it fails for named,
+// the message bounded as every condition message is.
+func preflightOutcome(target string, failed []v1alpha1.MemberStatus) outcome {
+	return outcome{state: outcomeStalled, reason: v1alpha1.PreflightFailedReason, message: fmt.Sprintf(
+		"revision %s fails the preflight (spec.rollout.preflight) for %d member(s); no member is moved to it: %s",
+		target, len(failed), describeMembers(failed))}
+}
+
+// PreflightMember is the preflight of one member for `pkgsync fleet plan`.
+type PreflightMember struct {
+	// Namespace is the member's hosted-control-plane namespace; Partition its partition.
+	Namespace, Partition string
+	// HostedCluster is the member's HostedCluster, namespace/name.
+	HostedCluster string
+	// Revision is the fleet revision the member is on now ("" when it has no member yet).
+	Revision string
+	// Result is the render, nil when the preflight failed.
+	Result *render.Result
+	// Reason and Message say why the preflight failed; Reason is "" when it passed.
+	Reason, Message string
+}
+
+// Preflight is what PreflightFleet found: every member's preflight, the partitions in
+// rollout order, and the clusters that get no member (collisions).
+type Preflight struct {
+	// Revision names the candidate as the fleet would (status.target.name).
+	Revision   string
+	Partitions []string
+	Members    []PreflightMember
+	Collisions []v1alpha1.MemberStatus
+}
+
+// PreflightFleet renders image (pinned to a digest, its package in fsys) for every member of
+// fleet as the fleet's member Packages would render it, and validates each render. It reads
+// the HostedClusters and member Packages through c and writes nothing. opts supplies the
+// management cluster's environment (versions, proxy, image overrides) as the controller has it.
+func PreflightFleet(ctx context.Context, c client.Client, opts Options, fleet *v1alpha1.HostedClusterPackage, image source.Reference, fsys fs.FS, now time.Time) (*Preflight, error) {
+	if image.Digest == "" {
+		return nil, fmt.Errorf("preflight of %s: the image is not pinned to a digest", image)
+	}
+	r := &fleetSteps{client: c, apiReader: c, options: opts}
+	owned, err := r.ownedMembers(ctx, fleet)
+	if err != nil {
+		return nil, err
+	}
+	members, collisions, err := r.members(ctx, fleet, owned)
+	if err != nil {
+		return nil, err
+	}
+	td, err := templateDigest(&fleet.Spec)
+	if err != nil {
+		return nil, err
+	}
+	out := &Preflight{Revision: revisionName(image.Digest, td), Partitions: memberPartitions(members, fleet.Spec.Rollout.Partitions), Collisions: collisions}
+	src := fleetRevisionSource{name: out.Revision, image: image.String(), template: &fleet.Spec.Template, overrides: fleet.Spec.ConfigOverrides}
+	for _, m := range members {
+		pm := PreflightMember{Namespace: m.namespace, Partition: m.partition, Revision: m.revision()}
+		if m.cluster != nil {
+			pm.HostedCluster = m.cluster.Namespace + "/" + m.cluster.Name
+		}
+		ro, _, err := preflightOptions(opts, fleet, src, m, now)
+		if err == nil {
+			pm.Result, err = preflightRender(ctx, fsys, ro)
+		}
+		if err != nil {
+			if errors.Is(err, errTransient) {
+				return nil, err
+			}
+			pm.Reason, pm.Message = reasonFor(err), err.Error()
+		}
+		out.Members = append(out.Members, pm)
+	}
+	return out, nil
+}
