@@ -42,12 +42,22 @@ func putPullSecret(t *testing.T, namespace, name string, config []byte) {
 	}
 }
 
-// secretWrites counts what the in-process controllers wrote to the Secret name of namespace:
-// creations (of any Secret there), updates, patches and deletions.
-func secretWrites(namespace, name string) int {
+// secretWrites counts what the in-process controllers wrote to Secrets of namespace: creations
+// (of any Secret there), and updates, patches and deletions of the Secrets named.
+func secretWrites(namespace string, names ...string) int {
 	base := "/api/v1/namespaces/" + namespace + "/secrets"
-	return suite.requests.path(http.MethodPost, base) + suite.requests.path(http.MethodPut, base+"/"+name) +
-		suite.requests.path(http.MethodPatch, base+"/"+name) + suite.requests.path(http.MethodDelete, base+"/"+name)
+	n := suite.requests.path(http.MethodPost, base)
+	for _, name := range names {
+		n += secretChanges(namespace, name)
+	}
+	return n
+}
+
+// secretChanges counts the updates, patches and deletions of one Secret by the in-process
+// controllers.
+func secretChanges(namespace, name string) int {
+	path := "/api/v1/namespaces/" + namespace + "/secrets/" + name
+	return suite.requests.path(http.MethodPut, path) + suite.requests.path(http.MethodPatch, path) + suite.requests.path(http.MethodDelete, path)
 }
 
 // assertFleetCopy checks that the Secret name of namespace is the fleet's copy: owned by the
@@ -139,10 +149,11 @@ func TestFleetSecretsFollowTheFleet(t *testing.T) {
 		t.Helper()
 		var now corev1.Secret
 		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(foreign), &now))
+		assert.Equal(t, foreign.ResourceVersion, now.ResourceVersion, "the foreign Secret is not written")
 		assert.Equal(t, foreign.Data, now.Data, "the foreign Secret is not overwritten")
 		assert.Equal(t, map[string]string{"team": "mine"}, now.Labels)
 		assert.Empty(t, now.OwnerReferences)
-		assert.Zero(t, secretWrites(foreignNS, "registry"), "nothing written to the foreign Secret")
+		assert.Zero(t, secretChanges(foreignNS, "registry"), "nothing written to the foreign Secret")
 	}
 	assertForeignUntouched()
 	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(fleet), got))
@@ -160,11 +171,11 @@ func TestFleetSecretsFollowTheFleet(t *testing.T) {
 	// A reconcile that changes nothing writes no Secret.
 	before := map[string]int{}
 	for _, ns := range members {
-		before[ns] = secretWrites(ns, "registry") + secretWrites(ns, "signing-keys")
+		before[ns] = secretWrites(ns, "registry", "signing-keys")
 	}
 	waitForFleetRequest(t, fleet)
 	for _, ns := range members {
-		assert.Equal(t, before[ns], secretWrites(ns, "registry")+secretWrites(ns, "signing-keys"), "Secret writes in %s of a reconcile that changes nothing", ns)
+		assert.Equal(t, before[ns], secretWrites(ns, "registry", "signing-keys"), "Secret writes in %s of a reconcile that changes nothing", ns)
 	}
 
 	// Rotation: the registry takes only the new password; the Secret in the controller's
@@ -173,7 +184,13 @@ func TestFleetSecretsFollowTheFleet(t *testing.T) {
 	for _, ns := range members {
 		updates[ns] = suite.requests.path(http.MethodPut, "/api/v1/namespaces/"+ns+"/secrets/registry")
 	}
+	oldCreds, err := source.CredentialsFromDockerConfigJSON(dockerConfig(reg.Host, reg.Username, reg.Password))
+	require.NoError(t, err)
 	require.NoError(t, reg.SetPassword("rotated-"+hcNamespace))
+	fresh, err := source.NewClient(source.Options{})
+	require.NoError(t, err)
+	_, err = fresh.Resolve(t.Context(), ref, oldCreds)
+	require.ErrorIs(t, err, source.ErrAuthenticationRequired, "the registry refuses the old password")
 	rotated := map[string][]byte{corev1.DockerConfigJsonKey: dockerConfig(reg.Host, reg.Username, reg.Password)}
 	putPullSecret(t, controllerNS, "registry", rotated[corev1.DockerConfigJsonKey])
 	eventually(t, func(a *attempt) {
@@ -185,7 +202,7 @@ func TestFleetSecretsFollowTheFleet(t *testing.T) {
 	waitForFleetRequest(t, fleet)
 	for _, ns := range members {
 		assert.Equal(t, 1, suite.requests.path(http.MethodPut, "/api/v1/namespaces/"+ns+"/secrets/registry")-updates[ns], "one update of the copy in %s per rotation", ns)
-		assert.Equal(t, before[ns]+1, secretWrites(ns, "registry")+secretWrites(ns, "signing-keys"), "Secret writes in %s: the one update", ns)
+		assert.Equal(t, before[ns]+1, secretWrites(ns, "registry", "signing-keys"), "Secret writes in %s: the one update", ns)
 	}
 	assertForeignUntouched()
 
