@@ -168,6 +168,30 @@ func TestFleetSecretsFollowTheFleet(t *testing.T) {
 		assert.Contains(t, reported.Message, "Secret "+foreignNS+"/registry")
 	}
 
+	// A tenant's namespace gets no copy, whatever it carries: the label HyperShift puts on
+	// hosted-control-plane namespaces, and a Package dressed as the fleet's member (its label,
+	// an owner reference to the fleet). Copies go only to the namespaces the fleet's
+	// HostedClusters map to.
+	tenantNS := newNamespace(t)
+	tenant := &corev1.Namespace{}
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKey{Name: tenantNS}, tenant))
+	tenant.Labels["hypershift.openshift.io/hosted-control-plane"] = "true"
+	require.NoError(t, suite.mgmtClient.Update(t.Context(), tenant))
+	forged := &v1alpha1.Package{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: fleet.Name,
+			Labels:          map[string]string{v1alpha1.FleetLabel: fleet.Name, shardLabel: shard},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.HostedClusterPackageKind, Name: fleet.Name, UID: fleet.UID}}},
+		Spec: v1alpha1.PackageSpec{Image: image, PullSecretRef: &meta.LocalObjectReference{Name: "registry"}},
+	}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), forged))
+	cleanupObject(t, forged)
+	waitForFleetRequest(t, fleet)
+	for _, name := range []string{"registry", "signing-keys"} {
+		err := suite.mgmtClient.Get(t.Context(), client.ObjectKey{Namespace: tenantNS, Name: name}, &corev1.Secret{})
+		assert.True(t, apierrors.IsNotFound(err), "no copy of %s in the tenant's namespace: %v", name, err)
+	}
+	assert.Zero(t, secretWrites(tenantNS, "registry", "signing-keys"), "no Secret written in the tenant's namespace")
+
 	// A reconcile that changes nothing writes no Secret.
 	before := map[string]int{}
 	for _, ns := range members {
