@@ -355,6 +355,12 @@ func (s *fleetSecrets) keepCopy(ctx context.Context, fleet *v1alpha1.HostedClust
 		if current != nil && !ownedByFleet(current, fleet) {
 			return &secretCollisionError{namespace: key.namespace, name: key.name}
 		}
+		if pending && current != nil && copyUpToDate(current, fleet, src) {
+			// Up to date as it is now: wait for the cache to show this version, not the one the
+			// fleet wrote, which may have been followed by another (a label put back by hand).
+			s.recordCopy(key, current.ResourceVersion)
+			return nil
+		}
 	}
 	if current != nil && copyUpToDate(current, fleet, src) {
 		return nil
