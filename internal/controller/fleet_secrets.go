@@ -409,7 +409,7 @@ func writeCopy(ctx context.Context, c client.Client, fleet *v1alpha1.HostedClust
 			Type: src.typ, Data: src.data,
 		}
 		if err := c.Create(ctx, secret, client.FieldOwner(fleetFieldOwner)); err != nil {
-			return "", fmt.Errorf("copy Secret %s/%s to %s: %w", fleetSecretsSource, key.name, key.namespace, err)
+			return "", fmt.Errorf("copy Secret %s to namespace %s: %w", key.name, key.namespace, err)
 		}
 		return secret.ResourceVersion, nil
 	}
@@ -435,9 +435,6 @@ func writeCopy(ctx context.Context, c client.Client, fleet *v1alpha1.HostedClust
 	}
 	return updated.ResourceVersion, nil
 }
-
-// fleetSecretsSource names where copies come from, in messages.
-const fleetSecretsSource = "the controller's namespace"
 
 // pendingCopy reports whether the fleet wrote the copy and the cache does not show that write
 // yet; a copy the cache shows as written is forgotten.
