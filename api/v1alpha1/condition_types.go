@@ -125,6 +125,12 @@ const (
 	NamespaceNotFoundReason = "NamespaceNotFound"
 	// MemberWriteFailedReason (status.failedMembers): the API server refused the member.
 	MemberWriteFailedReason = "MemberWriteFailed"
+	// SecretCollisionReason (status.failedMembers): a Secret the template names exists in the
+	// member's namespace and is not the fleet's copy; it is left as it is.
+	SecretCollisionReason = "SecretCollision"
+	// SecretCopyFailedReason (status.failedMembers): the API server refused the fleet's copy of
+	// a Secret in the member's namespace.
+	SecretCopyFailedReason = "SecretCopyFailed"
 	// HostedClusterPausedReason (status.blockedMembers): the member's HostedCluster is paused
 	// (ReconciliationActive=False, or spec.pausedUntil "true" or a time still to come).
 	HostedClusterPausedReason = "HostedClusterPaused"

@@ -66,6 +66,36 @@ type HostedClusterPackageSpec struct {
 	// changed or removed. Members keep reconciling themselves.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// DeletionPolicy is what deleting the fleet does to its members. Delete (the default)
+	// deletes every member, each tearing down what it installed, then the Secrets the fleet
+	// copied into their namespaces. Orphan leaves them: the fleet takes its label, revision
+	// annotations and owner reference off each member Package and each copied Secret, and each
+	// member goes on reconciling on its own, pinned to the digest it was on, with the copied
+	// Secrets it pulls and verifies with. `kubectl delete --cascade=foreground` deletes owned
+	// objects before the fleet's finalizer runs, and so overrides Orphan.
+	// +optional
+	// +kubebuilder:validation:Enum=Delete;Orphan
+	// +kubebuilder:default=Delete
+	DeletionPolicy FleetDeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// FleetDeletionPolicy is what deleting a fleet does to its members.
+type FleetDeletionPolicy string
+
+const (
+	// FleetDeletionDelete deletes the members (and the Secrets copied for them) with the fleet.
+	FleetDeletionDelete FleetDeletionPolicy = "Delete"
+	// FleetDeletionOrphan leaves the members installed, managed by their own Packages.
+	FleetDeletionOrphan FleetDeletionPolicy = "Orphan"
+)
+
+// GetDeletionPolicy returns what deleting the fleet does to its members, defaulted.
+func (in *HostedClusterPackageSpec) GetDeletionPolicy() FleetDeletionPolicy {
+	if in.DeletionPolicy == "" {
+		return FleetDeletionDelete
+	}
+	return in.DeletionPolicy
 }
 
 // PackageTemplate is a member Package: its labels, annotations and spec.

@@ -28,7 +28,7 @@ func TestFleetGuideIsAccepted(t *testing.T) {
 	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(guide), -1)
 	patches := regexp.MustCompile(`(?s)kubectl patch hcpkg \S+ --type merge\s+(?:\\\s+)?-p '([^']*)'`).FindAllStringSubmatch(string(guide), -1)
 	require.Len(t, blocks, 2, "YAML blocks in docs/fleet.md")
-	require.Len(t, patches, 5, "kubectl patch commands in docs/fleet.md")
+	require.Len(t, patches, 7, "kubectl patch commands in docs/fleet.md")
 
 	cp := testenv.NewControlPlane(t, "fleet-docs")
 	_, err = envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{

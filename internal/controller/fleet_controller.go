@@ -55,6 +55,9 @@ type fleetSteps struct {
 	writes           memberWrites
 	// preflights keeps spec.rollout.preflight's verdicts (fleet_preflight.go).
 	preflights preflightResults
+	// secrets keeps the copies of the Secrets the template names in the members' namespaces;
+	// nil when the controller has no namespace to read them in.
+	secrets *fleetSecrets
 }
 
 // steps returns the fleet steps for the lifecycle. A fleet's status is what its rollout
@@ -74,7 +77,13 @@ func (r *fleetSteps) steps() kindSteps[*v1alpha1.HostedClusterPackage] {
 		finalize:   r.finalize,
 		announce:   announceFleet,
 		copyStatus: func(dst, src *v1alpha1.HostedClusterPackage) { dst.Status = *src.Status.DeepCopy() },
-		gone:       func(key types.NamespacedName) { r.writes.forget(key.Name); r.preflights.forget(key.Name) },
+		gone: func(key types.NamespacedName) {
+			r.writes.forget(key.Name)
+			r.preflights.forget(key.Name)
+			if r.secrets != nil {
+				r.secrets.forget(key.Name)
+			}
+		},
 	}
 }
 
@@ -137,7 +146,16 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 			RejectedAt: metav1.NewTime(now.Truncate(time.Second))}
 		ctrl.LoggerFrom(ctx).Info("rollout halted: revision rejected, members go back to the stable revision", "revision", target.Name, "stable", stableName(fleet))
 	}
-	problems := append(slices.Clone(collisions), r.keepMembers(ctx, fleet, plan, members, target, now)...)
+	problems := slices.Clone(collisions)
+	if r.secrets != nil {
+		// Before the members: one moved in this pass pulls with the copies.
+		copyProblems, err := r.secrets.sync(ctx, fleet, members, owned)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		problems = append(problems, copyProblems...)
+	}
+	problems = append(problems, r.keepMembers(ctx, fleet, plan, members, target, now)...)
 	if err := r.removeStrayMembers(ctx, members, collisions, owned); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -260,12 +278,17 @@ func fleetRequeue(interval, wakeAfter time.Duration, failed bool, retry time.Dur
 	return requeue
 }
 
-// finalize deletes every member and removes the finalizer once they are gone (each member's
-// own finalizer tears its objects down first). Member deletions wake the fleet.
+// finalize carries out spec.deletionPolicy. Delete deletes every member, then the copied
+// Secrets once the members are gone (each member's own finalizer tears its objects down
+// first; member deletions wake the fleet), and removes the finalizer. Orphan releases the
+// members and their copies (orphan) instead.
 func (r *fleetSteps) finalize(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) (ctrl.Result, error) {
 	owned, err := r.ownedMembers(ctx, fleet)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if fleet.Spec.GetDeletionPolicy() == v1alpha1.FleetDeletionOrphan {
+		return r.orphan(ctx, fleet, owned)
 	}
 	for _, p := range owned {
 		if p.DeletionTimestamp.IsZero() {
@@ -278,11 +301,57 @@ func (r *fleetSteps) finalize(ctx context.Context, fleet *v1alpha1.HostedCluster
 		markOutcome(fleet, outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason, message: fmt.Sprintf("waiting for %d member(s) to be torn down", left)})
 		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
 	}
+	if r.secrets != nil {
+		if err := r.secrets.deleteAll(ctx, fleet); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.finished(fleet), nil
+}
+
+// orphan releases the fleet's members (deletionPolicy Orphan): each keeps its spec, pinned to
+// the digest of its revision, and reconciles on its own; nothing ties it to the fleet any more
+// (releaseFromFleet). Members already being deleted (their HostedCluster left the fleet) are
+// waited for first, as Delete does. The copied Secrets in the namespaces of the members
+// released stay, released too, for them to go on pulling and verifying with; copies elsewhere
+// are deleted. Copies go first: a pass that fails half way through the members finds them
+// released already, and never takes a released member's copy for a stray one.
+func (r *fleetSteps) orphan(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, owned []*v1alpha1.Package) (ctrl.Result, error) {
+	live := map[string]bool{}
+	deleting := 0
+	for _, p := range owned {
+		if p.DeletionTimestamp.IsZero() {
+			live[p.Namespace] = true
+		} else {
+			deleting++
+		}
+	}
+	if deleting > 0 {
+		markOutcome(fleet, outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason,
+			message: fmt.Sprintf("waiting for %d member(s) of clusters that left the fleet to be torn down; then the others are released (spec.deletionPolicy=Orphan)", deleting)})
+		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
+	}
+	if r.secrets != nil {
+		if err := r.secrets.release(ctx, fleet, live); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	for _, p := range owned {
+		if err := releaseFromFleet(ctx, r.client, p, fleet); err != nil {
+			return ctrl.Result{}, fmt.Errorf("release member %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("released member: it reconciles on its own (spec.deletionPolicy=Orphan)", "namespace", p.Namespace)
+	}
+	return r.finished(fleet), nil
+}
+
+// finished forgets what is kept for a fleet whose deletion is done, and removes its finalizer.
+func (r *fleetSteps) finished(fleet *v1alpha1.HostedClusterPackage) ctrl.Result {
 	r.writes.forget(fleet.Name)
 	r.preflights.forget(fleet.Name)
 	r.own.fleetMembers.DeletePartialMatch(map[string]string{"fleet": fleet.Name})
 	controllerutil.RemoveFinalizer(fleet, v1alpha1.FinalizerName)
-	return ctrl.Result{}, nil
+	return ctrl.Result{}
 }
 
 // fleetVerifyField is where a fleet's verification settings are: the template's, which its

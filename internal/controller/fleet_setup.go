@@ -19,7 +19,8 @@ import (
 // setupFleets registers the HostedClusterPackage reconciler: woken by its own spec, by any
 // change of its members (their status drives the rollout; an edit of their spec is reverted),
 // by HostedClusters joining, leaving, changing labels, being held or released, becoming
-// Available or not, paused or resumed, and by TrustPolicies covering its image.
+// Available or not, paused or resumed, by TrustPolicies covering its image, and by the Secrets
+// it copies to its members changing, at their source or in a member's namespace.
 func setupFleets(ctx context.Context, s *services) error {
 	mgr := s.mgr
 	_, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version)
@@ -28,6 +29,11 @@ func setupFleets(ctx context.Context, s *services) error {
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), source: s.cfg.Source, verifier: s.verifier, recorder: s.recorder,
 		own: s.metrics, options: s.opts, hostedClusterAPI: hostedClusterAPI, now: time.Now,
 	}
+	secrets, secretCaches, err := setupFleetSecrets(ctx, s)
+	if err != nil {
+		return err
+	}
+	steps.secrets = secrets
 	r := newLifecycle(s.lifecycleBase(), v1alpha1.HostedClusterPackageKind, func() *v1alpha1.HostedClusterPackage { return &v1alpha1.HostedClusterPackage{} }, steps.steps())
 	isMember := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := o.GetLabels()[v1alpha1.FleetLabel]
@@ -36,6 +42,9 @@ func setupFleets(ctx context.Context, s *services) error {
 	b := s.controllerFor("hostedclusterpackage", &v1alpha1.HostedClusterPackage{}).
 		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(membersFleet), builder.WithPredicates(isMember))
 	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, fleetImage)
+	if secretCaches != nil {
+		b = secretCaches.watch(b, mgr.GetClient(), s.opts.Namespace)
+	}
 	b, err = s.watchRegistryWakes(ctx, b, &v1alpha1.HostedClusterPackage{}, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, followedFleetImage)
 	if err != nil {
 		return err

@@ -72,13 +72,11 @@ func TestFleetVerification(t *testing.T) {
 	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest1), key, nil)
 	require.NoError(t, err)
 	signedReads := signatureReads(digest1) // signing reads the tag too
-	// The fleet reads the Secret in the controller's namespace, each member in its own.
+	// The fleet reads the Secret in the controller's namespace, each member in its own, where
+	// the fleet keeps a copy.
 	putKeys(t, controllerNS, map[string][]byte{"cosign.pub": pub})
 	clusters := newFleetClusters(t, hcNamespace, hcNamespace, "", "")
 	require.Len(t, clusters, 2)
-	for cp := range clusters {
-		putKeys(t, cp, map[string][]byte{"cosign.pub": pub})
-	}
 
 	fleet := verifiedFleet("signed-"+hcNamespace[len(hcNamespace)-8:], shard, hcNamespace, image)
 	newFleet(t, fleet)

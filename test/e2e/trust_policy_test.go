@@ -243,10 +243,8 @@ func TestTrustPolicyHoldsFleetTarget(t *testing.T) {
 	platformKey, platformPub := signingKey(t)
 	putKeys(t, controllerNS, map[string][]byte{"cosign.pub": templatePub})
 	putSecret(t, controllerNS, "platform-keys", map[string][]byte{"cosign.pub": platformPub})
+	// The fleet copies signing-keys to its members' namespaces.
 	clusters := newFleetClusters(t, hcNamespace, hcNamespace, "", "")
-	for cp := range clusters {
-		putKeys(t, cp, map[string][]byte{"cosign.pub": templatePub})
-	}
 	policyName := "fleet-" + hcNamespace[len(hcNamespace)-6:]
 	newTrustPolicy(t, policyName, "platform-keys", suite.registry.Host+"/e2e/"+hcNamespace+"/platform")
 

@@ -46,8 +46,10 @@ type Registry struct {
 	Host string
 	// CAFile is the PEM file of the CA that signed the serving certificate, when TLS.
 	CAFile string
-	// Username and Password are the credentials, when Htpasswd.
+	// Username and Password are the credentials, when Htpasswd (SetPassword changes Password).
 	Username, Password string
+	// htpasswd is the file the registry reads the credentials from, when Htpasswd.
+	htpasswd string
 
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -88,11 +90,11 @@ func StartRegistry(ctx context.Context, dir string, opts RegistryOptions) (*Regi
 		if err != nil {
 			return nil, fmt.Errorf("hash registry password: %w", err)
 		}
-		htpasswd := filepath.Join(dir, "htpasswd")
-		if err := os.WriteFile(htpasswd, []byte(r.Username+":"+string(hash)+"\n"), 0o600); err != nil {
+		r.htpasswd = filepath.Join(dir, "htpasswd")
+		if err := os.WriteFile(r.htpasswd, []byte(r.Username+":"+string(hash)+"\n"), 0o600); err != nil {
 			return nil, fmt.Errorf("write htpasswd: %w", err)
 		}
-		fmt.Fprintf(&cfg, "auth:\n  htpasswd:\n    realm: pkgsync-test\n    path: %s\n", htpasswd)
+		fmt.Fprintf(&cfg, "auth:\n  htpasswd:\n    realm: pkgsync-test\n    path: %s\n", r.htpasswd)
 	}
 	if opts.NotifyURL != "" {
 		fmt.Fprintf(&cfg, "notifications:\n  endpoints:\n    - name: pkgsync\n      url: %s\n      timeout: 2s\n      threshold: 3\n      backoff: 100ms\n", opts.NotifyURL)
@@ -125,6 +127,40 @@ func StartRegistry(ctx context.Context, dir string, opts RegistryOptions) (*Regi
 		return nil, err
 	}
 	return r, nil
+}
+
+// SetPassword rotates the password of a registry started with Htpasswd: from the next request
+// on, the registry accepts the new password and refuses the old one. Distribution reads its
+// htpasswd file again when the file's modification time changes, so the new file is written
+// aside, given a modification time the old one cannot have, and renamed over it.
+func (r *Registry) SetPassword(password string) error {
+	if r.htpasswd == "" {
+		return errors.New("the registry was not started with Htpasswd")
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		return fmt.Errorf("hash registry password: %w", err)
+	}
+	old, err := os.Stat(r.htpasswd)
+	if err != nil {
+		return fmt.Errorf("read htpasswd: %w", err)
+	}
+	next := r.htpasswd + ".next"
+	if err := os.WriteFile(next, []byte(r.Username+":"+string(hash)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write htpasswd: %w", err)
+	}
+	modified := time.Now()
+	if !modified.After(old.ModTime()) {
+		modified = old.ModTime().Add(time.Second)
+	}
+	if err := os.Chtimes(next, modified, modified); err != nil {
+		return fmt.Errorf("write htpasswd: %w", err)
+	}
+	if err := os.Rename(next, r.htpasswd); err != nil {
+		return fmt.Errorf("write htpasswd: %w", err)
+	}
+	r.Password = password
+	return nil
 }
 
 // NewRegistry starts a registry for a test and stops it when the test ends. With zero options
