@@ -133,6 +133,7 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 	}
 
 	r.setStatus(fleet, plan, problems, now)
+	fleet.Status.TargetAppliedFrom = targetAppliedFrom(members, target.Name)
 	o := fleetOutcome(fleet, plan, problems)
 	if held != nil {
 		// The members are kept on the target the fleet has; Ready says why it is not the tag's.
