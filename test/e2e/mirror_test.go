@@ -176,7 +176,7 @@ data:
 func plainPackage(version string) map[string]string {
 	return map[string]string{
 		"manifest.yaml": "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata: {name: plain}\nspec:\n  phases: [{name: config}]\n",
-		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n  annotations: {pkgsync.dev/phase: config}\ndata: {version: \"" + version + "\"}\n",
+		"cm.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n  annotations: {pkgsync.dev/phase: config}\ndata: {version: \"" + version + "\"}\n",
 	}
 }
 
