@@ -14,7 +14,8 @@ import (
 // that decides or remembers: the memory and disk caches, access proofs of cached content, tag
 // resolutions and listings remembered, trust policies and status. Where it is read from (its
 // locations) is decided per call: the overrides, then the mirrors of the current MirrorSets,
-// then the source unless a mirror set says NeverContactSource.
+// then the mirrors of the caller (WithCallerMirrors) for reads by digest, then the source unless
+// a mirror set says NeverContactSource.
 //
 // This is where mirroring could open a hole in "cached content only for who may read it": the
 // same digest from a mirror and from the source is one cache entry, so a caller's access is
@@ -22,7 +23,36 @@ import (
 // that location's host (never the source host's), and remembered per location and credential.
 // A mirror that serves other bytes under a digest is caught by the digest checks of every
 // manifest and blob read (pull.go); a mirror is written by whoever configures the controller
-// (flags, cluster-scoped mirror sets), never by a Package.
+// (flags, cluster-scoped mirror sets), never by a Package. A caller's own mirrors (a
+// HostedCluster's, for the Packages of its namespace) come with the call, so they reach no other
+// caller's reads: everything remembered across callers is keyed by location, or by the chain of
+// locations (chainKey), computed from the caller's own context.
+
+// callerMirrorsKey is the context key of WithCallerMirrors.
+type callerMirrorsKey struct{}
+
+// WithCallerMirrors returns ctx carrying mirrors of the caller's own: digest mirrors tried, for
+// reads by digest (content, access proofs, signatures; never a tag resolution or listing), after
+// the client's mirror sets and before the source. They apply to the calls made with the
+// returned context and to nothing else.
+//
+// A context value, where the rest of the client takes its inputs as arguments: the mirrors
+// follow a call through every path that reads by digest (Pull, Authorize, Locate, Verify,
+// VerifyKeyless, ResolveVersion's pulls) without a second set of signatures for each. A call
+// merged into another's shared request (flight.go) shares it only under a key that names the
+// locations, so it never reads through mirrors it was not given.
+func WithCallerMirrors(ctx context.Context, sets []MirrorSet) context.Context {
+	if len(sets) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, callerMirrorsKey{}, sets)
+}
+
+// callerMirrors returns the mirrors WithCallerMirrors put in ctx.
+func callerMirrors(ctx context.Context) []MirrorSet {
+	sets, _ := ctx.Value(callerMirrorsKey{}).([]MirrorSet)
+	return sets
+}
 
 // SetMirrorSets replaces the mirror sets that later calls read through (the controller's watch
 // of ImageDigestMirrorSets and ImageTagMirrorSets). A call in progress keeps the sets it began
@@ -31,14 +61,15 @@ func (c *Client) SetMirrorSets(m MirrorSets) {
 	c.mirrors.Store(&m)
 }
 
-// Locations returns where the client reads ref from, in the order it tries them.
-func (c *Client) Locations(ref Reference) []Reference {
-	return c.locationsOf(ref, kindOf(ref))
+// Locations returns where the client reads ref from, in the order it tries them, for a call
+// made with ctx.
+func (c *Client) Locations(ctx context.Context, ref Reference) []Reference {
+	return c.locationsOf(ctx, ref, kindOf(ref))
 }
 
 // locationsOf returns where ref is read from through mirrors of kind.
-func (c *Client) locationsOf(ref Reference, kind mirrorKind) []Reference {
-	return c.mirrors.Load().locations(ref, c.opts.Overrides, kind)
+func (c *Client) locationsOf(ctx context.Context, ref Reference, kind mirrorKind) []Reference {
+	return c.mirrors.Load().locations(ref, c.opts.Overrides, kind, callerMirrors(ctx))
 }
 
 // mirrored tells whether ref is read from anywhere but where it is named.
@@ -70,7 +101,7 @@ func (c *Client) resolveChain(ctx context.Context, ref Reference, creds Credenti
 	if ref.Digest != "" {
 		return ref.Digest, Reference{}, nil
 	}
-	locs := c.Locations(ref)
+	locs := c.Locations(ctx, ref)
 	var errs []error
 	for _, loc := range locs {
 		cred, err := c.credential(ctx, loc.Registry, creds)
@@ -92,7 +123,7 @@ func (c *Client) resolveChain(ctx context.Context, ref Reference, creds Credenti
 // Authorize does at one: a recent proof for that location and the credential the pull secret
 // holds for its host, or one HEAD request there. It returns the location and the credential.
 func (c *Client) authorizeChain(ctx context.Context, ref Reference, creds Credentials) (Reference, auth.Credential, error) {
-	locs := c.Locations(ref)
+	locs := c.Locations(ctx, ref)
 	var errs []error
 	for _, loc := range locs {
 		cred, err := c.credential(ctx, loc.Registry, creds)
@@ -112,7 +143,7 @@ func (c *Client) authorizeChain(ctx context.Context, ref Reference, creds Creden
 // locate returns the location ref.Digest is read from and its credential: the one location
 // without a request when ref is not mirrored, else the first that proves access.
 func (c *Client) locate(ctx context.Context, ref Reference, creds Credentials) (Reference, auth.Credential, error) {
-	locs := c.Locations(ref)
+	locs := c.Locations(ctx, ref)
 	if len(locs) == 1 {
 		cred, err := c.credential(ctx, locs[0].Registry, creds)
 		return locs[0], cred, err
@@ -142,7 +173,7 @@ func (c *Client) Locate(ctx context.Context, ref Reference, creds Credentials) (
 // mirror told another.
 func (c *Client) chainKey(ctx context.Context, ref Reference, kind mirrorKind, creds Credentials) (string, error) {
 	h := sha256.New()
-	for _, loc := range c.locationsOf(ref, kind) {
+	for _, loc := range c.locationsOf(ctx, ref, kind) {
 		cred, err := c.credential(ctx, loc.Registry, creds)
 		if err != nil {
 			return "", err

@@ -3,6 +3,7 @@ package source
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -126,13 +127,17 @@ func (o Overrides) reference(ref Reference) Reference {
 
 // MirrorSet is one source of images and the mirrors that hold its content, as OpenShift's
 // ImageDigestMirrorSet and ImageTagMirrorSet describe them (spec.imageDigestMirrors[],
-// spec.imageTagMirrors[]).
+// spec.imageTagMirrors[]) and HyperShift's HostedCluster does (spec.imageContentSources[]).
 type MirrorSet struct {
-	// Source is a registry host (host or host:port), or a registry and repository prefix
-	// (host/namespace, host/namespace/repository). A reference is under it when its
-	// REGISTRY/REPOSITORY equals it or continues it with "/".
+	// Source is a registry host (host or host:port), a registry and repository prefix
+	// (host/namespace, host/namespace/repository), or a wildcard host (*.example.com). A
+	// reference is under a host or prefix when its REGISTRY/REPOSITORY equals it or continues
+	// it with "/"; under a wildcard when its registry host ends in the wildcard's domain below
+	// the apex (*.example.com: a.example.com and a.b.example.com, not example.com) and names no
+	// port (a.example.com:5000 is another registry, as quay.io:5000 is not under quay.io).
 	Source string
-	// Mirrors replace Source in a reference, in the order they are tried.
+	// Mirrors replace what Source matched (the whole registry host, for a wildcard), in the
+	// order they are tried.
 	Mirrors []string
 	// NeverContactSource stops the source from being tried once every mirror failed
 	// (mirrorSourcePolicy: NeverContactSource).
@@ -146,32 +151,52 @@ type MirrorSets struct {
 	Tag    []MirrorSet
 }
 
-// Validate checks the sources and mirrors: host[:port][/path], no tag, digest or wildcard
-// (OpenShift's wildcard sources, *.example.com, are not supported).
+// Validate checks the sources and mirrors: host[:port][/path] without tag or digest; a source
+// may also be a wildcard host, *.domain (OpenShift's own pattern: no port, no path).
 func (m MirrorSets) Validate() error {
 	var errs []error
 	for _, sets := range [][]MirrorSet{m.Digest, m.Tag} {
-		for _, s := range sets {
-			for _, name := range append([]string{s.Source}, s.Mirrors...) {
-				if err := checkMirrorName(name); err != nil {
-					errs = append(errs, fmt.Errorf("mirror set of %s: %w", s.Source, err))
-				}
+		errs = append(errs, validateSets(sets))
+	}
+	return errors.Join(errs...)
+}
+
+// validateSets checks the sources and mirrors of sets, as Validate does.
+func validateSets(sets []MirrorSet) error {
+	var errs []error
+	for _, s := range sets {
+		if !wildcardSource.MatchString(s.Source) {
+			if err := checkMirrorName(s.Source); err != nil {
+				errs = append(errs, fmt.Errorf("mirror set of %s: %w", s.Source, err))
+			}
+		}
+		for _, name := range s.Mirrors {
+			if err := checkMirrorName(name); err != nil {
+				errs = append(errs, fmt.Errorf("mirror set of %s: mirror %w", s.Source, err))
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// OpenShift's patterns for a mirror set's source and mirrors (ImageDigestMirrors,
+// ImageTagMirrors): wildcardSource is "*" and one or more domain labels, no port, no path;
+// mirrorName is host[:port][/path], the other form of a source.
+var (
+	wildcardSource = regexp.MustCompile(`^\*(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))+$`)
+	mirrorName     = regexp.MustCompile(`^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))+)?(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?$`)
+)
+
 func checkMirrorName(name string) error {
 	if strings.HasPrefix(name, "*") {
-		return fmt.Errorf("%q: wildcard sources are not supported", name)
+		return fmt.Errorf("%q: a wildcard is a source's form (*.example.com), never a mirror's, and has no port or path", name)
 	}
 	probe := name
 	if !strings.Contains(probe, "/") {
 		probe += "/x"
 	}
 	ref, err := ParseReference(probe)
-	if err != nil || ref.Tag != "" || ref.Digest != "" {
+	if err != nil || ref.Tag != "" || ref.Digest != "" || !mirrorName.MatchString(name) {
 		return fmt.Errorf("%q is not REGISTRY[/REPOSITORY]", name)
 	}
 	return nil
@@ -196,48 +221,92 @@ func kindOf(ref Reference) mirrorKind {
 	return byDigest
 }
 
+// sourceMatch is how a source covers a reference: cover is the length of the prefix of the
+// reference's REGISTRY/REPOSITORY that the source matched (what a mirror replaces), -1 when it
+// does not match.
+type sourceMatch struct {
+	cover    int
+	wildcard bool
+	length   int
+}
+
+// moreSpecific orders matches as OpenShift's "most specific source wins", as containers/image
+// reads it (the longest prefix): any host or prefix source over a wildcard (a wildcard can be no
+// longer than the host it matches, and names every host of its domain), then the longer source.
+func (a sourceMatch) moreSpecific(b sourceMatch) bool {
+	if a.wildcard != b.wildcard {
+		return !a.wildcard
+	}
+	return a.length > b.length
+}
+
+// matchSource tells how source covers the reference whose registry host is host and whose
+// REGISTRY/REPOSITORY is name.
+func matchSource(source, host, name string) sourceMatch {
+	if domain, ok := strings.CutPrefix(source, "*"); ok {
+		// domain is ".example.com": a host below it, without a port. containers/image would match
+		// a.example.com:5000 too and then fail to rewrite it (the mirror followed by ":5000/...").
+		if len(host) > len(domain) && strings.HasSuffix(host, domain) && !strings.Contains(host, ":") {
+			return sourceMatch{cover: len(host), wildcard: true, length: len(source)}
+		}
+		return sourceMatch{cover: -1}
+	}
+	if name == source || strings.HasPrefix(name, source+"/") {
+		return sourceMatch{cover: len(source), length: len(source)}
+	}
+	return sourceMatch{cover: -1}
+}
+
 // locations returns where ref is read from, in order: the overrides applied, then each mirror of
 // the most specific source the result is under (mirror sets of one source merged, in order),
-// then the (overridden) reference itself unless a mirror set of that source says
+// then, for a reference pinned to a digest, the mirrors of the caller's own most specific source
+// (caller: a HostedCluster's imageContentSources, digest mirrors as HyperShift makes them), then
+// the (overridden) reference itself unless a mirror set of the cluster's source says
 // NeverContactSource. Every location keeps ref's tag and digest.
-func (m *MirrorSets) locations(ref Reference, o Overrides, kind mirrorKind) []Reference {
+func (m *MirrorSets) locations(ref Reference, o Overrides, kind mirrorKind, caller []MirrorSet) []Reference {
 	base := o.reference(ref)
-	if m == nil {
-		return []Reference{base}
-	}
-	sets := m.Digest
-	if kind == byTag {
-		sets = m.Tag
+	var sets []MirrorSet
+	if m != nil {
+		sets = m.Digest
+		if kind == byTag {
+			sets = m.Tag
+		}
 	}
 	name := base.Name()
-	best := ""
-	for _, s := range sets {
-		if (name == s.Source || strings.HasPrefix(name, s.Source+"/")) && len(s.Source) > len(best) {
-			best = s.Source
-		}
-	}
-	if best == "" {
-		return []Reference{base}
-	}
 	var out []Reference
-	never := false
 	seen := map[string]bool{}
-	rest := strings.TrimPrefix(name, best)
-	for _, s := range sets {
-		if s.Source != best {
-			continue
+	never := false
+	add := func(sets []MirrorSet) {
+		best, chosen := sourceMatch{cover: -1}, ""
+		for _, s := range sets {
+			if m := matchSource(s.Source, base.Registry, name); m.cover >= 0 && (best.cover < 0 || m.moreSpecific(best)) {
+				best, chosen = m, s.Source
+			}
 		}
-		never = never || s.NeverContactSource
-		for _, mirror := range s.Mirrors {
-			host, repo, ok := strings.Cut(mirror+rest, "/")
-			if !ok || seen[host+"/"+repo] {
+		if best.cover < 0 {
+			return
+		}
+		rest := name[best.cover:]
+		for _, s := range sets {
+			if s.Source != chosen {
 				continue
 			}
-			seen[host+"/"+repo] = true
-			loc := base
-			loc.Registry, loc.Repository = host, repo
-			out = append(out, loc)
+			never = never || s.NeverContactSource
+			for _, mirror := range s.Mirrors {
+				host, repo, ok := strings.Cut(mirror+rest, "/")
+				if !ok || seen[host+"/"+repo] {
+					continue
+				}
+				seen[host+"/"+repo] = true
+				loc := base
+				loc.Registry, loc.Repository = host, repo
+				out = append(out, loc)
+			}
 		}
+	}
+	add(sets)
+	if ref.Digest != "" {
+		add(caller)
 	}
 	if !never && !seen[name] {
 		out = append(out, base)

@@ -112,15 +112,120 @@ func TestLocations(t *testing.T) {
 	for _, tt := range tests {
 		ref, err := ParseReference(tt.ref)
 		require.NoError(t, err)
-		assert.Equal(t, tt.want, names(sets.locations(ref, tt.o, tt.kind)), tt.ref)
+		assert.Equal(t, tt.want, names(sets.locations(ref, tt.o, tt.kind, nil)), tt.ref)
 	}
 	var none *MirrorSets
 	ref := mustRef(t, "quay.io/team/app:v1")
-	assert.Equal(t, []Reference{ref}, none.locations(ref, Overrides{}, byTag))
+	assert.Equal(t, []Reference{ref}, none.locations(ref, Overrides{}, byTag, nil))
 
-	assert.Error(t, MirrorSets{Digest: []MirrorSet{{Source: "*.example.com", Mirrors: []string{"m.example.com"}}}}.Validate())
 	assert.Error(t, MirrorSets{Tag: []MirrorSet{{Source: "quay.io/x", Mirrors: []string{"m.example.com/x:v1"}}}}.Validate())
 	assert.NoError(t, sets.Validate())
+}
+
+// TestWildcardLocations: a wildcard source (*.example.com) covers every host below its domain,
+// not the apex and not a host with a port, and replaces the whole host; the most specific
+// source wins: any host or prefix source over a wildcard, the longer wildcard over the shorter.
+func TestWildcardLocations(t *testing.T) {
+	t.Parallel()
+	sets := &MirrorSets{Digest: []MirrorSet{
+		{Source: "*.example.com", Mirrors: []string{"mirror.local/example"}, NeverContactSource: true},
+		{Source: "*.team.example.com", Mirrors: []string{"mirror.local/team"}},
+		{Source: "reg.team.example.com", Mirrors: []string{"mirror.local/exact"}},
+		{Source: "*.example.com", Mirrors: []string{"second.local/ex"}},
+	}}
+	d := "@sha256:" + strings.Repeat("b", 64)
+	tests := []struct {
+		ref  string
+		want []string
+	}{
+		// Any subdomain, any depth; the mirrors of every set with the source, in order.
+		{"registry.example.com/product/repo" + d, []string{"mirror.local/example/product/repo" + d, "second.local/ex/product/repo" + d}},
+		{"a.b.example.com/repo" + d, []string{"mirror.local/example/repo" + d, "second.local/ex/repo" + d}},
+		// Not the apex, not a host that merely ends alike, not a host with a port.
+		{"example.com/product/repo" + d, []string{"example.com/product/repo" + d}},
+		{"badexample.com/repo" + d, []string{"badexample.com/repo" + d}},
+		{"example.com.evil.org/repo" + d, []string{"example.com.evil.org/repo" + d}},
+		{"registry.example.com:5000/repo" + d, []string{"registry.example.com:5000/repo" + d}},
+		// The longer wildcard, without NeverContactSource.
+		{"x.team.example.com/repo" + d, []string{"mirror.local/team/repo" + d, "x.team.example.com/repo" + d}},
+		// A host source over any wildcard that matches it.
+		{"reg.team.example.com/repo" + d, []string{"mirror.local/exact/repo" + d, "reg.team.example.com/repo" + d}},
+	}
+	for _, tt := range tests {
+		ref := mustRef(t, tt.ref)
+		got := []string{}
+		for _, r := range sets.locations(ref, Overrides{}, byDigest, nil) {
+			got = append(got, r.String())
+		}
+		assert.Equal(t, tt.want, got, tt.ref)
+	}
+
+	require.NoError(t, sets.Validate())
+	for _, bad := range []MirrorSets{
+		{Digest: []MirrorSet{{Source: "*.example.com:5000", Mirrors: []string{"m.example.com"}}}},
+		{Digest: []MirrorSet{{Source: "*.example.com/team", Mirrors: []string{"m.example.com"}}}},
+		{Digest: []MirrorSet{{Source: "example.*.com", Mirrors: []string{"m.example.com"}}}},
+		{Digest: []MirrorSet{{Source: "*", Mirrors: []string{"m.example.com"}}}},
+		{Tag: []MirrorSet{{Source: "quay.io", Mirrors: []string{"*.example.com"}}}},
+	} {
+		assert.Error(t, bad.Validate(), bad)
+	}
+}
+
+// TestCallerMirrors: a caller's own mirrors (WithCallerMirrors) serve its reads by digest,
+// after the client's mirror sets and before the source, never a tag resolution; another
+// caller's reads do not go through them, and what one caller's mirror answered is not
+// remembered for the other.
+func TestCallerMirrors(t *testing.T) {
+	t.Parallel()
+	src := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	img := mirroredPackage(t, src, mirror, nil, nil, "team/pkg")
+	tagged := mustRef(t, src.Host+"/team/pkg:v1")
+	pinned := mustRef(t, src.Host+"/team/pkg@"+img.Digest)
+	own := []MirrorSet{{Source: src.Host + "/team", Mirrors: []string{mirror.Host + "/team"}}}
+
+	clusterWide := MirrorSets{Digest: []MirrorSet{{Source: src.Host, Mirrors: []string{"cluster.example/m"}}}}
+	names := func(refs []Reference) []string {
+		out := []string{}
+		for _, r := range refs {
+			out = append(out, r.Name())
+		}
+		return out
+	}
+	c := newClient(t, Options{MirrorSets: clusterWide})
+	withOwn := WithCallerMirrors(t.Context(), own)
+	assert.Equal(t, []string{"cluster.example/m/team/pkg", mirror.Host + "/team/pkg", src.Host + "/team/pkg"}, names(c.Locations(withOwn, pinned)))
+	assert.Equal(t, []string{"cluster.example/m/team/pkg", src.Host + "/team/pkg"}, names(c.Locations(t.Context(), pinned)))
+	assert.Equal(t, []string{src.Host + "/team/pkg"}, names(c.Locations(withOwn, tagged)), "a tag resolution went through a digest mirror")
+
+	rec := newHostRecorder()
+	c = newClient(t, Options{Transport: rec})
+	a, err := c.Pull(withOwn, pinned, nil)
+	require.NoError(t, err)
+	assert.Equal(t, img.Digest, a.Digest)
+	assert.NotEmpty(t, rec.requests(mirror.Host))
+	assert.Empty(t, rec.requests(src.Host))
+	loc, err := c.Locate(withOwn, pinned, nil)
+	require.NoError(t, err)
+	assert.Equal(t, mirror.Host+"/team/pkg", loc.Name())
+
+	// Another caller, the same client: its reads and what status names stay at the source.
+	mirrorBefore := len(rec.requests(mirror.Host))
+	loc, err = c.Locate(t.Context(), pinned, nil)
+	require.NoError(t, err)
+	assert.Equal(t, src.Host+"/team/pkg", loc.Name())
+	_, err = c.Pull(t.Context(), pinned, nil)
+	require.NoError(t, err)
+	require.NoError(t, src.Stop())
+	// With the source gone, the other caller fails rather than read through the first's mirror.
+	_, err = c.Pull(t.Context(), mustRef(t, src.Host+"/team/pkg@"+img.Digest), nil)
+	require.NoError(t, err, "proved at the source within the access TTL")
+	fresh := newClient(t, Options{Transport: rec})
+	_, err = fresh.Pull(t.Context(), pinned, nil)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), mirror.Host)
+	assert.Len(t, rec.requests(mirror.Host), mirrorBefore, "another caller's read reached the first caller's mirror")
 }
 
 // hostRecorder records, per registry host, the requests a client sends and the Authorization

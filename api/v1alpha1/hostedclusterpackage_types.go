@@ -435,6 +435,14 @@ type HostedClusterPackageStatus struct {
 	// stay on it.
 	// +optional
 	Stable *FleetStableRevision `json:"stable,omitempty"`
+	// TargetAppliedFrom lists the registries and repositories (REGISTRY/REPOSITORY) that served
+	// the target revision to the members that applied it, when not the one the template's image
+	// names: a mirror (ImageDigestMirrorSet, ImageTagMirrorSet, the member's HostedCluster's
+	// spec.imageContentSources) or the controller's registry overrides, as each member's
+	// status.lastAppliedFrom says. Sorted, at most 10; empty when every member read the target
+	// where the image names it.
+	// +optional
+	TargetAppliedFrom []string `json:"targetAppliedFrom,omitempty"`
 	// Rejected is the revision spec.rollout.onFailure=Rollback took back after its rollout
 	// halted: members on it return to the stable revision, and its digest is not rolled out
 	// again until the tag resolves to another digest or a reconcile is requested.

@@ -264,7 +264,9 @@ type PackageStatus struct {
 
 	// LastAppliedFrom is the registry and repository (REGISTRY/REPOSITORY) that served the
 	// last revision applied completely, when that is not spec.image's own: a mirror
-	// (ImageDigestMirrorSet, ImageTagMirrorSet) or the controller's registry overrides.
+	// (ImageDigestMirrorSet, ImageTagMirrorSet, the spec.imageContentSources of the
+	// HostedCluster of its hosted-control-plane namespace) or the controller's registry
+	// overrides.
 	// Empty when the content came from where spec.image names it.
 	// +optional
 	LastAppliedFrom string `json:"lastAppliedFrom,omitempty"`

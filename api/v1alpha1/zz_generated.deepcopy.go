@@ -597,6 +597,11 @@ func (in *HostedClusterPackageStatus) DeepCopyInto(out *HostedClusterPackageStat
 		*out = new(FleetStableRevision)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.TargetAppliedFrom != nil {
+		in, out := &in.TargetAppliedFrom, &out.TargetAppliedFrom
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Rejected != nil {
 		in, out := &in.Rejected, &out.Rejected
 		*out = new(FleetRejectedRevision)

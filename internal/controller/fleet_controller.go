@@ -161,6 +161,7 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 	}
 
 	r.setStatus(fleet, plan, append(slices.Clone(problems), preflight...), now)
+	fleet.Status.TargetAppliedFrom = targetAppliedFrom(members, target.Name)
 	o := fleetOutcome(fleet, plan, problems)
 	if len(preflight) > 0 {
 		o = preflightOutcome(target.Name, preflight)

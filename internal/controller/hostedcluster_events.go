@@ -17,7 +17,8 @@ import (
 
 // hostedClusterEvents wakes the resources of a HostedCluster's hosted-control-plane namespace:
 // every one of them when what pkgsync gates on changes (the HostedCluster appears or goes,
-// becomes Available or not, is paused or resumed by its condition or spec.pausedUntil, advertises another API server endpoint), and, when only what templates see of it
+// becomes Available or not, is paused or resumed by its condition or spec.pausedUntil, advertises another API server endpoint, changes
+// spec.imageContentSources), and, when only what templates see of it
 // changes (labels, annotations, spec.nodeSelector, spec.platform.type), those whose last render
 // read it or that have no render yet. HyperShift writes status often; the rest wakes nobody.
 type hostedClusterEvents struct {
@@ -50,6 +51,10 @@ func (h hostedClusterEvents) Update(ctx context.Context, e event.UpdateEvent, q 
 	case endpoint(e.ObjectOld) != endpoint(e.ObjectNew):
 		// The advertised endpoint decides which server a connector kubeconfig may name: a change
 		// wakes the namespace, without closing its circuit as Available=True does.
+		h.enqueue(ctx, e.ObjectNew, q, nil)
+	case imageContentSources(e.ObjectOld) != imageContentSources(e.ObjectNew):
+		// Where the namespace's packages are read from (hostedMirrors): every resource there
+		// reads again, through the new mirrors.
 		h.enqueue(ctx, e.ObjectNew, q, nil)
 	case h.readsHostedCluster != nil && templateView(e.ObjectOld) != templateView(e.ObjectNew):
 		h.enqueue(ctx, e.ObjectNew, q, h.readsHostedCluster)
@@ -105,6 +110,17 @@ func endpoint(o client.Object) string {
 	}
 	ep, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "controlPlaneEndpoint")
 	return fmt.Sprint(ep)
+}
+
+// imageContentSources is the HostedCluster's spec.imageContentSources, as one comparable
+// string.
+func imageContentSources(o client.Object) string {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return ""
+	}
+	ics, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "imageContentSources")
+	return fmt.Sprint(ics)
 }
 
 // templateView is what package templates see of a HostedCluster (templateHostedCluster), as

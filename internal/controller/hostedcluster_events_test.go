@@ -53,6 +53,9 @@ func TestHostedClusterEvents(t *testing.T) {
 			o["status"].(map[string]any)["controlPlaneEndpoint"] = map[string]any{"host": "api.example.com", "port": int64(6443)}
 		}, []string{"other", "reader"}},
 		{"paused by spec.pausedUntil: everyone", func(o map[string]any) { o["spec"].(map[string]any)["pausedUntil"] = "true" }, []string{"other", "reader"}},
+		{"imageContentSources changed: everyone", func(o map[string]any) {
+			o["spec"].(map[string]any)["imageContentSources"] = []any{map[string]any{"source": "quay.io/team", "mirrors": []any{"mirror.example.com/team"}}}
+		}, []string{"other", "reader"}},
 		{"status churn: nobody", func(o map[string]any) {
 			o["status"].(map[string]any)["conditions"].([]any)[1] = testenv.Condition("Degraded", true, "etcd is slow", 2)
 			o["status"].(map[string]any)["version"] = map[string]any{"desired": "4.21"}

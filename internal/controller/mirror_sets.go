@@ -86,8 +86,8 @@ func watchMirrorSets(ctx context.Context, mgr ctrl.Manager, src mirrorSetter) er
 }
 
 // readMirrorSets lists the mirror sets of the served kinds, in name order (OpenShift leaves
-// the order of merged sets unspecified), keeping the entries pkgsync can follow: an entry
-// with a wildcard source (*.example.com) is skipped and logged.
+// the order of merged sets unspecified), keeping the entries pkgsync can follow (wildcard
+// sources, *.example.com, included): any other is skipped and logged.
 func readMirrorSets(ctx context.Context, reader client.Reader, served []schema.GroupVersionKind) (source.MirrorSets, error) {
 	var out source.MirrorSets
 	for _, gvk := range served {

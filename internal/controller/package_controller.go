@@ -100,6 +100,12 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err != nil {
 		return nil, err
 	}
+	hc, err := r.applier.findHostedCluster(ctx, obj.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	// Its reads by digest go through its own HostedCluster's mirrors too, and no other's.
+	ctx = source.WithCallerMirrors(ctx, hostedMirrors(hc.cluster))
 	ref, err = r.resolve(ctx, spec, ref, creds, maxAge)
 	if err != nil {
 		return nil, err
@@ -119,10 +125,6 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	}
 	configDigest := config.digest
 
-	hc, err := r.applier.findHostedCluster(ctx, obj.GetNamespace())
-	if err != nil {
-		return nil, err
-	}
 	if hc.ambiguous != nil {
 		// Its templates cannot be told which HostedCluster they render for: rendered without
 		// one, a management phase could be as wrong as one rendered with the other's labels.

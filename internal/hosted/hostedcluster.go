@@ -42,6 +42,15 @@ type HostedCluster struct {
 	// Endpoint is the hosted API server HyperShift advertises, status.controlPlaneEndpoint as
 	// host:port; empty until it is known.
 	Endpoint string
+	// ImageContentSources is spec.imageContentSources: the mirrors of its sources, which
+	// HyperShift makes digest mirrors of (ImageDigestMirrorSets in the hosted cluster).
+	ImageContentSources []ImageContentSource
+}
+
+// ImageContentSource is one entry of a HostedCluster's spec.imageContentSources.
+type ImageContentSource struct {
+	Source  string
+	Mirrors []string
 }
 
 // PausedAt tells whether the cluster's owner has paused it at now, as HyperShift reads it:
@@ -132,6 +141,7 @@ func hostedClusterOf(hc *unstructured.Unstructured, namespace string) *HostedClu
 	out.PlatformType, _, _ = unstructured.NestedString(hc.Object, "spec", "platform", "type")
 	out.PausedUntil, _, _ = unstructured.NestedString(hc.Object, "spec", "pausedUntil")
 	out.Endpoint = endpointOf(hc)
+	out.ImageContentSources = imageContentSourcesOf(hc)
 	conds, _, _ := unstructured.NestedSlice(hc.Object, "status", "conditions")
 	for _, c := range conds {
 		cm, ok := c.(map[string]any)
@@ -147,6 +157,23 @@ func hostedClusterOf(hc *unstructured.Unstructured, namespace string) *HostedClu
 		case "ReconciliationActive":
 			out.Paused = status == "False"
 		}
+	}
+	return out
+}
+
+// imageContentSourcesOf reads spec.imageContentSources (copies); a malformed entry is skipped
+// (HyperShift's schema refuses one).
+func imageContentSourcesOf(hc *unstructured.Unstructured) []ImageContentSource {
+	entries, _, _ := unstructured.NestedSlice(hc.Object, "spec", "imageContentSources")
+	var out []ImageContentSource
+	for _, e := range entries {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		src, _, _ := unstructured.NestedString(m, "source")
+		mirrors, _, _ := unstructured.NestedStringSlice(m, "mirrors")
+		out = append(out, ImageContentSource{Source: src, Mirrors: mirrors})
 	}
 	return out
 }
@@ -231,8 +258,9 @@ func OwnerOfNamespace(ctx context.Context, reader client.Reader, namespace strin
 }
 
 // TrimHostedCluster is a cache transform: it keeps of a HostedCluster only what pkgsync reads
-// (metadata, spec.nodeSelector, spec.platform.type, spec.pausedUntil, status.conditions and
-// status.controlPlaneEndpoint, which FindHostedCluster, the fleet and the watch predicate use)
+// (metadata, spec.nodeSelector, spec.platform.type, spec.pausedUntil, spec.imageContentSources,
+// status.conditions and status.controlPlaneEndpoint, which FindHostedCluster, the fleet and the
+// watch predicate use)
 // and passes every other object through. A real HostedCluster carries tens of kilobytes of spec
 // and status (networking, platform details, version history); a controller of a thousand hosted
 // clusters would hold them all.
@@ -251,6 +279,9 @@ func TrimHostedCluster(obj any) (any, error) {
 	}
 	if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "pausedUntil"); ok {
 		spec["pausedUntil"] = v
+	}
+	if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "imageContentSources"); ok {
+		spec["imageContentSources"] = v
 	}
 	trimmed["spec"] = spec
 	status := map[string]any{}

@@ -27,6 +27,7 @@ func TestTrimHostedCluster(t *testing.T) {
 		spec := u.Object["spec"].(map[string]any)
 		spec["nodeSelector"] = map[string]any{"role": "infra"}
 		spec["platform"] = map[string]any{"type": "AWS", "aws": map[string]any{"region": "us-east-1"}}
+		spec["imageContentSources"] = []any{map[string]any{"source": "quay.io/team", "mirrors": []any{"mirror.example.com/team"}}}
 		u.Object["status"] = map[string]any{
 			"conditions": []any{
 				testenv.Condition("Available", false, "waiting", 1),
@@ -40,7 +41,8 @@ func TestTrimHostedCluster(t *testing.T) {
 	require.NoError(t, err)
 	trimmed, ok := out.(*unstructured.Unstructured)
 	require.True(t, ok)
-	assert.Equal(t, map[string]any{"nodeSelector": map[string]any{"role": "infra"}, "platform": map[string]any{"type": "AWS"}}, trimmed.Object["spec"])
+	assert.Equal(t, map[string]any{"nodeSelector": map[string]any{"role": "infra"}, "platform": map[string]any{"type": "AWS"},
+		"imageContentSources": []any{map[string]any{"source": "quay.io/team", "mirrors": []any{"mirror.example.com/team"}}}}, trimmed.Object["spec"])
 	_, hasVersion, _ := unstructured.NestedFieldNoCopy(trimmed.Object, "status", "version")
 	assert.False(t, hasVersion, "status.version is not kept")
 	assert.Equal(t, HostedClusterGVK, trimmed.GroupVersionKind())
@@ -53,6 +55,7 @@ func TestTrimHostedCluster(t *testing.T) {
 		return hc
 	}
 	assert.Equal(t, find(whole()), find(trimmed))
+	assert.Equal(t, []ImageContentSource{{Source: "quay.io/team", Mirrors: []string{"mirror.example.com/team"}}}, find(trimmed).ImageContentSources)
 
 	other := &corev1.ConfigMap{}
 	passed, err := TrimHostedCluster(other)

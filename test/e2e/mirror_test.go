@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -71,7 +73,7 @@ func TestPackageFromMirror(t *testing.T) {
 	// The controller shares suite.source: once it reads through the mirrors, so do the reconciles.
 	eventually(t, func(a *attempt) {
 		for _, ref := range []source.Reference{tagged, pinned} {
-			locs := suite.source.Locations(ref)
+			locs := suite.source.Locations(a.Context(), ref)
 			if assert.Len(a, locs, 1, ref.String()) {
 				assert.Equal(a, mirror.Host+"/e2e-mirror-dst/app", locs[0].Name())
 			}
@@ -113,6 +115,14 @@ func TestPackageFromMirror(t *testing.T) {
 		assert.Equal(t, fleetDigest, m.Status.LastAppliedRevision)
 		assert.Equal(t, mirror.Host+"/e2e-mirror-dst/fleet", m.Status.LastAppliedFrom)
 	}
+	// The fleet's own status names the mirror that served its target.
+	eventually(t, func(a *attempt) {
+		got := &v1alpha1.HostedClusterPackage{}
+		if assert.NoError(a, suite.mgmtClient.Get(a.Context(), clientKey(fleet), got)) && assert.NotNil(a, got.Status.Target) {
+			assert.Equal(a, fleetDigest, got.Status.Target.Digest)
+			assert.Equal(a, []string{mirror.Host + "/e2e-mirror-dst/fleet"}, got.Status.TargetAppliedFrom)
+		}
+	})
 	assert.Equal(t, before, suite.registryRequests.requestsUnder("e2e-mirror-src"), "the source was contacted")
 	assert.Positive(t, suite.registryRequests.count(http.MethodGet, "/v2/e2e-mirror-dst/app/manifests/"+digest))
 }
@@ -160,4 +170,149 @@ data:
 		"sidecar": "mirror.example.com:5000/team-mirror/sidecar:v2",
 		"other":   "other.example.com/x/y:v3",
 	}, configMapData(t, ns, "images"))
+}
+
+// plainPackage is a package of one ConfigMap holding version, for any namespace.
+func plainPackage(version string) map[string]string {
+	return map[string]string{
+		"manifest.yaml": "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata: {name: plain}\nspec:\n  phases: [{name: config}]\n",
+		"cm.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n  annotations: {pkgsync.dev/phase: config}\ndata: {version: \"" + version + "\"}\n",
+	}
+}
+
+// TestWildcardMirrorSet: an ImageDigestMirrorSet with a wildcard source (*.domain) serves a
+// Package whose registry host is below the domain, the whole host replaced by the mirror; the
+// source host does not even resolve, and is never asked (NeverContactSource).
+func TestWildcardMirrorSet(t *testing.T) {
+	t.Parallel()
+	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	dir := writePackage(t, plainPackage("wild"))
+	digest := pushPackageTo(t, dir, mirror.Host+"/e2e-wild-dst/app:v1")
+	name := strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")
+	mirrorSet(t, "ImageDigestMirrorSet", "imageDigestMirrors", name, "*.e2e-wild.invalid", mirror.Host+"/e2e-wild-dst")
+	pinned, err := source.ParseReference("pkgs.e2e-wild.invalid/app@" + digest)
+	require.NoError(t, err)
+	eventually(t, func(a *attempt) {
+		locs := suite.source.Locations(a.Context(), pinned)
+		if assert.Len(a, locs, 1) {
+			assert.Equal(a, mirror.Host+"/e2e-wild-dst/app", locs[0].Name())
+		}
+	})
+
+	p := newPackage(newNamespace(t), "wild", pinned.String(), "")
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), p))
+	waitForReadyMessage(t, p, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "from "+mirror.Host+"/e2e-wild-dst/app")
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), clientKey(p), p))
+	assert.Equal(t, digest, p.Status.LastAppliedRevision)
+	assert.Equal(t, mirror.Host+"/e2e-wild-dst/app", p.Status.LastAppliedFrom)
+}
+
+// mirroredHostedCluster creates a HostedCluster in namespace with spec.imageContentSources
+// (none when ics is nil), Available, and its hosted-control-plane namespace; it returns the
+// HostedCluster and that namespace.
+func mirroredHostedCluster(t *testing.T, namespace, name string, ics []any) (*unstructured.Unstructured, string) {
+	t.Helper()
+	hc := testenv.HostedCluster(namespace, name)
+	hc.SetLabels(map[string]string{"rollout-wave": name})
+	if ics != nil {
+		require.NoError(t, unstructured.SetNestedSlice(hc.Object, ics, "spec", "imageContentSources"))
+	}
+	hcp := hosted.ControlPlaneNamespace(namespace, name)
+	createNamespace(t, suite.mgmtClient, hcp, nil)
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), hc))
+	setHostedClusterAvailable(t, hc, true)
+	return hc, hcp
+}
+
+// TestHostedClusterMirrors: a Package in a hosted-control-plane namespace reads by digest
+// through its own HostedCluster's spec.imageContentSources, and names the mirror in status; a
+// change of the field reconciles it at once. The attack: tenant A's HostedCluster names a
+// mirror (one A runs) for a source tenant B's Package reads too; B's reads never go there,
+// before or after A's Package has pulled (and rendered) the same digest through it.
+func TestHostedClusterMirrors(t *testing.T) {
+	t.Parallel()
+	src := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	dir := writePackage(t, fleetPackage("hcm", false))
+	digest := pushPackageTo(t, dir, src.Host+"/e2e-hcm-src/app:v1")
+	require.Equal(t, digest, pushPackageTo(t, dir, mirror.Host+"/e2e-hcm-a/app:v1"))
+	image := src.Host + "/e2e-hcm-src/app@" + digest
+
+	ns := newNamespace(t)
+	hcA, nsA := mirroredHostedCluster(t, ns, "tenant-a", []any{map[string]any{"source": src.Host + "/e2e-hcm-src", "mirrors": []any{mirror.Host + "/e2e-hcm-a"}}})
+	_, nsB := mirroredHostedCluster(t, ns, "tenant-b", nil)
+	_, nsC := mirroredHostedCluster(t, ns, "tenant-c", nil)
+
+	// Tenant B first: nothing of it reaches A's mirror (the pushes above were counted too).
+	pushed := suite.registryRequests.requestsUnder("e2e-hcm-a")
+	pkgB := newPackage(nsB, "app", image, "")
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkgB))
+	waitForReady(t, pkgB, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.Equal(t, pushed, suite.registryRequests.requestsUnder("e2e-hcm-a"), "tenant B's pull reached tenant A's mirror")
+
+	// Tenant A reads through its own mirror.
+	pkgA := newPackage(nsA, "app", image, "")
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkgA))
+	waitForReadyMessage(t, pkgA, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "from "+mirror.Host+"/e2e-hcm-a/app")
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), clientKey(pkgA), pkgA))
+	assert.Equal(t, digest, pkgA.Status.LastAppliedRevision)
+	assert.Equal(t, mirror.Host+"/e2e-hcm-a/app", pkgA.Status.LastAppliedFrom)
+	assert.Greater(t, suite.registryRequests.requestsUnder("e2e-hcm-a"), pushed)
+
+	// Tenant B again, after A's pull and render of the same digest: still the source's.
+	pkgC := newPackage(nsC, "app", image, "")
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkgC))
+	for _, p := range []*v1alpha1.Package{pkgB, pkgC} {
+		cond := waitForReady(t, p, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+		assert.NotContains(t, cond.Message, mirror.Host)
+		require.NoError(t, suite.mgmtClient.Get(t.Context(), clientKey(p), p))
+		assert.Empty(t, p.Status.LastAppliedFrom, p.Namespace)
+	}
+
+	// A's HostedCluster drops the mirror: A reads from the source, without waiting for its
+	// interval (an hour).
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), clientKey(hcA), hcA))
+	unstructured.RemoveNestedField(hcA.Object, "spec", "imageContentSources")
+	require.NoError(t, suite.mgmtClient.Update(t.Context(), hcA))
+	eventually(t, func(a *attempt) {
+		got := &v1alpha1.Package{}
+		if assert.NoError(a, suite.mgmtClient.Get(a.Context(), clientKey(pkgA), got)) {
+			assert.Empty(a, got.Status.LastAppliedFrom)
+			assert.Equal(a, digest, got.Status.LastAppliedRevision)
+		}
+	})
+}
+
+// TestControllerPullOverrides: the controller reads a Package whose image names a registry it
+// cannot reach through --registry-host-overrides or --image-prefix-overrides, and its status
+// names the registry that served it.
+func TestControllerPullOverrides(t *testing.T) {
+	t.Parallel()
+	dir := writePackage(t, plainPackage("override"))
+	digest := pushPackageTo(t, dir, suite.registry.Host+"/e2e-override-host/app:v1")
+	require.Equal(t, digest, pushPackageTo(t, dir, suite.registry.Host+"/e2e-override-prefix/app:v1"))
+	overrides := source.Overrides{
+		Hosts:    map[string]string{"unreachable.e2e-override.invalid": suite.registry.Host},
+		Prefixes: []source.PrefixOverride{{From: "other.e2e-override.invalid/org/", To: suite.registry.Host + "/e2e-override-prefix/"}},
+	}
+	src, err := source.NewClient(source.Options{Transport: suite.registryRequests, Overrides: overrides})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped, err := startControllerWith(ctx, shardLabel+"=pull-overrides", src, func(o *controller.Options) { o.ImageOverrides = overrides })
+	require.NoError(t, err)
+	t.Cleanup(func() { cancel(); <-stopped })
+
+	for image, from := range map[string]string{
+		"unreachable.e2e-override.invalid/e2e-override-host/app:v1": suite.registry.Host + "/e2e-override-host/app",
+		"other.e2e-override.invalid/org/app:v1":                     suite.registry.Host + "/e2e-override-prefix/app",
+	} {
+		p := newPackage(newNamespace(t), "app", image, "")
+		p.Labels = map[string]string{shardLabel: "pull-overrides"}
+		require.NoError(t, suite.mgmtClient.Create(t.Context(), p))
+		waitForReadyMessage(t, p, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "from "+from)
+		require.NoError(t, suite.mgmtClient.Get(t.Context(), clientKey(p), p))
+		assert.Equal(t, digest, p.Status.LastAppliedRevision, image)
+		assert.Equal(t, "v1", p.Status.LastAppliedTag, image)
+		assert.Equal(t, from, p.Status.LastAppliedFrom, image)
+	}
 }

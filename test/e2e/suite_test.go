@@ -142,6 +142,11 @@ func teardownSuite() {
 // `pkgsync controller` does, and returns a channel closed when the manager has stopped. Options
 // are changed by the given functions, as the controller's flags would.
 func startController(ctx context.Context, selector string, configure ...func(*controller.Options)) (<-chan struct{}, error) {
+	return startControllerWith(ctx, selector, suite.source, configure...)
+}
+
+// startControllerWith is startController with src as the controller's source client.
+func startControllerWith(ctx context.Context, selector string, src *source.Client, configure ...func(*controller.Options)) (<-chan struct{}, error) {
 	sel, err := labels.Parse(selector)
 	if err != nil {
 		return nil, err
@@ -179,7 +184,7 @@ func startController(ctx context.Context, selector string, configure ...func(*co
 	}
 	err = controller.Setup(ctx, mgr, controller.Config{
 		Options:                 opts,
-		Source:                  suite.source,
+		Source:                  src,
 		Hosted:                  hc,
 		Metrics:                 runtimectrl.NewMetrics(mgr, recorder, v1alpha1.FinalizerName),
 		MaxConcurrentReconciles: 4,

@@ -1,0 +1,36 @@
+package controller
+
+import (
+	"slices"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/source"
+)
+
+// targetAppliedFrom lists, sorted and without repeats, the registries and repositories
+// (REGISTRY/REPOSITORY) that served the target revision to the members that applied it, when
+// not where the template's image names it (their status.lastAppliedFrom); at most
+// maxListedMembers.
+func targetAppliedFrom(members []*fleetMember, target string) []string {
+	var out []string
+	for _, m := range members {
+		if m.pkg == nil || m.revision() != target {
+			continue
+		}
+		st := &m.pkg.Status
+		if from := st.LastAppliedFrom; from != "" && !slices.Contains(out, from) && memberApplied(st, m.pkg.Spec.Image) {
+			out = append(out, from)
+		}
+	}
+	slices.Sort(out)
+	if len(out) > maxListedMembers {
+		out = out[:maxListedMembers]
+	}
+	return out
+}
+
+// memberApplied tells whether a member's last complete revision is the digest image pins.
+func memberApplied(st *v1alpha1.PackageStatus, image string) bool {
+	ref, err := source.ParseReference(image)
+	return err == nil && ref.Digest != "" && st.LastAppliedRevision == ref.Digest
+}
