@@ -194,10 +194,10 @@ func (p *checkedCertificate) GetCertificate(ctx context.Context, key sign.Keypai
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, fmt.Errorf("Fulcio's certificate: %w", err)
+		return nil, fmt.Errorf("the certificate from Fulcio: %w", err)
 	}
 	if err := cryptoutils.EqualKeys(cert.PublicKey, key.GetPublicKey()); err != nil {
-		return nil, fmt.Errorf("Fulcio's certificate for %s: %w", identityOfCert(cert), ErrCertificateKey)
+		return nil, fmt.Errorf("the certificate from Fulcio for %s: %w", identityOfCert(cert), ErrCertificateKey)
 	}
 	p.der, p.identity = der, identityOfCert(cert)
 	return der, nil
