@@ -73,6 +73,14 @@ RELEASE_IMAGE = $(or $(IMAGE),$(IMAGE_REPO):$(VERSION))
 BUILDER_ID ?=
 # The cosign private key `make sign` signs the release with (its password in $$COSIGN_PASSWORD).
 KEY ?=
+# KEYLESS=1: `make sign` signs keylessly instead, with a Fulcio certificate for the OIDC identity
+# of the token in ID_TOKEN_FILE (else $$SIGSTORE_ID_TOKEN); FULCIO_URL, REKOR_URL and
+# TRUSTED_ROOT (a trusted_root.json to check the bundles against) default to the public instance.
+KEYLESS ?=
+ID_TOKEN_FILE ?=
+FULCIO_URL ?=
+REKOR_URL ?=
+TRUSTED_ROOT ?=
 
 .PHONY: image
 image: build ## Build the controller image (linux/amd64, linux/arm64) into dist/pkgsync-image.tar, an OCI layout, with its SBOM (dist/pkgsync.spdx.json) and provenance (dist/provenance.intoto.json) attached; IMAGE=REGISTRY/REPO:TAG also pushes them.
@@ -88,10 +96,12 @@ release: image ## Write dist/install.yaml: CRDs, RBAC and the controller, its im
 	@echo "Wrote $(DIST)/install.yaml"
 
 .PHONY: sign
-sign: ## Sign the pushed release image (IMAGE=...) with KEY=cosign.key, and its provenance and SBOM as cosign attestations (after make release IMAGE=...).
+sign: ## Sign the pushed release image (IMAGE=...) with KEY=cosign.key, or KEYLESS=1 [ID_TOKEN_FILE=...] with a Fulcio certificate logged in Rekor, and its provenance and SBOM as attestations (after make release IMAGE=...).
 	@test -n "$(IMAGE)" || { echo "make sign: IMAGE=REGISTRY/REPO:TAG names the pushed image" >&2; exit 2; }
-	@test -n "$(KEY)" || { echo "make sign: KEY=cosign.key names the private key" >&2; exit 2; }
-	$(BIN)/pkgsync sign $(RELEASE_IMAGE)@$$(cat $(DIST)/pkgsync-image.digest) --key=$(KEY) \
+	@test -n "$(KEY)$(KEYLESS)" || { echo "make sign: KEY=cosign.key names the private key (or KEYLESS=1 signs keylessly)" >&2; exit 2; }
+	$(BIN)/pkgsync sign $(RELEASE_IMAGE)@$$(cat $(DIST)/pkgsync-image.digest) \
+		$(if $(KEYLESS),--keyless $(if $(ID_TOKEN_FILE),--identity-token-file=$(ID_TOKEN_FILE)) $(if $(FULCIO_URL),--fulcio-url=$(FULCIO_URL)) \
+			$(if $(REKOR_URL),--rekor-url=$(REKOR_URL)) $(if $(TRUSTED_ROOT),--trusted-root=$(TRUSTED_ROOT)),--key=$(KEY)) \
 		--provenance=$(DIST)/provenance.intoto.json --sbom=$(DIST)/pkgsync.spdx.json
 
 ##@ Benchmarks

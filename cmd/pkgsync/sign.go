@@ -52,12 +52,13 @@ func (f *signingKeyFlags) load(stderr io.Writer) (*source.SigningKey, error) {
 
 func newSignCmd() *cobra.Command {
 	var (
-		registry registryOptions
-		keyFlags signingKeyFlags
-		attest   attestFlags
+		registry     registryOptions
+		keyFlags     signingKeyFlags
+		keylessFlags keylessFlags
+		attest       attestFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "sign REF --key cosign.key",
+		Use:   "sign REF --key cosign.key | --keyless",
 		Short: "Sign a package image in a registry, as cosign does",
 		Long: `Sign signs the image REF names (a tag is resolved to its digest first) with a private key in
 cosign's format and stores the signature in the registry as "cosign sign --key" does: a layer of
@@ -71,10 +72,22 @@ the image's digest, in the manifest tagged sha256-<digest>.att. "cosign verify-a
 cosign.pub --type slsaprovenance1" (or spdxjson) and "pkgsync verify --attestation" accept them.
 A provenance statement about other content than the image is refused.
 
-The key's password is read from $COSIGN_PASSWORD, or asked for on a terminal.`,
+The key's password is read from $COSIGN_PASSWORD, or asked for on a terminal.
+
+With --keyless instead of --key, it signs as "cosign sign" does without a key: an ephemeral key,
+a certificate Fulcio (--fulcio-url) issues for it to the identity of the OIDC token
+(--identity-token-file, --identity-token or $SIGSTORE_ID_TOKEN), each signature logged in Rekor
+(--rekor-url). The signature and the attestations are sigstore bundles stored as OCI referrers of
+the image, as cosign 3 stores them: "cosign verify --certificate-identity ID
+--certificate-oidc-issuer ISSUER", "cosign verify-attestation" and "pkgsync install
+--verify-identity" accept them, and so does a Package whose spec.verify names the identity. A
+certificate for another key than the one that asked is refused before anything is logged.
+--trusted-root checks each bundle against a trusted root before it is pushed.`,
 		Example: `  pkgsync key generate
   COSIGN_PASSWORD=... pkgsync sign registry.example.com/team/my-package:v1 --key cosign.key
   COSIGN_PASSWORD=... pkgsync sign ghcr.io/pkgsync/pkgsync:v0.1.0 --key release.key \
+      --provenance dist/provenance.intoto.json --sbom dist/pkgsync.spdx.json
+  pkgsync sign ghcr.io/pkgsync/pkgsync:v0.1.0 --keyless --identity-token-file "$ACTIONS_ID_TOKEN_FILE" \
       --provenance dist/provenance.intoto.json --sbom dist/pkgsync.spdx.json`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -86,6 +99,31 @@ The key's password is read from $COSIGN_PASSWORD, or asked for on a terminal.`,
 			refs, err := parseReferences(args[0])
 			if err != nil {
 				return err
+			}
+			keyless, err := keylessFlags.check(cmd.Flags(), keyFlags.key)
+			if err != nil {
+				return err
+			}
+			if keyless {
+				ks, err := keylessFlags.signing()
+				if err != nil {
+					return err
+				}
+				client, err := registry.client(cmd.ErrOrStderr(), refs...)
+				if err != nil {
+					return err
+				}
+				// The statements are read about the digest the signature is about.
+				d, err := client.Resolve(cmd.Context(), refs[0], nil)
+				if err != nil {
+					return err
+				}
+				ref := refs[0].WithDigest(d)
+				statements, err := attest.statements(ref)
+				if err != nil {
+					return err
+				}
+				return signKeyless(cmd, client, ks, ref, statements)
 			}
 			key, err := keyFlags.load(cmd.ErrOrStderr())
 			if err != nil {
@@ -121,6 +159,7 @@ The key's password is read from $COSIGN_PASSWORD, or asked for on a terminal.`,
 		},
 	}
 	keyFlags.ApplyFlags(cmd.Flags())
+	keylessFlags.ApplyFlags(cmd.Flags())
 	attest.ApplyFlags(cmd.Flags())
 	registry.ApplyFlags(cmd.Flags())
 	return cmd

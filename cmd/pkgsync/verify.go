@@ -15,9 +15,13 @@ func newVerifyCmd() *cobra.Command {
 		registry     registryOptions
 		keys         []string
 		attestations []string
+		// Keyless: a certificate of the trusted root's CA issued to one of the identities.
+		identities  []string
+		issuer      string
+		trustedRoot string
 	)
 	cmd := &cobra.Command{
-		Use:   "verify REF --key cosign.pub [--key other.pub...]",
+		Use:   "verify REF --key cosign.pub [--key other.pub...] | --identity RE --oidc-issuer RE --trusted-root FILE",
 		Short: "Verify the cosign signature of a package image",
 		Long: `Verify checks that the image REF names (a tag is resolved to its digest first) carries a
 cosign signature, stored in the registry next to it under the tag sha256-<digest>.sig, made by
@@ -29,6 +33,11 @@ transparency log is consulted: the keys are the trust.
 spdxjson, or a predicate type URI), stored as "cosign attest" and "pkgsync sign --provenance
 --sbom" store them: a DSSE envelope one of the keys signed, of an in-toto statement about the
 image's digest. The controller image of a release carries both.
+
+--identity, --oidc-issuer and --trusted-root verify a keyless signature instead ("pkgsync sign
+--keyless", "cosign sign" without a key): a certificate the trusted root's CA issued to a
+matching identity, logged in a transparency log of the root. Nothing is fetched but the image's
+signatures.
 
 It exits 0 when a signature (and every attestation asked for) verifies and 1 otherwise.`,
 		Example: `  pkgsync verify registry.example.com/team/my-package:v1 --key cosign.pub
@@ -44,8 +53,19 @@ It exits 0 when a signature (and every attestation asked for) verifies and 1 oth
 			if err != nil {
 				return err
 			}
+			keyless := len(identities) > 0 || issuer != "" || trustedRoot != ""
+			switch {
+			case keyless && len(keys) > 0:
+				return usageError("--key and --identity exclude each other: the image is verified with a key or keylessly")
+			case keyless && (len(identities) == 0 || issuer == "" || trustedRoot == ""):
+				return usageError("keyless verification needs --identity, --oidc-issuer and --trusted-root together")
+			case keyless && len(attestations) > 0:
+				return usageError("--attestation is checked with --key only; keyless attestations verify with cosign verify-attestation")
+			case keyless:
+				return verifyKeylessCmd(cmd, &registry, refs[0], trustedRoot, issuer, identities)
+			}
 			if len(keys) == 0 {
-				return usageError("--key is required: a public key file (cosign.pub) to verify with")
+				return usageError("--key (or --identity) is required: a public key file (cosign.pub) to verify with")
 			}
 			set, err := readPublicKeys("--key", keys)
 			if err != nil {
@@ -80,8 +100,38 @@ It exits 0 when a signature (and every attestation asked for) verifies and 1 oth
 	}
 	cmd.Flags().StringArrayVar(&keys, "key", nil, "Public key file in PEM (cosign.pub); any of several may match (repeatable)")
 	cmd.Flags().StringArrayVar(&attestations, "attestation", nil, "Also require a signed attestation of this predicate type: slsaprovenance1, spdxjson or a URI (repeatable)")
+	cmd.Flags().StringArrayVar(&identities, "identity", nil, "Verify a keyless signature instead of a key: a regular expression (RE2, whole value) "+
+		"the signing certificate's subject must match (repeatable; any may match); needs --oidc-issuer and --trusted-root")
+	cmd.Flags().StringVar(&issuer, "oidc-issuer", "", "With --identity: a regular expression the OIDC issuer that vouched for the signer must match")
+	cmd.Flags().StringVar(&trustedRoot, "trusted-root", "", "With --identity: the Sigstore trusted root (trusted_root.json); nothing is fetched")
 	registry.ApplyFlags(cmd.Flags())
 	return cmd
+}
+
+// verifyKeylessCmd verifies ref's keyless signature for one of the identities.
+func verifyKeylessCmd(cmd *cobra.Command, registry *registryOptions, ref source.Reference, trustedRoot, issuer string, identities []string) error {
+	trusted, err := os.ReadFile(trustedRoot)
+	if err != nil {
+		return fmt.Errorf("read --trusted-root: %w", err)
+	}
+	ids := make([]source.OIDCIdentity, len(identities))
+	for i, subject := range identities {
+		ids[i] = source.OIDCIdentity{Issuer: issuer, Subject: subject}
+	}
+	policy, err := source.NewKeylessPolicy(trusted, ids)
+	if err != nil {
+		return usageError("--trusted-root, --identity: %w", err)
+	}
+	client, err := registry.client(cmd.ErrOrStderr(), ref)
+	if err != nil {
+		return err
+	}
+	v, err := client.VerifyKeyless(cmd.Context(), ref, policy, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Verified %s@%s with %s\n", ref.Name(), v.Digest, v.Key)
+	return nil
 }
 
 // readPublicKeys reads the PEM public key files a flag names, each named by its file name.

@@ -43,6 +43,12 @@ func NewSigstore() (*Sigstore, error) {
 
 // TrustedRoot is the trusted_root.json of the virtual Sigstore.
 func (s *Sigstore) TrustedRoot() ([]byte, error) {
+	return s.trustedRoot(s.vs.FulcioCertificateAuthorities())
+}
+
+// trustedRoot is the trusted_root.json of the virtual Sigstore's logs and timestamp authority,
+// with the certificate authorities cas.
+func (s *Sigstore) trustedRoot(cas []root.CertificateAuthority) ([]byte, error) {
 	// The virtual Sigstore names its logs by the hex of their key IDs; the trusted root stores
 	// the key IDs themselves.
 	fix := func(logs map[string]*root.TransparencyLog) (map[string]*root.TransparencyLog, error) {
@@ -66,7 +72,7 @@ func (s *Sigstore) TrustedRoot() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, s.vs.FulcioCertificateAuthorities(), ct, s.vs.TimestampingAuthorities(), rekor)
+	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, cas, ct, s.vs.TimestampingAuthorities(), rekor)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
+)
+
+// diffExitError is diff's failure exit code: 1 means differences, as for kubectl diff.
+const diffExitError = 3
+
+func newDiffCmd() *cobra.Command {
+	var in renderInputs
+	var flags applyFlags
+	cmd := &cobra.Command{
+		Use:   "diff DIR|REF --kubeconfig FILE | diff package NAME -n NAMESPACE --kubeconfig FILE",
+		Short: "Show what applying a package, or reconciling a Package, would change",
+		Long: `Diff renders a package as the controller does and shows, object by object, what a reconcile
+would change in the cluster, as a unified diff of the live object against the object a
+server-side dry-run apply returns (pkgsync's field manager, ownership labels and conflict rules,
+as "pkgsync apply" and the controller apply). Nothing is written.
+
+"diff DIR|REF" renders a package directory or image with the render flags (--config, --name,
+-n...); "diff package NAME -n NAMESPACE" renders the Package NAME of the cluster of --kubeconfig
+from its spec (image, config, component; the image is pulled with this machine's registry
+credentials, not the Package's pull secret).
+
+Server-set fields (managedFields, resourceVersion, generation, uid, creationTimestamp) and
+status are left out of the diff, and the values of a Secret's data and stringData are never
+printed: a changed value shows as "*** (changed)". A new object is shown against an empty one.
+Phases of class hosted-cluster are compared with the cluster of --hosted-kubeconfig; without it
+they are listed as skipped. Objects the package no longer holds (which the controller prunes)
+are not shown: the CLI keeps no inventory.
+
+Exit code: 0 when nothing would change, 1 when something would, 3 when the diff failed (2 for a
+wrong command line), like "kubectl diff".`,
+		Example: `  pkgsync diff ./my-package --config values.yaml -n team --kubeconfig ~/.kube/config
+  pkgsync diff package my-package -n team --kubeconfig ~/.kube/config`,
+		Args: func(_ *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 1, len(args) == 2 && args[0] == "package":
+				return nil
+			}
+			return usageError(`diff takes a package directory or image, or "package NAME", got %d arguments`, len(args))
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if flags.kubeconfig == "" {
+				return usageError("--kubeconfig is required")
+			}
+			changed, err := runDiff(cmd, &in, flags, args)
+			if err != nil {
+				var code exitCodeError
+				if errors.As(err, &code) && code.code == 2 {
+					return err
+				}
+				return exitCodeError{code: diffExitError, err: err}
+			}
+			if changed {
+				return exitCodeError{code: 1}
+			}
+			return nil
+		},
+	}
+	in.ApplyFlags(cmd.Flags())
+	cmd.Flags().StringVar(&flags.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (required)")
+	cmd.Flags().StringVar(&flags.hostedKubeconfig, "hosted-kubeconfig", "", "kubeconfig of the hosted cluster, for phases of class hosted-cluster (without it they are skipped)")
+	return cmd
+}
+
+// runDiff renders, previews and prints the differences; it reports whether there are any.
+func runDiff(cmd *cobra.Command, in *renderInputs, flags applyFlags, args []string) (bool, error) {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	targets, err := flags.targets()
+	if err != nil {
+		return false, err
+	}
+	source := args[0]
+	var pkg *v1alpha1.Package
+	if len(args) == 2 {
+		if in.namespace == "" {
+			return false, usageError("diff package NAME needs -n NAMESPACE")
+		}
+		if in.configFile != "" || in.name != "" || in.component != "" {
+			return false, usageError("diff package takes the configuration, name and component from the Package, not from --config, --name or --component")
+		}
+		if pkg, err = readPackage(ctx, flags.kubeconfig, in.namespace, args[1]); err != nil {
+			return false, err
+		}
+		source = pkg.Spec.Image
+		if pkg.Spec.Semver != "" && pkg.Status.LastAttemptedTag != "" {
+			source += ":" + pkg.Status.LastAttemptedTag // the tag the controller chose in the range
+		}
+		in.name, in.component = pkg.Name, pkg.Spec.Component
+	}
+	fsys, opts, err := in.open(ctx, source, cmd.ErrOrStderr())
+	if err != nil {
+		return false, err
+	}
+	adopt := v1alpha1.AdoptionPolicy("")
+	if pkg != nil {
+		adopt = pkg.Spec.AdoptionPolicy
+		if pkg.Spec.Config != nil {
+			opts.Config = pkg.Spec.Config.Raw
+		}
+	}
+	rendered, err := renderPackage(ctx, fsys, opts)
+	if err != nil {
+		return false, fmt.Errorf("render %s: %w", source, err)
+	}
+	name := opts.Name
+	if name == "" && rendered.Manifest != nil {
+		name = rendered.Manifest.Name
+	}
+	req := apply.Request{
+		Owner:            apply.Owner{Kind: "Package", Namespace: opts.Namespace, Name: name},
+		Phases:           rendered.Phases,
+		Targets:          targets,
+		DefaultNamespace: opts.Namespace,
+		Adopt:            adopt,
+	}
+	phases, err := apply.NewEngine(apply.Options{}).Preview(ctx, req)
+	if err != nil {
+		return false, err
+	}
+	return printDiff(cmd.OutOrStdout(), cmd.ErrOrStderr(), phases)
+}
+
+// readPackage reads a Package from the cluster of kubeconfig.
+func readPackage(ctx context.Context, kubeconfig, namespace, name string) (*v1alpha1.Package, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+	}
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connect to the management cluster (%s): %w", cfg.Host, err)
+	}
+	var pkg v1alpha1.Package
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pkg); err != nil {
+		return nil, fmt.Errorf("get Package %s/%s: %w", namespace, name, err)
+	}
+	return &pkg, nil
+}
+
+// printDiff writes a unified diff per changed object and lists skipped phases and objects that
+// could not be compared on stderr.
+func printDiff(stdout, stderr io.Writer, phases []apply.PhasePreview) (bool, error) {
+	changed := false
+	var failed []string
+	for _, ph := range phases {
+		if ph.Skipped {
+			fmt.Fprintf(stderr, "phase %s (class %s) skipped: no cluster given (--hosted-kubeconfig)\n", ph.Name, ph.Class)
+			continue
+		}
+		for _, o := range ph.Objects {
+			if o.Err != nil {
+				failed = append(failed, o.Err.Error())
+				continue
+			}
+			before, after := comparable(o.Live), comparable(o.Applied)
+			maskSecret(before, after)
+			if o.Live != nil && reflect.DeepEqual(before, after) {
+				continue
+			}
+			changed = true
+			a, err := toYAML(before)
+			if err != nil {
+				return changed, err
+			}
+			b, err := toYAML(after)
+			if err != nil {
+				return changed, err
+			}
+			path := diffPath(o.Ref)
+			text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+				A: difflib.SplitLines(a), B: difflib.SplitLines(b),
+				FromFile: "live/" + path, ToFile: "merged/" + path, Context: 3,
+			})
+			if err != nil {
+				return changed, err
+			}
+			fmt.Fprintf(stdout, "diff -u -N live/%s merged/%s\n", path, path)
+			if o.Unchecked != "" {
+				fmt.Fprintf(stdout, "# not checked by the API server: %s\n", o.Unchecked)
+			}
+			fmt.Fprint(stdout, text)
+		}
+	}
+	if len(failed) > 0 {
+		return changed, fmt.Errorf("%d objects would not be applied: %s", len(failed), strings.Join(failed, "; "))
+	}
+	return changed, nil
+}
+
+// diffPath names an object as kubectl diff does: GROUP.VERSION.KIND.NAMESPACE.NAME.
+func diffPath(ref apply.ObjectRef) string {
+	parts := []string{ref.Group, ref.Version, ref.Kind}
+	if ref.Namespace != "" {
+		parts = append(parts, ref.Namespace)
+	}
+	parts = append(parts, ref.Name)
+	if ref.Group == "" {
+		parts = parts[1:]
+	}
+	return strings.Join(parts, ".")
+}
+
+// comparable copies an object without what the server sets and a reconcile does not change.
+func comparable(obj *unstructured.Unstructured) map[string]any {
+	if obj == nil {
+		return nil
+	}
+	c := obj.DeepCopy().Object
+	delete(c, "status")
+	for _, f := range []string{"managedFields", "resourceVersion", "generation", "uid", "creationTimestamp"} {
+		unstructured.RemoveNestedField(c, "metadata", f)
+	}
+	return c
+}
+
+// maskSecret replaces a Secret's values on both sides: "***" where they are equal, and on the
+// side after the apply "*** (changed)" where they differ, so no value is printed.
+func maskSecret(before, after map[string]any) {
+	isSecret := func(o map[string]any) bool { return o != nil && o["kind"] == "Secret" && o["apiVersion"] == "v1" }
+	if !isSecret(before) && !isSecret(after) {
+		return
+	}
+	// The desired-state hash covers the values: a guessable value could be confirmed with it.
+	for _, o := range []map[string]any{before, after} {
+		if h, ok, _ := unstructured.NestedString(o, "metadata", "annotations", apply.DesiredHashAnnotation); ok && h != "" {
+			_ = unstructured.SetNestedField(o, "***", "metadata", "annotations", apply.DesiredHashAnnotation)
+		}
+	}
+	for _, field := range []string{"data", "stringData"} {
+		b, _, _ := unstructured.NestedMap(before, field)
+		a, _, _ := unstructured.NestedMap(after, field)
+		mask := func(obj, values, other map[string]any, changedMark string) {
+			if obj == nil || values == nil {
+				return
+			}
+			masked := map[string]any{}
+			for k, v := range values {
+				masked[k] = "***"
+				if ov, ok := other[k]; !ok || !reflect.DeepEqual(ov, v) {
+					masked[k] = "***" + changedMark
+				}
+			}
+			obj[field] = masked
+		}
+		mask(before, b, a, "")
+		mask(after, a, b, " (changed)")
+	}
+}
+
+func toYAML(obj map[string]any) (string, error) {
+	if obj == nil {
+		return "", nil
+	}
+	data, err := yaml.Marshal(obj)
+	return string(data), err
+}
