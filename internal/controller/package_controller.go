@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -55,6 +56,7 @@ func (r *packageSteps[T]) steps() kindSteps[T] {
 			// The render cache drops the resource's render when no other resource uses it
 			// (teardown works from the inventory, not from a render).
 			r.renders.forget(renderUser(obj.GetNamespace(), obj.GetName()))
+			r.applier.drift(r.kind).forget(obj)
 			return teardown(ctx, obj)
 		},
 	}
@@ -83,6 +85,9 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		conditions.MarkReconciling(obj, v1alpha1.ProgressingReason, "reconciling %s", spec.Image)
 	}
 
+	if err := v1alpha1.ValidateIgnoreFields("spec.ignoreFields", spec.IgnoreFields); err != nil {
+		return nil, &stageError{reason: v1alpha1.InvalidSpecReason, err: err}
+	}
 	ref, err := source.ParseReference(spec.Image)
 	if err != nil {
 		return nil, &stageError{reason: v1alpha1.PullFailedReason, err: fmt.Errorf("spec.image: %w", err)}
@@ -131,8 +136,12 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		previous:       status.Inventory,
 		hosted:         hc,
 		record:         record,
+		driftPolicy:    spec.GetDriftPolicy(),
+		// The package's own first, then the user's.
+		ignoreFields: append(slices.Clone(rendered.Manifest.Spec.IgnoreFields), spec.IgnoreFields...),
 	})
 	recordPass(&status.ApplyStatus, res)
+	r.applier.drift(r.kind).record(obj, &status.ApplyStatus, spec.GetDriftPolicy(), res)
 	if err == nil && res.Complete() {
 		if status.LastAppliedRevision != digest || status.LastAppliedConfigDigest != configDigest {
 			status.History = pushHistory(status.History, digest, configDigest)
