@@ -89,8 +89,8 @@ func TestClaimedUnder(t *testing.T) {
 		"finalizers": []any{"b", "a"},
 	}}
 	live.SetManagedFields([]metav1.ManagedFieldsEntry{
-		{Manager: "other", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:paused":{}}}`)}},
-		{Manager: "pkgsync", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}},
+		{Manager: "other", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:paused":{}}}`)},
+		{Manager: "pkgsync", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(fields)},
 	})
 
 	got, err := claimedUnder(live, "pkgsync", [][]string{{"spec", "replicas"}, {"spec", "template", "spec", "containers", "1", "image"}, {"finalizers"}})

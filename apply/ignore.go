@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -130,7 +129,7 @@ func claimedUnder(live *unstructured.Unstructured, manager string, pointers [][]
 			continue
 		}
 		set = &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
+		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
 			return nil, fmt.Errorf("read the managed fields of %s: %w", RefOf(live), err)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // claimsReplicas reports whether manager's entries in the live object claim spec.replicas.
 func claimsReplicas(live *unstructured.Unstructured, manager string) bool {
 	for _, mf := range live.GetManagedFields() {
-		if mf.Manager == manager && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:replicas"`) {
+		if mf.Manager == manager && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:replicas"`) {
 			return true
 		}
 	}

@@ -78,7 +78,7 @@ func TestIgnoredFieldLeftToAnotherManager(t *testing.T) {
 	}
 	claims := func(d *appsv1.Deployment, manager string) bool {
 		for _, mf := range d.ManagedFields {
-			if mf.Manager == manager && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:replicas"`) {
+			if mf.Manager == manager && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:replicas"`) {
 				return true
 			}
 		}
