@@ -188,4 +188,12 @@ func TestIgnoreFieldsRefused(t *testing.T) {
 	pkg = newPackage(ns, "bad", suite.registry.Host+"/"+repo, "")
 	createPackage(t, pkg)
 	waitForReadyMessage(t, pkg, metav1.ConditionFalse, v1alpha1.RenderFailedReason, "spec.ignoreFields[0].jsonPointers[1]")
+
+	// A JSON pointer pkgsync cannot leave to others: the schema lets it through, the
+	// controller stalls on it before asking the registry anything.
+	pkg = newPackage(ns, "name", suite.registry.Host+"/"+repo, "")
+	pkg.Spec.IgnoreFields = []v1alpha1.IgnoreFields{{Kind: "ConfigMap", JSONPointers: []string{"/metadata/name"}}}
+	createPackage(t, pkg)
+	waitForReadyMessage(t, pkg, metav1.ConditionFalse, v1alpha1.InvalidSpecReason, "spec.ignoreFields[0].jsonPointers[0]")
+	assert.True(t, apimeta.IsStatusConditionTrue(pkg.Status.Conditions, "Stalled"))
 }
