@@ -134,3 +134,39 @@ func TestDriftIsReportedNotCorrected(t *testing.T) {
 	assert.True(t, res.Drift[0].Corrected)
 	assert.Equal(t, []string{"/data/mode"}, res.Drift[0].Paths)
 }
+
+// TestIgnoredFieldTakenByAnotherApplier has another manager claim the ignored field with a
+// server-side apply (forced, as controllers apply) while pkgsync still owns it alone: pkgsync
+// neither conflicts nor takes it back, on the interval or with a revision.
+func TestIgnoredFieldTakenByAnotherApplier(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	engine := apply.NewEngine(apply.Options{})
+	deploy := e.obj(t, deploymentYAML)
+	req := apply.Request{Owner: e.owner, Targets: e.targets,
+		IgnoreFields: []v1alpha1.IgnoreFields{{Group: "apps", Kind: "Deployment", Name: "web", JSONPointers: []string{"/spec/replicas"}}},
+		Phases:       []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{deploy}}}}
+	res, err := engine.Apply(t.Context(), req)
+	require.NoError(t, err)
+	req.Previous = res.Inventory
+
+	claim := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": e.ns}, "spec": map[string]any{"replicas": int64(6)}}}
+	require.NoError(t, e.mgmt.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(claim), client.FieldOwner("scaler"), client.ForceOwnership))
+
+	res, err = engine.Apply(t.Context(), req)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Unchanged, "the other applier's replicas are no change")
+	v2 := e.obj(t, deploymentYAML)
+	v2.SetAnnotations(map[string]string{"example.com/version": "v2"})
+	req.Phases[0].Objects[0] = v2
+	res, err = engine.Apply(t.Context(), req)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Updated)
+	live, _ := get(t, e.mgmt, deploy)
+	replicas, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas")
+	assert.Equal(t, int64(6), replicas)
+	assert.True(t, claimsReplicas(live, "scaler"))
+	assert.False(t, claimsReplicas(live, apply.DefaultFieldManager))
+	assert.False(t, claimsReplicas(live, apply.DefaultFieldManager+apply.HandoverSuffix), "nothing to hand over")
+}
