@@ -146,6 +146,10 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		return p.res, fmt.Errorf("compile availability probes: %w", err)
 	}
 	p.probes = probes
+	if err := checkIgnoreFields(req.IgnoreFields); err != nil {
+		p.res.Inventory = req.Previous
+		return p.res, err
+	}
 	if err := checkConfinement(req); err != nil {
 		p.res.Inventory = req.Previous
 		return p.res, err
@@ -320,6 +324,7 @@ func (e *Engine) applyInPhase(ctx context.Context, p *pass, s *phaseState, obj *
 	if out.action != "" {
 		p.res.addChange(ref, out.action)
 	}
+	p.res.noteDrift(out.drift)
 	if gk, ok := crdKind(obj); ok && out.live != nil {
 		s.established[gk] = crdEstablished(out.live)
 	}

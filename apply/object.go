@@ -23,6 +23,8 @@ type outcome struct {
 	live *unstructured.Unstructured
 	// waiting explains why the object cannot be available in this pass (it is being deleted).
 	waiting string
+	// drift is set when the object drifted (corrected or left, Request.DriftPolicy).
+	drift *Drift
 }
 
 // errNoNamespace says a namespaced object names no namespace and the request gives no default.
@@ -75,10 +77,16 @@ func (e *Engine) applyObject(ctx context.Context, req Request, class string, t T
 
 	force := false
 	action := ActionCreated
+	var drifted *Drift
 	if exists {
 		action = ActionConfigured
 		if live.GetDeletionTimestamp() != nil {
 			return outcome{live: live, waiting: "being deleted; it is created again once gone"}, nil
+		}
+		// Ignored fields are sent on creation only: compared and applied without them.
+		ignored := ignoredPointers(req.IgnoreFields, desired)
+		if len(ignored) > 0 {
+			desired = withoutFields(desired, ignored)
 		}
 		owned := req.Owner.owns(live.GetLabels())
 		switch {
@@ -88,6 +96,16 @@ func (e *Engine) applyObject(ctx context.Context, req Request, class string, t T
 			force = true // adoption is an explicit decision to take the object over
 		case satisfied(desired, live):
 			return outcome{action: ActionUnchanged, live: live}, nil
+		default:
+			drifted = drift(desired, live, req.DriftPolicy)
+			if drifted != nil && !drifted.Corrected {
+				return outcome{action: ActionUnchanged, live: live, drift: drifted}, nil
+			}
+		}
+		if len(ignored) > 0 {
+			if err := e.handOver(ctx, t.Client, live, ignored, req.DryRun); err != nil {
+				return outcome{}, unreachable(fmt.Errorf("hand the ignored fields of %s over: %w", ref, err), class, t)
+			}
 		}
 	}
 
@@ -113,7 +131,7 @@ func (e *Engine) applyObject(ctx context.Context, req Request, class string, t T
 	if err != nil {
 		return outcome{}, unreachable(fmt.Errorf("apply %s: %w", ref, err), class, t)
 	}
-	return outcome{action: action, live: applied}, nil
+	return outcome{action: action, live: applied, drift: drifted}, nil
 }
 
 // ssa sends a server-side apply and returns the object the API server answered with.
@@ -150,6 +168,9 @@ func (e *Engine) drifted(live *unstructured.Unstructured, managers []string) boo
 		return false
 	}
 	for _, m := range managers {
+		if m == e.fieldManager+HandoverSuffix {
+			continue // pkgsync's own hand-over of ignored fields, taken back when a field is no longer ignored
+		}
 		if len(ops[m]) == 0 {
 			return false
 		}

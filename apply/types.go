@@ -73,6 +73,13 @@ type Request struct {
 	// before the write. It is called at most once per phase, and not at all when the pass adds
 	// nothing (a no-op pass writes nothing).
 	Record func(ctx context.Context, intended Inventory) error
+	// DriftPolicy says what to do with an object someone changed since pkgsync applied its
+	// unchanged desired state: apply it again (v1alpha1.DriftCorrect, the default) or leave it
+	// (v1alpha1.DriftReport). Either way it is listed in Result.Drift.
+	DriftPolicy v1alpha1.DriftPolicy
+	// IgnoreFields name fields that are sent when an object is created and never after, nor
+	// compared: another manager may change them. Pointers must parse (v1alpha1.ParseJSONPointer).
+	IgnoreFields []v1alpha1.IgnoreFields
 	// DryRun sends changes as server-side dry-run requests and walks every phase without waiting
 	// for availability.
 	DryRun bool
@@ -123,6 +130,9 @@ type Result struct {
 	// Conditions are the conditions of applied objects that the phases' condition mappings
 	// name, under their destination types, from the objects reached in this pass.
 	Conditions []metav1.Condition
+	// Drift lists the objects found drifted in this pass, corrected or left as they are
+	// (Request.DriftPolicy).
+	Drift []Drift
 	// Created, Updated, Unchanged and Pruned count Changes by action.
 	Created, Updated, Unchanged, Pruned int
 }

@@ -177,6 +177,20 @@ func checkManifest(file string, m *v1alpha1.PackageManifest) Errors {
 			}
 		}
 	}
+	for i, r := range m.Spec.IgnoreFields {
+		field := fmt.Sprintf("spec.ignoreFields[%d]", i)
+		if r.Kind == "" {
+			bad(field+".kind", "required")
+		}
+		if len(r.JSONPointers) == 0 {
+			bad(field+".jsonPointers", "required: name at least one field, such as /spec/replicas")
+		}
+		for j, p := range r.JSONPointers {
+			if _, err := v1alpha1.ParseJSONPointer(p); err != nil {
+				bad(fmt.Sprintf("%s.jsonPointers[%d]", field, j), "%w", err)
+			}
+		}
+	}
 	return errs
 }
 

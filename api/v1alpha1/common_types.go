@@ -134,6 +134,11 @@ type ApplyStatus struct {
 	// +optional
 	Inventory *Inventory `json:"inventory,omitempty"`
 
+	// Drift reports the objects the last pass found drifted and left as they are
+	// (spec.driftPolicy Report); absent when none did.
+	// +optional
+	Drift *DriftStatus `json:"drift,omitempty"`
+
 	// History of completely applied revisions, newest first (at most 5).
 	// +optional
 	History []RevisionHistoryEntry `json:"history,omitempty"`

@@ -79,6 +79,11 @@ type PackageManifestSpec struct {
 	// Filter leaves objects and files out of the render by CEL expressions.
 	// +optional
 	Filter PackageFilter `json:"filter,omitempty"`
+
+	// IgnoreFields names fields of the package's objects that pkgsync sets on creation only and
+	// then leaves to other controllers (an autoscaler's spec.replicas, an injected caBundle).
+	// +optional
+	IgnoreFields []IgnoreFields `json:"ignoreFields,omitempty"`
 }
 
 // PackageConstraint is one condition the cluster must meet; exactly one field is set.

@@ -145,6 +145,20 @@ type PackageSpec struct {
 	// VerificationFailed. A digest is verified once per key set.
 	// +optional
 	Verify *Verification `json:"verify,omitempty"`
+
+	// DriftPolicy says what a reconcile does with an applied object someone changed: Correct
+	// applies it again (the default), Report leaves it and reports the changed fields in
+	// status.drift, the Drifted condition, an event and the pkgsync_drifted_objects metric. A
+	// new revision (digest or configuration) is applied either way. docs/drift.md.
+	// +optional
+	// +kubebuilder:default=Correct
+	DriftPolicy DriftPolicy `json:"driftPolicy,omitempty"`
+
+	// IgnoreFields names fields of the package's objects that pkgsync sets on creation only and
+	// then leaves to others, adding to the package manifest's spec.ignoreFields. docs/drift.md.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	IgnoreFields []IgnoreFields `json:"ignoreFields,omitempty"`
 }
 
 // Dependency names an installation that must be Ready before the one that names it is applied.
@@ -354,6 +368,14 @@ func (in *PackageSpec) GetRetryInterval() time.Duration {
 		return 0
 	}
 	return max(in.RetryInterval.Duration, MinRetryInterval)
+}
+
+// GetDriftPolicy returns spec.driftPolicy, defaulted.
+func (in *PackageSpec) GetDriftPolicy() DriftPolicy {
+	if in.DriftPolicy == "" {
+		return DriftCorrect
+	}
+	return in.DriftPolicy
 }
 
 // PruneEnabled reports whether objects that left the package are deleted.

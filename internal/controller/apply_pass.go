@@ -55,6 +55,9 @@ type passRequest struct {
 	hosted hostedBehind
 	// record stores the intended inventory before the pass creates anything new.
 	record func(context.Context, apply.Inventory) error
+	// driftPolicy and ignoreFields: docs/drift.md.
+	driftPolicy  v1alpha1.DriftPolicy
+	ignoreFields []v1alpha1.IgnoreFields
 }
 
 // apply makes one pass and returns its result; the result is non-nil whenever the engine ran,
@@ -96,6 +99,8 @@ func (r *applier) apply(ctx context.Context, req passRequest) (*apply.Result, er
 		Previous:         previous,
 		DefaultNamespace: req.owner.Namespace,
 		Adopt:            req.adopt,
+		DriftPolicy:      req.driftPolicy,
+		IgnoreFields:     req.ignoreFields,
 	}
 	if req.owner.Namespace != "" && !r.allowCrossNamespace {
 		areq.Confine = map[string]string{"": req.owner.Namespace}
@@ -119,6 +124,11 @@ func (r *applier) apply(ctx context.Context, req passRequest) (*apply.Result, er
 		}
 	}
 	return res, err
+}
+
+// drift reports what passes of a kind found drifted.
+func (r *applier) drift(kind string) driftReport {
+	return driftReport{recorder: r.recorder, metrics: r.metrics, kind: kind}
 }
 
 // serviceAccountFor returns the ServiceAccount a resource impersonates on the management

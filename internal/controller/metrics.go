@@ -31,6 +31,9 @@ type metrics struct {
 	partitionDuration *prometheus.HistogramVec
 	// Registry notifications: time from a wake to the resolution it asked for.
 	wakeResolution prometheus.Histogram
+	// Drift: objects left drifted per installation (driftPolicy Report), drift corrected.
+	drifted        *prometheus.GaugeVec
+	driftCorrected *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -87,6 +90,14 @@ func newMetrics() *metrics {
 			Name: "pkgsync_render_cache_bytes",
 			Help: "Estimated memory of the rendered packages held by the render cache (bounded by Options.RenderCacheBytes).",
 		}),
+		drifted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pkgsync_drifted_objects",
+			Help: "Objects an installation with driftPolicy Report found drifted in its last apply pass and left as they are.",
+		}, []string{"kind", "namespace", "name"}),
+		driftCorrected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pkgsync_drift_corrected_objects_total",
+			Help: "Drifted objects applied again (driftPolicy Correct), by kind of the installation.",
+		}, []string{"kind"}),
 		objects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pkgsync_objects_applied_total",
 			Help: "Objects handled by apply passes, by action: created, configured, unchanged, pruned.",
@@ -132,6 +143,12 @@ func (m *metrics) register() error {
 		return err
 	}
 	if m.renderCacheBytes, err = registerOrReuse(m.renderCacheBytes); err != nil {
+		return err
+	}
+	if m.drifted, err = registerOrReuse(m.drifted); err != nil {
+		return err
+	}
+	if m.driftCorrected, err = registerOrReuse(m.driftCorrected); err != nil {
 		return err
 	}
 	m.objects, err = registerOrReuse(m.objects)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -60,6 +61,7 @@ func (r *packageSteps[T]) steps() kindSteps[T] {
 			if res, wait, err := r.dependentsFirst(ctx, obj); wait || err != nil {
 				return res, err
 			}
+			r.applier.drift(r.kind).forget(obj)
 			return teardown(ctx, obj)
 		},
 	}
@@ -92,6 +94,9 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		return nil, err
 	}
 
+	if err := v1alpha1.ValidateIgnoreFields("spec.ignoreFields", spec.IgnoreFields); err != nil {
+		return nil, &stageError{reason: v1alpha1.InvalidSpecReason, err: err}
+	}
 	ref, err := source.ParseReference(spec.Image)
 	if err != nil {
 		return nil, &stageError{reason: v1alpha1.PullFailedReason, err: fmt.Errorf("spec.image: %w", err)}
@@ -151,8 +156,12 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		previous:       status.Inventory,
 		hosted:         hc,
 		record:         record,
+		driftPolicy:    spec.GetDriftPolicy(),
+		// The package's own first, then the user's.
+		ignoreFields: append(slices.Clone(rendered.Manifest.Spec.IgnoreFields), spec.IgnoreFields...),
 	})
 	recordPass(&status.ApplyStatus, res)
+	r.applier.drift(r.kind).record(obj, &status.ApplyStatus, spec.GetDriftPolicy(), res)
 	if err == nil && res.Complete() {
 		if status.LastAppliedRevision != digest || status.LastAppliedConfigDigest != configDigest {
 			status.History = pushHistory(status.History, digest, configDigest)

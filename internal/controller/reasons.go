@@ -102,7 +102,8 @@ func isStalling(reason string) bool {
 	switch reason {
 	case v1alpha1.RenderFailedReason, v1alpha1.InvalidConfigReason, v1alpha1.ScopeViolationReason,
 		v1alpha1.InsecureKubeconfigReason, v1alpha1.NotHostedControlPlaneReason, v1alpha1.VerificationRequiredReason,
-		v1alpha1.InvalidVersionRangeReason, v1alpha1.DependencyCycleReason, v1alpha1.InvalidDependencyReason:
+		v1alpha1.InvalidVersionRangeReason, v1alpha1.DependencyCycleReason, v1alpha1.InvalidDependencyReason,
+		v1alpha1.InvalidSpecReason:
 		return true
 	}
 	return false

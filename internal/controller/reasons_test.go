@@ -31,6 +31,7 @@ func TestReasonFor(t *testing.T) {
 		{&notHostedError{namespace: "ns", why: "no HostedCluster"}, v1alpha1.NotHostedControlPlaneReason, true},
 		{&hosted.NoCredentialsError{Namespace: "ns", Secret: "s", Reason: "Secret not found"}, v1alpha1.HostedClusterUnavailableReason, false},
 		{fmt.Errorf("phase x: %w", &apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: errors.New("refused")}), v1alpha1.HostedClusterUnavailableReason, false},
+		{&stageError{reason: v1alpha1.InvalidSpecReason, err: errors.New("spec.ignoreFields[0].jsonPointers[0]: names the whole object")}, v1alpha1.InvalidSpecReason, true},
 		{&apply.CollisionError{}, v1alpha1.CollisionReason, false},
 		{&apply.ConflictError{}, v1alpha1.ConflictReason, false},
 		{&apply.ImmutableFieldError{}, v1alpha1.ImmutableFieldReason, false},
