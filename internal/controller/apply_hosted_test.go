@@ -18,18 +18,24 @@ import (
 // alone waits for a change (which the HostedCluster watch reports) or the retry interval.
 func TestPausedUntilWakesWhenItEnds(t *testing.T) {
 	t.Parallel()
-	now := time.Now()
+	// pausedUntil is set relative to the subtest's own clock: a parallel subtest may wait for a
+	// slot long after its parent started, and the requeue is computed against the real clock.
+	const future = "in 20s"
 	for _, tt := range []struct {
 		name     string
 		hc       hosted.HostedCluster
 		maxRetry time.Duration
 	}{
-		{"a time to come", hosted.HostedCluster{Available: true, PausedUntil: now.Add(20 * time.Second).UTC().Format(time.RFC3339)}, 22 * time.Second},
+		{"a time to come", hosted.HostedCluster{Available: true, PausedUntil: future}, 22 * time.Second},
 		{"true", hosted.HostedCluster{Available: true, PausedUntil: "true"}, time.Minute},
 		{"the condition", hosted.HostedCluster{Available: true, Paused: true}, time.Minute},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			now := time.Now()
+			if tt.hc.PausedUntil == future {
+				tt.hc.PausedUntil = now.Add(20 * time.Second).UTC().Format(time.RFC3339)
+			}
 			err := gateOnHostedCluster(&tt.hc, "clusters-guest", now)
 			require.Error(t, err)
 			pkg := &v1alpha1.Package{}
