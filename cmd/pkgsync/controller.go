@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/receiver"
@@ -41,6 +42,8 @@ type controllerOptions struct {
 	leaderElectionID      string
 	namespace             string
 	concurrency           int
+	applyConcurrency      int
+	maxConcurrentApplies  int
 	plainHTTPRegistries   []string
 	localRegistries       []string
 	caFile                string
@@ -92,6 +95,8 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "pkgsync-controller", "Name of the leader-election Lease")
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The controller's namespace: leader election, and ClusterPackage pull secrets")
 	fs.IntVar(&o.concurrency, "concurrency", 4, "Resources of each kind reconciled at once")
+	fs.IntVar(&o.applyConcurrency, "apply-concurrency-per-package", apply.DefaultConcurrency, "Objects one reconcile applies at once within a phase (CRDs, then Namespaces, then the rest, each run finished before the next)")
+	fs.IntVar(&o.maxConcurrentApplies, "max-concurrent-applies", 32, "Objects applied at once by every reconcile together, across clusters; 0 for no bound")
 	fs.StringSliceVar(&o.plainHTTPRegistries, "plain-http-registry", nil, "Registry host[:port] reached over plain HTTP (repeatable); it may be on a loopback or link-local address. Every other registry is reached over HTTPS")
 	fs.StringSliceVar(&o.localRegistries, "local-registry", nil, "Registry host[:port] reached over HTTPS that may be on a loopback, link-local, unspecified or cloud metadata address, or on this machine's own (repeatable); others on such addresses are refused, however they are named or redirected to")
 	fs.StringVar(&o.caFile, "ca-file", "", "PEM bundle of extra CAs trusted for registries")
@@ -253,6 +258,8 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 			HostedNamespaceRule:   rule,
 			DefaultServiceAccount: o.defaultServiceAccount,
 			Wakes:                 wakes,
+			ApplyConcurrency:      o.applyConcurrency,
+			MaxConcurrentApplies:  o.maxConcurrentApplies,
 		},
 		Source:                  src,
 		Hosted:                  hc,
