@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,13 +25,26 @@ import (
 type Options struct {
 	// FieldManager is the server-side apply field manager; DefaultFieldManager when empty.
 	FieldManager string
+	// Concurrency bounds the objects one pass applies at once within a phase;
+	// DefaultConcurrency when zero or less.
+	Concurrency int
+	// MaxInFlight bounds the objects applied at once by every pass of the Engine together, so
+	// that many passes running side by side (the controller's workers) do not multiply
+	// Concurrency; unbounded when zero or less.
+	MaxInFlight int
 }
+
+// DefaultConcurrency is Options.Concurrency when unset.
+const DefaultConcurrency = 8
 
 // Engine applies phases and tears them down. It holds no per-owner state and is safe for
 // concurrent use; it caches compiled CEL probes.
 type Engine struct {
 	fieldManager string
 	cel          celCache
+	concurrency  int
+	// inFlight holds a token per object being applied, across passes; nil when unbounded.
+	inFlight chan struct{}
 }
 
 // NewEngine returns an Engine.
@@ -37,7 +52,14 @@ func NewEngine(opts Options) *Engine {
 	if opts.FieldManager == "" {
 		opts.FieldManager = DefaultFieldManager
 	}
-	return &Engine{fieldManager: opts.FieldManager}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	e := &Engine{fieldManager: opts.FieldManager, concurrency: opts.Concurrency}
+	if opts.MaxInFlight > 0 {
+		e.inFlight = make(chan struct{}, opts.MaxInFlight)
+	}
+	return e
 }
 
 // pass carries the state of one Apply call.
@@ -52,6 +74,12 @@ type pass struct {
 	// recorded holds what the caller has stored of the inventory: Previous, and what Record took.
 	recorded map[key]bool
 	intended []intendedRef
+	// previous holds the objects of Previous: an object it does not hold is created without
+	// being read first (applyObject).
+	previous map[key]bool
+	// refused holds the objects whose write the API server refused in this pass (a collision, a
+	// conflict): recorded as intended, but not kept in the inventory the pass returns.
+	refused map[key]bool
 	// recordCtx is the caller's context: Record writes the caller's status, on the management
 	// cluster, and must not run under (or use up) a hosted target's budget.
 	recordCtx context.Context
@@ -65,14 +93,14 @@ type intendedRef struct {
 
 // recordIntended hands Request.Record the intended inventory when refs holds objects not
 // recorded yet.
-func (p *pass) recordIntended(ph phaseKey, refs []ObjectRef) error {
+func (p *pass) recordIntended(refs []intendedRef) error {
 	if p.req.Record == nil || p.req.DryRun {
 		return nil
 	}
-	var fresh []ObjectRef
-	for _, ref := range refs {
-		if !p.recorded[ref.key(ph.class)] {
-			fresh = append(fresh, ref)
+	var fresh []intendedRef
+	for _, ir := range refs {
+		if !p.recorded[ir.ref.key(ir.phase.class)] {
+			fresh = append(fresh, ir)
 		}
 	}
 	if len(fresh) == 0 {
@@ -90,15 +118,15 @@ func (p *pass) recordIntended(ph phaseKey, refs []ObjectRef) error {
 	for _, ir := range p.intended {
 		b.add(ir.phase.name, ir.phase.class, ir.ref)
 	}
-	for _, ref := range fresh {
-		b.add(ph.name, ph.class, ref)
+	for _, ir := range fresh {
+		b.add(ir.phase.name, ir.phase.class, ir.ref)
 	}
 	if err := p.req.Record(p.recordCtx, b.build()); err != nil {
 		return fmt.Errorf("record the inventory before writing: %w", err)
 	}
-	for _, ref := range fresh {
-		p.recorded[ref.key(ph.class)] = true
-		p.intended = append(p.intended, intendedRef{phase: ph, ref: ref})
+	for _, ir := range fresh {
+		p.recorded[ir.ref.key(ir.phase.class)] = true
+		p.intended = append(p.intended, ir)
 	}
 	return nil
 }
@@ -127,10 +155,12 @@ type phaseKey struct{ name, class string }
 // it prunes the previous objects that left the package. The caller stores Result.Inventory and
 // calls again (requeues) until Result.Complete. The Result is returned even with an error.
 func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
-	p := &pass{req: req, res: &Result{}, inv: newInventoryBuilder(), desired: map[key]phaseKey{}, applied: map[key]phaseKey{}, recorded: map[key]bool{}, recordCtx: ctx}
+	p := &pass{req: req, res: &Result{}, inv: newInventoryBuilder(), desired: map[key]phaseKey{}, applied: map[key]phaseKey{},
+		recorded: map[key]bool{}, previous: map[key]bool{}, refused: map[key]bool{}, recordCtx: ctx}
 	for _, ph := range req.Previous.Phases {
 		for _, ref := range ph.Objects {
 			p.recorded[ref.key(ph.Class)] = true
+			p.previous[ref.key(ph.Class)] = true
 		}
 	}
 	for _, ph := range req.Phases {
@@ -155,27 +185,40 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		return p.res, err
 	}
 
+	states := make([]*phaseState, len(req.Phases))
+	for i, ph := range req.Phases {
+		if target, ok := req.Targets[ph.Class]; ok && target.Client != nil {
+			states[i] = newPhaseState(ph, target, &p.res.Phases[i], req.Owner)
+		}
+	}
 	var errs []error
+	if err := p.recordAll(states); err != nil {
+		errs = append(errs, err)
+	}
+
 	budgets := map[string]context.Context{}
 	for i, ph := range req.Phases {
+		if len(errs) > 0 {
+			break // the inventory could not be recorded: nothing is written
+		}
 		pr := &p.res.Phases[i]
-		target, ok := req.Targets[ph.Class]
-		if !ok || target.Client == nil {
+		s := states[i]
+		if s == nil {
 			errs = append(errs, fmt.Errorf("phase %s: %w", ph.Name, &TargetUnavailableError{Class: ph.Class, Err: ErrNoTarget}))
 			break
 		}
-		pr.Target = target.Name
+		pr.Target = s.target.Name
 		pctx := ctx
-		if target.Budget > 0 {
+		if s.target.Budget > 0 {
 			if _, ok := budgets[ph.Class]; !ok {
-				bctx, cancel := context.WithTimeout(ctx, target.Budget)
+				bctx, cancel := context.WithTimeout(ctx, s.target.Budget)
 				defer cancel()
 				budgets[ph.Class] = bctx
 			}
 			pctx = budgets[ph.Class]
 		}
-		if err := e.applyPhase(pctx, p, ph, target, pr); err != nil {
-			errs = append(errs, fmt.Errorf("phase %s on %s: %w", ph.Name, target.Name, err))
+		if err := e.applyPhase(pctx, p, s); err != nil {
+			errs = append(errs, fmt.Errorf("phase %s on %s: %w", ph.Name, s.target.Name, err))
 		}
 		if pr.State != v1alpha1.PhaseComplete && !req.DryRun {
 			break
@@ -194,6 +237,13 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		p.res.Inventory = req.Previous
 		return p.res, errors.Join(errs...)
 	}
+	// What was recorded as intended and not refused stays tracked, written or not yet: the
+	// next pass then has nothing new to record.
+	for _, ir := range p.intended {
+		if !p.refused[ir.ref.key(ir.phase.class)] {
+			p.inv.add(ir.phase.name, ir.phase.class, ir.ref)
+		}
+	}
 	// Keep tracking what the previous revision applied: objects still desired stay in the phase
 	// that now holds them, the others in their old phase until they are pruned.
 	for _, ph := range req.Previous.Phases {
@@ -210,29 +260,18 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 }
 
 // applyPhase applies the objects of one phase and notes which are not available.
-func (e *Engine) applyPhase(ctx context.Context, p *pass, ph desired.Phase, target Target, pr *PhaseResult) error {
+func (e *Engine) applyPhase(ctx context.Context, p *pass, s *phaseState) error {
+	pr := s.pr
 	pr.State = v1alpha1.PhaseProgressing
-	objs, origin, err := prepare(ph.Objects, p.req.Owner)
-	if err != nil {
-		return err
+	if s.prepareErr != nil {
+		return s.prepareErr
 	}
-	s := &phaseState{ph: ph, key: phaseKey{ph.Name, ph.Class}, target: target, pr: pr, origin: origin,
-		mappings: map[int][]desired.ConditionMapping{}, crdOf: map[schema.GroupKind]ObjectRef{}, established: map[schema.GroupKind]bool{}}
-	for _, m := range ph.ConditionMappings {
-		s.mappings[m.Object] = append(s.mappings[m.Object], m)
-	}
-	// Custom resources wait for the CRDs of the same phase to be Established.
-	for _, obj := range objs {
-		if gk, ok := crdKind(obj); ok {
-			s.crdOf[gk] = RefOf(obj)
-		}
-	}
-	if err := p.recordPhase(s, objs); err != nil {
+	if err := p.recordPhase(s); err != nil {
 		return err
 	}
 	var errs []error
-	for _, obj := range objs {
-		stop, err := e.applyInPhase(ctx, p, s, obj)
+	for _, step := range s.steps() {
+		stop, err := e.applyStep(ctx, p, s, step)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -252,6 +291,10 @@ type phaseState struct {
 	key    phaseKey
 	target Target
 	pr     *PhaseResult
+	// objs are the prepared objects, in the order they are applied; prepareErr says why they
+	// could not be prepared.
+	objs       []*unstructured.Unstructured
+	prepareErr error
 	// origin maps a prepared object to its index in ph.Objects; mappings holds the condition
 	// mappings by that index.
 	origin   map[*unstructured.Unstructured]int
@@ -262,89 +305,280 @@ type phaseState struct {
 	established map[schema.GroupKind]bool
 }
 
-// recordPhase records what the phase will create before its first write (objects of kinds the
-// cluster does not serve yet are recorded when they are written, by applyInPhase).
-func (p *pass) recordPhase(s *phaseState, objs []*unstructured.Unstructured) error {
-	var intended []ObjectRef
-	for _, obj := range objs {
+func newPhaseState(ph desired.Phase, target Target, pr *PhaseResult, owner Owner) *phaseState {
+	s := &phaseState{ph: ph, key: phaseKey{ph.Name, ph.Class}, target: target, pr: pr,
+		mappings: map[int][]desired.ConditionMapping{}, crdOf: map[schema.GroupKind]ObjectRef{}, established: map[schema.GroupKind]bool{}}
+	s.objs, s.origin, s.prepareErr = prepare(ph.Objects, owner)
+	for _, m := range ph.ConditionMappings {
+		s.mappings[m.Object] = append(s.mappings[m.Object], m)
+	}
+	// Custom resources wait for the CRDs of the same phase to be Established.
+	for _, obj := range s.objs {
+		if gk, ok := crdKind(obj); ok {
+			s.crdOf[gk] = RefOf(obj)
+		}
+	}
+	return s
+}
+
+// steps splits the prepared objects into the runs that are applied one after the other: the
+// CRDs, the Namespaces, the rest (prepare orders them so). The objects of one step are applied
+// side by side; a step starts once the one before it is done, so custom resources see whether
+// their CRD is Established and namespaced objects find their Namespace.
+func (s *phaseState) steps() [][]*unstructured.Unstructured {
+	var out [][]*unstructured.Unstructured
+	for i := 0; i < len(s.objs); {
+		j := i + 1
+		for j < len(s.objs) && rank(s.objs[j]) == rank(s.objs[i]) {
+			j++
+		}
+		out = append(out, s.objs[i:j])
+		i = j
+	}
+	return out
+}
+
+// intendedOf returns the objects of the phase whose namespace resolves, for Record: objects of
+// kinds the cluster does not serve yet are left out (they are recorded when they are written).
+// err is a failure to look a kind up (discovery), not a kind the cluster does not serve.
+func (p *pass) intendedOf(s *phaseState) (intended []intendedRef, err error) {
+	for _, obj := range s.objs {
 		if _, waits := s.crdOf[obj.GroupVersionKind().GroupKind()]; waits {
 			continue
 		}
 		err := resolveNamespace(p.req, s.target, obj)
 		switch {
 		case err == nil:
-			intended = append(intended, RefOf(obj))
+			intended = append(intended, intendedRef{phase: s.key, ref: RefOf(obj)})
 		case !meta.IsNoMatchError(err) && !errors.Is(err, errNoNamespace):
-			// Discovery failed: every further object would wait out the same timeout. Nothing of
-			// the phase was written: it is still pending, as it is when its target is missing.
-			s.pr.State = v1alpha1.PhasePending
-			return unreachable(fmt.Errorf("%s: look up kind: %w", RefOf(obj), err), s.ph.Class, s.target)
+			return nil, fmt.Errorf("%s: look up kind: %w", RefOf(obj), err)
 		}
 	}
-	return p.recordIntended(s.key, intended)
+	return intended, nil
 }
 
-// applyInPhase applies one object of a phase and checks its availability. stop says the rest
+// recordAll records what the phases will create, in one call before the first write of the
+// pass: a pass that creates a package records its inventory once, not once per phase. It looks
+// kinds up only on clusters the pass talks to before anything can wait: the management cluster
+// (confinement looked its kinds up already) and the cluster of the first phase. A hosted phase
+// after a management phase is left to recordPhase, so that a pass held by a management phase
+// never waits on an unreachable hosted API server's discovery; so are phases whose kinds cannot
+// be looked up now.
+func (p *pass) recordAll(states []*phaseState) error {
+	if p.req.Record == nil || p.req.DryRun {
+		return nil
+	}
+	var all []intendedRef
+	reach := map[string]bool{"": true}
+	for i, s := range states {
+		if s == nil || s.prepareErr != nil {
+			continue
+		}
+		if i == 0 {
+			reach[s.ph.Class] = true
+		}
+		if !reach[s.ph.Class] {
+			continue
+		}
+		intended, err := p.intendedOf(s)
+		if err != nil {
+			reach[s.ph.Class] = false // recordPhase reports it when the phase is reached
+			continue
+		}
+		all = append(all, intended...)
+	}
+	return p.recordIntended(all)
+}
+
+// recordPhase records what the phase will create before its first write, when recordAll did
+// not (objects of kinds the cluster does not serve yet are recorded when they are written, by
+// applyStep).
+func (p *pass) recordPhase(s *phaseState) error {
+	intended, err := p.intendedOf(s)
+	if err != nil {
+		// Discovery failed: every further object would wait out the same timeout. Nothing of
+		// the phase was written: it is still pending, as it is when its target is missing.
+		s.pr.State = v1alpha1.PhasePending
+		return unreachable(err, s.ph.Class, s.target)
+	}
+	return p.recordIntended(intended)
+}
+
+// applied is what applying one object of a step came to.
+type appliedObject struct {
+	obj *unstructured.Unstructured
+	// crd names the CRD of the same phase the object waits for; nothing was sent.
+	crd string
+	// resolved says the object's namespace resolved (its kind is served).
+	resolved bool
+	// ran says the object was sent (or read); false for objects after a stop.
+	ran     bool
+	out     outcome
+	err     error
+	reasons []string
+}
+
+// applyStep applies the objects of one step side by side (at most Options.Concurrency at once,
+// and Options.MaxInFlight across the Engine) and reports them in their order. stop says the rest
 // of the phase must not be tried: the inventory could not be recorded, or the cluster is not
 // answering (every further object would wait out its own timeout, holding the caller's worker
 // for nothing).
-func (e *Engine) applyInPhase(ctx context.Context, p *pass, s *phaseState, obj *unstructured.Unstructured) (stop bool, err error) {
-	ref := RefOf(obj)
-	gk := obj.GroupVersionKind().GroupKind()
-	if crd, ok := s.crdOf[gk]; ok && !s.established[gk] {
+func (e *Engine) applyStep(ctx context.Context, p *pass, s *phaseState, objs []*unstructured.Unstructured) (stop bool, err error) {
+	results := make([]appliedObject, len(objs))
+	var fresh []intendedRef
+	for i, obj := range objs {
+		r := &results[i]
+		r.obj = obj
+		gk := obj.GroupVersionKind().GroupKind()
+		if crd, ok := s.crdOf[gk]; ok && !s.established[gk] {
+			r.crd = crd.String()
+			continue
+		}
+		if resolveNamespace(p.req, s.target, obj) == nil {
+			r.resolved = true
+			fresh = append(fresh, intendedRef{phase: s.key, ref: RefOf(obj)})
+		}
+	}
+	// Kinds served since the pass began (a CRD of an earlier phase): recorded before their write.
+	if err := p.recordIntended(fresh); err != nil {
+		return true, err
+	}
+
+	var (
+		wg      sync.WaitGroup
+		stopped atomic.Bool
+		slots   = make(chan struct{}, e.concurrency)
+	)
+	for i := range results {
+		r := &results[i]
+		if r.crd != "" {
+			continue
+		}
+		if !e.acquire(ctx, slots) {
+			break // the context ended: the objects not sent are not reported
+		}
+		if stopped.Load() {
+			e.release(slots)
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer e.release(slots)
+			r.ran = true
+			isNew := r.resolved && !p.previous[RefOf(r.obj).key(s.ph.Class)]
+			r.out, r.err = e.applyObject(ctx, p.req, s.ph.Class, s.target, r.obj, isNew)
+			var unavailable *TargetUnavailableError
+			if errors.As(r.err, &unavailable) {
+				stopped.Store(true)
+			}
+			if r.err == nil && r.out.live != nil && r.out.waiting == "" && !p.req.DryRun {
+				r.reasons, r.err = availability(ctx, r.out.live, p.probes)
+				if r.err != nil {
+					r.err = &availabilityError{err: fmt.Errorf("check availability of %s: %w", RefOf(r.obj), r.err)}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	var errs []error
+	for i := range results {
+		if err := p.report(s, &results[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return stopped.Load(), errors.Join(errs...)
+}
+
+// availabilityError is a failure to evaluate a probe on an object that was applied.
+type availabilityError struct{ err error }
+
+func (e *availabilityError) Error() string { return e.err.Error() }
+func (e *availabilityError) Unwrap() error { return e.err }
+
+// acquire takes a slot of the step and one of the Engine, false when ctx ends first.
+func (e *Engine) acquire(ctx context.Context, slots chan struct{}) bool {
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	if e.inFlight == nil {
+		return true
+	}
+	select {
+	case e.inFlight <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		<-slots
+		return false
+	}
+}
+
+func (e *Engine) release(slots chan struct{}) {
+	if e.inFlight != nil {
+		<-e.inFlight
+	}
+	<-slots
+}
+
+// report adds what applying one object came to to the pass's result, in the step's order.
+func (p *pass) report(s *phaseState, r *appliedObject) error {
+	ref := RefOf(r.obj)
+	switch {
+	case r.crd != "":
 		if p.req.DryRun {
 			p.res.addChange(ref, ActionCreated) // cannot be validated before its CRD exists
-			return false, nil
+			return nil
 		}
-		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: "waiting for " + crd.String() + " to be Established"})
-		return false, nil
+		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: "waiting for " + r.crd + " to be Established"})
+		return nil
+	case !r.ran:
+		return nil
 	}
-	if resolveNamespace(p.req, s.target, obj) == nil {
-		if err := p.recordIntended(s.key, []ObjectRef{RefOf(obj)}); err != nil {
-			return true, err
-		}
-	}
-	out, err := e.applyObject(ctx, p.req, s.ph.Class, s.target, obj)
-	if err != nil {
-		if p.req.DryRun && p.namespaceComesFirst(s.ph.Class, obj, err) {
+	var availErr *availabilityError
+	if r.err != nil && !errors.As(r.err, &availErr) {
+		if p.req.DryRun && p.namespaceComesFirst(s.ph.Class, r.obj, r.err) {
 			p.res.addChange(ref, ActionCreated) // cannot be validated before its namespace exists
-			return false, nil
+			return nil
 		}
-		if !p.req.DryRun && mayHaveWritten(err) && resolveNamespace(p.req, s.target, obj) == nil {
-			// The answer was lost, not a refusal: the object may exist now. Track it, so that
-			// teardown and prune still find it (they delete only what carries the owner's labels,
-			// so an object that was never written costs one lookup).
-			p.inv.add(s.ph.Name, s.ph.Class, RefOf(obj))
+		if !p.req.DryRun && r.resolved {
+			if mayHaveWritten(r.err) {
+				// The answer was lost, not a refusal: the object may exist now. Track it, so that
+				// teardown and prune still find it (they delete only what carries the owner's
+				// labels, so an object that was never written costs one lookup).
+				p.inv.add(s.ph.Name, s.ph.Class, ref)
+			} else {
+				p.refused[ref.key(s.ph.Class)] = true
+			}
 		}
-		var unavailable *TargetUnavailableError
-		return errors.As(err, &unavailable), err
+		return r.err
 	}
-	ref = RefOf(obj) // applyObject resolved the namespace
 	p.applied[ref.key(s.ph.Class)] = s.key
-	if out.action != "" {
-		p.res.addChange(ref, out.action)
+	if r.out.action != "" {
+		p.res.addChange(ref, r.out.action)
 	}
-	p.res.noteDrift(out.drift)
-	if gk, ok := crdKind(obj); ok && out.live != nil {
-		s.established[gk] = crdEstablished(out.live)
+	p.res.noteDrift(r.out.drift)
+	if gk, ok := crdKind(r.obj); ok && r.out.live != nil {
+		s.established[gk] = crdEstablished(r.out.live)
 	}
 	if p.req.DryRun {
-		return false, nil
+		return nil
 	}
 	p.inv.add(s.ph.Name, s.ph.Class, ref)
-	p.res.Conditions = append(p.res.Conditions, mapConditions(out.live, s.mappings[s.origin[obj]])...)
-	if out.waiting != "" {
-		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: out.waiting})
-		return false, nil
+	p.res.Conditions = append(p.res.Conditions, mapConditions(r.out.live, s.mappings[s.origin[r.obj]])...)
+	if r.out.waiting != "" {
+		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: r.out.waiting})
+		return nil
 	}
-	reasons, err := availability(ctx, out.live, p.probes)
-	if err != nil {
-		return false, fmt.Errorf("check availability of %s: %w", ref, err)
+	if availErr != nil {
+		return availErr.err
 	}
-	for _, r := range reasons {
-		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: r})
+	for _, reason := range r.reasons {
+		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: reason})
 	}
-	return false, nil
+	return nil
 }
 
 // mayHaveWritten reports whether a failed write may still have reached the API server: every
@@ -394,17 +628,19 @@ func prepare(objs []*unstructured.Unstructured, owner Owner) (out []*unstructure
 		setDesiredHash(c)
 		out = append(out, c)
 	}
-	rank := func(o *unstructured.Unstructured) int {
-		switch o.GroupVersionKind().GroupKind() {
-		case schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:
-			return 0
-		case schema.GroupKind{Kind: "Namespace"}:
-			return 1
-		}
-		return 2
-	}
 	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
 	return out, origin, nil
+}
+
+// rank orders the objects of a phase: CRDs, then Namespaces, then the rest.
+func rank(o *unstructured.Unstructured) int {
+	switch o.GroupVersionKind().GroupKind() {
+	case schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:
+		return 0
+	case schema.GroupKind{Kind: "Namespace"}:
+		return 1
+	}
+	return 2
 }
 
 // canonicalCopy copies an object through JSON. Unlike DeepCopy it accepts any JSON-marshalable

@@ -49,8 +49,10 @@ func resolveNamespace(req Request, t Target, desired *unstructured.Unstructured)
 }
 
 // applyObject brings one object to its desired state with at most one read and, only when the
-// live object differs, one server-side apply.
-func (e *Engine) applyObject(ctx context.Context, req Request, class string, t Target, desired *unstructured.Unstructured) (outcome, error) {
+// live object differs, one server-side apply. An object the owner's inventory does not hold
+// (isNew) is expected not to exist: it is created without a read first (createNew), and read
+// only when it turns out to exist.
+func (e *Engine) applyObject(ctx context.Context, req Request, class string, t Target, desired *unstructured.Unstructured, isNew bool) (outcome, error) {
 	ref := RefOf(desired)
 	if err := resolveNamespace(req, t, desired); err != nil {
 		switch {
@@ -65,6 +67,17 @@ func (e *Engine) applyObject(ctx context.Context, req Request, class string, t T
 		return outcome{}, unreachable(fmt.Errorf("%s: look up kind: %w", ref, err), class, t)
 	}
 	ref = RefOf(desired)
+
+	if isNew && !req.DryRun {
+		created, err := e.createNew(ctx, t.Client, desired)
+		switch {
+		case err == nil:
+			return outcome{action: ActionCreated, live: created}, nil
+		case !exists(err):
+			return outcome{}, unreachable(fmt.Errorf("apply %s: %w", ref, err), class, t)
+		}
+		// It exists: read it and decide as for any object (collision, adoption, no-op).
+	}
 
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(desired.GroupVersionKind())
@@ -149,6 +162,30 @@ func (e *Engine) ssa(ctx context.Context, c client.Client, desired *unstructured
 		return nil, err
 	}
 	return obj, nil
+}
+
+// createNew creates an object with one server-side apply that fails, writing nothing, when the
+// object exists. The request carries a resourceVersion no object ever has (etcd's revisions count
+// up from 1): the API server ignores it when it creates the object, and answers 409 Conflict
+// (stale resourceVersion, or a field another manager holds) when the object exists, before
+// anything is written. A new object so costs one request, not a read (404) and an apply; an
+// object that exists unknown to the inventory (another owner's, or one to adopt) is left
+// untouched and goes through the read and the ownership checks (applyObject).
+func (e *Engine) createNew(ctx context.Context, c client.Client, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	obj := desired.DeepCopy()
+	obj.SetResourceVersion(neverResourceVersion)
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(e.fieldManager)); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// neverResourceVersion is the largest resourceVersion the API server parses (uint64).
+const neverResourceVersion = "18446744073709551615"
+
+// exists reports whether createNew failed because the object exists.
+func exists(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
 }
 
 // drifted reports whether a conflict comes only from imperative edits (managers that wrote with

@@ -92,7 +92,7 @@ func (e *Engine) previewObject(ctx context.Context, req Request, class string, t
 			pending["ns:"+obj.GetName()] = true
 		}
 	}
-	out, err := e.applyObject(ctx, req, class, t, obj)
+	out, err := e.applyObject(ctx, req, class, t, obj, false)
 	switch {
 	case err != nil && p.Live == nil && pending["ns:"+obj.GetNamespace()] && apierrors.IsNotFound(err):
 		p.Applied, p.Unchecked = obj, "its namespace is created first"

@@ -70,8 +70,12 @@ type Request struct {
 	// hold, with Previous plus every object the pass is about to create, by phase. The caller
 	// stores it (the resource's status), so that a crash between a write and storing
 	// Result.Inventory cannot leave an object no inventory knows of. An error stops the pass
-	// before the write. It is called at most once per phase, and not at all when the pass adds
-	// nothing (a no-op pass writes nothing).
+	// before the write. It is called once before the pass's first write, with the objects of
+	// every phase whose kinds resolve then on the management cluster and the first phase's
+	// cluster; again only for objects resolved later (kinds of a CRD an earlier phase installs, a
+	// hosted phase after a management phase); and not at all when the pass adds nothing (a no-op
+	// pass writes nothing). What it was given stays in Result.Inventory unless the API server
+	// refused the object.
 	Record func(ctx context.Context, intended Inventory) error
 	// DriftPolicy says what to do with an object someone changed since pkgsync applied its
 	// unchanged desired state: apply it again (v1alpha1.DriftCorrect, the default) or leave it

@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/receiver"
@@ -41,6 +42,10 @@ type controllerOptions struct {
 	leaderElectionID      string
 	namespace             string
 	concurrency           int
+	applyConcurrency      int
+	maxConcurrentApplies  int
+	kubeAPIQPS            float32
+	kubeAPIBurst          int
 	plainHTTPRegistries   []string
 	localRegistries       []string
 	caFile                string
@@ -92,6 +97,10 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "pkgsync-controller", "Name of the leader-election Lease; unless given, a digest of --watch-label-selector is appended when that is set, so that shards never wait for each other")
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The controller's namespace: leader election, and ClusterPackage pull secrets")
 	fs.IntVar(&o.concurrency, "concurrency", 4, "Resources of each kind reconciled at once")
+	fs.IntVar(&o.applyConcurrency, "apply-concurrency-per-package", apply.DefaultConcurrency, "Objects one reconcile applies at once within a phase (CRDs, then Namespaces, then the rest, each run finished before the next)")
+	fs.IntVar(&o.maxConcurrentApplies, "max-concurrent-applies", 32, "Objects applied at once by every reconcile together, across clusters; 0 for no bound")
+	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 200, "Requests per second the controller sends to the management API server at most (client-side; a package of thousands of objects is bounded by it)")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400, "Requests the controller may send to the management API server in a burst above --kube-api-qps")
 	fs.StringSliceVar(&o.plainHTTPRegistries, "plain-http-registry", nil, "Registry host[:port] reached over plain HTTP (repeatable); it may be on a loopback or link-local address. Every other registry is reached over HTTPS")
 	fs.StringSliceVar(&o.localRegistries, "local-registry", nil, "Registry host[:port] reached over HTTPS that may be on a loopback, link-local, unspecified or cloud metadata address, or on this machine's own (repeatable); others on such addresses are refused, however they are named or redirected to")
 	fs.StringVar(&o.caFile, "ca-file", "", "PEM bundle of extra CAs trusted for registries")
@@ -149,7 +158,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		return err
 	}
 	restConfig.UserAgent = "pkgsync-controller"
-	restConfig.QPS, restConfig.Burst = 200, 400
+	restConfig.QPS, restConfig.Burst = o.kubeAPIQPS, o.kubeAPIBurst
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -259,6 +268,8 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 			DefaultServiceAccount: o.defaultServiceAccount,
 			Wakes:                 wakes,
 			ShardLabelKeys:        controller.ShardLabelKeys(selector),
+			ApplyConcurrency:      o.applyConcurrency,
+			MaxConcurrentApplies:  o.maxConcurrentApplies,
 		},
 		Source:                  src,
 		Hosted:                  hc,

@@ -157,7 +157,7 @@ func ownerOf(obj client.Object, kind string) apply.Owner {
 // newApplier makes what applies a pass for every kind that applies objects.
 func newApplier(mgr ctrl.Manager, opts Options, hc *hosted.Clients, m *metrics, recorder record.EventRecorder) *applier {
 	return &applier{
-		engine:                apply.NewEngine(apply.Options{}),
+		engine:                apply.NewEngine(apply.Options{Concurrency: opts.ApplyConcurrency, MaxInFlight: opts.MaxConcurrentApplies}),
 		targets:               newTargets(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), hc),
 		reader:                mgr.GetClient(),
 		metrics:               m,

@@ -55,6 +55,12 @@ type Options struct {
 	// RenderCacheBytes bounds the estimated memory of the rendered packages kept (see
 	// resultSize); 32 MiB when zero.
 	RenderCacheBytes int64
+	// ApplyConcurrency bounds the objects one reconcile applies at once within a phase
+	// (--apply-concurrency-per-package); apply.DefaultConcurrency when zero.
+	ApplyConcurrency int
+	// MaxConcurrentApplies bounds the objects applied at once by every reconcile together
+	// (--max-concurrent-applies); unbounded when zero.
+	MaxConcurrentApplies int
 }
 
 func (o Options) withDefaults() Options {

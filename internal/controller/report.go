@@ -135,16 +135,16 @@ func acknowledgeRequest(obj client.Object, status commonStatus) {
 	}
 }
 
-// announce emits an event when Ready changes: Normal when it turns true, Warning on failure.
+// announce emits an event when Ready changes status or reason: Normal when it turns true,
+// Warning on failure. A new message under the same status and reason (a progressing pass's next
+// object, a retry's new error text, a HostedCluster's own message) is no transition: it is in
+// the status, and an Event per pass would cost the API server a write per pass.
 func announce(rec record.EventRecorder, obj statusObject, old *metav1.Condition) {
 	now := conditions.Get(obj, meta.ReadyCondition)
 	if rec == nil || now == nil {
 		return
 	}
-	// One event per transition to an unreachable hosted cluster, not one per retry, even when
-	// the message changes (the HostedCluster's own message, a circuit opened anew).
-	if old != nil && old.Status == now.Status && old.Reason == now.Reason &&
-		(old.Message == now.Message || now.Reason == v1alpha1.HostedClusterUnavailableReason) {
+	if old != nil && old.Status == now.Status && old.Reason == now.Reason {
 		return
 	}
 	eventType := corev1.EventTypeNormal

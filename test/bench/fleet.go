@@ -135,7 +135,7 @@ func createHostedCluster(ctx context.Context, c client.Client, name string) (*un
 
 // push builds the package at revision and pushes it to the shared tag, around the proxy.
 func (f *fleet) push(ctx context.Context, revision string) (string, error) {
-	img, err := buildFleetPackage(f.env.dir, f.o.objects, revision)
+	img, err := buildFleetPackage(f.env.dir, f.o.shape, f.o.objects, revision)
 	if err != nil {
 		return "", err
 	}

@@ -16,6 +16,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 type options struct {
@@ -39,6 +41,10 @@ type options struct {
 	// goMemLimit is the controller process's GOMEMLIMIT ("" for the Deployment's, in
 	// managerManifest; "off" for none).
 	goMemLimit, managerManifest string
+	// shape is the package's shape (shapeFleet, shapeManagement, shapeBig); rawConcurrency the
+	// requests in flight of the raw server-side apply the management shapes are measured against.
+	shape          string
+	rawConcurrency int
 }
 
 func main() {
@@ -62,12 +68,18 @@ func main() {
 	fs.StringVar(&o.controller, "controller", "process", "Where the controller runs: process (`pkgsync controller` built from ./cmd/pkgsync, as a user runs it; its memory and CPU are its own) or inline (its reconcilers in this process)")
 	fs.StringVar(&o.goMemLimit, "gomemlimit", "", "GOMEMLIMIT of the controller process (default: the value config/manager's Deployment sets; off: none)")
 	fs.StringVar(&o.managerManifest, "manager", "config/manager/manager.yaml", "The controller Deployment, whose GOMEMLIMIT the controller process runs with")
+	fs.StringVar(&o.shape, "shape", shapeFleet, "The package: fleet (half of the objects on the hosted cluster), management (three phases, management cluster only), big (one phase, management cluster only; with -packages 1 -objects 8000 the one-big-package scenario). The management shapes first time a raw server-side apply of the same objects (ratio_to_raw)")
+	fs.IntVar(&o.rawConcurrency, "raw-concurrency", 8, "Requests in flight of the raw server-side apply (one client); pkgsync's --apply-concurrency-per-package is 8")
 	o.compare.applyFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
 	if o.objects < 4 || o.packages < 1 || o.hostedPlanes < 1 || o.intervals < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -objects must be at least 4; -packages, -hosted-planes and -intervals at least 1")
+		os.Exit(2)
+	}
+	if o.shape != shapeFleet && o.shape != shapeManagement && o.shape != shapeBig {
+		fmt.Fprintln(os.Stderr, "bench: -shape must be fleet, management or big")
 		os.Exit(2)
 	}
 	if err := controllerMode(o.controller); err != nil {
@@ -166,8 +178,22 @@ func run(ctx context.Context, o options) error {
 		progress("%s: %s", name, r.summary())
 	}
 
+	var raw *rawLimit
+	if o.shape != shapeFleet {
+		progress("raw: server-side apply of the same %d objects, one client, %d in flight", o.packages*o.objects, o.rawConcurrency)
+		r, err := measureRaw(ctx, env.mgmt.Config, env.admin, o.packages, o.rawConcurrency, func(ns string) []*unstructured.Unstructured {
+			return managementObjects(ns, o.objects, "v1")
+		})
+		if err != nil {
+			return err
+		}
+		raw = &r
+		progress("raw: %d objects in %.2fs (%.0f/s), management API server %.2f CPU s", r.objects, r.duration.Seconds(), float64(r.objects)/r.duration.Seconds(), r.cpu)
+	}
+
 	progress("converge: creating %d Packages of %s (%d objects each)", o.packages, f.image, o.objects)
 	scenario("converge", func(r *result) error {
+		r.raw = raw
 		done := t.expect(healthy, readyOn(v1, ""))
 		deadDone := deadT.expect(dead, unavailable(""))
 		start := time.Now()

@@ -83,13 +83,59 @@ func configMapData(revision string) string {
 	return fmt.Sprintf("data:\n  revision: %q\n  hostedCluster: \"{{ .package.metadata.namespace }}\"\n  payload: %q\n", revision, payload)
 }
 
-// buildFleetPackage builds the fleet package at revision into an image.
-func buildFleetPackage(dir string, objects int, revision string) (*source.Image, error) {
+// Shapes of the benchmark's package (-shape).
+const (
+	shapeFleet      = "fleet"      // writeFleetPackage: half of the objects hosted
+	shapeManagement = "management" // writeManagementPackage, three phases
+	shapeBig        = "big"        // writeManagementPackage, one phase
+)
+
+// writeManagementPackage writes a package of objects objects for the management cluster only,
+// in the Package's namespace: a ServiceAccount (phase hosted-setup), a ServiceAccount and a
+// Secret (deploy), ConfigMaps (configure); with onePhase every object is in deploy. The objects
+// are those managementObjects builds for the raw baseline.
+func writeManagementPackage(dir string, objects int, revision string, onePhase bool) error {
+	phases := []string{phaseHostedSetup, phaseDeploy, phaseConfigure}
+	if onePhase {
+		phases = []string{phaseDeploy, phaseDeploy, phaseDeploy}
+	}
+	manifest := "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: fleet\nspec:\n  scopes:\n  - Namespaced\n  phases:\n"
+	seen := map[string]bool{}
+	for _, ph := range phases {
+		if !seen[ph] {
+			manifest += "  - name: " + ph + "\n"
+			seen[ph] = true
+		}
+	}
+	ns := "{{ .package.metadata.namespace }}"
+	objs := []string{
+		object("v1", "ServiceAccount", "fleet-agent", ns, phases[0], revision, ""),
+		object("v1", "ServiceAccount", "fleet-operator", ns, phases[1], revision, ""),
+		object("v1", "Secret", "fleet-operator", ns, phases[1], revision, "stringData:\n  token: \"{{ .package.metadata.namespace }}-"+revision+"\"\n"),
+	}
+	for i := range objects - 3 {
+		objs = append(objs, object("v1", "ConfigMap", fmt.Sprintf("fleet-%d", i), ns, phases[2], revision, configMapData(revision)))
+	}
+	files := map[string]string{"manifest.yaml": manifest, "objects.yaml.gotmpl": strings.Join(objs, "---\n")}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return fmt.Errorf("write management package: %w", err)
+		}
+	}
+	return nil
+}
+
+// buildFleetPackage builds the package of shape at revision into an image.
+func buildFleetPackage(dir, shape string, objects int, revision string) (*source.Image, error) {
 	dir = filepath.Join(dir, "package-"+revision)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create package directory: %w", err)
 	}
-	if err := writeFleetPackage(dir, objects, revision); err != nil {
+	write := func() error { return writeFleetPackage(dir, objects, revision) }
+	if shape != shapeFleet {
+		write = func() error { return writeManagementPackage(dir, objects, revision, shape == shapeBig) }
+	}
+	if err := write(); err != nil {
 		return nil, err
 	}
 	return source.Build(dir, source.BuildOptions{Version: revision})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -62,6 +63,20 @@ func (r *result) figures() *figures {
 		f.add(role+"_cpu_s", "%.2f", r.serverCPU[role])
 	}
 
+	if r.raw != nil && r.raw.duration > 0 {
+		f.add("raw_s", "%.2f", r.raw.duration.Seconds())
+		f.add("raw_objects_per_s", "%.0f", float64(r.raw.objects)/r.raw.duration.Seconds())
+		f.add("raw_apiserver_mgmt_cpu_s", "%.2f", r.raw.cpu)
+		f.add("ratio_to_raw", "%.1f", r.duration.Seconds()/r.raw.duration.Seconds())
+	}
+	if r.packages > 0 {
+		perPackage := func(verbs ...string) float64 { return float64(r.mgmt.sum(verbs, nil)) / float64(r.packages) }
+		f.add("mgmt_requests_per_package", "%.1f", perPackage(slices.Concat(readVerbs, writeVerbs)...))
+		for _, verb := range []string{"GET", "LIST", "PATCH", "APPLY", "POST", "PUT", "DELETE"} {
+			f.add("mgmt_"+strings.ToLower(verb)+"_per_package", "%.1f", perPackage(verb))
+		}
+		f.add("apiserver_mgmt_cpu_s_per_package", "%.3f", r.serverCPU["apiserver_mgmt"]/float64(r.packages))
+	}
 	f.add("mgmt_writes", "%d", r.mgmt.sum(writeVerbs, nil))
 	f.add("mgmt_object_writes", "%d", r.mgmt.sum(writeVerbs, managedResource))
 	f.add("mgmt_status_writes", "%d", r.mgmt.sum(writeVerbs, isStatus))
@@ -130,6 +145,11 @@ func printReport(w io.Writer, o options, results []*result, elapsed time.Duratio
 		{"objects/s", "objects_per_s"},
 		{"reconciles", "reconciles"},
 		{"controller CPU s / ms per reconcile", "cpu_s cpu_ms_per_reconcile"},
+		{"raw SSA of the same objects (s) / objects/s", "raw_s raw_objects_per_s"},
+		{"wall time / raw SSA", "ratio_to_raw"},
+		{"mgmt requests per Package: all", "mgmt_requests_per_package"},
+		{"  GET / LIST / PATCH / APPLY / POST / PUT / DELETE", "mgmt_get_per_package mgmt_list_per_package mgmt_patch_per_package mgmt_apply_per_package mgmt_post_per_package mgmt_put_per_package mgmt_delete_per_package"},
+		{"mgmt API server CPU s per Package (raw SSA, all)", "apiserver_mgmt_cpu_s_per_package raw_apiserver_mgmt_cpu_s"},
 		{"mgmt writes: all", "mgmt_writes"},
 		{"  objects / status / Package / events", "mgmt_object_writes mgmt_status_writes mgmt_package_writes mgmt_event_writes"},
 		{"mgmt reads: all / objects", "mgmt_reads mgmt_object_reads"},

@@ -43,6 +43,9 @@ type result struct {
 	// hostedClients were built during the scenario, or with hostedCachedOnly are cached at its end.
 	hostedClients    int
 	hostedCachedOnly bool
+	// raw is the raw server-side apply of the same objects, measured before converge (the
+	// management shapes only).
+	raw *rawLimit
 	// probes the prober sent; deadConnections the dead hosted API servers accepted (probes and
 	// reconciles).
 	probes, deadConnections int

@@ -179,3 +179,74 @@ func TestStatusWritesPerReconcile(t *testing.T) {
 		assert.Equal(t, 1, statusPatches()-before, "status writes of a reconcile that changes objects it holds")
 	})
 }
+
+// events counts the Events the controller wrote (created or, when aggregated, patched) in ns.
+func (c *requestCounter) events(ns string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, p := range []string{"/api/v1/namespaces/" + ns + "/events", "/apis/events.k8s.io/v1/namespaces/" + ns + "/events"} {
+		for key, count := range c.paths {
+			method, path, _ := strings.Cut(key, " ")
+			if (method == http.MethodPost || method == http.MethodPatch) && strings.HasPrefix(path, p) {
+				n += count
+			}
+		}
+	}
+	return n
+}
+
+// TestRequestsPerNewPackage counts, per verb, what a new Package of three phases of eight
+// ConfigMaps costs the management API server until it is Ready: one apply per object and no
+// read (a new object is created without looking for it first; the apply answer is the live
+// object availability is checked on), plus at most four requests: the finalizer, the intended
+// inventory (once for the pass, not once per phase), the outcome, and the one Event of Ready
+// turning true.
+func TestRequestsPerNewPackage(t *testing.T) {
+	ns := newNamespace(t)
+	pushPackage(t, writePackage(t, crashPackage()), "e2e/"+ns+"/three:v1")
+	const objects = 24
+	before := suite.requests.get(ns)
+	eventsBefore := suite.requests.events(ns)
+
+	pkg := newPackage(ns, "three", suite.registry.Host+"/e2e/"+ns+"/three:v1", "")
+	createPackage(t, pkg)
+	eventually(t, func(a *attempt) {
+		readyCondition(a, pkg)
+		assert.Equal(a, pkg.Generation, pkg.Status.ObservedGeneration)
+		assert.Equal(a, 1, suite.requests.events(ns)-eventsBefore, "the Event of Ready turning true")
+	}, "the Package converges")
+	after := suite.requests.get(ns)
+	delta := map[string]int{}
+	total := 0
+	for method, n := range after {
+		if d := n - before[method]; d > 0 {
+			delta[method] = d
+			if !strings.HasSuffix(method, " status") {
+				total += d
+			}
+		}
+	}
+	events := suite.requests.events(ns) - eventsBefore
+	t.Logf("requests of a new Package of %d objects: %v, events %d", objects, delta, events)
+	assert.Zero(t, delta[http.MethodGet], "reads of objects that are new")
+	assert.Equal(t, 2, delta["PATCH status"], "status writes: the intended inventory once, then the outcome")
+	assert.Equal(t, objects+3, delta[http.MethodPatch], "one apply per object, the finalizer and two status writes")
+	assert.LessOrEqual(t, total+events, objects+4, "requests per new Package")
+
+	t.Run("a no-op reconcile reads each object at most once and writes nothing", func(t *testing.T) {
+		before := suite.requests.get(ns)
+		eventsBefore := suite.requests.events(ns)
+		requestReconcile(t, pkg)
+		eventually(t, func(a *attempt) {
+			readyCondition(a, pkg)
+			assert.Equal(a, pkg.Annotations[meta.ReconcileRequestAnnotation], pkg.Status.LastHandledReconcileAt)
+		}, "the Package handles the request")
+		after := suite.requests.get(ns)
+		assert.LessOrEqual(t, after[http.MethodGet]-before[http.MethodGet], objects, "reads")
+		// The request itself is acknowledged in status: that one write is the request's, not the pass's.
+		assert.LessOrEqual(t, after["PATCH status"]-before["PATCH status"], 1, "status writes")
+		assert.Equal(t, after["PATCH status"]-before["PATCH status"], after[http.MethodPatch]-before[http.MethodPatch], "no object writes")
+		assert.Zero(t, suite.requests.events(ns)-eventsBefore, "events")
+	})
+}
