@@ -48,6 +48,7 @@ type controllerOptions struct {
 	cacheDir              string
 	pullMemoryMiB         int64
 	allowCrossNamespace   bool
+	verifyInterval        time.Duration
 	requireSignatures     bool
 	defaultServiceAccount string
 	hostedNamespaceRule   string
@@ -101,6 +102,7 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.Int64Var(&o.pullMemoryMiB, "pull-memory-mib", 128, "MiB that pulls in flight may hold unpacked, together; a pull waits (within the reconcile's timeout) for what others hold. At least 128, the largest package")
 	fs.BoolVar(&o.allowCrossNamespace, "allow-cross-namespace", false, "Let namespaced resources create cluster-scoped objects and objects in other namespaces")
 	fs.BoolVar(&o.requireSignatures, "require-signatures", false, "Refuse Packages and ClusterPackages without spec.verify, and HostedClusterPackages without spec.template.spec.verify (reason VerificationRequired)")
+	fs.DurationVar(&o.verifyInterval, "verify-interval", 10*time.Minute, "How long a signature verdict (a digest verified with a key set, or a trusted root and identities) is remembered; after it the signatures are read again, so a deleted signature counts within it")
 	fs.StringVar(&o.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the resource's own namespace) impersonated by namespaced resources that name none, and by every ObjectDeployment; empty means the controller's own identity")
 	fs.StringVar(&o.hostedNamespaceRule, "hosted-namespace-rule", string(controller.HostedNamespaceByHostedCluster),
 		"Which namespaces may have hosted-cluster phases: HostedCluster (a HyperShift HostedCluster maps to the namespace) or Label (the namespace is labelled hypershift.openshift.io/hosted-control-plane=true; only where tenants cannot label namespaces)")
@@ -254,6 +256,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 			RetryInterval:         o.retryInterval,
 			AllowCrossNamespace:   o.allowCrossNamespace,
 			RequireSignatures:     o.requireSignatures,
+			VerifyInterval:        o.verifyInterval,
 			HostedTeardownTimeout: o.hostedTeardownTimeout,
 			HostedNamespaceRule:   rule,
 			DefaultServiceAccount: o.defaultServiceAccount,

@@ -115,7 +115,7 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, 
 	}
 	return &services{
 		mgr: mgr, cfg: cfg, opts: opts, recorder: recorder, metrics: m, applier: ro,
-		verifier:         newSignatureVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures),
+		verifier:         newSignatureVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures).withInterval(opts.VerifyInterval),
 		ctrlOpts:         controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)},
 		hostedClusterAPI: hostedClusterAPI,
 		specChanged:      predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}),
