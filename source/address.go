@@ -38,7 +38,17 @@ func (o *Options) dialer(proxies []string) func(ctx context.Context, network, ad
 	// net/http's DefaultTransport dialer.
 	plain := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	if !o.RefuseLocalAddresses {
-		return plain.DialContext
+		// The CLI: local addresses are dialled, except for a redirect from a registry that
+		// is not local (redirectGuard marks its context); this machine's other addresses are
+		// not refused then, only those local to any machine.
+		redirected := *plain
+		redirected.Control = func(_, address string, _ syscall.RawConn) error { return refuseLocal(address, nil) }
+		return func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if ctx.Value(remoteRedirectKey{}) != nil && !hostAllowed(proxies, addr) {
+				return redirected.DialContext(ctx, network, addr)
+			}
+			return plain.DialContext(ctx, network, addr)
+		}
 	}
 	own := ownAddresses()
 	guarded := *plain
@@ -50,6 +60,45 @@ func (o *Options) dialer(proxies []string) func(ctx context.Context, network, ad
 		}
 		return guarded.DialContext(ctx, network, addr)
 	}
+}
+
+// remoteRedirectKey marks the context of a request that a redirect from a registry on an address
+// that is not local made (redirectGuard): its dial refuses local addresses.
+type remoteRedirectKey struct{}
+
+// redirectGuard is the CLI's rule for redirects (a client without RefuseLocalAddresses): it
+// reaches a loopback registry the user names, as docker and oras do, but a registry that is not
+// on a local address cannot send it to one. A redirect is followed by the transport with a
+// context that makes the dialler refuse loopback, link-local, unspecified and metadata
+// addresses, checked on the IP dialled, so a host name that resolves to one is refused too. The
+// controller (RefuseLocalAddresses) refuses them on every dial, redirect or not.
+type redirectGuard struct{ next http.RoundTripper }
+
+func (g redirectGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Response == nil {
+		return g.next.RoundTrip(req)
+	}
+	origin := req
+	for origin.Response != nil && origin.Response.Request != nil {
+		origin = origin.Response.Request
+	}
+	if !localHost(origin.URL.Host) {
+		req = req.WithContext(context.WithValue(req.Context(), remoteRedirectKey{}, true))
+	}
+	return g.next.RoundTrip(req)
+}
+
+// localHost tells whether host (host or host:port, as a URL names it) is local to any machine:
+// localhost, or a loopback, link-local, unspecified or metadata IP address.
+func localHost(host string) bool {
+	if isLoopback(host) {
+		return true
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return err == nil && localKind(ip.WithZone("").Unmap(), nil) != ""
 }
 
 // ownAddresses returns the addresses of this machine's interfaces (a pod's own IP among them),

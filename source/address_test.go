@@ -280,3 +280,46 @@ func TestNewClientRefusesTransportWithRefuseLocalAddresses(t *testing.T) {
 	_, err := NewClient(Options{RefuseLocalAddresses: true, Transport: http.DefaultTransport})
 	require.ErrorContains(t, err, "RefuseLocalAddresses")
 }
+
+// The CLI (without RefuseLocalAddresses) reaches a registry on loopback when the user names one,
+// as docker and oras do, but a registry elsewhere cannot send it there: a redirect from a
+// registry that is not on a local address to a loopback, link-local, unspecified or metadata
+// address is refused as it is dialled, whether the redirect names the address or a host name
+// that resolves to it. A loopback registry may still redirect to loopback storage.
+func TestCLIRefusesRedirectFromRemoteToLocal(t *testing.T) {
+	t.Parallel()
+	ip := machineAddress(t)
+	port, hits := trap(t)
+	for _, target := range []string{"http://127.0.0.1:" + port, "http://localhost:" + port} {
+		t.Run(target, func(t *testing.T) {
+			t.Parallel()
+			remote := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, target+r.URL.Path, http.StatusTemporaryRedirect)
+			}))
+			l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+			require.NoError(t, err)
+			remote.Listener = l
+			remote.Start()
+			t.Cleanup(remote.Close)
+			// The CLI's options: plain HTTP for the registry the user named (--plain-http).
+			c := newClient(t, Options{PlainHTTPHosts: []string{l.Addr().String()}})
+			ref := mustRef(t, l.Addr().String()+"/x@sha256:"+strings.Repeat("0", 64))
+			err = c.Authorize(t.Context(), ref, nil)
+			require.ErrorIs(t, err, ErrLocalAddress)
+		})
+	}
+	t.Run("loopback to loopback", func(t *testing.T) {
+		t.Parallel()
+		storage, storageHits := trap(t)
+		local := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "http://localhost:"+storage+r.URL.Path, http.StatusTemporaryRedirect)
+		}))
+		t.Cleanup(local.Close)
+		c := newClient(t, Options{})
+		ref := mustRef(t, strings.TrimPrefix(local.URL, "http://")+"/x@sha256:"+strings.Repeat("0", 64))
+		err := c.Authorize(t.Context(), ref, nil)
+		assert.NotErrorIs(t, err, ErrLocalAddress)
+		assert.Positive(t, storageHits.Load(), "a loopback registry's redirect to loopback is followed")
+	})
+	t.Cleanup(func() { assert.Zero(t, hits.Load(), "requests a remote registry sent to loopback") })
+}

@@ -89,6 +89,9 @@ func NewClient(opts Options) (*Client, error) {
 		t.MaxResponseHeaderBytes = maxResponseHeaderBytes
 		t.ResponseHeaderTimeout = responseHeaderTimeout
 		base = t
+		if !opts.RefuseLocalAddresses {
+			base = redirectGuard{next: t}
+		}
 	}
 	if opts.UserAgent == "" {
 		opts.UserAgent = "pkgsync"

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,7 @@ type controllerOptions struct {
 	cacheDir              string
 	pullMemoryMiB         int64
 	allowCrossNamespace   bool
+	verifyInterval        time.Duration
 	requireSignatures     bool
 	defaultServiceAccount string
 	hostedNamespaceRule   string
@@ -74,6 +76,7 @@ type controllerOptions struct {
 	jitter                jitter.IntervalOptions
 	webhookAddr           string
 	webhookSecret         string
+	webhookRegistries     []string
 	webhookCertDir        string
 }
 
@@ -110,6 +113,7 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.Int64Var(&o.pullMemoryMiB, "pull-memory-mib", 128, "MiB that pulls in flight may hold unpacked, together; a pull waits (within the reconcile's timeout) for what others hold. At least 128, the largest package")
 	fs.BoolVar(&o.allowCrossNamespace, "allow-cross-namespace", false, "Let namespaced resources create cluster-scoped objects and objects in other namespaces")
 	fs.BoolVar(&o.requireSignatures, "require-signatures", false, "Refuse Packages and ClusterPackages without spec.verify, and HostedClusterPackages without spec.template.spec.verify (reason VerificationRequired)")
+	fs.DurationVar(&o.verifyInterval, "verify-interval", 10*time.Minute, "How long a signature verdict (a digest verified with a key set, or a trusted root and identities) is remembered; after it the signatures are read again, so a deleted signature counts within it")
 	fs.StringVar(&o.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the resource's own namespace) impersonated by namespaced resources that name none, and by every ObjectDeployment; empty means the controller's own identity")
 	fs.StringVar(&o.hostedNamespaceRule, "hosted-namespace-rule", string(controller.HostedNamespaceByHostedCluster),
 		"Which namespaces may have hosted-cluster phases: HostedCluster (a HyperShift HostedCluster maps to the namespace) or Label (the namespace is labelled hypershift.openshift.io/hosted-control-plane=true; only where tenants cannot label namespaces)")
@@ -131,6 +135,7 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.BoolVar(&o.development, "log-development", false, "Human-friendly logs instead of JSON")
 	fs.StringVar(&o.webhookAddr, "webhook-bind-address", "0", "Address of the receiver of registry notifications (POST /hooks/distribution, /hooks/harbor, /hooks/generic); 0 disables it")
 	fs.StringVar(&o.webhookSecret, "webhook-secret", "pkgsync-webhook", "Secret of the controller's namespace (or NAMESPACE/NAME) holding the receiver's key per source: data keys distribution, harbor, generic; a source without one is refused")
+	fs.StringArrayVar(&o.webhookRegistries, "webhook-registry", nil, "SOURCE=HOST[:PORT]: bind a source's key (distribution, harbor, generic) to a registry, as images name it (repeatable; several per source allowed): its notifications then wake followers in those registries only. A source without one wakes a repository path's followers in every registry")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key (a mounted kubernetes.io/tls Secret) for the receiver to serve HTTPS, reloaded when they change; empty serves plain HTTP")
 	// Flux's flag and semantics: spreads interval reconciles so a fleet created at once does not
 	// reconcile in lockstep forever.
@@ -263,6 +268,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 			RetryInterval:         o.retryInterval,
 			AllowCrossNamespace:   o.allowCrossNamespace,
 			RequireSignatures:     o.requireSignatures,
+			VerifyInterval:        o.verifyInterval,
 			HostedTeardownTimeout: o.hostedTeardownTimeout,
 			HostedNamespaceRule:   rule,
 			DefaultServiceAccount: o.defaultServiceAccount,
@@ -296,20 +302,43 @@ func setupReceiver(mgr ctrl.Manager, o *controllerOptions) (*controller.Registry
 	if secret.Namespace == "" || secret.Name == "" {
 		return nil, usageError("--webhook-secret: %q names no Secret: give NAME (of --namespace) or NAMESPACE/NAME", o.webhookSecret)
 	}
+	registries, err := webhookRegistries(o.webhookRegistries)
+	if err != nil {
+		return nil, err
+	}
 	m, err := receiver.NewMetrics(crmetrics.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
 	}
 	wakes := controller.NewRegistryWakes()
 	srv := &receiver.Server{Addr: o.webhookAddr, CertDir: o.webhookCertDir, Handler: receiver.New(receiver.Options{
-		Keys:    &receiver.SecretKeys{Reader: mgr.GetAPIReader(), Secret: secret},
-		Waker:   wakes,
-		Metrics: m,
+		Keys:       &receiver.SecretKeys{Reader: mgr.GetAPIReader(), Secret: secret},
+		Waker:      wakes,
+		Metrics:    m,
+		Registries: registries,
 	})}
 	if err := mgr.Add(srv); err != nil {
 		return nil, fmt.Errorf("add webhook receiver: %w", err)
 	}
 	return wakes, nil
+}
+
+// webhookRegistries reads --webhook-registry SOURCE=HOST[:PORT] flags: the registries each
+// source's key is bound to.
+func webhookRegistries(flags []string) (map[receiver.Source][]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := map[receiver.Source][]string{}
+	for _, f := range flags {
+		name, host, ok := strings.Cut(f, "=")
+		source := receiver.Source(name)
+		if !ok || host == "" || strings.ContainsAny(host, "/ ") || !slices.Contains(receiver.Sources, source) {
+			return nil, usageError("--webhook-registry: %q is not SOURCE=HOST[:PORT] with SOURCE one of %v", f, receiver.Sources)
+		}
+		out[source] = append(out[source], host)
+	}
+	return out, nil
 }
 
 // loadConfig reads --kubeconfig, or falls back to $KUBECONFIG, in-cluster and ~/.kube/config.

@@ -41,6 +41,10 @@ type Options struct {
 	// RequireSignatures refuses Packages and ClusterPackages without spec.verify, and
 	// HostedClusterPackages without spec.template.spec.verify.
 	RequireSignatures bool
+	// VerifyInterval bounds how long a signature verdict (a digest verified with a key set or
+	// a trusted root and identities) is remembered: after it, the signature is read and
+	// checked again, so a deleted or replaced signature counts. 10 minutes when zero.
+	VerifyInterval time.Duration
 	// Wakes, when set, is woken by registry notifications (NewRegistryWakes): Packages,
 	// ClusterPackages and HostedClusterPackages that follow a pushed repository reconcile at
 	// once and resolve the tag afresh.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -79,7 +80,10 @@ type services struct {
 	metrics  *metrics
 	applier  *applier
 	verifier *signatureVerifier
-	ctrlOpts controller.Options
+	// trustSecrets is the metadata cache of the controller namespace's Secrets that wakes a
+	// TrustPolicy's resources when its Secret rotates (nil without a namespace).
+	trustSecrets cache.Cache
+	ctrlOpts     controller.Options
 	// hostedClusterAPI says the HostedCluster API was installed when the hosted prober started
 	// (false without hosted clients).
 	hostedClusterAPI bool
@@ -113,11 +117,16 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, 
 	if err := watchMirrorSets(ctx, mgr, cfg.Source); err != nil {
 		return nil, err
 	}
+	trustSecrets, err := trustSecretsCache(mgr, opts.Namespace)
+	if err != nil {
+		return nil, err
+	}
 	return &services{
 		mgr: mgr, cfg: cfg, opts: opts, recorder: recorder, metrics: m, applier: ro,
-		verifier:         newSignatureVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures),
+		verifier:         newSignatureVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures).withInterval(opts.VerifyInterval),
 		ctrlOpts:         controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)},
 		hostedClusterAPI: hostedClusterAPI,
+		trustSecrets:     trustSecrets,
 		specChanged:      predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}),
 	}, nil
 }
@@ -133,10 +142,14 @@ func (s *services) controllerFor(name string, object client.Object) *builder.Bui
 }
 
 // watchTrustPolicies wakes the resources of a kind whose image a TrustPolicy covers when the
-// policy is created, changed or deleted (coveredResources).
+// policy is created, changed or deleted (coveredResources), or its Secret is (watchTrustSecrets).
 func (s *services) watchTrustPolicies(b *builder.Builder, newList func() client.ObjectList, image func(client.Object) string) *builder.Builder {
-	return b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(s.mgr.GetClient(), newList, image)),
+	b = b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(s.mgr.GetClient(), newList, image)),
 		builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	if s.trustSecrets == nil {
+		return b
+	}
+	return watchTrustSecrets(b, s.trustSecrets, s.opts.Namespace, s.mgr.GetClient(), newList, image)
 }
 
 // watchRegistryWakes wakes the resources of a kind that follow a repository when a registry

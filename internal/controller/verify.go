@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,7 +23,8 @@ const verifiedEntries = 4096
 // signatureVerifier checks the TrustPolicies that cover an image, then spec.verify: the keys
 // (or the trusted root) come from the policy's or the resource's Secret on every reconcile (so
 // a rotation counts at once), and a digest verified with a key set (or a trusted root and
-// identities) is remembered, so the registry is asked once per digest and key set.
+// identities) is remembered for the verify interval, so the registry is asked once per digest,
+// key set and interval, and a signature deleted from the registry counts within one interval.
 type signatureVerifier struct {
 	// apiReader reads the key Secrets without caching every Secret of the cluster.
 	apiReader client.Reader
@@ -32,15 +35,37 @@ type signatureVerifier struct {
 	namespace string
 	// require refuses resources without spec.verify (--require-signatures) that no policy covers.
 	require bool
-	// verified holds the verifying key's name, keyed by repository, digest and the trust ID:
+	// verified holds verdicts (the verifying key's name and when), keyed by repository, digest and the trust ID:
 	// the key set's (or the trusted root's and identities') digest, whoever named them. A
 	// verdict with a tenant's keys is a verdict with those keys only: a policy's keys are
 	// another ID, verified on their own.
 	verified *lru.Cache
+	// ttl bounds how long a verdict stands (--verify-interval): a signature deleted, or a
+	// key's signature replaced, counts at the first check after it.
+	ttl   time.Duration
+	clock clock.PassiveClock
 }
 
+// verdict is a digest verified: by which key, and when (it stands for the verify interval).
+type verdict struct {
+	signer string
+	at     time.Time
+}
+
+// defaultVerifyInterval is how long a verdict stands when Options.VerifyInterval is not set.
+const defaultVerifyInterval = 10 * time.Minute
+
 func newSignatureVerifier(apiReader, policies client.Reader, src *source.Client, namespace string, require bool) *signatureVerifier {
-	return &signatureVerifier{apiReader: apiReader, policies: policies, source: src, namespace: namespace, require: require, verified: lru.New(verifiedEntries)}
+	return &signatureVerifier{apiReader: apiReader, policies: policies, source: src, namespace: namespace, require: require,
+		verified: lru.New(verifiedEntries), ttl: defaultVerifyInterval, clock: clock.RealClock{}}
+}
+
+// withInterval makes verdicts stand for interval (--verify-interval); zero keeps the default.
+func (v *signatureVerifier) withInterval(interval time.Duration) *signatureVerifier {
+	if interval > 0 {
+		v.ttl = interval
+	}
+	return v
 }
 
 // check verifies ref with every TrustPolicy that covers it (in name order, the first refusal
@@ -107,7 +132,7 @@ func (v *signatureVerifier) checkWith(ctx context.Context, spec *v1alpha1.Verifi
 		return fmt.Errorf("verify %s: no digest to verify (the tag must be resolved first)", ref)
 	}
 	cacheKey := ref.Name() + "@" + ref.Digest + "\x00" + trustID
-	if _, ok := v.verified.Get(cacheKey); ok {
+	if cached, ok := v.verified.Get(cacheKey); ok && v.clock.Since(cached.(verdict).at) < v.ttl {
 		// A verdict was reached with the credentials of whoever verified first. It tells
 		// whether a digest is signed, which a caller that may not read the repository must not
 		// learn from the cache: it proves its own access first (free within source's access
@@ -123,7 +148,7 @@ func (v *signatureVerifier) checkWith(ctx context.Context, spec *v1alpha1.Verifi
 		return &stageError{reason: v1alpha1.VerificationFailedReason,
 			err: fmt.Errorf("%w (%s: %s)", withRegistryHint(err), field, trust)}
 	}
-	v.verified.Add(cacheKey, verified.Key)
+	v.verified.Add(cacheKey, verdict{signer: verified.Key, at: v.clock.Now()})
 	ctrl.LoggerFrom(ctx).V(1).Info("signature verified", "revision", ref.Digest, "signer", verified.Key, "secret", secretName)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -279,4 +281,44 @@ func TestVerificationCache(t *testing.T) {
 	sigs = f.reg.sigRequests.Load()
 	require.Error(t, check(keysOf("keys-b"), "reader", f.signed))
 	assert.Greater(t, f.reg.sigRequests.Load(), sigs, "a refusal is not remembered: the signature is read again")
+}
+
+// TestVerificationCacheExpires: a verdict stands for the verify interval and no longer. Within
+// it the signature is not read again, so a deleted signature still counts as there; after it the
+// signature is read again, and a deleted one refuses the digest.
+func TestVerificationCacheExpires(t *testing.T) {
+	t.Parallel()
+	f := newVerifyFixture(t)
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	v := f.verifier(t, controllerNamespace, false).withInterval(10 * time.Minute)
+	v.clock = clk
+	check := func() error {
+		return v.check(t.Context(), keysOf("keys-a"), tenantNamespace, "spec.verify", f.signed, userCredentials("reader"))
+	}
+
+	sigs := f.reg.sigRequests.Load()
+	require.NoError(t, check())
+	require.Greater(t, f.reg.sigRequests.Load(), sigs, "the first verification reads the signature")
+
+	// Revoke: delete the signature from the registry.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodDelete,
+		"http://"+f.reg.host+"/v2/addons/signed/manifests/"+source.SignatureTag(f.signed.Digest), nil)
+	require.NoError(t, err)
+	req.SetBasicAuth("reader", "secret")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Less(t, resp.StatusCode, 300, "delete the signature")
+
+	clk.SetTime(clk.Now().Add(10*time.Minute - time.Second))
+	sigs = f.reg.sigRequests.Load()
+	require.NoError(t, check(), "within the interval the verdict stands")
+	assert.Equal(t, sigs, f.reg.sigRequests.Load(), "within the interval the signature is not read again")
+
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	err = check()
+	assert.Greater(t, f.reg.sigRequests.Load(), sigs, "after the interval the signature is read again")
+	var stage *stageError
+	require.ErrorAs(t, err, &stage, "a deleted signature refuses the digest once the verdict expired")
+	assert.Equal(t, v1alpha1.VerificationFailedReason, stage.reason)
 }

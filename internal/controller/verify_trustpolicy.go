@@ -8,11 +8,17 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/source"
@@ -170,4 +176,61 @@ func coveredResources(reader client.Reader, newList func() client.ObjectList, im
 		}
 		return reqs
 	}
+}
+
+// trustSecretsCache makes the cache that wakes TrustPolicies' resources when a policy's Secret
+// changes: the metadata (name, resourceVersion) of the Secrets of the controller's namespace,
+// where every policy's Secret is. No Secret's data is held: the verifier reads the keys
+// uncached, when it verifies. Nil without a namespace (no policy's Secret can then be read).
+func trustSecretsCache(mgr ctrl.Manager, namespace string) (cache.Cache, error) {
+	if namespace == "" {
+		return nil, nil
+	}
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		DefaultTransform:  cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create the cache of TrustPolicy Secrets: %w", err)
+	}
+	if err := mgr.Add(managedCache{c}); err != nil {
+		return nil, fmt.Errorf("start the cache of TrustPolicy Secrets: %w", err)
+	}
+	return c, nil
+}
+
+// watchTrustSecrets wakes the resources of one kind that a TrustPolicy covers when the policy's
+// Secret (in namespace) is created, changed or deleted, so a key rotation counts at once, not
+// at each resource's next interval.
+func watchTrustSecrets(b *builder.Builder, secrets cache.Cache, namespace string, reader client.Reader,
+	newList func() client.ObjectList, image func(client.Object) string) *builder.Builder {
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	covered := coveredResources(reader, newList, image)
+	return b.WatchesRawSource(crsource.Kind(secrets, secret, handler.TypedEnqueueRequestsFromMapFunc(
+		func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+			if o.GetNamespace() != namespace {
+				return nil
+			}
+			var policies v1alpha1.TrustPolicyList
+			if err := reader.List(ctx, &policies); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "list TrustPolicies for a Secret change", "secret", o.GetName())
+				return nil
+			}
+			seen := map[reconcile.Request]bool{}
+			var reqs []reconcile.Request
+			for i := range policies.Items {
+				if policies.Items[i].Spec.Verify.SecretRef.Name != o.GetName() {
+					continue
+				}
+				for _, r := range covered(ctx, &policies.Items[i]) {
+					if !seen[r] {
+						seen[r] = true
+						reqs = append(reqs, r)
+					}
+				}
+			}
+			return reqs
+		}), predicate.TypedResourceVersionChangedPredicate[*metav1.PartialObjectMetadata]{}))
 }

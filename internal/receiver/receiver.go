@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,6 +40,11 @@ type Options struct {
 	Waker waker
 	// Metrics counts requests; nil counts nothing.
 	Metrics *Metrics
+	// Registries binds a source's key to the registries it is for (host[:port], as images name
+	// them): a notification of that source wakes followers in those registries only, and a
+	// generic payload naming another registry wakes nobody. A source without an entry wakes
+	// the repository's followers in every registry.
+	Registries map[Source][]string
 }
 
 // Receiver is the http.Handler of registry notifications.
@@ -134,7 +140,7 @@ func (h *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	woke := false
-	for _, n := range notifications {
+	for _, n := range h.bind(source, notifications) {
 		followed := h.opts.Waker.Wake(r.Context(), n)
 		woke = woke || followed
 		log.V(1).Info("notification", "source", source, "repository", n.Key(), "tag", n.Tag, "followed", followed)
@@ -144,4 +150,29 @@ func (h *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply(http.StatusAccepted, OutcomeWoke, "")
+}
+
+// bind keeps what a notification of source may wake within the registries its key is bound to
+// (Options.Registries): a notification naming only a path names it in each of them, one naming
+// another registry is dropped. A source without a binding names the path in every registry.
+func (h *Receiver) bind(source Source, notifications []Notification) []Notification {
+	hosts, bound := h.opts.Registries[source]
+	if !bound {
+		return notifications
+	}
+	var out []Notification
+	for _, n := range notifications {
+		if n.Registry != "" {
+			if slices.ContainsFunc(hosts, func(host string) bool { return strings.EqualFold(host, n.Registry) }) {
+				out = append(out, n)
+			}
+			continue
+		}
+		for _, host := range hosts {
+			m := n
+			m.Registry = host
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -303,3 +303,41 @@ func TestSecretKeysFailureRemembered(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, 2, r.reads, "read again after secretRetry")
 }
+
+// TestRegistryBinding: a source bound to registries (Options.Registries) names a path in those
+// registries only; a generic payload naming another registry wakes nobody; an unbound source
+// names the path in every registry.
+func TestRegistryBinding(t *testing.T) {
+	t.Parallel()
+	keys := staticKeys{Distribution: "dist-token", Generic: "generic-key"}
+	bearer := func(k string) map[string]string { return map[string]string{"Authorization": "Bearer " + k} }
+	for _, tt := range []struct {
+		name, path, body, key string
+		want                  []Notification
+	}{
+		{"distribution, bound", PathPrefix + "distribution", `{"events":[{"action":"push","target":{"repository":"team/app","tag":"v2"}}]}`, "dist-token",
+			[]Notification{{Registry: "a.example.com", Repository: "team/app", Tag: "v2"}, {Registry: "a.example.com:5000", Repository: "team/app", Tag: "v2"}}},
+		{"generic naming its registry", PathPrefix + "generic", `{"repository":"A.example.com/team/app","tag":"v2"}`, "generic-key",
+			[]Notification{{Registry: "A.example.com", Repository: "team/app", Tag: "v2"}}},
+		{"generic naming another registry", PathPrefix + "generic", `{"repository":"b.example.com/team/app","tag":"v2"}`, "generic-key", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m, err := NewMetrics(prometheus.NewRegistry())
+			require.NoError(t, err)
+			w := &recordingWaker{}
+			h := New(Options{Keys: keys, Waker: w, Metrics: m, Registries: map[Source][]string{
+				Distribution: {"a.example.com", "a.example.com:5000"}, Generic: {"a.example.com"}}})
+			rec := post(h, tt.path, tt.body, bearer(tt.key))
+			assert.Equal(t, http.StatusAccepted, rec.Code)
+			assert.Equal(t, tt.want, w.got)
+		})
+	}
+	t.Run("unbound", func(t *testing.T) {
+		t.Parallel()
+		h, w, _ := newTestReceiver(t, keys)
+		rec := post(h, PathPrefix+"distribution", `{"events":[{"action":"push","target":{"repository":"team/app","tag":"v2"}}]}`, bearer("dist-token"))
+		assert.Equal(t, http.StatusAccepted, rec.Code)
+		assert.Equal(t, []Notification{{Repository: "team/app", Tag: "v2"}}, w.got)
+	})
+}
