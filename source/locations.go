@@ -54,6 +54,33 @@ func callerMirrors(ctx context.Context) []MirrorSet {
 	return sets
 }
 
+// HasCallerMirrors reports whether ctx carries mirrors of the caller's own (WithCallerMirrors).
+func HasCallerMirrors(ctx context.Context) bool { return len(callerMirrors(ctx)) > 0 }
+
+// withoutCallerMirrors returns ctx without the caller's own mirrors.
+func withoutCallerMirrors(ctx context.Context) context.Context {
+	if !HasCallerMirrors(ctx) {
+		return ctx
+	}
+	return context.WithValue(ctx, callerMirrorsKey{}, []MirrorSet(nil))
+}
+
+// callerOnly reports whether loc is a location of ref only through the caller's own mirrors.
+// Such a mirror is written by whoever writes the caller's HostedCluster, who may run a registry
+// that answers yes for every digest: its yes proves access to what is read from it, never to
+// what is kept under ref's name (content, renders, verdicts another caller's read left).
+func (c *Client) callerOnly(ctx context.Context, ref, loc Reference) bool {
+	if !HasCallerMirrors(ctx) {
+		return false
+	}
+	for _, l := range c.locationsOf(withoutCallerMirrors(ctx), ref, kindOf(ref)) {
+		if l.Name() == loc.Name() {
+			return false
+		}
+	}
+	return true
+}
+
 // SetMirrorSets replaces the mirror sets that later calls read through (the controller's watch
 // of ImageDigestMirrorSets and ImageTagMirrorSets). A call in progress keeps the sets it began
 // with.

@@ -97,7 +97,13 @@ func (c *Client) Pull(ctx context.Context, ref Reference, creds Credentials) (*A
 	if err != nil {
 		return nil, fmt.Errorf("pull %s: %w", ref, err)
 	}
-	key := ref.Content()
+	// Proved only at the caller's own mirror: what is read from it is kept under the mirror's
+	// name, as a registry of one's own is, and nothing kept under ref's name is served.
+	name := ref
+	if c.callerOnly(ctx, ref, loc) {
+		name = loc
+	}
+	key := name.Content()
 	if a := c.memory.get(key); a != nil {
 		return a, nil
 	}
@@ -108,7 +114,7 @@ func (c *Client) Pull(ctx context.Context, ref Reference, creds Credentials) (*A
 		if a := c.memory.get(key); a != nil {
 			return a, nil
 		}
-		a, err := c.pull(ctx, ref, loc, cred)
+		a, err := c.pull(ctx, name, loc, cred)
 		if err != nil {
 			return nil, err
 		}

@@ -294,3 +294,33 @@ func TestPullAccessProofExpires(t *testing.T) {
 		})
 	}
 }
+
+// TestCallerMirrorProvesNoAccessToSharedContent is the attack through a HostedCluster's own
+// mirror (spec.imageContentSources, WithCallerMirrors), run by whoever writes that
+// HostedCluster: a registry that answers yes for every digest. Another namespace pulled a
+// private package; a Package of the HostedCluster's namespace names it by digest, without
+// credentials for its repository. The mirror's yes must get it neither the cached package, nor
+// a render or verdict shared through Authorize: a caller mirror proves access only to what is
+// read from it.
+func TestCallerMirrorProvesNoAccessToSharedContent(t *testing.T) {
+	t.Parallel()
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{Htpasswd: true})
+	good := dockerConfigCredentials(t, reg.Host, reg.Username, reg.Password)
+	img, _ := pushPackage(t, newClient(t, Options{}), reg.Host, "private", good)
+	pinned := mustRef(t, reg.Host+"/private@"+img.Digest)
+
+	c := newClient(t, Options{})
+	_, err := c.Pull(t.Context(), pinned, good)
+	require.NoError(t, err)
+
+	evil, blobRequests := fakeRegistry(t, img.manifest, ocispec.MediaTypeImageManifest)
+	ctx := WithCallerMirrors(t.Context(), []MirrorSet{{Source: reg.Host, Mirrors: []string{evil}}})
+	a, err := c.Pull(ctx, pinned, nil)
+	assert.Nil(t, a, "the cached private package was served on a caller mirror's word")
+	assert.Error(t, err)
+	assert.Equal(t, 1, blobRequests(), "the layer is asked of the mirror that proved access")
+	assert.Error(t, c.Authorize(ctx, pinned, nil), "a caller mirror's word proved access to shared renders and verdicts")
+
+	// The owner, with its own credentials, still proves access at the source.
+	require.NoError(t, c.Authorize(t.Context(), pinned, good))
+}

@@ -218,7 +218,7 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 	// spec.config with what spec.configFrom read merged under it.
 	opts.Config = config.raw
 	pulls := r.applier.metrics.pulls
-	rendered, shared, err := r.renders.render(ref.Content(), config.renderKey, opts, func() (*render.Result, error) {
+	renderFn := func() (*render.Result, error) {
 		start := time.Now()
 		artifact, err := r.source.Pull(ctx, ref, creds)
 		if err != nil {
@@ -238,7 +238,8 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 			return nil, fmt.Errorf("render %s: %w", ref, err)
 		}
 		return rendered, nil
-	})
+	}
+	rendered, shared, err := r.renders.render(ref.Content(), config.renderKey, opts, renderFn)
 	if err != nil {
 		return nil, config.redact(err)
 	}
@@ -248,9 +249,17 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 		// revoked access ends here too. The proof is asked of the registry the package was
 		// pulled from, which the render key names.
 		if err := r.source.Authorize(ctx, ref, creds); err != nil {
-			return nil, pullFailed(err)
+			if !source.HasCallerMirrors(ctx) {
+				return nil, pullFailed(err)
+			}
+			// Its HostedCluster's own mirrors prove access only to what is read from them
+			// (source.WithCallerMirrors): it pulls and renders for itself.
+			if rendered, err = renderFn(); err != nil {
+				return nil, config.redact(err)
+			}
+		} else {
+			pulls.WithLabelValues("cached").Inc()
 		}
-		pulls.WithLabelValues("cached").Inc()
 	}
 	// Per resource: a shared render may come from a resource of the other scope.
 	if err := checkScopes(rendered.Manifest, obj.GetNamespace() != ""); err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -28,8 +29,8 @@ func indexDependencies(ctx context.Context, s *services) error {
 // watchDependencies wakes the resources of one kind (ownKind) when an installation they depend
 // on changes what readiness reads (dependencyChanged): its dependents, found by dependsOnIndex,
 // are reconciled at once, not at their next interval. It also wakes, when an installation being
-// deleted changes or goes, the installations of ownKind it depends on, whose teardown waits for
-// it (dependentsFirst).
+// deleted changes or goes, the installations of ownKind it depends on that are being deleted
+// too, whose teardown waits for it (dependentsFirst); one not being deleted waits for nothing.
 //
 // A Package may depend on Packages of its namespace and on ClusterPackages; a ClusterPackage on
 // ClusterPackages; so Packages watch both kinds, ClusterPackages watch ClusterPackages for
@@ -78,7 +79,10 @@ func wakeDependencyUsers(c client.Client, ownKind, kind string) handler.MapFunc 
 			refs, err := dependenciesOf(o, kind, p.GetSpec().DependsOn)
 			if err == nil {
 				for _, ref := range refs {
-					if ref.kind == ownKind {
+					// Only a dependency being deleted waits for o. Whoever may write o (a tenant's
+					// Package, held in deletion by a finalizer of its own) must not wake a
+					// ClusterPackage, a whole apply pass, at each edit.
+					if ref.kind == ownKind && dependencyBeingDeleted(ctx, c, ref) {
 						reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: ref.namespace, Name: ref.name}})
 					}
 				}
@@ -86,6 +90,19 @@ func wakeDependencyUsers(c client.Client, ownKind, kind string) handler.MapFunc 
 		}
 		return reqs
 	}
+}
+
+// dependencyBeingDeleted reports whether the installation ref names is being deleted, as the
+// cache shows it; a read that fails counts as being deleted (a wake too many costs a reconcile).
+func dependencyBeingDeleted(ctx context.Context, c client.Reader, ref dependencyRef) bool {
+	var obj client.Object = &v1alpha1.Package{}
+	if ref.kind == v1alpha1.ClusterPackageKind {
+		obj = &v1alpha1.ClusterPackage{}
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.namespace, Name: ref.name}, obj); err != nil {
+		return !apierrors.IsNotFound(err)
+	}
+	return !obj.GetDeletionTimestamp().IsZero()
 }
 
 // dependencyChanged lets through the changes of an installation that its dependents' readiness

@@ -136,12 +136,17 @@ func (v *signatureVerifier) checkWith(ctx context.Context, spec *v1alpha1.Verifi
 		// A verdict was reached with the credentials of whoever verified first. It tells
 		// whether a digest is signed, which a caller that may not read the repository must not
 		// learn from the cache: it proves its own access first (free within source's access
-		// TTL; a tag it resolved itself counts).
-		if err := v.source.Authorize(ctx, ref, creds); err != nil {
+		// TTL; a tag it resolved itself counts). Its HostedCluster's own mirrors prove none
+		// (source.Authorize does not ask them): a caller that reads through them verifies for
+		// itself instead.
+		err := v.source.Authorize(ctx, ref, creds)
+		if err == nil {
+			return nil
+		}
+		if !source.HasCallerMirrors(ctx) {
 			return &stageError{reason: v1alpha1.VerificationFailedReason,
 				err: fmt.Errorf("%w (%s: %s)", withRegistryHint(err), field, trust)}
 		}
-		return nil
 	}
 	verified, err := verify()
 	if err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -217,4 +219,65 @@ func TestDependsOnClusterPackage(t *testing.T) {
 	err := suite.mgmtClient.Create(t.Context(), bad)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "a ClusterPackage may depend on ClusterPackages only")
+}
+
+// TestDependsOnTerminatingDependentWakesNoDependency: a tenant's Package that depends on a
+// ClusterPackage is deleted and held in deletion by a finalizer of the tenant's own, then edited
+// again and again. Its changes woke the ClusterPackage, a whole apply pass of the platform's
+// package for each, though the ClusterPackage was not being deleted and so waited for nothing.
+// Only a dependency being deleted is woken by its dependents' deletion.
+func TestDependsOnTerminatingDependentWakesNoDependency(t *testing.T) {
+	ns := newNamespace(t)
+	appImage := suite.registry.Host + "/e2e/" + ns + "/app:v1"
+	pushPackage(t, writePackage(t, configMapsPackage("", nil, "app-cm")), "e2e/"+ns+"/app:v1")
+	platformImage := suite.registry.Host + "/e2e/" + ns + "/platform:v1"
+	pushPackage(t, writePackage(t, configMapsPackage(ns, nil, "platform-cm")), "e2e/"+ns+"/platform:v1")
+	// A label value names it: at most 63 bytes.
+	cp := &v1alpha1.ClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "e2e-depwake-" + ns[len(ns)-8:]},
+		Spec: v1alpha1.PackageSpec{Image: platformImage, Interval: &metav1.Duration{Duration: time.Hour}}}
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), cp))
+	cleanupObject(t, cp)
+	waitForReady(t, cp, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+
+	const hold = "e2e.pkgsync.dev/hold"
+	app := newPackage(ns, "app", appImage, "")
+	app.Finalizers = []string{hold}
+	app.Spec.DependsOn = []v1alpha1.Dependency{{Kind: v1alpha1.ClusterPackageKind, Name: cp.Name}}
+	createPackage(t, app)
+	t.Cleanup(func() {
+		_ = suite.mgmtClient.Patch(context.Background(), &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	waitForReady(t, app, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	require.NoError(t, suite.mgmtClient.Delete(t.Context(), app))
+	eventually(t, func(a *attempt) {
+		got := &v1alpha1.Package{}
+		if assert.NoError(a, suite.mgmtClient.Get(a.Context(), clientKey(app), got)) {
+			assert.Equal(a, []string{hold}, got.Finalizers, "pkgsync's teardown done, the tenant's finalizer left")
+		}
+	})
+
+	// settle asks for a reconcile of the ClusterPackage and returns its count of reconciles once
+	// that one is recorded: the reconciles before it are counted too.
+	settle := func() uint64 {
+		before, _ := reconcileDurations(t, v1alpha1.ClusterPackageKind, cp)
+		requestReconcile(t, cp)
+		token := cp.GetAnnotations()[meta.ReconcileRequestAnnotation]
+		var n uint64
+		eventually(t, func(a *attempt) {
+			got := &v1alpha1.ClusterPackage{}
+			if assert.NoError(a, suite.mgmtClient.Get(a.Context(), clientKey(cp), got)) {
+				assert.Equal(a, token, got.Status.LastHandledReconcileAt)
+			}
+			n, _ = reconcileDurations(a, v1alpha1.ClusterPackageKind, cp)
+			assert.GreaterOrEqual(a, n, before+1)
+		})
+		return n
+	}
+	first := settle()
+	for i := range 3 {
+		require.NoError(t, suite.mgmtClient.Patch(t.Context(), &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}},
+			client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"interval":"%dh"}}`, i+2)))))
+	}
+	assert.Equal(t, first+1, settle(), "a terminating dependent's edits woke the ClusterPackage it depends on")
 }

@@ -155,3 +155,25 @@ func TestCachedVerdictNotServedWithoutAccess(t *testing.T) {
 	cond := waitForReadyMessage(t, pkg, metav1.ConditionFalse, v1alpha1.AuthenticationFailedReason, "(spec.verify: ")
 	assert.Contains(t, cond.Message, "authentication required", "stopped at verification, as an unverified digest is")
 }
+
+// TestCachedRenderNotServedThroughHostedClusterMirror: whoever writes a HostedCluster names, in
+// its spec.imageContentSources, a registry they run as the mirror of namespace A's private
+// registry; the registry claims to hold every digest. A Package of that HostedCluster's
+// namespace names A's private package by digest, without credentials: the mirror's word must get
+// it neither A's render nor A's package (it proves access only to what is read from it).
+func TestCachedRenderNotServedThroughHostedClusterMirror(t *testing.T) {
+	private := installPrivatePackage(t)
+	own := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
+	lying := lyingRegistry(t, own)
+
+	_, hcp := mirroredHostedCluster(t, newNamespace(t), "thief",
+		[]any{map[string]any{"source": private.registry.Host, "mirrors": []any{lying}}})
+	pkg := newPackage(hcp, "stolen", private.registry.Host+"/team-a/private@"+private.digest, "")
+	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
+	cond := waitForReady(t, pkg, metav1.ConditionFalse, v1alpha1.PullFailedReason)
+	assert.Contains(t, cond.Message, lying)
+	assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", hcp, "private"), "A's package is installed through a HostedCluster's mirror")
+
+	requestReconcile(t, private.pkg)
+	waitForReady(t, private.pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+}
