@@ -59,8 +59,9 @@ type configInput struct {
 	// digests), and status is read by more than may read the Secret.
 	digest string
 	// renderKey fingerprints the whole configuration for the render cache: a keyed HMAC (the key
-	// is random per process and never leaves it) when a Secret contributed, so that what the
-	// cache holds in memory is not a plain digest of a Secret's value either.
+	// is random per process and never leaves it) of the namespace and the configuration when a
+	// Secret contributed, so that what the cache holds in memory is not a plain digest of a
+	// Secret's value either, and such a render is shared only within its namespace.
 	renderKey string
 	// secretValues are the values Secrets contributed, as they may be written in an error
 	// message, longest first: redact removes them.
@@ -154,7 +155,12 @@ func readConfig(ctx context.Context, reader configSourceReader, namespace string
 	}
 	in := &configInput{raw: raw, digest: "sha256:" + hex.EncodeToString(digest.Sum(nil))}
 	if secretRead {
+		// The namespace is keyed in too: a render made from one namespace's Secret values is
+		// found only by resources of that namespace, so another namespace cannot confirm a guess
+		// of those values by rendering the same image with the same configuration.
 		mac := hmac.New(sha256.New, renderKeySecret)
+		mac.Write([]byte(namespace))
+		mac.Write([]byte{0})
 		mac.Write(raw)
 		in.renderKey = "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))
 	} else {

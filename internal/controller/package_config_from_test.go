@@ -150,3 +150,32 @@ func TestRedact(t *testing.T) {
 	plain := errors.New("x")
 	assert.Same(t, plain, (&configInput{}).redact(plain))
 }
+
+// TestRenderKeyOfSecretConfigIsPerNamespace: a render made from Secret values is found in the
+// render cache only by resources of the same namespace, so another namespace holding the same
+// image cannot confirm a guess of those values by how fast its own render comes back.
+func TestRenderKeyOfSecretConfigIsPerNamespace(t *testing.T) {
+	t.Parallel()
+	spec := &v1alpha1.PackageSpec{ConfigFrom: []v1alpha1.ConfigSource{{Kind: "Secret", Name: "creds", Key: "password", TargetPath: "password"}}}
+	secretIn := func(ns string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}, Data: map[string][]byte{"password": []byte("hunter2")}}
+	}
+	c := configFromClient(t, secretIn("a"), secretIn("b"))
+	a, err := readConfig(t.Context(), c, "a", spec)
+	require.NoError(t, err)
+	b, err := readConfig(t.Context(), c, "b", spec)
+	require.NoError(t, err)
+	assert.Equal(t, string(a.raw), string(b.raw))
+	assert.NotEqual(t, a.renderKey, b.renderKey, "a render from one namespace's Secret must not be keyed for another's")
+	again, err := readConfig(t.Context(), c, "a", spec)
+	require.NoError(t, err)
+	assert.Equal(t, a.renderKey, again.renderKey, "within a namespace the render is shared")
+
+	// Without a Secret the key is the configuration's plain digest, shared across namespaces.
+	plain := &v1alpha1.PackageSpec{Config: &apiextensionsv1.JSON{Raw: []byte(`{"x":1}`)}}
+	pa, err := readConfig(t.Context(), c, "a", plain)
+	require.NoError(t, err)
+	pb, err := readConfig(t.Context(), c, "b", plain)
+	require.NoError(t, err)
+	assert.Equal(t, pa.renderKey, pb.renderKey)
+}
