@@ -12,12 +12,16 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/render"
+	"pkgsync.dev/pkgsync/source"
 )
 
 // diffExitError is diff's failure exit code: 1 means differences, as for kubectl diff.
@@ -36,8 +40,15 @@ as "pkgsync apply" and the controller apply). Nothing is written.
 
 "diff DIR|REF" renders a package directory or image with the render flags (--config, --name,
 -n...); "diff package NAME -n NAMESPACE" renders the Package NAME of the cluster of --kubeconfig
-from its spec (image, config, component; the image is pulled with this machine's registry
-credentials, not the Package's pull secret).
+exactly as the controller does: its image's tag resolved to a digest, its labels, annotations
+and component, spec.config merged over what spec.configFrom reads, and the environment templates
+see (the cluster's Kubernetes and OpenShift versions and proxy, the HostedCluster behind the
+namespace, and the image overrides of --registry-host-overrides and --image-prefix-overrides,
+which should be the controller's). The image is pulled with this machine's registry credentials,
+not the Package's pull secret, and the ConfigMaps and Secrets of spec.configFrom are read as the
+user of --kubeconfig, not the Package's ServiceAccount. Values of those Secrets are removed from
+error messages; an object the package renders from them is shown as rendered (masked when it
+is a Secret, printed when it is, say, a ConfigMap).
 
 Server-set fields (managedFields, resourceVersion, generation, uid, creationTimestamp) and
 status are left out of the diff, and the values of a Secret's data and stringData are never
@@ -91,64 +102,79 @@ func runDiff(cmd *cobra.Command, in *renderInputs, flags applyFlags, args []stri
 	if err != nil {
 		return false, err
 	}
-	source := args[0]
-	var pkg *v1alpha1.Package
+	var rendered *render.Result
+	var owner apply.Owner
+	var adopt v1alpha1.AdoptionPolicy
+	redact := func(err error) error { return err }
 	if len(args) == 2 {
-		if in.namespace == "" {
-			return false, usageError("diff package NAME needs -n NAMESPACE")
-		}
-		if in.configFile != "" || in.name != "" || in.component != "" {
-			return false, usageError("diff package takes the configuration, name and component from the Package, not from --config, --name or --component")
-		}
-		if pkg, err = readPackage(ctx, flags.kubeconfig, in.namespace, args[1]); err != nil {
+		pkg, err := renderClusterPackage(ctx, cmd.ErrOrStderr(), in, flags.kubeconfig, args[1])
+		if err != nil {
 			return false, err
 		}
-		source = pkg.Spec.Image
-		if pkg.Spec.Semver != "" && pkg.Status.LastAttemptedTag != "" {
-			source += ":" + pkg.Status.LastAttemptedTag // the tag the controller chose in the range
+		rendered, redact = pkg.Result, pkg.Redact
+		owner = apply.Owner{Kind: "Package", Namespace: in.namespace, Name: args[1]}
+		adopt = pkg.adopt
+	} else {
+		fsys, opts, err := in.open(ctx, args[0], cmd.ErrOrStderr())
+		if err != nil {
+			return false, err
 		}
-		in.name, in.component = pkg.Name, pkg.Spec.Component
-	}
-	fsys, opts, err := in.open(ctx, source, cmd.ErrOrStderr())
-	if err != nil {
-		return false, err
-	}
-	adopt := v1alpha1.AdoptionPolicy("")
-	if pkg != nil {
-		adopt = pkg.Spec.AdoptionPolicy
-		if pkg.Spec.Config != nil {
-			opts.Config = pkg.Spec.Config.Raw
+		if rendered, err = renderPackage(ctx, fsys, opts); err != nil {
+			return false, fmt.Errorf("render %s: %w", args[0], err)
 		}
-	}
-	rendered, err := renderPackage(ctx, fsys, opts)
-	if err != nil {
-		return false, fmt.Errorf("render %s: %w", source, err)
-	}
-	name := opts.Name
-	if name == "" && rendered.Manifest != nil {
-		name = rendered.Manifest.Name
+		name := opts.Name
+		if name == "" && rendered.Manifest != nil {
+			name = rendered.Manifest.Name
+		}
+		owner = apply.Owner{Kind: "Package", Namespace: opts.Namespace, Name: name}
 	}
 	req := apply.Request{
-		Owner:            apply.Owner{Kind: "Package", Namespace: opts.Namespace, Name: name},
+		Owner:            owner,
 		Phases:           rendered.Phases,
 		Targets:          targets,
-		DefaultNamespace: opts.Namespace,
+		DefaultNamespace: owner.Namespace,
 		Adopt:            adopt,
 	}
 	phases, err := apply.NewEngine(apply.Options{}).Preview(ctx, req)
 	if err != nil {
-		return false, err
+		return false, redact(err)
+	}
+	// The API server's answer may quote a value rendered from a configFrom Secret.
+	for i := range phases {
+		for j := range phases[i].Objects {
+			phases[i].Objects[j].Err = redact(phases[i].Objects[j].Err)
+		}
 	}
 	return printDiff(cmd.OutOrStdout(), cmd.ErrOrStderr(), phases)
 }
 
-// readPackage reads a Package from the cluster of kubeconfig.
-func readPackage(ctx context.Context, kubeconfig, namespace, name string) (*v1alpha1.Package, error) {
+// clusterPackage is a Package of the cluster rendered as the controller renders it.
+type clusterPackage struct {
+	*controller.RenderedPackage
+	adopt v1alpha1.AdoptionPolicy
+}
+
+// renderClusterPackage reads the Package name of in.namespace and renders it as the controller
+// does (controller.RenderPackage): its tag resolved to a digest (with spec.semver, the tag the
+// controller chose last), the management cluster's environment read as the controller reads it
+// at start-up, the HostedCluster behind the namespace, spec.configFrom merged. The image is
+// pulled, and the ConfigMaps and Secrets of spec.configFrom are read, with this machine's
+// credentials (registry and kubeconfig), not the Package's pull Secret or ServiceAccount.
+func renderClusterPackage(ctx context.Context, stderr io.Writer, in *renderInputs, kubeconfig, name string) (*clusterPackage, error) {
+	if in.namespace == "" {
+		return nil, usageError("diff package NAME needs -n NAMESPACE")
+	}
+	if in.configFile != "" || in.name != "" || in.component != "" || in.kubernetesVersion != "" || in.openShiftVersion != "" || in.hostedCluster != "" {
+		return nil, usageError("diff package renders as the controller does: the configuration, name and component come from the Package, the versions and HostedCluster from the cluster, not from --config, --name, --component, --kubernetes-version, --openshift-version or --hosted-cluster")
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
 	}
 	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
@@ -157,10 +183,41 @@ func readPackage(ctx context.Context, kubeconfig, namespace, name string) (*v1al
 		return nil, fmt.Errorf("connect to the management cluster (%s): %w", cfg.Host, err)
 	}
 	var pkg v1alpha1.Package
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pkg); err != nil {
-		return nil, fmt.Errorf("get Package %s/%s: %w", namespace, name, err)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: in.namespace, Name: name}, &pkg); err != nil {
+		return nil, fmt.Errorf("get Package %s/%s: %w", in.namespace, name, err)
 	}
-	return &pkg, nil
+	image := pkg.Spec.Image
+	if pkg.Spec.Semver != "" && pkg.Status.LastAttemptedTag != "" {
+		image += ":" + pkg.Status.LastAttemptedTag // the tag the controller chose in the range
+	}
+	ref, err := source.ParseReference(image)
+	if err != nil {
+		return nil, fmt.Errorf("spec.image of Package %s/%s: %w", in.namespace, name, err)
+	}
+	src, err := in.registry.client(stderr, ref)
+	if err != nil {
+		return nil, err
+	}
+	if ref.Digest == "" {
+		digest, err := src.Resolve(ctx, ref, nil)
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", ref, err)
+		}
+		ref = ref.WithDigest(digest)
+	}
+	artifact, err := src.Pull(ctx, ref, nil)
+	if err != nil {
+		return nil, fmt.Errorf("pull %s: %w", ref, err)
+	}
+	opts, err := managementEnvironment(ctx, &in.registry.overrides, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rendered, err := controller.RenderPackage(ctx, c, opts, &pkg, ref, artifact.FS)
+	if err != nil {
+		return nil, fmt.Errorf("render Package %s/%s: %w", in.namespace, name, err)
+	}
+	return &clusterPackage{RenderedPackage: rendered, adopt: pkg.Spec.AdoptionPolicy}, nil
 }
 
 // printDiff writes a unified diff per changed object and lists skipped phases and objects that

@@ -167,7 +167,7 @@ func runFleetPlan(cmd *cobra.Command, o *fleetPlanOptions, name string) error {
 	if err != nil {
 		return fmt.Errorf("pull %s: %w", ref, err)
 	}
-	opts, err := managementEnvironment(ctx, o, cfg)
+	opts, err := managementEnvironment(ctx, &o.registry.overrides, cfg)
 	if err != nil {
 		return err
 	}
@@ -194,8 +194,8 @@ func runFleetPlan(cmd *cobra.Command, o *fleetPlanOptions, name string) error {
 
 // managementEnvironment is what the controller knows of the management cluster for templates:
 // its Kubernetes and OpenShift versions, its proxy, and the image overrides (the flags).
-func managementEnvironment(ctx context.Context, o *fleetPlanOptions, cfg *rest.Config) (controller.Options, error) {
-	overrides, err := o.registry.overrides.overrides()
+func managementEnvironment(ctx context.Context, o *overrideOptions, cfg *rest.Config) (controller.Options, error) {
+	overrides, err := o.overrides()
 	if err != nil {
 		return controller.Options{}, err
 	}

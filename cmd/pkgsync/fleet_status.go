@@ -38,6 +38,9 @@ type fleetStatusOutput struct {
 	Paused             bool   `json:"paused"`
 	// Target is the revision being rolled out (equal to Stable when the rollout is done).
 	Target *fleetRevisionOutput `json:"target"`
+	// TargetAppliedFrom lists the mirrors or overrides (REGISTRY/REPOSITORY) that served the
+	// target to the members that applied it; empty when all read it where its image names it.
+	TargetAppliedFrom []string `json:"targetAppliedFrom"`
 	// Stable is the last revision every member reached.
 	Stable *fleetRevisionOutput `json:"stable"`
 	// Rejected is the revision spec.rollout.onFailure=Rollback took back, null when none.
@@ -130,6 +133,10 @@ progress, failed, blocked (their own cluster or namespace stops them: the Hosted
 Available or paused, its API server does not answer, a Secret is missing) and held (by the
 pkgsync.dev/hold annotation), with the reason and message of each. The status lists at most 10
 members of each kind; the counts cover all of them.
+
+When members read the target from a mirror or through the controller's registry overrides
+rather than where its image names it, "Mirrors:" lists those repositories
+(status.targetAppliedFrom; targetAppliedFrom in -o json, empty otherwise).
 
 Revisions read as the version their image declares beside the start of the digest,
 "1.4.2 (sha256:3f9c0e1a…)" (the org.opencontainers.image.version annotation that pkgsync build
@@ -243,13 +250,14 @@ func fleetStatusOf(fleet *v1alpha1.HostedClusterPackage) fleetStatusOutput {
 	out := fleetStatusOutput{
 		Name: fleet.Name, Generation: fleet.Generation, ObservedGeneration: st.ObservedGeneration,
 		Suspended: fleet.Spec.Suspend, Paused: fleet.Spec.Rollout.Paused,
-		CurrentPartition: st.CurrentPartition,
-		Members:          countsOf(st.MemberCounts),
-		Partitions:       []fleetPartitionOutput{},
-		InProgress:       membersOf(st.InProgress),
-		Failed:           membersOf(st.FailedMembers),
-		Blocked:          membersOf(st.BlockedMembers),
-		Held:             membersOf(st.HeldMembers),
+		CurrentPartition:  st.CurrentPartition,
+		TargetAppliedFrom: append([]string{}, st.TargetAppliedFrom...),
+		Members:           countsOf(st.MemberCounts),
+		Partitions:        []fleetPartitionOutput{},
+		InProgress:        membersOf(st.InProgress),
+		Failed:            membersOf(st.FailedMembers),
+		Blocked:           membersOf(st.BlockedMembers),
+		Held:              membersOf(st.HeldMembers),
 	}
 	if st.Target != nil {
 		out.Target = revisionOf(*st.Target)
@@ -315,6 +323,9 @@ func printFleetStatus(w io.Writer, fleet *v1alpha1.HostedClusterPackage, out fle
 	}
 	fmt.Fprintf(tw, "Fleet:\t%s\n", printable(out.Name))
 	fmt.Fprintf(tw, "Target:\t%s\n", revision(out.Target, "none yet (the image tag is not resolved)"))
+	if len(out.TargetAppliedFrom) > 0 {
+		fmt.Fprintf(tw, "Mirrors:\t%s (served the target to members, instead of its image's repository)\n", appliedFromText(out.TargetAppliedFrom))
+	}
 	fmt.Fprintf(tw, "Stable:\t%s\n", revision(out.Stable, "none yet (no revision has reached every member)"))
 	if r := out.Rejected; r != nil {
 		fmt.Fprintf(tw, "Rejected:\t%s  %s, %s: %s: %s (not rolled out again until the tag moves to another digest or a reconcile is requested)\n",
@@ -354,6 +365,15 @@ func printFleetStatus(w io.Writer, fleet *v1alpha1.HostedClusterPackage, out fle
 		return err
 	}
 	return printMembers(w, fleet, "Held members", out.Held)
+}
+
+// appliedFromText lists the repositories of status.targetAppliedFrom on one line.
+func appliedFromText(from []string) string {
+	out := make([]string, len(from))
+	for i, f := range from {
+		out[i] = printable(f)
+	}
+	return strings.Join(out, ", ")
 }
 
 // printPartitions prints the partitions in rollout order, with how long each is in its state.

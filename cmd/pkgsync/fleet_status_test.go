@@ -57,7 +57,8 @@ func haltedFleet(now time.Time) (*v1alpha1.HostedClusterPackage, v1alpha1.Hosted
 			{Type: "Ready", Status: metav1.ConditionFalse, Reason: "RolloutHalted", Message: halt, LastTransitionTime: ago(10*time.Hour + 30*time.Minute)},
 			{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "RolloutHalted", Message: halt, LastTransitionTime: ago(10*time.Hour + 30*time.Minute)},
 		},
-		Target: &target,
+		Target:            &target,
+		TargetAppliedFrom: []string{"mirror.example.com/addons/hosted-addon"},
 		Stable: &v1alpha1.FleetStableRevision{FleetRevision: stable,
 			Template: v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: "registry.example.com/addons/hosted-addon:v1"}}},
 		MemberCounts:     v1alpha1.MemberCounts{Total: 8, Updated: 3, Ready: 5, Failed: 1, Blocked: 1, Held: 1},
@@ -165,6 +166,7 @@ func TestFleetStatusCommand(t *testing.T) {
     "digest": "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "version": "2.0.0", "templateDigest": "sha256:2222222222222222222222222222222222222222222222222222222222222222"},
   "stable": {"name": "aaaaaaaaaaaa-11111111", "image": "registry.example.com/addons/hosted-addon:v1@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
     "digest": "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "version": "", "templateDigest": "sha256:1111111111111111111111111111111111111111111111111111111111111111"},
+  "targetAppliedFrom": ["mirror.example.com/addons/hosted-addon"],
   "rejected": null,
   "ready": {"status": "False", "reason": "RolloutHalted", "since": %[1]q,
     "message": "rollout of bbbbbbbbbbbb-22222222 halted in partition canary: 1 member(s) failed (spec.rollout.failureThreshold): clusters-c2: RenderFailed: render: template config.yaml.gotmpl: this revision is broken on purpose"},
@@ -196,7 +198,7 @@ func TestFleetStatusCommand(t *testing.T) {
 		stdout, _, err := runCLI(t, "fleet", "status", "fresh", "--kubeconfig", cp.KubeconfigPath, "-o", "json")
 		require.NoError(t, err)
 		assert.JSONEq(t, `{"name": "fresh", "generation": 1, "observedGeneration": -1, "suspended": false, "paused": true,
-  "target": null, "stable": null, "rejected": null, "ready": null, "currentPartition": "",
+  "target": null, "targetAppliedFrom": [], "stable": null, "rejected": null, "ready": null, "currentPartition": "",
   "members": {"updated": 0, "ready": 0, "failed": 0, "blocked": 0, "held": 0, "total": 0},
   "partitions": [], "inProgress": [], "failed": [], "blocked": [], "held": []}`, stdout)
 	})

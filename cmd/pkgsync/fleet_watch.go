@@ -406,6 +406,9 @@ func renderFleetFrame(fleet *v1alpha1.HostedClusterPackage, members []v1alpha1.P
 
 	add("Fleet %s  (watching; Ctrl-C stops)", printable(fleet.Name))
 	add("Target  %s", revisionLine(st.Target))
+	if len(st.TargetAppliedFrom) > 0 {
+		add("        served from %s", appliedFromText(st.TargetAppliedFrom))
+	}
 	add("Stable  %s", revisionLine(fleetStable(fleet)))
 	if r := st.Rejected; r != nil {
 		add("Rejected  %s: %s", revisionLine(&r.FleetRevision), printable(r.Reason))

@@ -55,6 +55,9 @@ type fleetSteps struct {
 	writes           memberWrites
 	// preflights keeps spec.rollout.preflight's verdicts (fleet_preflight.go).
 	preflights preflightResults
+	// applier gives the identity a member reads its spec.configFrom as (configReader), for the
+	// preflight; nil in PreflightFleet, which reads as its client.
+	applier *applier
 	// secrets keeps the copies of the Secrets the template names in the members' namespaces;
 	// nil when the controller has no namespace to read them in.
 	secrets *fleetSecrets

@@ -90,7 +90,10 @@ type memberHealth struct {
 // its verification Secret is missing or trusts other keys (the fleet verified the digest with
 // the template's before it became the target), its connector kubeconfig is refused, its
 // namespace is no hosted-control-plane namespace, its ServiceAccount is missing or may not do
-// what the package needs (Forbidden). Messages are never parsed: only reasons.
+// what the package needs (Forbidden), or a Package its spec.dependsOn names in its namespace is
+// missing or not Ready yet (DependencyNotReady: the member renders and applies nothing until
+// it is). A dependency cycle is the package's own error: it stalls the member, a failure.
+// Messages are never parsed: only reasons.
 var blockingReasons = map[string]bool{
 	v1alpha1.HostedClusterUnavailableReason: true,
 	v1alpha1.AuthenticationFailedReason:     true,
@@ -98,6 +101,7 @@ var blockingReasons = map[string]bool{
 	v1alpha1.InsecureKubeconfigReason:       true,
 	v1alpha1.NotHostedControlPlaneReason:    true,
 	v1alpha1.ForbiddenReason:                true,
+	v1alpha1.DependencyNotReadyReason:       true,
 }
 
 // healthOf reads a member: held (by the hold annotation), blocked (blockedBy), or what its

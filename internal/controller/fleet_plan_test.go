@@ -269,7 +269,7 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 	t.Run("a blocked member on the target past the progress deadline is not a failure", func(t *testing.T) {
 		t.Parallel()
 		for _, reason := range []string{v1alpha1.HostedClusterUnavailableReason, v1alpha1.AuthenticationFailedReason, v1alpha1.VerificationFailedReason,
-			v1alpha1.InsecureKubeconfigReason, v1alpha1.NotHostedControlPlaneReason} {
+			v1alpha1.InsecureKubeconfigReason, v1alpha1.NotHostedControlPlaneReason, v1alpha1.ForbiddenReason, v1alpha1.DependencyNotReadyReason} {
 			ms := fleet(0)
 			notReadyWith(onRevision(ms[0], "new"), reason)
 			plan := planRollout(ms, order, "new", "old", strict, nil, now, planGates{})
@@ -291,6 +291,14 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 		ms := fleet(0)
 		ms[0] = onCluster(stalled(planMember("c0", "canary", "new", false, now)), nil)
 		assert.True(t, planRollout(ms, order, "new", "old", strict, nil, now, planGates{}).halted, "Stalled (RenderFailed)")
+		// A dependency cycle is the package's own error (spec.dependsOn of the template): a failure.
+		ms = fleet(0)
+		ms[0] = onCluster(notReadyWith(onRevision(planMember("c0", "canary", "new", false, now), "new"), v1alpha1.DependencyCycleReason), nil)
+		ms[0].pkg.Status.Conditions = append(ms[0].pkg.Status.Conditions, metav1.Condition{Type: meta.StalledCondition, Status: metav1.ConditionTrue,
+			Reason: v1alpha1.DependencyCycleReason, Message: "dependency cycle: a -> b -> a", ObservedGeneration: 2})
+		plan := planRollout(ms, order, "new", "old", strict, nil, now, planGates{})
+		assert.True(t, plan.halted, "Stalled (DependencyCycle)")
+		assert.Empty(t, plan.blocked, "DependencyCycle")
 	})
 	t.Run("a paused HostedCluster blocks its member, until its pause ends", func(t *testing.T) {
 		t.Parallel()

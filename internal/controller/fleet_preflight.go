@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -26,25 +27,52 @@ import (
 // reconciler validates (the package's scopes). spec.rollout.preflight runs it in the
 // reconciler; `pkgsync fleet plan` runs it through PreflightFleet and adds a server-side dry run.
 
-// preflightOptions are the render options of the member m would get on revision src, and the
-// key its preflight result is kept under: the options without the revision time annotation,
-// which changes with every move and which a template has no business reading.
-func preflightOptions(opts Options, fleet *v1alpha1.HostedClusterPackage, src fleetRevisionSource, m *fleetMember, now time.Time) (render.Options, string, error) {
+// preflightOptions are the render options of the member m would get on revision src, with its
+// spec.configFrom read and merged as the member's reconciler will (memberConfig), and the key
+// its preflight result is kept under: the options without the revision time annotation, which
+// changes with every move and which a template has no business reading, and with the
+// configuration's render key (a keyed HMAC when a Secret contributed) in place of the
+// configuration, so that no plain digest of a Secret's value is kept.
+func (r *fleetSteps) preflightOptions(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, src fleetRevisionSource, m *fleetMember, now time.Time) (render.Options, string, *configInput, error) {
 	desired, err := desiredMember(fleet, src, m, now)
 	if err != nil {
-		return render.Options{}, "", &stageError{reason: v1alpha1.InvalidConfigReason, err: err}
+		return render.Options{}, "", nil, &stageError{reason: v1alpha1.InvalidConfigReason, err: err}
 	}
-	withShardLabels(desired, fleet, opts.ShardLabelKeys)
-	ro := renderOptions(opts, desired.Name, desired.Namespace, desired.Labels, desired.Annotations, &desired.Spec, src.image, m.cluster)
+	withShardLabels(desired, fleet, r.options.ShardLabelKeys)
+	config, err := r.memberConfig(ctx, desired)
+	if err != nil {
+		return render.Options{}, "", nil, err
+	}
+	ro := renderOptions(r.options, desired.Name, desired.Namespace, desired.Labels, desired.Annotations, &desired.Spec, src.image, m.cluster)
+	ro.Config = config.raw
 	keyed := ro
+	keyed.Config = nil
 	keyed.Annotations = maps.Clone(ro.Annotations)
 	delete(keyed.Annotations, fleetRevisionTimeAnnotation)
 	data, err := json.Marshal(keyed)
 	if err != nil {
-		return render.Options{}, "", fmt.Errorf("fingerprint the render options of member %s: %w", m.namespace, err)
+		return render.Options{}, "", nil, fmt.Errorf("fingerprint the render options of member %s: %w", m.namespace, err)
 	}
-	sum := sha256.Sum256(data)
-	return ro, hex.EncodeToString(sum[:]), nil
+	h := sha256.New()
+	h.Write(data)
+	h.Write([]byte("\x00" + config.renderKey))
+	return ro, hex.EncodeToString(h.Sum(nil)), config, nil
+}
+
+// memberConfig reads the member's spec.configFrom and merges its spec.config over it (readConfig),
+// in the member's namespace and as the identity the member reads it with (applier.configReader):
+// its ServiceAccount, so that a template naming a Secret its members may not read fails the
+// preflight as it would fail the member. Without an applier (PreflightFleet) it reads through
+// r.apiReader, as whoever that client is.
+func (r *fleetSteps) memberConfig(ctx context.Context, member *v1alpha1.Package) (*configInput, error) {
+	var reader configSourceReader = r.apiReader
+	if len(member.Spec.ConfigFrom) > 0 && r.applier != nil {
+		var err error
+		if reader, err = r.applier.configReader(ownerOf(member, v1alpha1.PackageKind), member.Spec.ServiceAccountName, r.apiReader); err != nil {
+			return nil, err
+		}
+	}
+	return readConfig(ctx, reader, member.Namespace, &member.Spec)
 }
 
 // preflightRender renders and validates one member's package. A render that ran out of time,
@@ -66,6 +94,15 @@ func preflightRender(ctx context.Context, fsys fs.FS, ro render.Options) (*rende
 }
 
 var errTransient = errors.New("preflight interrupted")
+
+// configReadFailed tells a failed read of a member's spec.configFrom (the API server did not
+// answer), which is retried, from a verdict: a missing or unusable source carries its reason (a
+// stageError) and fails the member as it would fail the member Package, and a Forbidden read is
+// the member's own (it reports Forbidden and is blocked).
+func configReadFailed(err error) bool {
+	var se *stageError
+	return !errors.As(err, &se) && !apierrors.IsForbidden(err)
+}
 
 // preflightVerdict is the result of one member's preflight: reason is "" when it passed.
 type preflightVerdict struct {
@@ -123,10 +160,15 @@ func (r *fleetSteps) preflight(ctx context.Context, fleet *v1alpha1.HostedCluste
 	var fsys fs.FS
 	var failed []v1alpha1.MemberStatus
 	for _, m := range members {
-		ro, key, err := preflightOptions(r.options, fleet, src, m, now)
+		ro, key, config, err := r.preflightOptions(ctx, fleet, src, m, now)
 		var v preflightVerdict
 		var seen bool
 		switch {
+		case err != nil && configReadFailed(err):
+			return nil, fmt.Errorf("preflight of member %s: %w", m.namespace, err)
+		case err != nil && apierrors.IsForbidden(err):
+			// The member's identity may not read its configuration: the member reports
+			// Forbidden and is blocked; that is no verdict on the revision.
 		case err != nil:
 			v = preflightVerdict{reason: reasonFor(err), message: err.Error()}
 		default:
@@ -140,7 +182,8 @@ func (r *fleetSteps) preflight(ctx context.Context, fleet *v1alpha1.HostedCluste
 					if errors.Is(err, errTransient) {
 						return nil, err
 					}
-					v = preflightVerdict{reason: reasonFor(err), message: err.Error()}
+					// The message goes to the fleet's status: no value of a member's Secret.
+					v = preflightVerdict{reason: reasonFor(err), message: config.redact(err).Error()}
 				}
 			}
 			verdicts[key] = v
@@ -231,9 +274,12 @@ func PreflightFleet(ctx context.Context, c client.Client, opts Options, fleet *v
 		if m.cluster != nil {
 			pm.HostedCluster = m.cluster.Namespace + "/" + m.cluster.Name
 		}
-		ro, _, err := preflightOptions(opts, fleet, src, m, now)
+		ro, _, config, err := r.preflightOptions(ctx, fleet, src, m, now)
 		if err == nil {
 			pm.Result, err = preflightRender(ctx, fsys, ro)
+			err = config.redact(err)
+		} else if configReadFailed(err) {
+			return nil, fmt.Errorf("preflight of member %s: %w", m.namespace, err)
 		}
 		if err != nil {
 			if errors.Is(err, errTransient) {

@@ -27,7 +27,7 @@ func setupFleets(ctx context.Context, s *services) error {
 	hostedClusterAPI := err == nil
 	steps := &fleetSteps{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), source: s.cfg.Source, verifier: s.verifier, recorder: s.recorder,
-		own: s.metrics, options: s.opts, hostedClusterAPI: hostedClusterAPI, now: time.Now,
+		own: s.metrics, options: s.opts, hostedClusterAPI: hostedClusterAPI, now: time.Now, applier: s.applier,
 	}
 	secrets, secretCaches, err := setupFleetSecrets(ctx, s)
 	if err != nil {

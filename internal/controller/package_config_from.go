@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
@@ -345,14 +346,26 @@ func (r *packageSteps[T]) config(ctx context.Context, obj T) (*configInput, erro
 	}
 	var reader configSourceReader = r.apiReader
 	if len(spec.ConfigFrom) > 0 {
-		owner := ownerOf(obj, r.kind)
-		if sa := r.applier.serviceAccountFor(owner, spec.ServiceAccountName); sa != "" {
-			target, err := r.applier.targets.managementTarget(r.applier.serviceAccountNamespace(owner), sa)
-			if err != nil {
-				return nil, err
-			}
-			reader = target.Client
+		var err error
+		if reader, err = r.applier.configReader(ownerOf(obj, r.kind), spec.ServiceAccountName, r.apiReader); err != nil {
+			return nil, err
 		}
 	}
 	return readConfig(ctx, reader, namespace, spec)
+}
+
+// configReader is what reads spec.configFrom of owner: a client impersonating the ServiceAccount
+// owner applies with (serviceAccount, or --default-service-account for a namespaced owner), or
+// controller, the controller's own reader, when there is none. A fleet's preflight reads its
+// members' configuration through it too, as the member will.
+func (r *applier) configReader(owner apply.Owner, serviceAccount string, controller configSourceReader) (configSourceReader, error) {
+	sa := r.serviceAccountFor(owner, serviceAccount)
+	if sa == "" {
+		return controller, nil
+	}
+	target, err := r.targets.managementTarget(r.serviceAccountNamespace(owner), sa)
+	if err != nil {
+		return nil, err
+	}
+	return target.Client, nil
 }
