@@ -483,6 +483,7 @@ type HostedClusterPackageStatus struct {
 // HostedClusterPackage rolls one package out to every matching HyperShift hosted cluster: it
 // keeps a member Package in each one's hosted-control-plane namespace and moves them to a new
 // revision partition by partition.
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name is at most 63 characters: the member Packages it writes are named after it, and the objects it applies carry it in the label pkgsync.dev/owner-name, whose values are at most 63"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=hcpkg,categories=pkgsync

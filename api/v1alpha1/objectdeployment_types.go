@@ -94,6 +94,7 @@ type ObjectDeploymentStatus struct {
 }
 
 // ObjectDeployment applies inline phases of objects with the same engine as a Package.
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name is at most 63 characters: the objects it applies carry it in the label pkgsync.dev/owner-name, whose values are at most 63"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=od,categories=pkgsync
@@ -119,6 +120,7 @@ type ObjectDeploymentList struct {
 }
 
 // ClusterObjectDeployment is the cluster-scoped twin of ObjectDeployment.
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name is at most 63 characters: the objects it applies carry it in the label pkgsync.dev/owner-name, whose values are at most 63"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=cod,categories=pkgsync

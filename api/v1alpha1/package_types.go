@@ -288,6 +288,7 @@ type PackageStatus struct {
 
 // Package installs a package image into the management cluster and, for hosted-cluster
 // phases, into the hosted cluster of its hosted-control-plane namespace.
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name is at most 63 characters: the objects it applies carry it in the label pkgsync.dev/owner-name, whose values are at most 63"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pkg,categories=pkgsync
@@ -318,6 +319,7 @@ type PackageList struct {
 // ClusterPackage installs a package cluster-wide; it may create cluster-scoped objects and
 // objects in any namespace.
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.dependsOn) || self.spec.dependsOn.all(d, !has(d.kind) || d.kind == 'ClusterPackage')",message="a ClusterPackage may depend on ClusterPackages only: spec.dependsOn[].kind must be ClusterPackage or empty"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name is at most 63 characters: the objects it applies carry it in the label pkgsync.dev/owner-name, whose values are at most 63"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=cpkg,categories=pkgsync
