@@ -75,26 +75,6 @@ func (r *fleetSteps) memberConfig(ctx context.Context, member *v1alpha1.Package)
 	return readConfig(ctx, reader, member.Namespace, &member.Spec)
 }
 
-// preflightRender renders and validates one member's package. A render that ran out of time,
-// or whose reconcile was cancelled, is not a verdict on the revision: errTransient says so.
-func preflightRender(ctx context.Context, fsys fs.FS, ro render.Options) (*render.Result, error) {
-	renderCtx, cancel := context.WithTimeout(ctx, maxRenderTime)
-	defer cancel()
-	res, err := render.Render(renderCtx, fsys, ro)
-	switch {
-	case err != nil && (ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)):
-		return nil, fmt.Errorf("%w: render for %s: %w", errTransient, ro.Namespace, err)
-	case err != nil:
-		return nil, err
-	}
-	if err := checkScopes(res.Manifest, ro.Namespace != ""); err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-var errTransient = errors.New("preflight interrupted")
-
 // configReadFailed tells a failed read of a member's spec.configFrom (the API server did not
 // answer), which is retried, from a verdict: a missing or unusable source carries its reason (a
 // stageError) and fails the member as it would fail the member Package, and a Forbidden read is

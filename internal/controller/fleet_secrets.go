@@ -180,12 +180,6 @@ func setupFleetSecrets(ctx context.Context, s *services) (*fleetSecrets, *secret
 	return fs, &secretCaches{copies: copies, sources: sources}, nil
 }
 
-// managedCache runs a cache among the manager's caches: started before the controllers, and
-// waited for until synced.
-type managedCache struct{ cache.Cache }
-
-func (c managedCache) GetCache() cache.Cache { return c.Cache }
-
 // secretCaches are the caches the fleet's Secret watches read.
 type secretCaches struct {
 	copies, sources cache.Cache

@@ -20,6 +20,24 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
+// configSourceIndex indexes Packages and ClusterPackages by the ConfigMaps and Secrets their
+// spec.configFrom names (KIND/NAME; the namespace is the resource's own, or the controller's for
+// ClusterPackages), so that a change of one finds the resources that read it.
+const configSourceIndex = "pkgsync.dev/configFrom"
+
+// indexConfigFrom is the configSourceIndex function of Packages and ClusterPackages.
+func indexConfigFrom(o client.Object) []string {
+	p, ok := o.(packageObject)
+	if !ok {
+		return nil
+	}
+	var ids []string
+	for _, src := range p.GetSpec().ConfigFrom {
+		ids = append(ids, src.Kind+"/"+src.Name)
+	}
+	return ids
+}
+
 // configSourceCache watches the metadata of ConfigMaps and Secrets, for spec.configFrom: a cache
 // of its own, apart from the manager's, which holds Secrets only under the connector Secret's
 // name (CacheOptions). It holds no data: each object is kept as its namespace, name, uid and

@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -305,15 +303,6 @@ func (r *packageSteps[T]) retryInterval(spec *v1alpha1.PackageSpec) time.Duratio
 		return d
 	}
 	return r.options.RetryInterval
-}
-
-// configDigestOf fingerprints the configuration, to tell a config change from a new image.
-func configDigestOf(spec *v1alpha1.PackageSpec) string {
-	h := sha256.New()
-	if spec.Config != nil {
-		h.Write(spec.Config.Raw)
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // resolveMaxAge says how old a tag resolution (made by any resource) may be for this reconcile.

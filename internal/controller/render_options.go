@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -87,3 +90,23 @@ func checkScopes(m *v1alpha1.PackageManifest, namespaced bool) error {
 	}
 	return &stageError{reason: v1alpha1.RenderFailedReason, err: fmt.Errorf("package %s does not support the %s scope (manifest spec.scopes: %v)", m.Name, want, m.Spec.Scopes)}
 }
+
+// preflightRender renders and validates one member's package. A render that ran out of time,
+// or whose reconcile was cancelled, is not a verdict on the revision: errTransient says so.
+func preflightRender(ctx context.Context, fsys fs.FS, ro render.Options) (*render.Result, error) {
+	renderCtx, cancel := context.WithTimeout(ctx, maxRenderTime)
+	defer cancel()
+	res, err := render.Render(renderCtx, fsys, ro)
+	switch {
+	case err != nil && (ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)):
+		return nil, fmt.Errorf("%w: render for %s: %w", errTransient, ro.Namespace, err)
+	case err != nil:
+		return nil, err
+	}
+	if err := checkScopes(res.Manifest, ro.Namespace != ""); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+var errTransient = errors.New("preflight interrupted")

@@ -97,10 +97,13 @@ func createNamespace(t *testing.T, c client.Client, name string, labels map[stri
 }
 
 // namespacedKinds are the kinds tests and packages create in a management namespace, deleted
-// by cleanNamespace once the pkgsync resources there are gone.
-var namespacedKinds = []client.ObjectList{
-	&corev1.SecretList{}, &corev1.ConfigMapList{}, &corev1.ServiceAccountList{}, &rbacv1.RoleList{},
-	&rbacv1.RoleBindingList{}, &appsv1.DeploymentList{}, hostedClusterList(),
+// by cleanNamespace once the pkgsync resources there are gone. Fresh lists on each call: tests
+// clean their namespaces in parallel, and a list shared between them is decoded into at once.
+func namespacedKinds() []client.ObjectList {
+	return []client.ObjectList{
+		&corev1.SecretList{}, &corev1.ConfigMapList{}, &corev1.ServiceAccountList{}, &rbacv1.RoleList{},
+		&rbacv1.RoleBindingList{}, &appsv1.DeploymentList{}, hostedClusterList(),
+	}
 }
 
 // cleanNamespace deletes what a test left in a management namespace and waits until it is
@@ -127,12 +130,12 @@ func cleanNamespace(t *testing.T, ns string) {
 			return nil
 		}))
 	}
-	for _, list := range namespacedKinds {
+	for _, list := range namespacedKinds() {
 		obj := itemOf(t, list)
 		require.NoError(t, client.IgnoreNotFound(suite.mgmtClient.DeleteAllOf(ctx, obj, client.InNamespace(ns))))
 	}
 	eventuallyWithin(t, ctx, func(a *attempt) {
-		for _, list := range namespacedKinds {
+		for _, list := range namespacedKinds() {
 			if assert.NoError(a, suite.mgmtClient.List(ctx, list, client.InNamespace(ns))) {
 				assert.Zero(a, apimeta.LenList(list), "%T left in namespace %s", list, ns)
 			}

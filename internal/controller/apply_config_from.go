@@ -1,0 +1,341 @@
+package controller
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
+)
+
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
+
+// maxConfigFromBytes bounds what spec.configFrom reads into one configuration, summed over its
+// entries: the configuration is parsed, merged, validated and rendered on every change, and a
+// ConfigMap may hold 1 MiB.
+const maxConfigFromBytes = 1 << 20
+
+// configInput is the configuration a resource renders with: spec.config with what
+// spec.configFrom reads merged under it.
+type configInput struct {
+	// raw is the configuration as JSON; nil without one.
+	raw []byte
+	// digest fingerprints the configuration for status (lastAppliedConfigDigest, history): the
+	// sha256 of spec.config and, with spec.configFrom, of what the ConfigMaps gave and of the
+	// identity and resourceVersion of the Secrets read, never of their values. A digest of a
+	// value is no secret when the value has little entropy (a password can be found by trying
+	// digests), and status is read by more than may read the Secret.
+	digest string
+	// renderKey fingerprints the whole configuration for the render cache: a keyed HMAC (the key
+	// is random per process and never leaves it) of the namespace and the configuration when a
+	// Secret contributed, so that what the cache holds in memory is not a plain digest of a
+	// Secret's value either, and such a render is shared only within its namespace.
+	renderKey string
+	// secretValues are the values Secrets contributed, as they may be written in an error
+	// message, longest first: redact removes them.
+	secretValues []string
+}
+
+// renderKeySecret keys the HMAC of configurations that hold values of Secrets.
+var renderKeySecret = []byte(rand.Text() + rand.Text())
+
+// configSourceReader reads the ConfigMaps and Secrets of spec.configFrom.
+type configSourceReader interface {
+	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
+}
+
+// readConfig reads spec.configFrom of a resource from namespace (its own, or the controller's)
+// with reader and merges spec.config over it. Without spec.configFrom it is spec.config alone,
+// with the digest it always had.
+func readConfig(ctx context.Context, reader configSourceReader, namespace string, spec *v1alpha1.PackageSpec) (*configInput, error) {
+	if len(spec.ConfigFrom) == 0 {
+		in := &configInput{digest: configDigestOf(spec)}
+		if spec.Config != nil {
+			in.raw = spec.Config.Raw
+		}
+		in.renderKey = in.digest
+		return in, nil
+	}
+	merged := map[string]any{}
+	digest := sha256.New()
+	if spec.Config != nil {
+		digest.Write(spec.Config.Raw)
+	}
+	var secrets []string
+	secretRead := false
+	total := 0
+	for i, src := range spec.ConfigFrom {
+		key := src.GetKey()
+		fmt.Fprintf(digest, "\x00%d\x00%s\x00%s\x00%s\x00%s\x00", i, src.Kind, src.Name, key, src.TargetPath)
+		value, found, id, err := readConfigSource(ctx, reader, namespace, src, key)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			if src.Optional {
+				digest.Write([]byte("absent"))
+				continue
+			}
+			return nil, &stageError{reason: v1alpha1.ConfigSourceNotFoundReason, err: fmt.Errorf("spec.configFrom[%d]: %s", i, id)}
+		}
+		secret := src.Kind == "Secret"
+		if total += len(value); total > maxConfigFromBytes {
+			return nil, &stageError{reason: v1alpha1.InvalidConfigSourceReason,
+				err: fmt.Errorf("spec.configFrom[%d]: the data read are over %d bytes", i, maxConfigFromBytes)}
+		}
+		if secret {
+			secretRead = true
+			digest.Write([]byte(id)) // uid and resourceVersion, not the value
+		} else {
+			digest.Write(value)
+		}
+		if src.TargetPath != "" {
+			setPath(merged, strings.Split(src.TargetPath, "."), string(value))
+			if secret {
+				secrets = append(secrets, string(value))
+			}
+			continue
+		}
+		obj, err := parseConfigObject(value)
+		if err != nil {
+			if secret {
+				// The parser's message may quote what it could not parse.
+				err = errors.New("does not hold a YAML or JSON object")
+			}
+			return nil, &stageError{reason: v1alpha1.InvalidConfigSourceReason,
+				err: fmt.Errorf("spec.configFrom[%d]: key %q of %s %s/%s: %w", i, key, src.Kind, namespace, src.Name, err)}
+		}
+		if secret {
+			secrets = appendScalars(secrets, obj)
+		}
+		mergeConfig(merged, obj)
+	}
+	if spec.Config != nil && len(spec.Config.Raw) > 0 {
+		explicit, err := parseConfigObject(spec.Config.Raw)
+		if err != nil {
+			return nil, &stageError{reason: v1alpha1.InvalidConfigReason, err: fmt.Errorf("spec.config: %w", err)}
+		}
+		mergeConfig(merged, explicit)
+	}
+	raw, err := json.Marshal(merged)
+	if err != nil {
+		return nil, fmt.Errorf("encode configuration: %w", err)
+	}
+	in := &configInput{raw: raw, digest: "sha256:" + hex.EncodeToString(digest.Sum(nil))}
+	if secretRead {
+		// The namespace is keyed in too: a render made from one namespace's Secret values is
+		// found only by resources of that namespace, so another namespace cannot confirm a guess
+		// of those values by rendering the same image with the same configuration.
+		mac := hmac.New(sha256.New, renderKeySecret)
+		mac.Write([]byte(namespace))
+		mac.Write([]byte{0})
+		mac.Write(raw)
+		in.renderKey = "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))
+	} else {
+		sum := sha256.Sum256(raw)
+		in.renderKey = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	in.secretValues = redactionForms(secrets)
+	return in, nil
+}
+
+// readConfigSource reads the key of one entry. found is false when the object or its key is
+// missing; id then says which, and otherwise names the object by uid and resourceVersion (for
+// the digest of a Secret).
+func readConfigSource(ctx context.Context, reader configSourceReader, namespace string, src v1alpha1.ConfigSource, key string) (value []byte, found bool, id string, err error) {
+	name := client.ObjectKey{Namespace: namespace, Name: src.Name}
+	var data map[string][]byte
+	var obj client.Object
+	switch src.Kind {
+	case "ConfigMap":
+		cm := &corev1.ConfigMap{}
+		obj = cm
+		err = reader.Get(ctx, name, cm)
+		if err == nil {
+			data = map[string][]byte{}
+			for k, v := range cm.BinaryData {
+				data[k] = v
+			}
+			for k, v := range cm.Data {
+				data[k] = []byte(v)
+			}
+		}
+	case "Secret":
+		s := &corev1.Secret{}
+		obj = s
+		err = reader.Get(ctx, name, s)
+		data = s.Data
+	default:
+		return nil, false, "", &stageError{reason: v1alpha1.InvalidConfigSourceReason, err: fmt.Errorf("spec.configFrom: kind %q is neither ConfigMap nor Secret", src.Kind)}
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, false, fmt.Sprintf("%s %s/%s not found", src.Kind, namespace, src.Name), nil
+	}
+	if err != nil {
+		return nil, false, "", fmt.Errorf("read %s %s/%s: %w", src.Kind, namespace, src.Name, err)
+	}
+	v, ok := data[key]
+	if !ok {
+		return nil, false, fmt.Sprintf("%s %s/%s has no key %q", src.Kind, namespace, src.Name, key), nil
+	}
+	return v, true, string(obj.GetUID()) + "/" + obj.GetResourceVersion(), nil
+}
+
+// parseConfigObject parses YAML or JSON that must hold an object; integers stay integers, as
+// the schema validator needs.
+func parseConfigObject(data []byte) (map[string]any, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := utiljson.Unmarshal(js, &v); err != nil {
+		return nil, err
+	}
+	switch v := v.(type) {
+	case nil:
+		return map[string]any{}, nil
+	case map[string]any:
+		return v, nil
+	}
+	return nil, errors.New("does not hold an object")
+}
+
+// mergeConfig merges src into dst: maps key by key, anything else (lists included) replaced.
+func mergeConfig(dst, src map[string]any) {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				mergeConfig(dm, sm)
+				continue
+			}
+			cp := map[string]any{}
+			mergeConfig(cp, sm)
+			dst[k] = cp
+			continue
+		}
+		dst[k] = v
+	}
+}
+
+// setPath sets the value at path, making maps on the way (a value that is not a map there is
+// replaced).
+func setPath(m map[string]any, path []string, value any) {
+	for _, p := range path[:len(path)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[p] = next
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = value
+}
+
+// appendScalars appends every scalar of v in the form an error message prints it.
+func appendScalars(out []string, v any) []string {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			out = appendScalars(out, e)
+		}
+	case []any:
+		for _, e := range v {
+			out = appendScalars(out, e)
+		}
+	case nil:
+	case string:
+		out = append(out, v)
+	default:
+		out = append(out, fmt.Sprint(v))
+	}
+	return out
+}
+
+// redactionForms returns the values with the forms an error message may print them in (as
+// they are, quoted, JSON-escaped), without empty ones, longest first so that a value that
+// contains another is removed whole.
+func redactionForms(values []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, v := range values {
+		add(v)
+		q := strconv.Quote(v)
+		add(q[1 : len(q)-1])
+		if js, err := json.Marshal(v); err == nil {
+			add(string(js[1 : len(js)-1]))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// redact removes the values of Secrets from an error's message (what status, events and logs
+// show of it), keeping the error's types for reasonFor. A render error may quote a value of
+// the configuration: the schema validator does ("Invalid value: ..."), and so may a template
+// function that fails on it.
+func (in *configInput) redact(err error) error {
+	if err == nil || len(in.secretValues) == 0 {
+		return err
+	}
+	msg := err.Error()
+	for _, v := range in.secretValues {
+		msg = strings.ReplaceAll(msg, v, "[redacted]")
+	}
+	return &redactedError{msg: msg, err: err}
+}
+
+// redactedError is an error whose message has Secret values removed.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// configReader is what reads spec.configFrom of owner: a client impersonating the ServiceAccount
+// owner applies with (serviceAccount, or --default-service-account for a namespaced owner), or
+// controller, the controller's own reader, when there is none. A fleet's preflight reads its
+// members' configuration through it too, as the member will.
+func (r *applier) configReader(owner apply.Owner, serviceAccount string, controller configSourceReader) (configSourceReader, error) {
+	sa := r.serviceAccountFor(owner, serviceAccount)
+	if sa == "" {
+		return controller, nil
+	}
+	target, err := r.targets.managementTarget(r.serviceAccountNamespace(owner), sa)
+	if err != nil {
+		return nil, err
+	}
+	return target.Client, nil
+}
+
+// configDigestOf fingerprints the configuration, to tell a config change from a new image.
+func configDigestOf(spec *v1alpha1.PackageSpec) string {
+	h := sha256.New()
+	if spec.Config != nil {
+		h.Write(spec.Config.Raw)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
