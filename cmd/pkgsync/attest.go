@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -109,6 +110,19 @@ func (f *attestFlags) ApplyFlags(fs *pflag.FlagSet) {
 func (f *attestFlags) any() bool { return f.sbom != "" || f.provenance != "" }
 
 // statements reads the files and returns the in-toto statements to sign about ref's digest.
+// about pins ref to the digest its tag resolves to now and reads the statements about that
+// digest: the signature and the attestations are about one digest, whatever the tag does
+// meanwhile.
+func (f *attestFlags) about(ctx context.Context, client *source.Client, ref source.Reference) (source.Reference, [][]byte, error) {
+	d, err := client.Resolve(ctx, ref, nil)
+	if err != nil {
+		return source.Reference{}, nil, err
+	}
+	ref = ref.WithDigest(d)
+	statements, err := f.statements(ref)
+	return ref, statements, err
+}
+
 func (f *attestFlags) statements(ref source.Reference) ([][]byte, error) {
 	var out [][]byte
 	if f.provenance != "" {

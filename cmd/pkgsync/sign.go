@@ -113,13 +113,7 @@ certificate for another key than the one that asked is refused before anything i
 				if err != nil {
 					return err
 				}
-				// The statements are read about the digest the signature is about.
-				d, err := client.Resolve(cmd.Context(), refs[0], nil)
-				if err != nil {
-					return err
-				}
-				ref := refs[0].WithDigest(d)
-				statements, err := attest.statements(ref)
+				ref, statements, err := attest.about(cmd.Context(), client, refs[0])
 				if err != nil {
 					return err
 				}
@@ -136,14 +130,7 @@ certificate for another key than the one that asked is refused before anything i
 			if !attest.any() {
 				return signImages(cmd, client, key, refs, true)
 			}
-			// The signature and the attestations are about one digest, whatever the tag does
-			// meanwhile.
-			d, err := client.Resolve(cmd.Context(), refs[0], nil)
-			if err != nil {
-				return err
-			}
-			ref := refs[0].WithDigest(d)
-			statements, err := attest.statements(ref)
+			ref, statements, err := attest.about(cmd.Context(), client, refs[0])
 			if err != nil {
 				return err
 			}

@@ -5,9 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -96,26 +94,10 @@ func watchConfigSources(b *builder.Builder, sources cache.Cache, inNamespace fun
 // spec.configFrom names id (KIND/NAME).
 func configSourceUsers(c client.Client, newList func() client.ObjectList) func(ctx context.Context, namespace, id string) []reconcile.Request {
 	return func(ctx context.Context, namespace, id string) []reconcile.Request {
-		list := newList()
 		opts := []client.ListOption{client.MatchingFields{configSourceIndex: id}}
 		if namespace != "" {
 			opts = append(opts, client.InNamespace(namespace))
 		}
-		if err := c.List(ctx, list, opts...); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "list resources for a configFrom change", "namespace", namespace, "object", id)
-			return nil
-		}
-		items, err := apimeta.ExtractList(list)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "read list", "namespace", namespace)
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(items))
-		for _, item := range items {
-			if o, ok := item.(client.Object); ok {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
-			}
-		}
-		return reqs
+		return requestsFor(ctx, c, newList(), "a configFrom change of "+id+" in namespace "+namespace, opts...)
 	}
 }

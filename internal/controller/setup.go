@@ -238,22 +238,28 @@ func watchHostedInputs(b *builder.Builder, hc *hosted.Clients, hostedClusterAPI 
 // listInNamespace maps a namespace to reconcile requests for every resource of one kind in it.
 func listInNamespace(c client.Client, newList func() client.ObjectList) func(context.Context, string) []reconcile.Request {
 	return func(ctx context.Context, ns string) []reconcile.Request {
-		list := newList()
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "list resources for a connector Secret change", "namespace", ns)
-			return nil
-		}
-		items, err := apimeta.ExtractList(list)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "read list", "namespace", ns)
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(items))
-		for _, item := range items {
-			if o, ok := item.(client.Object); ok {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
-			}
-		}
-		return reqs
+		return requestsFor(ctx, c, newList(), "a connector Secret change in namespace "+ns, client.InNamespace(ns))
 	}
+}
+
+// requestsFor lists the resources opts select into list and maps them to reconcile requests;
+// why names the change that wakes them, for the log when the list fails (nothing is woken then:
+// the resources are still looked at on their interval).
+func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, why string, opts ...client.ListOption) []reconcile.Request {
+	if err := c.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list resources for "+why)
+		return nil
+	}
+	items, err := apimeta.ExtractList(list)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "read list of resources for "+why)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(items))
+	for _, item := range items {
+		if o, ok := item.(client.Object); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+		}
+	}
+	return reqs
 }
