@@ -155,6 +155,43 @@ type phaseKey struct{ name, class string }
 // it prunes the previous objects that left the package. The caller stores Result.Inventory and
 // calls again (requeues) until Result.Complete. The Result is returned even with an error.
 func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
+	p := newPass(ctx, req)
+	if err := p.check(&e.cel); err != nil {
+		p.res.Inventory = req.Previous
+		return p.res, err
+	}
+	states := make([]*phaseState, len(req.Phases))
+	for i, ph := range req.Phases {
+		if target, ok := req.Targets[ph.Class]; ok && target.Client != nil {
+			states[i] = newPhaseState(ph, target, &p.res.Phases[i], req.Owner)
+		}
+	}
+	var errs []error
+	if err := p.recordAll(states); err != nil {
+		errs = append(errs, err) // the inventory could not be recorded: nothing is written
+	} else {
+		errs = e.applyPhases(ctx, p, states)
+	}
+
+	pruned := map[key]bool{}
+	if len(errs) == 0 && p.res.Complete() && !req.DryRun && !req.NoPrune {
+		var err error
+		pruned, err = e.prune(ctx, p)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if req.DryRun {
+		p.res.Inventory = req.Previous
+		return p.res, errors.Join(errs...)
+	}
+	p.res.Inventory = p.inventory(pruned)
+	return p.res, errors.Join(errs...)
+}
+
+// newPass starts a pass of req: every phase pending, what the previous revision recorded, and
+// in which phase each desired object is.
+func newPass(ctx context.Context, req Request) *pass {
 	p := &pass{req: req, res: &Result{}, inv: newInventoryBuilder(), desired: map[key]phaseKey{}, applied: map[key]phaseKey{},
 		recorded: map[key]bool{}, previous: map[key]bool{}, refused: map[key]bool{}, recordCtx: ctx}
 	for _, ph := range req.Previous.Phases {
@@ -170,42 +207,34 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 			p.desired[RefOf(obj).key(ph.Class)] = phaseKey{ph.Name, ph.Class}
 		}
 	}
-	probes, err := compileProbes(req.Probes, &e.cel)
+	return p
+}
+
+// check refuses a request that must not be applied at all (probes that do not compile,
+// ignored fields pkgsync cannot leave to others, objects outside the owner's confinement)
+// before anything is written, and compiles the probes.
+func (p *pass) check(cache *celCache) error {
+	probes, err := compileProbes(p.req.Probes, cache)
 	if err != nil {
-		p.res.Inventory = req.Previous
-		return p.res, fmt.Errorf("compile availability probes: %w", err)
+		return fmt.Errorf("compile availability probes: %w", err)
 	}
 	p.probes = probes
-	if err := checkIgnoreFields(req.IgnoreFields); err != nil {
-		p.res.Inventory = req.Previous
-		return p.res, err
+	if err := checkIgnoreFields(p.req.IgnoreFields); err != nil {
+		return err
 	}
-	if err := checkConfinement(req); err != nil {
-		p.res.Inventory = req.Previous
-		return p.res, err
-	}
+	return checkConfinement(p.req)
+}
 
-	states := make([]*phaseState, len(req.Phases))
-	for i, ph := range req.Phases {
-		if target, ok := req.Targets[ph.Class]; ok && target.Client != nil {
-			states[i] = newPhaseState(ph, target, &p.res.Phases[i], req.Owner)
-		}
-	}
+// applyPhases applies the phases in order and stops at the first that is not complete (a dry
+// run goes through all of them). Phases of one cluster share its time budget.
+func (e *Engine) applyPhases(ctx context.Context, p *pass, states []*phaseState) []error {
 	var errs []error
-	if err := p.recordAll(states); err != nil {
-		errs = append(errs, err)
-	}
-
 	budgets := map[string]context.Context{}
-	for i, ph := range req.Phases {
-		if len(errs) > 0 {
-			break // the inventory could not be recorded: nothing is written
-		}
+	for i, ph := range p.req.Phases {
 		pr := &p.res.Phases[i]
 		s := states[i]
 		if s == nil {
-			errs = append(errs, fmt.Errorf("phase %s: %w", ph.Name, &TargetUnavailableError{Class: ph.Class, Err: ErrNoTarget}))
-			break
+			return append(errs, fmt.Errorf("phase %s: %w", ph.Name, &TargetUnavailableError{Class: ph.Class, Err: ErrNoTarget}))
 		}
 		pr.Target = s.target.Name
 		pctx := ctx
@@ -220,43 +249,33 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		if err := e.applyPhase(pctx, p, s); err != nil {
 			errs = append(errs, fmt.Errorf("phase %s on %s: %w", ph.Name, s.target.Name, err))
 		}
-		if pr.State != v1alpha1.PhaseComplete && !req.DryRun {
+		if pr.State != v1alpha1.PhaseComplete && !p.req.DryRun {
 			break
 		}
 	}
+	return errs
+}
 
-	pruned := map[key]bool{}
-	if len(errs) == 0 && p.res.Complete() && !req.DryRun && !req.NoPrune {
-		var err error
-		pruned, err = e.prune(ctx, p)
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if req.DryRun {
-		p.res.Inventory = req.Previous
-		return p.res, errors.Join(errs...)
-	}
-	// What was recorded as intended and not refused stays tracked, written or not yet: the
-	// next pass then has nothing new to record.
+// inventory is what the pass leaves tracked: what it applied, what it recorded as intended and
+// was not refused (written or not yet: the next pass then has nothing new to record), and what
+// the previous revision applied: objects still desired in the phase that now holds them, the
+// others in their old phase until they are pruned.
+func (p *pass) inventory(pruned map[key]bool) Inventory {
 	for _, ir := range p.intended {
 		if !p.refused[ir.ref.key(ir.phase.class)] {
 			p.inv.add(ir.phase.name, ir.phase.class, ir.ref)
 		}
 	}
-	// Keep tracking what the previous revision applied: objects still desired stay in the phase
-	// that now holds them, the others in their old phase until they are pruned.
-	for _, ph := range req.Previous.Phases {
+	for _, ph := range p.req.Previous.Phases {
 		for _, ref := range ph.Objects {
 			if pk, ok := p.phaseOf(ph.Class, ref); ok {
 				p.inv.add(pk.name, pk.class, ref)
-			} else if !pruned[ref.key(ph.Class)] && !req.NoPrune {
+			} else if !pruned[ref.key(ph.Class)] && !p.req.NoPrune {
 				p.inv.add(ph.Name, ph.Class, ref)
 			}
 		}
 	}
-	p.res.Inventory = p.inv.build()
-	return p.res, errors.Join(errs...)
+	return p.inv.build()
 }
 
 // applyPhase applies the objects of one phase and notes which are not available.

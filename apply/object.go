@@ -53,20 +53,10 @@ func resolveNamespace(req Request, t Target, desired *unstructured.Unstructured)
 // (isNew) is expected not to exist: it is created without a read first (createNew), and read
 // only when it turns out to exist.
 func (e *Engine) applyObject(ctx context.Context, req Request, class string, t Target, desired *unstructured.Unstructured, isNew bool) (outcome, error) {
-	ref := RefOf(desired)
-	if err := resolveNamespace(req, t, desired); err != nil {
-		switch {
-		case meta.IsNoMatchError(err):
-			if r, ok := t.Client.RESTMapper().(meta.ResettableRESTMapper); ok {
-				r.Reset()
-			}
-			return outcome{}, fmt.Errorf("%s: kind %s is not served by %s; install its CRD in this or an earlier phase: %w", ref, desired.GroupVersionKind(), t.Name, err)
-		case errors.Is(err, errNoNamespace):
-			return outcome{}, err
-		}
-		return outcome{}, unreachable(fmt.Errorf("%s: look up kind: %w", ref, err), class, t)
+	if err := resolveKind(req, class, t, desired); err != nil {
+		return outcome{}, err
 	}
-	ref = RefOf(desired)
+	ref := RefOf(desired)
 
 	if isNew && !req.DryRun {
 		created, err := e.createNew(ctx, t.Client, desired)
@@ -122,6 +112,37 @@ func (e *Engine) applyObject(ctx context.Context, req Request, class string, t T
 		}
 	}
 
+	out, err := e.write(ctx, req, class, t, desired, live, exists, force)
+	if err != nil || out.action != "" {
+		return out, err
+	}
+	out.action, out.drift = action, drifted
+	return out, nil
+}
+
+// resolveKind maps the object's kind to its resource on the target and sets its namespace;
+// a kind the target does not serve (yet) says which CRD to install, and resets the RESTMapper
+// so that a CRD installed meanwhile is found on the next try.
+func resolveKind(req Request, class string, t Target, desired *unstructured.Unstructured) error {
+	err := resolveNamespace(req, t, desired)
+	switch {
+	case err == nil, errors.Is(err, errNoNamespace):
+		return err
+	case meta.IsNoMatchError(err):
+		if r, ok := t.Client.RESTMapper().(meta.ResettableRESTMapper); ok {
+			r.Reset()
+		}
+		return fmt.Errorf("%s: kind %s is not served by %s; install its CRD in this or an earlier phase: %w", RefOf(desired), desired.GroupVersionKind(), t.Name, err)
+	}
+	return unreachable(fmt.Errorf("%s: look up kind: %w", RefOf(desired), err), class, t)
+}
+
+// write server-side applies desired over live (absent when !exists): a conflict with a field
+// manager that only took fields back from a drifted owned object is forced; an immutable field
+// recreates the object when its RecreateAnnotation asks for it. The outcome holds the object
+// the API server answered with, and an action only when write decided it (a recreation).
+func (e *Engine) write(ctx context.Context, req Request, class string, t Target, desired, live *unstructured.Unstructured, exists, force bool) (outcome, error) {
+	ref := RefOf(desired)
 	applied, err := e.ssa(ctx, t.Client, desired, force, req.DryRun)
 	if ce, ok := conflictFrom(err, ref, t.Name); ok {
 		if !exists || !req.Owner.owns(live.GetLabels()) || !e.drifted(live, ce.Managers) {
@@ -144,7 +165,7 @@ func (e *Engine) applyObject(ctx context.Context, req Request, class string, t T
 	if err != nil {
 		return outcome{}, unreachable(fmt.Errorf("apply %s: %w", ref, err), class, t)
 	}
-	return outcome{action: action, live: applied, drift: drifted}, nil
+	return outcome{live: applied}, nil
 }
 
 // ssa sends a server-side apply and returns the object the API server answered with.

@@ -104,26 +104,14 @@ func readConfig(ctx context.Context, reader configSourceReader, namespace string
 		} else {
 			digest.Write(value)
 		}
-		if src.TargetPath != "" {
-			setPath(merged, strings.Split(src.TargetPath, "."), string(value))
-			if secret {
-				secrets = append(secrets, string(value))
-			}
-			continue
-		}
-		obj, err := parseConfigObject(value)
+		values, err := mergeSource(merged, value, src)
 		if err != nil {
-			if secret {
-				// The parser's message may quote what it could not parse.
-				err = errors.New("does not hold a YAML or JSON object")
-			}
 			return nil, &stageError{reason: v1alpha1.InvalidConfigSourceReason,
 				err: fmt.Errorf("spec.configFrom[%d]: key %q of %s %s/%s: %w", i, key, src.Kind, namespace, src.Name, err)}
 		}
 		if secret {
-			secrets = appendScalars(secrets, obj)
+			secrets = append(secrets, values...)
 		}
-		mergeConfig(merged, obj)
 	}
 	if spec.Config != nil && len(spec.Config.Raw) > 0 {
 		explicit, err := parseConfigObject(spec.Config.Raw)
@@ -136,22 +124,45 @@ func readConfig(ctx context.Context, reader configSourceReader, namespace string
 	if err != nil {
 		return nil, fmt.Errorf("encode configuration: %w", err)
 	}
-	in := &configInput{raw: raw, digest: "sha256:" + hex.EncodeToString(digest.Sum(nil))}
-	if secretRead {
-		// The namespace is keyed in too: a render made from one namespace's Secret values is
-		// found only by resources of that namespace, so another namespace cannot confirm a guess
-		// of those values by rendering the same image with the same configuration.
-		mac := hmac.New(sha256.New, renderKeySecret)
-		mac.Write([]byte(namespace))
-		mac.Write([]byte{0})
-		mac.Write(raw)
-		in.renderKey = "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))
-	} else {
-		sum := sha256.Sum256(raw)
-		in.renderKey = "sha256:" + hex.EncodeToString(sum[:])
+	return &configInput{raw: raw, digest: "sha256:" + hex.EncodeToString(digest.Sum(nil)),
+		renderKey: renderKeyOf(namespace, raw, secretRead), secretValues: redactionForms(secrets)}, nil
+}
+
+// mergeSource merges the value of one configFrom entry into merged: as a string at its
+// targetPath, else as the YAML or JSON object it must hold. It returns the scalar values it
+// merged, which are to be redacted when they came from a Secret. For a Secret the parser's
+// message is not given, as it may quote what it could not parse.
+func mergeSource(merged map[string]any, value []byte, src v1alpha1.ConfigSource) ([]string, error) {
+	if src.TargetPath != "" {
+		setPath(merged, strings.Split(src.TargetPath, "."), string(value))
+		return []string{string(value)}, nil
 	}
-	in.secretValues = redactionForms(secrets)
-	return in, nil
+	obj, err := parseConfigObject(value)
+	if err != nil {
+		if src.Kind == "Secret" {
+			return nil, errors.New("does not hold a YAML or JSON object")
+		}
+		return nil, err
+	}
+	mergeConfig(merged, obj)
+	return appendScalars(nil, obj), nil
+}
+
+// renderKeyOf keys the render cache for a merged configuration: its digest, or, when a Secret
+// contributed, a keyed HMAC of it and of the namespace. The namespace is keyed in so that a
+// render made from one namespace's Secret values is found only by resources of that namespace:
+// another namespace cannot confirm a guess of those values by rendering the same image with the
+// same configuration.
+func renderKeyOf(namespace string, raw []byte, secretRead bool) string {
+	if !secretRead {
+		sum := sha256.Sum256(raw)
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
+	mac := hmac.New(sha256.New, renderKeySecret)
+	mac.Write([]byte(namespace))
+	mac.Write([]byte{0})
+	mac.Write(raw)
+	return "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))
 }
 
 // readConfigSource reads the key of one entry. found is false when the object or its key is

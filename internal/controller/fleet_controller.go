@@ -134,32 +134,12 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 	}
 	learnVersions(&fleet.Status, members)
 	now := r.now()
-	gates := planGates{rejected: standingRejection(fleet, target, lastHandled, now), windows: windows}
-	var preflight []v1alpha1.MemberStatus
-	if spec.Rollout.Preflight && gates.rejected == "" && target.Name != stableName(fleet) {
-		if preflight, err = r.preflight(ctx, fleet, target, members, now); err != nil {
-			return ctrl.Result{}, err
-		}
-		gates.preflightFailed = len(preflight) > 0
+	plan, preflight, err := r.plan(ctx, fleet, target, members, windows, lastHandled, now)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	plan := planRollout(members, memberPartitions(members, spec.Rollout.Partitions), target.Name, stableName(fleet), spec.Rollout, fleet.Status.Partitions, now, gates)
-	if plan.rejects {
-		fleet.Status.Rejected = &v1alpha1.FleetRejectedRevision{FleetRevision: *target, Reason: v1alpha1.RolloutHaltedReason,
-			Message:    boundMessage(fmt.Sprintf("%d member(s) failed (spec.rollout.failureThreshold): %s", len(plan.failed), describeMembers(plan.failed)), maxMemberMessage),
-			RejectedAt: metav1.NewTime(now.Truncate(time.Second))}
-		ctrl.LoggerFrom(ctx).Info("rollout halted: revision rejected, members go back to the stable revision", "revision", target.Name, "stable", stableName(fleet))
-	}
-	problems := slices.Clone(collisions)
-	if r.secrets != nil {
-		// Before the members: one moved in this pass pulls with the copies.
-		copyProblems, err := r.secrets.sync(ctx, fleet, members, owned)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		problems = append(problems, copyProblems...)
-	}
-	problems = append(problems, r.keepMembers(ctx, fleet, plan, members, target, now)...)
-	if err := r.removeStrayMembers(ctx, members, collisions, owned); err != nil {
+	problems, err := r.write(ctx, fleet, plan, target, members, collisions, owned, now)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -175,6 +155,51 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 	}
 	markOutcome(fleet, o)
 	return ctrl.Result{RequeueAfter: fleetRequeue(spec.Template.Spec.GetInterval(), plan.wakeAfter, len(problems) > 0 || held != nil, r.options.RetryInterval)}, nil
+}
+
+// plan plans the rollout from what the members show, with its gates: a standing rejection,
+// the maintenance windows, and (spec.rollout.preflight) the members a new target fails the
+// preflight for, which it returns. A plan that rejects the target records the rejection.
+func (r *fleetSteps) plan(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.FleetRevision, members []*fleetMember,
+	windows []fleetWindow, lastHandled string, now time.Time) (rolloutPlan, []v1alpha1.MemberStatus, error) {
+	rollout := fleet.Spec.Rollout
+	gates := planGates{rejected: standingRejection(fleet, target, lastHandled, now), windows: windows}
+	var preflight []v1alpha1.MemberStatus
+	if rollout.Preflight && gates.rejected == "" && target.Name != stableName(fleet) {
+		var err error
+		if preflight, err = r.preflight(ctx, fleet, target, members, now); err != nil {
+			return rolloutPlan{}, nil, err
+		}
+		gates.preflightFailed = len(preflight) > 0
+	}
+	plan := planRollout(members, memberPartitions(members, rollout.Partitions), target.Name, stableName(fleet), rollout, fleet.Status.Partitions, now, gates)
+	if plan.rejects {
+		fleet.Status.Rejected = &v1alpha1.FleetRejectedRevision{FleetRevision: *target, Reason: v1alpha1.RolloutHaltedReason,
+			Message:    boundMessage(fmt.Sprintf("%d member(s) failed (spec.rollout.failureThreshold): %s", len(plan.failed), describeMembers(plan.failed)), maxMemberMessage),
+			RejectedAt: metav1.NewTime(now.Truncate(time.Second))}
+		ctrl.LoggerFrom(ctx).Info("rollout halted: revision rejected, members go back to the stable revision", "revision", target.Name, "stable", stableName(fleet))
+	}
+	return plan, preflight, nil
+}
+
+// write carries the plan out: the Secret copies first (a member moved in this pass pulls with
+// them), then the members the plan keeps or moves, then the removal of members no cluster
+// selects any more. It returns the members it could not keep, after the collisions.
+func (r *fleetSteps) write(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, target *v1alpha1.FleetRevision,
+	members []*fleetMember, collisions []v1alpha1.MemberStatus, owned []*v1alpha1.Package, now time.Time) ([]v1alpha1.MemberStatus, error) {
+	problems := slices.Clone(collisions)
+	if r.secrets != nil {
+		copyProblems, err := r.secrets.sync(ctx, fleet, members, owned)
+		if err != nil {
+			return nil, err
+		}
+		problems = append(problems, copyProblems...)
+	}
+	problems = append(problems, r.keepMembers(ctx, fleet, plan, members, target, now)...)
+	if err := r.removeStrayMembers(ctx, members, collisions, owned); err != nil {
+		return nil, err
+	}
+	return problems, nil
 }
 
 // chooseTarget returns the revision to roll out: the template's tag resolved and verified, or,

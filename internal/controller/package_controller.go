@@ -87,17 +87,9 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if !conditions.IsReady(obj) || conditions.GetReason(obj, meta.ReadyCondition) != v1alpha1.ReconciliationSucceededReason {
 		conditions.MarkReconciling(obj, v1alpha1.ProgressingReason, "reconciling %s", spec.Image)
 	}
-	// Before anything is asked of a registry: a resource waiting for its dependencies costs nothing.
-	if err := r.deps.check(ctx, obj, r.kind); err != nil {
-		return nil, err
-	}
-
-	if err := v1alpha1.ValidateIgnoreFields("spec.ignoreFields", spec.IgnoreFields); err != nil {
-		return nil, &stageError{reason: v1alpha1.InvalidSpecReason, err: err}
-	}
-	ref, err := source.ParseReference(spec.Image)
+	ref, err := r.admit(ctx, obj)
 	if err != nil {
-		return nil, &stageError{reason: v1alpha1.PullFailedReason, err: fmt.Errorf("spec.image: %w", err)}
+		return nil, err
 	}
 	creds, err := r.pullCredentials(ctx, obj)
 	if err != nil {
@@ -144,20 +136,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err := r.checkUniqueInstallation(ctx, obj, rendered.Manifest); err != nil {
 		return nil, constraintViolated(err)
 	}
-	res, err := r.applier.apply(ctx, passRequest{
-		owner:          ownerOf(obj, r.kind),
-		serviceAccount: spec.ServiceAccountName,
-		phases:         rendered.Phases,
-		probes:         rendered.Manifest.Spec.AvailabilityProbes,
-		adopt:          spec.AdoptionPolicy,
-		prune:          spec.PruneEnabled(),
-		previous:       status.Inventory,
-		hosted:         hc,
-		record:         record,
-		driftPolicy:    spec.GetDriftPolicy(),
-		// The package's own first, then the user's.
-		ignoreFields: append(slices.Clone(rendered.Manifest.Spec.IgnoreFields), spec.IgnoreFields...),
-	})
+	res, err := r.applier.apply(ctx, r.passRequest(obj, rendered, hc, record))
 	recordPass(&status.ApplyStatus, res)
 	r.applier.drift(r.kind).record(obj, &status.ApplyStatus, spec.GetDriftPolicy(), res)
 	if err == nil && res.Complete() {
@@ -170,6 +149,42 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	}
 	// The API server's message may quote a value of an object, which may be a Secret's.
 	return res, config.redact(err)
+}
+
+// admit checks what needs no registry: the dependencies are ready (a resource waiting for them
+// costs nothing), the ignored fields are ones pkgsync can leave to others, and spec.image parses.
+func (r *packageSteps[T]) admit(ctx context.Context, obj T) (source.Reference, error) {
+	if err := r.deps.check(ctx, obj, r.kind); err != nil {
+		return source.Reference{}, err
+	}
+	spec := obj.GetSpec()
+	if err := v1alpha1.ValidateIgnoreFields("spec.ignoreFields", spec.IgnoreFields); err != nil {
+		return source.Reference{}, &stageError{reason: v1alpha1.InvalidSpecReason, err: err}
+	}
+	ref, err := source.ParseReference(spec.Image)
+	if err != nil {
+		return source.Reference{}, &stageError{reason: v1alpha1.PullFailedReason, err: fmt.Errorf("spec.image: %w", err)}
+	}
+	return ref, nil
+}
+
+// passRequest is the apply pass of a rendered package for obj.
+func (r *packageSteps[T]) passRequest(obj T, rendered *render.Result, hc hostedBehind, record func(context.Context, apply.Inventory) error) passRequest {
+	spec := obj.GetSpec()
+	return passRequest{
+		owner:          ownerOf(obj, r.kind),
+		serviceAccount: spec.ServiceAccountName,
+		phases:         rendered.Phases,
+		probes:         rendered.Manifest.Spec.AvailabilityProbes,
+		adopt:          spec.AdoptionPolicy,
+		prune:          spec.PruneEnabled(),
+		previous:       obj.GetStatus().Inventory,
+		hosted:         hc,
+		record:         record,
+		driftPolicy:    spec.GetDriftPolicy(),
+		// The package's own first, then the user's.
+		ignoreFields: append(slices.Clone(rendered.Manifest.Spec.IgnoreFields), spec.IgnoreFields...),
+	}
 }
 
 // resolve pins ref to a digest: the tag of spec.image, or with spec.semver the highest tag of
