@@ -83,6 +83,8 @@ type pass struct {
 	// recordCtx is the caller's context: Record writes the caller's status, on the management
 	// cluster, and must not run under (or use up) a hosted target's budget.
 	recordCtx context.Context
+	// progress is Request.Progress when the pass may use it.
+	progress *Progress
 }
 
 // intendedRef is an object Record was told about.
@@ -124,9 +126,14 @@ func (p *pass) recordIntended(refs []intendedRef) error {
 	if err := p.req.Record(p.recordCtx, b.build()); err != nil {
 		return fmt.Errorf("record the inventory before writing: %w", err)
 	}
+	keys := make([]key, 0, len(fresh))
 	for _, ir := range fresh {
 		p.recorded[ir.ref.key(ir.phase.class)] = true
 		p.intended = append(p.intended, ir)
+		keys = append(keys, ir.ref.key(ir.phase.class))
+	}
+	if p.progress != nil {
+		p.progress.recorded(keys)
 	}
 	return nil
 }
@@ -166,6 +173,12 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 			states[i] = newPhaseState(ph, target, &p.res.Phases[i], req.Owner)
 		}
 	}
+	if req.Progress != nil && !req.DryRun {
+		if fp, err := progressFingerprint(req); err == nil {
+			p.progress = req.Progress
+			p.progress.begin(fp)
+		}
+	}
 	var errs []error
 	if err := p.recordAll(states); err != nil {
 		errs = append(errs, err) // the inventory could not be recorded: nothing is written
@@ -184,6 +197,9 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	if req.DryRun {
 		p.res.Inventory = req.Previous
 		return p.res, errors.Join(errs...)
+	}
+	if p.progress != nil && len(errs) == 0 && p.res.Complete() {
+		p.progress.complete() // converged: the passes of its interval read every object again
 	}
 	p.res.Inventory = p.inventory(pruned)
 	return p.res, errors.Join(errs...)
@@ -431,10 +447,13 @@ type appliedObject struct {
 	// resolved says the object's namespace resolved (its kind is served).
 	resolved bool
 	// ran says the object was sent (or read); false for objects after a stop.
-	ran     bool
-	out     outcome
-	err     error
-	reasons []string
+	ran bool
+	// availableBefore says an earlier pass found the object available in this desired state
+	// (Request.Progress): nothing was sent.
+	availableBefore bool
+	out             outcome
+	err             error
+	reasons         []string
 }
 
 // applyStep applies the objects of one step side by side (at most Options.Concurrency at once,
@@ -455,6 +474,7 @@ func (e *Engine) applyStep(ctx context.Context, p *pass, s *phaseState, objs []*
 		}
 		if resolveNamespace(p.req, s.target, obj) == nil {
 			r.resolved = true
+			r.availableBefore = p.availableBefore(s, obj)
 			fresh = append(fresh, intendedRef{phase: s.key, ref: RefOf(obj)})
 		}
 	}
@@ -470,7 +490,7 @@ func (e *Engine) applyStep(ctx context.Context, p *pass, s *phaseState, objs []*
 	)
 	for i := range results {
 		r := &results[i]
-		if r.crd != "" {
+		if r.crd != "" || r.availableBefore {
 			continue
 		}
 		if !e.acquire(ctx, slots) {
@@ -485,7 +505,7 @@ func (e *Engine) applyStep(ctx context.Context, p *pass, s *phaseState, objs []*
 			defer wg.Done()
 			defer e.release(slots)
 			r.ran = true
-			isNew := r.resolved && !p.previous[RefOf(r.obj).key(s.ph.Class)]
+			isNew := r.resolved && p.isNew(RefOf(r.obj).key(s.ph.Class))
 			r.out, r.err = e.applyObject(ctx, p.req, s.ph.Class, s.target, r.obj, isNew)
 			var unavailable *TargetUnavailableError
 			if errors.As(r.err, &unavailable) {
@@ -553,9 +573,15 @@ func (p *pass) report(s *phaseState, r *appliedObject) error {
 		}
 		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: "waiting for " + r.crd + " to be Established"})
 		return nil
+	case r.availableBefore:
+		p.applied[ref.key(s.ph.Class)] = s.key
+		p.inv.add(s.ph.Name, s.ph.Class, ref)
+		return nil
 	case !r.ran:
 		return nil
 	}
+	available := false
+	defer func() { p.found(s, r.obj, available) }()
 	var availErr *availabilityError
 	if r.err != nil && !errors.As(r.err, &availErr) {
 		if p.req.DryRun && p.namespaceComesFirst(s.ph.Class, r.obj, r.err) {
@@ -597,7 +623,36 @@ func (p *pass) report(s *phaseState, r *appliedObject) error {
 	for _, reason := range r.reasons {
 		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: reason})
 	}
+	available = len(r.reasons) == 0 && r.out.drift == nil // drift left alone is reported by every pass
 	return nil
+}
+
+// availableBefore reports whether an earlier pass found obj available in its desired state,
+// so that this pass need not send or read it. CRDs are always read (the custom resources of
+// their phase wait for them to be Established), and so are objects whose conditions the phase
+// maps (they are reported from the live object).
+func (p *pass) availableBefore(s *phaseState, obj *unstructured.Unstructured) bool {
+	if p.progress == nil || len(s.mappings[s.origin[obj]]) > 0 {
+		return false
+	}
+	if _, ok := crdKind(obj); ok {
+		return false
+	}
+	return p.progress.isAvailable(RefOf(obj).key(s.ph.Class), obj.GetAnnotations()[DesiredHashAnnotation])
+}
+
+// isNew reports whether an object is expected not to exist, so that it is created without a
+// read first: Previous does not hold it, or it holds it only because an earlier pass recorded
+// it as intended and never sent it.
+func (p *pass) isNew(k key) bool {
+	return !p.previous[k] || (p.progress != nil && p.progress.isUnsent(k))
+}
+
+// found remembers whether the pass found obj, which it sent, available in its desired state.
+func (p *pass) found(s *phaseState, obj *unstructured.Unstructured, available bool) {
+	if p.progress != nil {
+		p.progress.found(RefOf(obj).key(s.ph.Class), obj.GetAnnotations()[DesiredHashAnnotation], available)
+	}
 }
 
 // mayHaveWritten reports whether a failed write may still have reached the API server: every

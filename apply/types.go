@@ -87,6 +87,11 @@ type Request struct {
 	// DryRun sends changes as server-side dry-run requests and walks every phase without waiting
 	// for availability.
 	DryRun bool
+	// Progress, when set, is what earlier passes for the owner learnt of its objects: the pass
+	// neither sends nor reads those found available in the state it desires, and creates those
+	// recorded but never sent without reading them first. The caller keeps one per owner
+	// (Progress).
+	Progress *Progress
 }
 
 // ObjectStatus explains why an object is not available.

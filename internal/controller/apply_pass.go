@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,11 +41,15 @@ type applier struct {
 	defaultServiceAccount string
 	// recorder reports objects let go during deletion.
 	recorder record.EventRecorder
+	// progress is what the passes of each resource that has not converged learnt of its objects.
+	progress progressByOwner
 }
 
 // passRequest is one pass for one resource.
 type passRequest struct {
-	owner          apply.Owner
+	owner apply.Owner
+	// uid is the owner's: its passes share what they learnt of its objects (apply.Progress).
+	uid            types.UID
 	serviceAccount string
 	phases         []desired.Phase
 	probes         []v1alpha1.AvailabilityProbe
@@ -108,7 +113,17 @@ func (r *applier) apply(ctx context.Context, req passRequest) (*apply.Result, er
 	// Without prune, objects that leave the package are let go: no longer tracked.
 	areq.NoPrune = !req.prune
 	areq.Record = req.record
+	if req.uid != "" {
+		cluster := ""
+		if req.hosted.cluster != nil {
+			cluster = req.hosted.cluster.Namespace + "/" + req.hosted.cluster.Name
+		}
+		areq.Progress = r.progress.get(req.uid, cluster, time.Now())
+	}
 	res, err := r.engine.Apply(ctx, areq)
+	if res != nil && err == nil && res.Complete() {
+		r.progress.done(req.uid)
+	}
 	r.metrics.recordPass(req.owner.Kind, res)
 	var confined *apply.ConfinementError
 	if errors.As(err, &confined) {

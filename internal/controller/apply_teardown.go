@@ -38,6 +38,7 @@ func finalize(ctx context.Context, r *applier, reader client.Reader, obj statusO
 	if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
 		return ctrl.Result{}, nil
 	}
+	r.progress.done(obj.GetUID())
 	done, err := teardownPass(ctx, r, reader, obj, owner, serviceAccount, status, opts)
 	var down *hosted.UnavailableError
 	if errors.As(err, &down) {

@@ -60,6 +60,7 @@ func (r *objectDeploymentSteps[T]) pass(ctx context.Context, obj T, rep *report,
 	}
 	res, err := r.applier.apply(ctx, passRequest{
 		owner:    ownerOf(obj, r.kind),
+		uid:      obj.GetUID(),
 		hosted:   hc,
 		phases:   phases,
 		probes:   spec.Template.Spec.AvailabilityProbes,

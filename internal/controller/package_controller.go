@@ -173,6 +173,7 @@ func (r *packageSteps[T]) passRequest(obj T, rendered *render.Result, hc hostedB
 	spec := obj.GetSpec()
 	return passRequest{
 		owner:          ownerOf(obj, r.kind),
+		uid:            obj.GetUID(),
 		serviceAccount: spec.ServiceAccountName,
 		phases:         rendered.Phases,
 		probes:         rendered.Manifest.Spec.AvailabilityProbes,

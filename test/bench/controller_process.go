@@ -78,6 +78,7 @@ func startProcessController(ctx context.Context, env *environment, o options) (*
 	c.cmd = exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--plain-http-registry", env.proxy.Host,
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0", "--enable-pprof",
 		"--concurrency", strconv.Itoa(o.workers), "--insecure-kubeconfig-any-server")
+	c.cmd.Args = append(c.cmd.Args, strings.Fields(o.controllerArgs)...)
 	if o.notifyAddr != "" {
 		c.cmd.Args = append(c.cmd.Args, "--webhook-bind-address", o.notifyAddr, "--webhook-secret", notifySecret)
 	}

@@ -45,6 +45,8 @@ type options struct {
 	// requests in flight of the raw server-side apply the management shapes are measured against.
 	shape          string
 	rawConcurrency int
+	// controllerArgs are more flags of `pkgsync controller` (-controller process), split on spaces.
+	controllerArgs string
 }
 
 func main() {
@@ -69,6 +71,7 @@ func main() {
 	fs.StringVar(&o.goMemLimit, "gomemlimit", "", "GOMEMLIMIT of the controller process (default: the value config/manager's Deployment sets; off: none)")
 	fs.StringVar(&o.managerManifest, "manager", "config/manager/manager.yaml", "The controller Deployment, whose GOMEMLIMIT the controller process runs with")
 	fs.StringVar(&o.shape, "shape", shapeFleet, "The package: fleet (half of the objects on the hosted cluster), management (three phases, management cluster only), big (one phase, management cluster only; with -packages 1 -objects 8000 the one-big-package scenario). The management shapes first time a raw server-side apply of the same objects (ratio_to_raw)")
+	fs.StringVar(&o.controllerArgs, "controller-args", "", "More flags for `pkgsync controller` (-controller process), separated by spaces: \"--kube-api-qps=500 --apply-concurrency-per-package=16\"")
 	fs.IntVar(&o.rawConcurrency, "raw-concurrency", 8, "Requests in flight of the raw server-side apply (one client); pkgsync's --apply-concurrency-per-package is 8")
 	o.compare.applyFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {

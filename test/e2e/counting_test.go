@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,7 +18,8 @@ import (
 
 // requestCounter counts the controller's requests to the management API server by namespace
 // and method, so tests can assert what a reconcile costs. Requests to a status subresource are
-// also counted under "METHOD status" (a status PATCH counts as PATCH and as "PATCH status").
+// also counted under "METHOD status" (a status PATCH counts as PATCH and as "PATCH status"),
+// the others under "METHOD RESOURCE" too ("GET configmaps").
 type requestCounter struct {
 	mu     sync.Mutex
 	counts map[string]map[string]int // namespace → method → count
@@ -44,6 +46,8 @@ func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 			c.counts[ns][r.Method]++
 			if strings.HasSuffix(r.URL.Path, "/status") {
 				c.counts[ns][r.Method+" status"]++
+			} else if resource := resourceOf(r.URL.Path); resource != "" {
+				c.counts[ns][r.Method+" "+resource]++
 			}
 			c.mu.Unlock()
 		}
@@ -78,6 +82,17 @@ func namespaceOf(path string) string {
 				return ""
 			}
 			return parts[i+1]
+		}
+	}
+	return ""
+}
+
+// resourceOf returns the resource of a namespaced request path (configmaps, deployments).
+func resourceOf(path string) string {
+	parts := strings.Split(path, "/")
+	for i := 0; i+2 < len(parts); i++ {
+		if parts[i] == "namespaces" {
+			return parts[i+2]
 		}
 	}
 	return ""
@@ -222,7 +237,7 @@ func TestRequestsPerNewPackage(t *testing.T) {
 	for method, n := range after {
 		if d := n - before[method]; d > 0 {
 			delta[method] = d
-			if !strings.HasSuffix(method, " status") {
+			if !strings.Contains(method, " ") { // "PATCH status", "GET configmaps": counted under PATCH, GET too
 				total += d
 			}
 		}
@@ -249,4 +264,74 @@ func TestRequestsPerNewPackage(t *testing.T) {
 		assert.Equal(t, after["PATCH status"]-before["PATCH status"], after[http.MethodPatch]-before[http.MethodPatch], "no object writes")
 		assert.Zero(t, suite.requests.events(ns)-eventsBefore, "events")
 	})
+}
+
+// TestRequestsPerNewHostedPackage counts, per cluster, what a new Package of three phases costs
+// until it is Ready: a hosted phase (a Namespace, a ServiceAccount, two ConfigMaps), a
+// management phase whose Deployment keeps the Package waiting for several passes, and a second
+// hosted phase. The hosted API server, whose audit log tells the Package's connector user apart,
+// sees one apply per object and at most one request more (the first contact); the passes that
+// wait on the Deployment read only the Deployment, on either cluster.
+func TestRequestsPerNewHostedPackage(t *testing.T) {
+	_, hcp := newHostedControlPlane(t, "", true)
+	user := "hcp-" + hcp
+	hostedNS := "counted-" + hcp
+	files := map[string]string{
+		"manifest.yaml": "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: counted\nspec:\n  phases:\n" +
+			"  - name: rbac\n    class: hosted-cluster\n  - name: operator\n  - name: config\n    class: hosted-cluster\n",
+		"rbac.yaml": fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %[1]s\n  annotations:\n    pkgsync.dev/phase: rbac\n"+
+			"---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: operator\n  namespace: %[1]s\n  annotations:\n    pkgsync.dev/phase: rbac\n"+
+			"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rbac-a\n  namespace: %[1]s\n  annotations:\n    pkgsync.dev/phase: rbac\n"+
+			"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rbac-b\n  namespace: %[1]s\n  annotations:\n    pkgsync.dev/phase: rbac\n", hostedNS),
+		"operator.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: operator-a\n  annotations:\n    pkgsync.dev/phase: operator\n" +
+			"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: operator-b\n  annotations:\n    pkgsync.dev/phase: operator\n" +
+			"---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: operator\n  annotations:\n    pkgsync.dev/phase: operator\n" +
+			"spec:\n  selector:\n    matchLabels: {app: operator}\n  template:\n    metadata:\n      labels: {app: operator}\n" +
+			"    spec:\n      containers:\n      - name: operator\n        image: registry.k8s.io/pause:3.10\n",
+		"config.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: config-a\n  namespace: %[1]s\n  annotations:\n    pkgsync.dev/phase: config\n"+
+			"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: config-b\n  namespace: %[1]s\n  annotations:\n    pkgsync.dev/phase: config\n", hostedNS),
+	}
+	const hostedObjects, mgmtObjects = 6, 3
+	pushPackage(t, writePackage(t, files), "e2e/"+hcp+"/counted:v1")
+	before := suite.requests.get(hcp)
+	eventsBefore := suite.requests.events(hcp)
+	hostedBefore, err := suite.hosted.Requests(user)
+	require.NoError(t, err)
+	require.Empty(t, hostedBefore, "the connector user is the Package's own")
+
+	pkg := newPackage(hcp, "counted", suite.registry.Host+"/e2e/"+hcp+"/counted:v1", "")
+	createPackage(t, pkg)
+	eventually(t, func(a *attempt) {
+		assert.GreaterOrEqual(a, suite.requests.get(hcp)["GET deployments"]-before["GET deployments"], 3, "passes waiting on the Deployment")
+	}, "the Package waits on its Deployment")
+	markDeploymentAvailable(t, suite.mgmtClient, hcp, "operator")
+	eventually(t, func(a *attempt) {
+		readyCondition(a, pkg)
+		assert.Equal(a, pkg.Generation, pkg.Status.ObservedGeneration)
+	}, "the Package converges")
+
+	hosted, err := suite.hosted.Requests(user)
+	require.NoError(t, err)
+	t.Logf("hosted requests of a new Package of %d hosted objects: %v", hostedObjects, hosted)
+	total := 0
+	for what, n := range hosted {
+		total += n
+		assert.False(t, strings.HasPrefix(what, "get ") && what != "get /version" && what != "get /readyz" && what != "get /livez",
+			"the hosted cluster is asked for no object (%s: %d)", what, n)
+	}
+	assert.Equal(t, hostedObjects, hosted["patch namespaces"]+hosted["patch serviceaccounts"]+hosted["patch configmaps"], "one apply per hosted object")
+	assert.LessOrEqual(t, total, hostedObjects+1, "hosted requests per new Package")
+
+	after := suite.requests.get(hcp)
+	delta := map[string]int{}
+	for method, n := range after {
+		if d := n - before[method]; d > 0 {
+			delta[method] = d
+		}
+	}
+	t.Logf("management requests of a new Package of %d management objects: %v, events %d", mgmtObjects, delta, suite.requests.events(hcp)-eventsBefore)
+	assert.Zero(t, delta["GET configmaps"], "the waiting passes do not read the ConfigMaps they found available")
+	assert.Equal(t, mgmtObjects, delta["PATCH configmaps"]+delta["PATCH deployments"], "one apply per management object")
+	assert.LessOrEqual(t, delta["PATCH status"], 3, "status writes: the intended inventory, progress, the outcome")
+	assert.Equal(t, 2, suite.requests.events(hcp)-eventsBefore, "the Events of Ready turning False (progressing), then true")
 }

@@ -100,7 +100,7 @@ func setupSuite(dir string) error {
 	if suite.mgmt, err = testenv.StartControlPlane("management", dir); err != nil {
 		return err
 	}
-	if suite.hosted, err = testenv.StartControlPlane("hosted", dir); err != nil {
+	if suite.hosted, err = testenv.StartControlPlaneWith("hosted", dir, testenv.ControlPlaneOptions{Audit: true}); err != nil {
 		return err
 	}
 	if suite.registry, err = testenv.StartRegistry(context.Background(), filepath.Join(dir, "registry"), testenv.RegistryOptions{}); err != nil {

@@ -22,11 +22,27 @@ type ControlPlane struct {
 	// KubeconfigPath is an admin kubeconfig file for kubectl and the pkgsync CLI.
 	KubeconfigPath string
 
+	// auditLog is the kube-apiserver's audit log, empty unless ControlPlaneOptions.Audit.
+	auditLog string
+
 	env *envtest.Environment
+}
+
+// ControlPlaneOptions configure a control plane.
+type ControlPlaneOptions struct {
+	// Audit has kube-apiserver log every request it answers (its audit log, level Metadata),
+	// so that a test can count what a client sent by user (ControlPlane.Requests).
+	Audit bool
 }
 
 // StartControlPlane starts a control plane and writes its admin kubeconfig into dir.
 func StartControlPlane(name, dir string) (*ControlPlane, error) {
+	return StartControlPlaneWith(name, dir, ControlPlaneOptions{})
+}
+
+// StartControlPlaneWith starts a control plane configured by opts and writes its admin
+// kubeconfig into dir.
+func StartControlPlaneWith(name, dir string, opts ControlPlaneOptions) (*ControlPlane, error) {
 	bin, err := binary("kube-apiserver")
 	if err != nil {
 		return nil, err
@@ -36,11 +52,17 @@ func StartControlPlane(name, dir string) (*ControlPlane, error) {
 		return nil, err
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: binDir}
+	auditLog := ""
+	if opts.Audit {
+		if auditLog, err = configureAudit(env, filepath.Join(dir, name+"-audit")); err != nil {
+			return nil, err
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start %s control plane: %w", name, err)
 	}
-	cp := &ControlPlane{Name: name, Config: cfg, env: env}
+	cp := &ControlPlane{Name: name, Config: cfg, env: env, auditLog: auditLog}
 	kubeconfig, err := cp.Kubeconfig("pkgsync-admin", "system:masters")
 	if err != nil {
 		_ = cp.Stop()

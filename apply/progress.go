@@ -1,0 +1,138 @@
+package apply
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+	"sync"
+)
+
+// Progress remembers what the passes taking one owner to its desired state learnt of its
+// objects, so that the passes that follow while a later object is still becoming available
+// cost only what is not done yet. A package that waits on a Deployment for twenty passes
+// would otherwise read every object of its earlier phases twenty times, and read each object
+// of its later phases before creating it, each read a request to a shared API server.
+//
+// It remembers two things:
+//   - the objects found available, with the desired-state hash they were applied with: the
+//     next pass neither sends nor reads them while that hash is the one desired. A new revision
+//     of an object reads it again; so does any change to how a pass judges objects (owner,
+//     probes, adoption, drift policy, ignored fields, confinement, targets). An object with
+//     condition mappings, and a CRD, is always read.
+//   - the objects recorded as intended (Request.Record) that no pass has sent yet: the next pass
+//     creates them without reading them first, as it does objects Previous does not hold. A
+//     create that finds the object exists writes nothing and falls back to the read, so a wrong
+//     memory costs a request, never a write.
+//
+// The engine forgets what was found available once a pass completes every phase, so the passes
+// of a converged owner (its interval) read each object as before: drift is found by those
+// reads, never hidden by this memory. The caller keeps one Progress per owner, in memory only
+// (a restarted controller reads every object again), and drops it with the owner. It is safe
+// for concurrent use.
+type Progress struct {
+	mu          sync.Mutex
+	fingerprint string
+	available   map[key]string // key → desired-state hash the object was found available with
+	unsent      map[key]bool
+}
+
+// NewProgress returns an empty Progress.
+func NewProgress() *Progress {
+	return &Progress{available: map[key]string{}, unsent: map[key]bool{}}
+}
+
+// Available is the number of objects remembered as available.
+func (p *Progress) Available() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.available)
+}
+
+// begin starts a pass of a request with the given fingerprint: what was found available under
+// another one is forgotten.
+func (p *Progress) begin(fingerprint string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fingerprint != fingerprint {
+		p.fingerprint = fingerprint
+		clear(p.available)
+	}
+}
+
+// isAvailable reports whether the object, in the desired state whose hash is given, was found
+// available.
+func (p *Progress) isAvailable(k key, hash string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h, ok := p.available[k]
+	return ok && hash != "" && h == hash
+}
+
+// found remembers whether an object was found available in the desired state whose hash is
+// given; it has been sent.
+func (p *Progress) found(k key, hash string, available bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.unsent, k)
+	if available && hash != "" {
+		p.available[k] = hash
+	} else {
+		delete(p.available, k)
+	}
+}
+
+// recorded remembers objects recorded as intended, not sent yet.
+func (p *Progress) recorded(keys []key) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, k := range keys {
+		p.unsent[k] = true
+	}
+}
+
+// sent forgets that an object was not sent: a pass sent it (its answer may have been lost).
+func (p *Progress) sent(k key) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.unsent, k)
+}
+
+// isUnsent reports whether the object was recorded as intended and never sent.
+func (p *Progress) isUnsent(k key) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.unsent[k]
+}
+
+// complete forgets what was found available: every phase is complete.
+func (p *Progress) complete() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.available)
+}
+
+// progressFingerprint digests what, besides an object's desired state, decides whether a pass
+// finds it available and leaves it as it is.
+func progressFingerprint(req Request) (string, error) {
+	targets := make([]string, 0, len(req.Targets))
+	for class, t := range req.Targets {
+		targets = append(targets, class+"="+t.Name)
+	}
+	sort.Strings(targets)
+	data, err := json.Marshal(struct {
+		Owner        Owner
+		Probes       any
+		Adopt        any
+		DriftPolicy  any
+		IgnoreFields any
+		Confine      map[string]string
+		Default      string
+		Targets      []string
+	}{req.Owner, req.Probes, req.Adopt, req.DriftPolicy, req.IgnoreFields, req.Confine, req.DefaultNamespace, targets})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
