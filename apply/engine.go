@@ -85,6 +85,8 @@ type pass struct {
 	recordCtx context.Context
 	// progress is Request.Progress when the pass may use it.
 	progress *Progress
+	// regressed says an object skipped as found available was not available when verified.
+	regressed bool
 }
 
 // intendedRef is an object Record was told about.
@@ -164,6 +166,9 @@ type phaseKey struct{ name, class string }
 func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	p := newPass(ctx, req)
 	if err := p.check(&e.cel); err != nil {
+		if req.Progress != nil {
+			req.Progress.forgetAvailable()
+		}
 		p.res.Inventory = req.Previous
 		return p.res, err
 	}
@@ -179,11 +184,16 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 			p.progress.begin(fp)
 		}
 	}
+	budgets := newBudgets(ctx)
+	defer budgets.stop()
 	var errs []error
 	if err := p.recordAll(states); err != nil {
 		errs = append(errs, err) // the inventory could not be recorded: nothing is written
 	} else {
-		errs = e.applyPhases(ctx, p, states)
+		errs = e.applyPhases(budgets, p, states)
+	}
+	if len(errs) == 0 && p.res.Complete() {
+		errs = e.verifySkipped(budgets, p, states)
 	}
 
 	pruned := map[key]bool{}
@@ -198,8 +208,10 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		p.res.Inventory = req.Previous
 		return p.res, errors.Join(errs...)
 	}
-	if p.progress != nil && len(errs) == 0 && p.res.Complete() {
-		p.progress.complete() // converged: the passes of its interval read every object again
+	if p.progress != nil && (len(errs) > 0 || p.res.Complete() || p.regressed) {
+		// Converged: the passes of its interval read every object again. Failed, or an object
+		// found available before is no longer: the memory may be what keeps it from converging.
+		p.progress.forgetAvailable()
 	}
 	p.res.Inventory = p.inventory(pruned)
 	return p.res, errors.Join(errs...)
@@ -241,11 +253,42 @@ func (p *pass) check(cache *celCache) error {
 	return checkConfinement(p.req)
 }
 
+// budgets holds the context of each cluster's time budget (Target.Budget) in one pass: every
+// phase of the cluster, and the reads of verifySkipped, share it.
+type budgets struct {
+	ctx     context.Context
+	byClass map[string]context.Context
+	cancels []context.CancelFunc
+}
+
+func newBudgets(ctx context.Context) *budgets {
+	return &budgets{ctx: ctx, byClass: map[string]context.Context{}}
+}
+
+// of returns the context the phase of a class on target runs under.
+func (b *budgets) of(class string, target Target) context.Context {
+	if target.Budget <= 0 {
+		return b.ctx
+	}
+	if ctx, ok := b.byClass[class]; ok {
+		return ctx
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, target.Budget)
+	b.byClass[class] = ctx
+	b.cancels = append(b.cancels, cancel)
+	return ctx
+}
+
+func (b *budgets) stop() {
+	for _, cancel := range b.cancels {
+		cancel()
+	}
+}
+
 // applyPhases applies the phases in order and stops at the first that is not complete (a dry
 // run goes through all of them). Phases of one cluster share its time budget.
-func (e *Engine) applyPhases(ctx context.Context, p *pass, states []*phaseState) []error {
+func (e *Engine) applyPhases(budgets *budgets, p *pass, states []*phaseState) []error {
 	var errs []error
-	budgets := map[string]context.Context{}
 	for i, ph := range p.req.Phases {
 		pr := &p.res.Phases[i]
 		s := states[i]
@@ -253,16 +296,7 @@ func (e *Engine) applyPhases(ctx context.Context, p *pass, states []*phaseState)
 			return append(errs, fmt.Errorf("phase %s: %w", ph.Name, &TargetUnavailableError{Class: ph.Class, Err: ErrNoTarget}))
 		}
 		pr.Target = s.target.Name
-		pctx := ctx
-		if s.target.Budget > 0 {
-			if _, ok := budgets[ph.Class]; !ok {
-				bctx, cancel := context.WithTimeout(ctx, s.target.Budget)
-				defer cancel()
-				budgets[ph.Class] = bctx
-			}
-			pctx = budgets[ph.Class]
-		}
-		if err := e.applyPhase(pctx, p, s); err != nil {
+		if err := e.applyPhase(budgets.of(ph.Class, s.target), p, s); err != nil {
 			errs = append(errs, fmt.Errorf("phase %s on %s: %w", ph.Name, s.target.Name, err))
 		}
 		if pr.State != v1alpha1.PhaseComplete && !p.req.DryRun {
@@ -338,6 +372,10 @@ type phaseState struct {
 	// them the API server reported Established.
 	crdOf       map[schema.GroupKind]ObjectRef
 	established map[schema.GroupKind]bool
+	// skipped holds the objects not sent because an earlier pass found them available
+	// (Request.Progress), in the order of objs: verifySkipped reads them before the pass
+	// completes.
+	skipped []*unstructured.Unstructured
 }
 
 func newPhaseState(ph desired.Phase, target Target, pr *PhaseResult, owner Owner) *phaseState {
@@ -360,17 +398,58 @@ func newPhaseState(ph desired.Phase, target Target, pr *PhaseResult, owner Owner
 // CRDs, the Namespaces, the rest (prepare orders them so). The objects of one step are applied
 // side by side; a step starts once the one before it is done, so custom resources see whether
 // their CRD is Established and namespaced objects find their Namespace.
-func (s *phaseState) steps() [][]*unstructured.Unstructured {
+func (s *phaseState) steps() [][]*unstructured.Unstructured { return stepsOf(s.objs) }
+
+// stepsOf splits objects, ordered by rank, into runs of one rank.
+func stepsOf(objs []*unstructured.Unstructured) [][]*unstructured.Unstructured {
 	var out [][]*unstructured.Unstructured
-	for i := 0; i < len(s.objs); {
+	for i := 0; i < len(objs); {
 		j := i + 1
-		for j < len(s.objs) && rank(s.objs[j]) == rank(s.objs[i]) {
+		for j < len(objs) && rank(objs[j]) == rank(objs[i]) {
 			j++
 		}
-		out = append(out, s.objs[i:j])
+		out = append(out, objs[i:j])
 		i = j
 	}
 	return out
+}
+
+// verifySkipped reads, before a pass reports every phase complete, the objects it skipped as
+// found available by earlier passes (Request.Progress): an owner is never reported complete on
+// memory alone. Each is handled as in any pass (recreated when deleted, corrected when
+// drifted); one that is not available keeps its phase from completing, and the memory is
+// forgotten. Later phases were applied meanwhile: the object was available when the pass
+// before found it so, which is all the phase order promises.
+func (e *Engine) verifySkipped(budgets *budgets, p *pass, states []*phaseState) []error {
+	progress := p.progress
+	p.progress = nil // read them all: nothing is skipped or remembered now
+	defer func() { p.progress = progress }()
+	var errs []error
+	for _, s := range states {
+		if s == nil || len(s.skipped) == 0 {
+			continue
+		}
+		skipped := s.skipped
+		s.skipped = nil
+		var phaseErrs []error
+		for _, step := range stepsOf(skipped) {
+			stop, err := e.applyStep(budgets.of(s.ph.Class, s.target), p, s, step)
+			if err != nil {
+				phaseErrs = append(phaseErrs, err)
+			}
+			if stop {
+				break
+			}
+		}
+		if len(phaseErrs) > 0 || len(s.pr.NotAvailable) > 0 {
+			s.pr.State = v1alpha1.PhaseProgressing
+			p.regressed = true
+		}
+		for _, err := range phaseErrs {
+			errs = append(errs, fmt.Errorf("phase %s on %s: %w", s.ph.Name, s.target.Name, err))
+		}
+	}
+	return errs
 }
 
 // intendedOf returns the objects of the phase whose namespace resolves, for Record: objects of
@@ -576,6 +655,7 @@ func (p *pass) report(s *phaseState, r *appliedObject) error {
 	case r.availableBefore:
 		p.applied[ref.key(s.ph.Class)] = s.key
 		p.inv.add(s.ph.Name, s.ph.Class, ref)
+		s.skipped = append(s.skipped, r.obj)
 		return nil
 	case !r.ran:
 		return nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Progress remembers what the passes taking one owner to its desired state learnt of its
@@ -16,10 +17,13 @@ import (
 //
 // It remembers two things:
 //   - the objects found available, with the desired-state hash they were applied with: the
-//     next pass neither sends nor reads them while that hash is the one desired. A new revision
-//     of an object reads it again; so does any change to how a pass judges objects (owner,
-//     probes, adoption, drift policy, ignored fields, confinement, targets). An object with
-//     condition mappings, and a CRD, is always read.
+//     next passes neither send nor read them while that hash is the one desired, for MaxAge
+//     after they were found available at most. A new revision of an object reads it again; so
+//     does any change to how a pass judges objects (owner, probes, adoption, drift policy,
+//     ignored fields, confinement, target names), and a pass that fails in any way forgets them
+//     all. An object with condition mappings, and a CRD, is always read. A pass that would
+//     complete every phase reads the objects it skipped first: an owner is never reported
+//     complete on memory alone.
 //   - the objects recorded as intended (Request.Record) that no pass has sent yet: the next pass
 //     creates them without reading them first, as it does objects Previous does not hold. A
 //     create that finds the object exists writes nothing and falls back to the read, so a wrong
@@ -27,19 +31,35 @@ import (
 //
 // The engine forgets what was found available once a pass completes every phase, so the passes
 // of a converged owner (its interval) read each object as before: drift is found by those
-// reads, never hidden by this memory. The caller keeps one Progress per owner, in memory only
+// reads, and hidden by this memory for MaxAge at most while the owner has not converged. The caller keeps one Progress per owner, in memory only
 // (a restarted controller reads every object again), and drops it with the owner. It is safe
 // for concurrent use.
 type Progress struct {
+	maxAge      time.Duration
+	now         func() time.Time
 	mu          sync.Mutex
 	fingerprint string
-	available   map[key]string // key → desired-state hash the object was found available with
+	available   map[key]found
 	unsent      map[key]bool
 }
 
-// NewProgress returns an empty Progress.
-func NewProgress() *Progress {
-	return &Progress{available: map[key]string{}, unsent: map[key]bool{}}
+// found is an object found available: with which desired-state hash, and when.
+type found struct {
+	hash string
+	at   time.Time
+}
+
+// DefaultProgressMaxAge is how long an object found available is taken to stay so while its
+// owner has not converged, when NewProgress is given no age.
+const DefaultProgressMaxAge = time.Minute
+
+// NewProgress returns an empty Progress whose objects found available are read again maxAge
+// after (DefaultProgressMaxAge when zero or less).
+func NewProgress(maxAge time.Duration) *Progress {
+	if maxAge <= 0 {
+		maxAge = DefaultProgressMaxAge
+	}
+	return &Progress{maxAge: maxAge, now: time.Now, available: map[key]found{}, unsent: map[key]bool{}}
 }
 
 // Available is the number of objects remembered as available.
@@ -65,8 +85,8 @@ func (p *Progress) begin(fingerprint string) {
 func (p *Progress) isAvailable(k key, hash string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	h, ok := p.available[k]
-	return ok && hash != "" && h == hash
+	f, ok := p.available[k]
+	return ok && hash != "" && f.hash == hash && p.now().Sub(f.at) < p.maxAge
 }
 
 // found remembers whether an object was found available in the desired state whose hash is
@@ -76,7 +96,7 @@ func (p *Progress) found(k key, hash string, available bool) {
 	defer p.mu.Unlock()
 	delete(p.unsent, k)
 	if available && hash != "" {
-		p.available[k] = hash
+		p.available[k] = found{hash: hash, at: p.now()}
 	} else {
 		delete(p.available, k)
 	}
@@ -91,13 +111,6 @@ func (p *Progress) recorded(keys []key) {
 	}
 }
 
-// sent forgets that an object was not sent: a pass sent it (its answer may have been lost).
-func (p *Progress) sent(k key) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.unsent, k)
-}
-
 // isUnsent reports whether the object was recorded as intended and never sent.
 func (p *Progress) isUnsent(k key) bool {
 	p.mu.Lock()
@@ -105,8 +118,8 @@ func (p *Progress) isUnsent(k key) bool {
 	return p.unsent[k]
 }
 
-// complete forgets what was found available: every phase is complete.
-func (p *Progress) complete() {
+// forgetAvailable forgets what was found available: every phase is complete, or a pass failed.
+func (p *Progress) forgetAvailable() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	clear(p.available)

@@ -48,7 +48,7 @@ func (s *progressByOwner) get(uid types.UID, cluster string, now time.Time) *app
 	}
 	o := s.owners[uid]
 	if o == nil || o.cluster != cluster {
-		o = &ownerProgress{cluster: cluster, progress: apply.NewProgress()}
+		o = &ownerProgress{cluster: cluster, progress: apply.NewProgress(0)}
 		s.owners[uid] = o
 	}
 	o.used = now
