@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -26,6 +27,8 @@ type controllerUnderTest interface {
 	liveHeap(ctx context.Context) (int64, error)
 	// heapProfile writes the live heap for `go tool pprof`.
 	heapProfile(ctx context.Context, w io.Writer) error
+	// cpuProfile writes a CPU profile of the next d for `go tool pprof`.
+	cpuProfile(ctx context.Context, d time.Duration, w io.Writer) error
 	// hostedClientsBuilt is how many hosted clients were built so far; -1 when it cannot be
 	// seen from outside (the process counts cached clients instead).
 	hostedClientsBuilt() int

@@ -134,6 +134,18 @@ func (c *inlineController) heapProfile(_ context.Context, w io.Writer) error {
 	return pprof.WriteHeapProfile(w)
 }
 
+func (c *inlineController) cpuProfile(ctx context.Context, d time.Duration, w io.Writer) error {
+	if err := pprof.StartCPUProfile(w); err != nil {
+		return err
+	}
+	defer pprof.StopCPUProfile()
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+	return nil
+}
+
 func (c *inlineController) hostedClientsBuilt() int {
 	_, built := c.hostedClients.Stats()
 	return built

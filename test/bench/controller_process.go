@@ -238,6 +238,16 @@ func (c *processController) heapProfile(ctx context.Context, w io.Writer) error 
 	return err
 }
 
+func (c *processController) cpuProfile(ctx context.Context, d time.Duration, w io.Writer) error {
+	body, err := c.get(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(int(d.Seconds()), 1)))
+	if err != nil {
+		return fmt.Errorf("read controller CPU profile: %w", err)
+	}
+	defer body.Close()
+	_, err = io.Copy(w, body)
+	return err
+}
+
 // deploymentEnv returns the value of an environment variable of the controller container in the
 // Deployment manifest at path ("" when it sets none), so that the benchmark runs the controller
 // as the shipped Deployment does.

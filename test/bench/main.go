@@ -24,7 +24,7 @@ type options struct {
 	packages, objects, hostedPlanes, workers, intervals int
 	interval, timeout                                   time.Duration
 	hostedClusters                                      bool
-	crdDir, logFile, memProfile                         string
+	crdDir, logFile, memProfile, cpuProfile             string
 	// deadPercent of the hosted clusters have a hosted API server that never answers.
 	deadPercent float64
 	compare     compareOptions
@@ -63,6 +63,7 @@ func main() {
 	fs.StringVar(&o.crdDir, "crds", "config/crd/bases", "pkgsync's CRDs")
 	fs.StringVar(&o.logFile, "log-file", "", "Write the controller's log here (default: discard)")
 	fs.StringVar(&o.memProfile, "memprofile", "", "Write a heap profile here after the last scenario")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Write a CPU profile of the controller here, taken over the first 30 s of the converge scenario")
 	fs.Float64Var(&o.deadPercent, "dead-percent", 0, "Percent of the hosted clusters whose API server accepts connections and never answers (at least one when above 0)")
 	fs.BoolVar(&o.hcpkg, "hcpkg", false, "Measure one HostedClusterPackage over -packages HostedClusters in 4 partitions instead: converge, then a rollout of a new digest with maxUnavailable 10%")
 	fs.BoolVar(&o.notify, "notify", false, "Measure registry notifications instead: -packages Packages and a HostedClusterPackage of as many members (maxUnavailable 100%) following one tag with interval 10m; -pushes pushes answered by the registry's notifications, beside the same pushes answered by requestedAt")
@@ -195,10 +196,15 @@ func run(ctx context.Context, o options) error {
 	}
 
 	progress("converge: creating %d Packages of %s (%d objects each)", o.packages, f.image, o.objects)
+	var profiled chan error // the CPU profile of the converge scenario, written meanwhile
 	scenario("converge", func(r *result) error {
 		r.raw = raw
 		done := t.expect(healthy, readyOn(v1, ""))
 		deadDone := deadT.expect(dead, unavailable(""))
+		if o.cpuProfile != "" {
+			profiled = make(chan error, 1)
+			go func() { profiled <- writeCPUProfile(ctx, env.ctl, o.cpuProfile, 30*time.Second) }()
+		}
 		start := time.Now()
 		created, err := f.createPackages(ctx)
 		if err != nil {
@@ -252,6 +258,9 @@ func run(ctx context.Context, o options) error {
 	})
 
 	printReport(os.Stdout, o, results, time.Since(started))
+	if profiled != nil {
+		errs = append(errs, <-profiled)
+	}
 	if o.memProfile != "" {
 		errs = append(errs, writeHeapProfile(ctx, env.ctl, o.memProfile))
 	}

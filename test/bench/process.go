@@ -134,6 +134,19 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(max(rank, 1), len(s))-1]
 }
 
+// writeCPUProfile writes a CPU profile of the controller over the next d, for `go tool pprof`.
+func writeCPUProfile(ctx context.Context, ctl controllerUnderTest, path string, d time.Duration) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create CPU profile: %w", err)
+	}
+	if err := ctl.cpuProfile(ctx, d, f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write CPU profile: %w", err)
+	}
+	return f.Close()
+}
+
 // writeHeapProfile writes the controller's live heap, for `go tool pprof`.
 func writeHeapProfile(ctx context.Context, ctl controllerUnderTest, path string) error {
 	f, err := os.Create(path)
