@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pkgsync.dev/pkgsync/apply"
 )
 
 type options struct {
@@ -73,7 +75,7 @@ func main() {
 	fs.StringVar(&o.managerManifest, "manager", "config/manager/manager.yaml", "The controller Deployment, whose GOMEMLIMIT the controller process runs with")
 	fs.StringVar(&o.shape, "shape", shapeFleet, "The package: fleet (half of the objects on the hosted cluster), management (three phases, management cluster only), big (one phase, management cluster only; with -packages 1 -objects 8000 the one-big-package scenario). The management shapes first time a raw server-side apply of the same objects (ratio_to_raw)")
 	fs.StringVar(&o.controllerArgs, "controller-args", "", "More flags for `pkgsync controller` (-controller process), separated by spaces: \"--kube-api-qps=500 --apply-concurrency-per-package=16\"")
-	fs.IntVar(&o.rawConcurrency, "raw-concurrency", 8, "Requests in flight of the raw server-side apply (one client); pkgsync's --apply-concurrency-per-package is 8")
+	fs.IntVar(&o.rawConcurrency, "raw-concurrency", apply.DefaultConcurrency, "Requests in flight of the raw server-side apply (one client); the default is pkgsync's --apply-concurrency-per-package")
 	o.compare.applyFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
