@@ -50,10 +50,9 @@ func newProgressEnv(t *testing.T, maxAge time.Duration) *progressEnv {
 }
 
 // pass makes one pass, as the controller's requeue does, and returns what it sent.
-func (e *progressEnv) pass(t *testing.T) (*apply.Result, map[string]int, error) {
-	t.Helper()
+func (e *progressEnv) pass(ctx context.Context) (*apply.Result, map[string]int, error) {
 	e.counter.reset()
-	res, err := e.engine.Apply(t.Context(), e.req)
+	res, err := e.engine.Apply(ctx, e.req)
 	e.req.Previous = res.Inventory
 	return res, e.counter.reset(), err
 }
@@ -68,7 +67,7 @@ func TestRetriesReadOnlyWhatIsNotAvailable(t *testing.T) {
 	t.Parallel()
 	e := newProgressEnv(t, 0)
 
-	res, counts, err := e.pass(t)
+	res, counts, err := e.pass(t.Context())
 	require.NoError(t, err)
 	require.False(t, res.Complete())
 	assert.Equal(t, "deploy", res.Progressing().Name)
@@ -77,7 +76,7 @@ func TestRetriesReadOnlyWhatIsNotAvailable(t *testing.T) {
 	assert.Equal(t, 1, e.records, "the objects of every phase are recorded once, before the first write")
 
 	for range 3 {
-		res, counts, err = e.pass(t)
+		res, counts, err = e.pass(t.Context())
 		require.NoError(t, err)
 		require.False(t, res.Complete())
 		assert.Equal(t, 1, counts[http.MethodGet], "a retry reads the Deployment only")
@@ -87,7 +86,7 @@ func TestRetriesReadOnlyWhatIsNotAvailable(t *testing.T) {
 
 	// A new desired state of a remembered object is applied, not skipped.
 	e.config[1].Object["data"] = map[string]any{"n": "2"}
-	_, counts, err = e.pass(t)
+	_, counts, err = e.pass(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, 2, counts[http.MethodGet], "the changed ConfigMap and the Deployment")
 	assert.Equal(t, 1, counts[http.MethodPatch], "the changed ConfigMap is applied")
@@ -96,16 +95,16 @@ func TestRetriesReadOnlyWhatIsNotAvailable(t *testing.T) {
 
 	// Another request (here: adoption allowed) judges objects anew.
 	e.req.Adopt = v1alpha1.AdoptAlways
-	_, counts, _ = e.pass(t)
+	_, counts, _ = e.pass(t.Context())
 	assert.Equal(t, 6, counts[http.MethodGet], "every object is read under a changed request")
 	e.req.Adopt = ""
-	_, counts, _ = e.pass(t)
+	_, counts, _ = e.pass(t.Context())
 	assert.Equal(t, 6, counts[http.MethodGet], "and again when it changes back")
-	_, counts, _ = e.pass(t)
+	_, counts, _ = e.pass(t.Context())
 	assert.Equal(t, 1, counts[http.MethodGet], "then the Deployment only")
 
 	setDeploymentAvailable(t, e.mgmt, e.ns, "web")
-	res, counts, err = e.pass(t)
+	res, counts, err = e.pass(t.Context())
 	require.NoError(t, err)
 	require.True(t, res.Complete(), res.Summary())
 	assert.Equal(t, 6, counts[http.MethodGet], "the Deployment, then the five objects skipped, once; the last phase's ConfigMap, recorded but never sent, is not read first")
@@ -113,7 +112,7 @@ func TestRetriesReadOnlyWhatIsNotAvailable(t *testing.T) {
 	assert.Equal(t, 1, e.records, "recorded once in all")
 	assert.Zero(t, e.progress.Available(), "what was found available is forgotten once complete")
 
-	res, counts, err = e.pass(t)
+	res, counts, err = e.pass(t.Context())
 	require.NoError(t, err)
 	require.True(t, res.Complete())
 	assert.Equal(t, 7, counts[http.MethodGet], "a converged owner's pass reads every object")
@@ -130,10 +129,10 @@ func TestNeverCompleteOnMemoryAlone(t *testing.T) {
 	early.SetName("early")
 	e.req.Phases[0].Objects = append(e.req.Phases[0].Objects, early)
 
-	_, _, err := e.pass(t)
+	_, _, err := e.pass(t.Context())
 	require.NoError(t, err)
 	setDeploymentAvailable(t, e.mgmt, e.ns, "early")
-	res, _, err := e.pass(t)
+	res, _, err := e.pass(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "deploy", res.Progressing().Name)
 	assert.Equal(t, 6, e.progress.Available(), "the early Deployment is remembered available too")
@@ -141,11 +140,11 @@ func TestNeverCompleteOnMemoryAlone(t *testing.T) {
 	// Someone deletes a ConfigMap of the first phase and the early Deployment loses its pods.
 	require.NoError(t, e.mgmt.Delete(t.Context(), e.config[0].DeepCopy()))
 	regress(t, e.env, "early")
-	_, counts, _ := e.pass(t)
+	_, counts, _ := e.pass(t.Context())
 	assert.Equal(t, 1, counts[http.MethodGet], "while the package waits, the memory holds")
 
 	setDeploymentAvailable(t, e.mgmt, e.ns, "web")
-	res, _, err = e.pass(t)
+	res, _, err = e.pass(t.Context())
 	require.NoError(t, err)
 	require.False(t, res.Complete(), "the early Deployment is not available any more")
 	assert.Equal(t, "config", res.Progressing().Name)
@@ -154,11 +153,11 @@ func TestNeverCompleteOnMemoryAlone(t *testing.T) {
 	assert.True(t, ok, "the deleted ConfigMap is recreated")
 	assert.Zero(t, e.progress.Available(), "the memory is forgotten")
 
-	_, counts, _ = e.pass(t)
+	_, counts, _ = e.pass(t.Context())
 	assert.Equal(t, 5, counts[http.MethodGet], "the next pass reads every object of the phase it now waits in")
 
 	setDeploymentAvailable(t, e.mgmt, e.ns, "early")
-	res, _, err = e.pass(t)
+	res, _, err = e.pass(t.Context())
 	require.NoError(t, err)
 	assert.True(t, res.Complete(), res.Summary())
 }
@@ -169,14 +168,14 @@ func TestNeverCompleteOnMemoryAlone(t *testing.T) {
 func TestFailedPassForgetsWhatWasAvailable(t *testing.T) {
 	t.Parallel()
 	e := newProgressEnv(t, 0)
-	_, _, err := e.pass(t)
+	_, _, err := e.pass(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 5, e.progress.Available())
 
 	theirs := e.configMap(t, "theirs", map[string]string{"owner": "someone"})
 	require.NoError(t, e.mgmt.Create(t.Context(), theirs.DeepCopy()))
 	e.req.Phases[1].Objects = append(e.req.Phases[1].Objects, e.configMap(t, "theirs", nil))
-	_, _, err = e.pass(t)
+	_, _, err = e.pass(t.Context())
 	var collision *apply.CollisionError
 	require.ErrorAs(t, err, &collision)
 	assert.Zero(t, e.progress.Available())
@@ -188,12 +187,13 @@ func TestFailedPassForgetsWhatWasAvailable(t *testing.T) {
 func TestObjectsFoundAvailableAreReadAgainAfterMaxAge(t *testing.T) {
 	t.Parallel()
 	e := newProgressEnv(t, 300*time.Millisecond)
-	_, _, err := e.pass(t)
+	_, _, err := e.pass(t.Context())
 	require.NoError(t, err)
-	_, counts, _ := e.pass(t)
+	_, counts, _ := e.pass(t.Context())
 	require.Equal(t, 1, counts[http.MethodGet], "the Deployment only, within the age")
+	ctx := t.Context()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		_, counts, _ := e.pass(t)
+		_, counts, _ := e.pass(ctx)
 		assert.Equal(c, 6, counts[http.MethodGet], "every object once its memory is older than the age")
 	}, eventuallyTimeout, eventuallyInterval)
 }

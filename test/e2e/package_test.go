@@ -13,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -77,6 +78,19 @@ spec:
       - name: app
         image: registry.k8s.io/pause:3.10
 `,
+}
+
+// updateSpec writes spec into the Package, read afresh, again when the controller wrote the
+// Package (its status) between the read and the write.
+func updateSpec(t *testing.T, pkg *v1alpha1.Package, spec v1alpha1.PackageSpec) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg); err != nil {
+			return err
+		}
+		pkg.Spec = *spec.DeepCopy()
+		return suite.mgmtClient.Update(t.Context(), pkg)
+	}))
 }
 
 func newPackage(ns, name, image string, config string) *v1alpha1.Package {
@@ -222,16 +236,15 @@ func TestPackageLifecycle(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
 				good := pkg.Spec.DeepCopy()
-				tc.mutate(pkg)
-				require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+				tc.mutate(pkg) // once: it may push an image
+				mutated := pkg.Spec.DeepCopy()
+				updateSpec(t, pkg, *mutated)
 				cond := waitForReady(t, pkg, metav1.ConditionFalse, tc.reason)
 				assert.NotEmpty(t, cond.Message)
 				assert.True(t, exists(t, suite.mgmtClient, "apps/v1", "Deployment", ns, "app"), "previous revision's objects stay")
 				assert.True(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "app-config"))
 
-				require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
-				pkg.Spec = *good
-				require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+				updateSpec(t, pkg, *good)
 				waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 			})
 		}
