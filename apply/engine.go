@@ -85,10 +85,9 @@ type pass struct {
 	// recordCtx is the caller's context: Record writes the caller's status, on the management
 	// cluster, and must not run under (or use up) a hosted target's budget.
 	recordCtx context.Context
-	// progress is Request.Progress when the pass may use it.
+	// progress is Request.Progress while the pass may use it: nil in a dry run, and once the
+	// pass has forgotten what was found available (forgetAvailable).
 	progress *Progress
-	// regressed says an object skipped as found available was not available when verified.
-	regressed bool
 }
 
 // intendedRef is an object Record was told about.
@@ -168,9 +167,7 @@ type phaseKey struct{ name, class string }
 func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	p := newPass(ctx, req)
 	if err := p.check(&e.cel); err != nil {
-		if req.Progress != nil {
-			req.Progress.forgetAvailable()
-		}
+		p.forgetAvailable()
 		p.res.Inventory = req.Previous
 		return p.res, err
 	}
@@ -178,12 +175,6 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 	for i, ph := range req.Phases {
 		if target, ok := req.Targets[ph.Class]; ok && target.Client != nil {
 			states[i] = newPhaseState(ph, target, &p.res.Phases[i], req.Owner)
-		}
-	}
-	if req.Progress != nil && !req.DryRun {
-		if fp, err := progressFingerprint(req); err == nil {
-			p.progress = req.Progress
-			p.progress.begin(fp)
 		}
 	}
 	budgets := newBudgets(ctx)
@@ -195,6 +186,9 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		errs = e.applyPhases(budgets, p, states)
 	}
 	if len(errs) == 0 && p.res.Complete() {
+		// Converging: the passes of its interval read every object again, and this one reads
+		// what it skipped before it completes.
+		p.forgetAvailable()
 		errs = e.verifySkipped(budgets, p, states)
 	}
 
@@ -210,10 +204,8 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		p.res.Inventory = req.Previous
 		return p.res, errors.Join(errs...)
 	}
-	if p.progress != nil && (len(errs) > 0 || p.res.Complete() || p.regressed) {
-		// Converged: the passes of its interval read every object again. Failed, or an object
-		// found available before is no longer: the memory may be what keeps it from converging.
-		p.progress.forgetAvailable()
+	if len(errs) > 0 {
+		p.forgetAvailable() // the memory may be what keeps the owner from converging
 	}
 	p.res.Inventory = p.inventory(pruned)
 	return p.res, errors.Join(errs...)
@@ -228,6 +220,12 @@ func newPass(ctx context.Context, req Request) *pass {
 		for _, ref := range ph.Objects {
 			p.recorded[ref.key(ph.Class)] = true
 			p.previous[ref.key(ph.Class)] = true
+		}
+	}
+	if req.Progress != nil && !req.DryRun {
+		if fp, err := progressFingerprint(req); err == nil {
+			p.progress = req.Progress
+			p.progress.begin(fp)
 		}
 	}
 	for _, ph := range req.Phases {
@@ -417,15 +415,12 @@ func stepsOf(objs []*unstructured.Unstructured) [][]*unstructured.Unstructured {
 }
 
 // verifySkipped reads, before a pass reports every phase complete, the objects it skipped as
-// found available by earlier passes (Request.Progress): an owner is never reported complete on
-// memory alone. Each is handled as in any pass (recreated when deleted, corrected when
-// drifted); one that is not available keeps its phase from completing, and the memory is
-// forgotten. Later phases were applied meanwhile: the object was available when the pass
+// found available by earlier passes (Request.Progress), once the pass has forgotten them: an
+// owner is never reported complete on memory alone. Each is handled as in any pass (recreated
+// when deleted, corrected when drifted); one that is not available keeps its phase from
+// completing. Later phases were applied meanwhile: the object was available when the pass
 // before found it so, which is all the phase order promises.
 func (e *Engine) verifySkipped(budgets *budgets, p *pass, states []*phaseState) []error {
-	progress := p.progress
-	p.progress = nil // read them all: nothing is skipped or remembered now
-	defer func() { p.progress = progress }()
 	var errs []error
 	for _, s := range states {
 		if s == nil || len(s.skipped) == 0 {
@@ -445,7 +440,6 @@ func (e *Engine) verifySkipped(budgets *budgets, p *pass, states []*phaseState) 
 		}
 		if len(phaseErrs) > 0 || len(s.pr.NotAvailable) > 0 {
 			s.pr.State = v1alpha1.PhaseProgressing
-			p.regressed = true
 		}
 		for _, err := range phaseErrs {
 			errs = append(errs, fmt.Errorf("phase %s on %s: %w", s.ph.Name, s.target.Name, err))
@@ -604,8 +598,12 @@ func (e *Engine) applyStep(ctx context.Context, p *pass, s *phaseState, objs []*
 
 	var errs []error
 	for i := range results {
-		if err := p.report(s, &results[i]); err != nil {
+		r := &results[i]
+		if err := p.report(s, r); err != nil {
 			errs = append(errs, err)
+		}
+		if r.ran {
+			p.found(s, r.obj, r.available())
 		}
 	}
 	return stopped.Load(), errors.Join(errs...)
@@ -662,8 +660,6 @@ func (p *pass) report(s *phaseState, r *appliedObject) error {
 	case !r.ran:
 		return nil
 	}
-	available := false
-	defer func() { p.found(s, r.obj, available) }()
 	var availErr *availabilityError
 	if r.err != nil && !errors.As(r.err, &availErr) {
 		if p.req.DryRun && p.namespaceComesFirst(s.ph.Class, r.obj, r.err) {
@@ -705,8 +701,13 @@ func (p *pass) report(s *phaseState, r *appliedObject) error {
 	for _, reason := range r.reasons {
 		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: reason})
 	}
-	available = len(r.reasons) == 0 && r.out.drift == nil // drift left alone is reported by every pass
 	return nil
+}
+
+// available reports whether applying the object found it available in its desired state, with
+// nothing to report: drift left alone is reported by every pass, so it is not available to skip.
+func (r *appliedObject) available() bool {
+	return r.ran && r.err == nil && r.out.live != nil && r.out.waiting == "" && len(r.reasons) == 0 && r.out.drift == nil
 }
 
 // availableBefore reports whether an earlier pass found obj available in its desired state,
@@ -728,6 +729,15 @@ func (p *pass) availableBefore(s *phaseState, obj *unstructured.Unstructured) bo
 // it as intended and never sent it.
 func (p *pass) isNew(k key) bool {
 	return !p.previous[k] || (p.progress != nil && p.progress.isUnsent(k))
+}
+
+// forgetAvailable forgets what earlier passes found available, and stops this pass from
+// skipping or remembering anything more.
+func (p *pass) forgetAvailable() {
+	if p.progress != nil {
+		p.progress.forgetAvailable()
+		p.progress = nil
+	}
 }
 
 // found remembers whether the pass found obj, which it sent, available in its desired state.

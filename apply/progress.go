@@ -17,8 +17,8 @@ import (
 //
 // It remembers two things:
 //   - the objects found available, with the desired-state hash they were applied with: the
-//     next passes neither send nor read them while that hash is the one desired, for MaxAge
-//     after they were found available at most. A new revision of an object reads it again; so
+//     next passes neither send nor read them while that hash is the one desired, for maxAge
+//     (NewProgress) after they were found available at most. A new revision of an object reads it again; so
 //     does any change to how a pass judges objects (owner, probes, adoption, drift policy,
 //     ignored fields, confinement, target names), and a pass that fails in any way forgets them
 //     all. An object with condition mappings, and a CRD, is always read. A pass that would
@@ -31,12 +31,11 @@ import (
 //
 // The engine forgets what was found available once a pass completes every phase, so the passes
 // of a converged owner (its interval) read each object as before: drift is found by those
-// reads, and hidden by this memory for MaxAge at most while the owner has not converged. The caller keeps one Progress per owner, in memory only
-// (a restarted controller reads every object again), and drops it with the owner. It is safe
-// for concurrent use.
+// reads, and hidden by this memory for maxAge at most while the owner has not converged. The
+// caller keeps one Progress per owner, in memory only (a restarted controller reads every
+// object again), and drops it with the owner. It is safe for concurrent use.
 type Progress struct {
 	maxAge      time.Duration
-	now         func() time.Time
 	mu          sync.Mutex
 	fingerprint string
 	available   map[key]found
@@ -59,7 +58,7 @@ func NewProgress(maxAge time.Duration) *Progress {
 	if maxAge <= 0 {
 		maxAge = DefaultProgressMaxAge
 	}
-	return &Progress{maxAge: maxAge, now: time.Now, available: map[key]found{}, unsent: map[key]bool{}}
+	return &Progress{maxAge: maxAge, available: map[key]found{}, unsent: map[key]bool{}}
 }
 
 // Available is the number of objects remembered as available.
@@ -86,7 +85,7 @@ func (p *Progress) isAvailable(k key, hash string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f, ok := p.available[k]
-	return ok && hash != "" && f.hash == hash && p.now().Sub(f.at) < p.maxAge
+	return ok && hash != "" && f.hash == hash && time.Since(f.at) < p.maxAge
 }
 
 // found remembers whether an object was found available in the desired state whose hash is
@@ -96,7 +95,7 @@ func (p *Progress) found(k key, hash string, available bool) {
 	defer p.mu.Unlock()
 	delete(p.unsent, k)
 	if available && hash != "" {
-		p.available[k] = found{hash: hash, at: p.now()}
+		p.available[k] = found{hash: hash, at: time.Now()}
 	} else {
 		delete(p.available, k)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
@@ -139,7 +138,7 @@ func TestNeverCompleteOnMemoryAlone(t *testing.T) {
 
 	// Someone deletes a ConfigMap of the first phase and the early Deployment loses its pods.
 	require.NoError(t, e.mgmt.Delete(t.Context(), e.config[0].DeepCopy()))
-	regress(t, e.env, "early")
+	setDeploymentStatus(t, e.mgmt, e.ns, "early", false)
 	_, counts, _ := e.pass(t.Context())
 	assert.Equal(t, 1, counts[http.MethodGet], "while the package waits, the memory holds")
 
@@ -163,12 +162,28 @@ func TestNeverCompleteOnMemoryAlone(t *testing.T) {
 }
 
 // TestFailedPassForgetsWhatWasAvailable: a pass that fails forgets every object found
-// available: the memory may be what keeps the owner from converging (the Namespace a
-// Deployment needs deleted meanwhile, say), so the next pass reads, and restores, everything.
+// available, whether it is refused before anything is sent or fails on an object: the memory
+// may be what keeps the owner from converging (the Namespace a Deployment needs deleted
+// meanwhile, say), so the next pass reads, and restores, everything.
 func TestFailedPassForgetsWhatWasAvailable(t *testing.T) {
 	t.Parallel()
 	e := newProgressEnv(t, 0)
+	e.req.Confine = map[string]string{"": e.ns}
 	_, _, err := e.pass(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 5, e.progress.Available())
+
+	outside := e.configMap(t, "outside", nil)
+	outside.SetNamespace("elsewhere")
+	e.req.Phases[1].Objects = append(e.req.Phases[1].Objects, outside)
+	_, counts, err := e.pass(t.Context())
+	var confined *apply.ConfinementError
+	require.ErrorAs(t, err, &confined)
+	assert.Empty(t, counts[http.MethodPatch], "refused before anything is sent")
+	assert.Zero(t, e.progress.Available(), "a pass refused forgets")
+
+	e.req.Phases[1].Objects = e.req.Phases[1].Objects[:len(e.req.Phases[1].Objects)-1]
+	_, _, err = e.pass(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 5, e.progress.Available())
 
@@ -178,7 +193,7 @@ func TestFailedPassForgetsWhatWasAvailable(t *testing.T) {
 	_, _, err = e.pass(t.Context())
 	var collision *apply.CollisionError
 	require.ErrorAs(t, err, &collision)
-	assert.Zero(t, e.progress.Available())
+	assert.Zero(t, e.progress.Available(), "a pass that fails on an object forgets")
 }
 
 // TestObjectsFoundAvailableAreReadAgainAfterMaxAge: the memory of an object found available
@@ -202,41 +217,16 @@ func TestObjectsFoundAvailableAreReadAgainAfterMaxAge(t *testing.T) {
 // read on every pass, so that the mapped conditions stay reported while the package waits.
 func TestObjectsWithMappedConditionsAreReadOnRetries(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	cfg, counter := countingConfig(management.Config)
-	e.targets[""] = apply.Target{Client: newClient(t, cfg), Name: "management cluster"}
-	engine := apply.NewEngine(apply.Options{})
-	req := apply.Request{Owner: e.owner, Targets: e.targets, Progress: apply.NewProgress(0), Phases: []desired.Phase{
+	e := newProgressEnv(t, 0)
+	e.req.Phases = []desired.Phase{
 		{Name: "config", Objects: []*unstructured.Unstructured{e.configMap(t, "mapped", nil), e.configMap(t, "plain", nil)},
 			ConditionMappings: []desired.ConditionMapping{{Object: 0, Source: "Ready", Destination: "example.com/Ready"}}},
 		{Name: "deploy", Objects: []*unstructured.Unstructured{e.obj(t, deploymentYAML)}},
-	}}
-	res, err := engine.Apply(t.Context(), req)
+	}
+	_, _, err := e.pass(t.Context())
 	require.NoError(t, err)
-	req.Previous = res.Inventory
-	counter.reset()
-	res, err = engine.Apply(t.Context(), req)
+	res, counts, err := e.pass(t.Context())
 	require.NoError(t, err)
 	require.False(t, res.Complete())
-	assert.Equal(t, 2, counter.reset()[http.MethodGet], "the mapped ConfigMap and the Deployment")
-}
-
-// regress plays the Deployment controller reporting a Deployment's pods gone.
-func regress(t *testing.T, e *env, name string) {
-	t.Helper()
-	d := &unstructured.Unstructured{}
-	d.SetAPIVersion("apps/v1")
-	d.SetKind("Deployment")
-	require.NoError(t, e.mgmt.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: name}, d))
-	d.Object["status"] = map[string]any{
-		"observedGeneration": d.GetGeneration(),
-		"replicas":           int64(2),
-		"updatedReplicas":    int64(2),
-		"availableReplicas":  int64(0),
-		"readyReplicas":      int64(0),
-		"conditions": []any{
-			map[string]any{"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)},
-		},
-	}
-	require.NoError(t, e.mgmt.Status().Update(t.Context(), d))
+	assert.Equal(t, 2, counts[http.MethodGet], "the mapped ConfigMap and the Deployment")
 }

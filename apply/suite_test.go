@@ -145,19 +145,30 @@ func applyUntilComplete(t *testing.T, engine *apply.Engine, req apply.Request) *
 // setDeploymentAvailable plays the Deployment controller, which envtest does not run.
 func setDeploymentAvailable(t *testing.T, c client.Client, ns, name string) {
 	t.Helper()
+	setDeploymentStatus(t, c, ns, name, true)
+}
+
+// setDeploymentStatus plays the Deployment controller reporting every replica available, or
+// none (its pods gone).
+func setDeploymentStatus(t *testing.T, c client.Client, ns, name string, available bool) {
+	t.Helper()
 	d := &unstructured.Unstructured{}
 	d.SetAPIVersion("apps/v1")
 	d.SetKind("Deployment")
 	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, d))
 	replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+	ready, status, reason := replicas, "True", "MinimumReplicasAvailable"
+	if !available {
+		ready, status, reason = 0, "False", "MinimumReplicasUnavailable"
+	}
 	d.Object["status"] = map[string]any{
 		"observedGeneration": d.GetGeneration(),
 		"replicas":           replicas,
 		"updatedReplicas":    replicas,
-		"availableReplicas":  replicas,
-		"readyReplicas":      replicas,
+		"availableReplicas":  ready,
+		"readyReplicas":      ready,
 		"conditions": []any{
-			map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)},
+			map[string]any{"type": "Available", "status": status, "reason": reason, "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)},
 			map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)},
 		},
 	}

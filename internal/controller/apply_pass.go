@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -118,7 +119,7 @@ func (r *applier) apply(ctx context.Context, req passRequest) (*apply.Result, er
 		if req.hosted.cluster != nil {
 			cluster = req.hosted.cluster.Namespace + "/" + req.hosted.cluster.Name
 		}
-		areq.Progress = r.progress.get(req.uid, cluster, time.Now())
+		areq.Progress = r.progress.get(req.uid, cluster)
 	}
 	res, err := r.engine.Apply(ctx, areq)
 	if res != nil && err == nil && res.Complete() {
@@ -182,5 +183,6 @@ func newApplier(mgr ctrl.Manager, opts Options, hc *hosted.Clients, m *metrics, 
 		hostedNamespaceRule:   opts.HostedNamespaceRule,
 		defaultServiceAccount: opts.DefaultServiceAccount,
 		recorder:              recorder,
+		progress:              newProgressByOwner(clock.RealClock{}),
 	}
 }

@@ -1,10 +1,11 @@
 package controller
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/utils/clock"
 
 	"pkgsync.dev/pkgsync/apply"
 )
@@ -16,11 +17,15 @@ const progressTTL = 30 * time.Minute
 // progressByOwner keeps, per resource, what its passes learnt of its objects (apply.Progress),
 // so that the passes that wait on a later object neither read again the objects found
 // available nor read before creating the objects recorded and not sent yet. It is memory only:
-// a restarted controller reads every object once more.
+// a restarted controller reads every object once more. Each pass renews its resource's entry
+// for progressTTL. A resource is reconciled by one worker at a time, so the read and the write
+// of its entry in get do not race. The zero value remembers nothing.
 type progressByOwner struct {
-	mu        sync.Mutex
-	owners    map[types.UID]*ownerProgress
-	lastSweep time.Time
+	owners *cache.Expiring // types.UID → *ownerProgress
+}
+
+func newProgressByOwner(c clock.Clock) progressByOwner {
+	return progressByOwner{owners: cache.NewExpiringWithClock(c)}
 }
 
 type ownerProgress struct {
@@ -28,36 +33,24 @@ type ownerProgress struct {
 	// made: another one starts afresh.
 	cluster  string
 	progress *apply.Progress
-	used     time.Time
 }
 
 // get returns what the passes of the resource uid learnt, on the HostedCluster named cluster.
-func (s *progressByOwner) get(uid types.UID, cluster string, now time.Time) *apply.Progress {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s progressByOwner) get(uid types.UID, cluster string) *apply.Progress {
 	if s.owners == nil {
-		s.owners = map[types.UID]*ownerProgress{}
+		return apply.NewProgress(0)
 	}
-	if now.Sub(s.lastSweep) > progressTTL/10 {
-		for id, o := range s.owners {
-			if now.Sub(o.used) > progressTTL {
-				delete(s.owners, id)
-			}
-		}
-		s.lastSweep = now
-	}
-	o := s.owners[uid]
-	if o == nil || o.cluster != cluster {
+	o, ok := s.owners.Get(uid)
+	if !ok || o.(*ownerProgress).cluster != cluster {
 		o = &ownerProgress{cluster: cluster, progress: apply.NewProgress(0)}
-		s.owners[uid] = o
 	}
-	o.used = now
-	return o.progress
+	s.owners.Set(uid, o, progressTTL)
+	return o.(*ownerProgress).progress
 }
 
 // done forgets the resource uid: it converged, or it is being deleted.
-func (s *progressByOwner) done(uid types.UID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.owners, uid)
+func (s progressByOwner) done(uid types.UID) {
+	if s.owners != nil {
+		s.owners.Delete(uid)
+	}
 }

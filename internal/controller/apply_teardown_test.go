@@ -124,7 +124,12 @@ func TestFinalize(t *testing.T) {
 			scheme := runtime.NewScheme()
 			require.NoError(t, clientgoscheme.AddToScheme(scheme))
 			require.NoError(t, v1alpha1.AddToScheme(scheme))
-			b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.objects...)
+			// The cases share objects (the live Namespace); the fake client writes into what it is given.
+			objects := make([]client.Object, 0, len(tt.objects))
+			for _, o := range tt.objects {
+				objects = append(objects, o.DeepCopyObject().(client.Object))
+			}
+			b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...)
 			if tt.funcs != nil {
 				b = b.WithInterceptorFuncs(*tt.funcs)
 			}

@@ -98,6 +98,22 @@ func resourceOf(path string) string {
 	return ""
 }
 
+// requestsSince returns what a namespace's counts (requestCounter.get) grew by from before to
+// after, and the requests that makes: "METHOD status" and "METHOD RESOURCE" are counted under
+// METHOD too, so only the plain methods add up.
+func requestsSince(before, after map[string]int) (delta map[string]int, total int) {
+	delta = map[string]int{}
+	for key, n := range after {
+		if d := n - before[key]; d > 0 {
+			delta[key] = d
+			if !strings.Contains(key, " ") {
+				total += d
+			}
+		}
+	}
+	return delta, total
+}
+
 // registryCounter counts the requests the suite's source client (the controllers' and the
 // tests') sends to registries, by method and path, so tests can assert what reconciles cost
 // the registry. Each test uses repositories of its own, so paths keep tests apart.
@@ -231,17 +247,7 @@ func TestRequestsPerNewPackage(t *testing.T) {
 		assert.Equal(a, pkg.Generation, pkg.Status.ObservedGeneration)
 		assert.Equal(a, 1, suite.requests.events(ns)-eventsBefore, "the Event of Ready turning true")
 	}, "the Package converges")
-	after := suite.requests.get(ns)
-	delta := map[string]int{}
-	total := 0
-	for method, n := range after {
-		if d := n - before[method]; d > 0 {
-			delta[method] = d
-			if !strings.Contains(method, " ") { // "PATCH status", "GET configmaps": counted under PATCH, GET too
-				total += d
-			}
-		}
-	}
+	delta, total := requestsSince(before, suite.requests.get(ns))
 	events := suite.requests.events(ns) - eventsBefore
 	t.Logf("requests of a new Package of %d objects: %v, events %d", objects, delta, events)
 	assert.Zero(t, delta[http.MethodGet], "reads of objects that are new")
@@ -331,16 +337,10 @@ func TestRequestsPerNewHostedPackage(t *testing.T) {
 	assert.Equal(t, hostedObjects, hosted["patch namespaces"]+hosted["patch serviceaccounts"]+hosted["patch configmaps"], "one apply per hosted object")
 	assert.LessOrEqual(t, total, hostedObjects+1, "hosted requests per new Package")
 
-	after := suite.requests.get(hcp)
-	total = 0
-	for method, n := range after {
-		if !strings.Contains(method, " ") {
-			total += n - before[method]
-		}
-	}
+	delta, total := requestsSince(before, suite.requests.get(hcp))
 	events := suite.requests.events(hcp) - eventsBefore
-	t.Logf("management requests: %d, events %d", total, events)
-	assert.Zero(t, after[http.MethodGet]-before[http.MethodGet], "management reads")
+	t.Logf("management requests: %v, events %d", delta, events)
+	assert.Zero(t, delta[http.MethodGet], "management reads")
 	assert.LessOrEqual(t, total+events, mgmtObjects+4, "management requests per new Package")
 }
 
@@ -377,13 +377,7 @@ func TestRequestsPerWaitingHostedPackage(t *testing.T) {
 		"the first phase's objects read once, when the Package completes")
 	assert.LessOrEqual(t, total, hostedObjects+hostedFirstPhase+1, "hosted requests per new Package")
 
-	after := suite.requests.get(hcp)
-	delta := map[string]int{}
-	for method, n := range after {
-		if d := n - before[method]; d > 0 {
-			delta[method] = d
-		}
-	}
+	delta, _ := requestsSince(before, suite.requests.get(hcp))
 	t.Logf("management requests of a new Package of %d management objects: %v, events %d", mgmtObjects, delta, suite.requests.events(hcp)-eventsBefore)
 	assert.Equal(t, 2, delta["GET configmaps"], "the ConfigMaps found available are read once, when the Package completes")
 	assert.Equal(t, mgmtObjects, delta["PATCH configmaps"]+delta["PATCH deployments"], "one apply per management object")

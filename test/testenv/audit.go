@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -39,19 +40,6 @@ func configureAudit(env *envtest.Environment, dir string) (string, error) {
 	return log, nil
 }
 
-// auditEvent is what Requests reads of an audit event.
-type auditEvent struct {
-	Verb string `json:"verb"`
-	User struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	RequestURI string `json:"requestURI"`
-}
-
 // Requests counts the requests user sent that the API server has answered, by verb and what
 // they were for: "patch configmaps", "get namespaces", "create events", and for requests
 // outside the resource API (discovery, health) "get /version". It needs ControlPlaneOptions.Audit.
@@ -68,7 +56,7 @@ func (c *ControlPlane) Requests(user string) (map[string]int, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
 	for sc.Scan() {
-		var ev auditEvent
+		var ev auditv1.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || ev.User.Username != user {
 			continue // a line cut short while the server writes it, or another user's
 		}
