@@ -281,8 +281,15 @@ func readTree(ctx context.Context, fsys fs.FS, skipComponents bool) (*tree, erro
 		if skipComponents && d.IsDir() && p == componentsDir {
 			return fs.SkipDir
 		}
-		if d.IsDir() || !d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0 {
+		if d.IsDir() {
 			return nil
+		}
+		// A link is never followed: it could name a file outside the package, and a template's
+		// getFile or a kustomize generator would then copy it into an object. Trees read from
+		// disk come through source.LoadDir, which refuses links with build's message before
+		// this; this refusal is for a caller that passes os.DirFS itself.
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file (%s): packages hold regular files only", p, d.Type())
 		}
 		if ignoredRootFiles.Has(p) {
 			return nil

@@ -413,3 +413,26 @@ func TestRenderCanceled(t *testing.T) {
 	_, err := Render(ctx, os.DirFS("../packages-example/hosted-addon"), Options{})
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// A caller that hands Render os.DirFS itself, rather than a tree read by source.LoadDir, still
+// gets no file outside the package: a link is refused, never followed into getFile's reach.
+func TestRenderRefusesSymlinkedFiles(t *testing.T) {
+	t.Parallel()
+	const secret = "outside-secret-51e0"
+	outside := filepath.Join(t.TempDir(), "passwd")
+	require.NoError(t, os.WriteFile(outside, []byte(secret), 0o600))
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte(
+		"apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: demo\nspec:\n  phases:\n  - name: deploy\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cm.yaml.gotmpl"), []byte(
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stolen\n  annotations: {pkgsync.dev/phase: deploy}\ndata:\n  passwd: {{ getFile \"passwd.txt\" | quote }}\n"), 0o600))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "passwd.txt")))
+
+	res, err := Render(t.Context(), os.DirFS(dir), Options{})
+	if res != nil {
+		var buf bytes.Buffer
+		require.NoError(t, res.WriteYAML(&buf))
+		assert.NotContains(t, buf.String(), secret, "a file outside the package was rendered")
+	}
+	require.ErrorContains(t, err, "passwd.txt is not a regular file")
+}

@@ -10,9 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/opencontainers/image-spec/specs-go"
@@ -75,25 +72,19 @@ type packageConfig struct {
 	PkgsyncVersion string `json:"pkgsyncVersion"`
 }
 
-// Build packs the package directory dir into an image. Dot-files and dot-directories are
-// skipped, as Package Operator does; symbolic links and other non-regular files are errors.
+// Build packs the package directory dir, read by LoadDir's rules (dot-files skipped, symbolic
+// links and other non-regular files refused, opts.Limits), into an image. The validation hook
+// sees the files as read, so it checks exactly what is packed.
 func Build(dir string, opts BuildOptions) (*Image, error) {
 	fail := func(err error) (*Image, error) { return nil, fmt.Errorf("build %s: %w", dir, err) }
-	root, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return fail(err)
-	}
-	info, err := os.Stat(root)
-	if err != nil {
-		return fail(err)
-	}
-	if !info.IsDir() {
-		return fail(errors.New("not a directory"))
-	}
 	if opts.Version != "" && CleanVersion(opts.Version) == "" {
 		return fail(fmt.Errorf("version %q is not shown by pkgsync: at most %d bytes of printable characters, without space at either end", opts.Version, MaxVersionLength))
 	}
-	fsys := os.DirFS(root)
+	limits := opts.Limits.withDefaults()
+	fsys, err := LoadDir(dir, limits)
+	if err != nil {
+		return fail(err)
+	}
 	name, err := packageName(fsys)
 	if err != nil {
 		return fail(err)
@@ -106,7 +97,7 @@ func Build(dir string, opts BuildOptions) (*Image, error) {
 			return fail(fmt.Errorf("validate: %w", err))
 		}
 	}
-	layer, err := packLayer(fsys, opts.Limits.withDefaults())
+	layer, err := packLayer(fsys, limits)
 	if err != nil {
 		return fail(err)
 	}
@@ -201,9 +192,11 @@ func packageName(fsys fs.FS) (string, error) {
 	return m.Name, nil
 }
 
-// packLayer writes the package as a reproducible tar+gzip layer: entries in lexical order,
-// fixed modes, owner and timestamps, and a gzip header without name or time. The standard
-// library does the encoding; the normalisation is what no library offers for a directory.
+// packLayer writes the package, as LoadDir read it, as a reproducible tar+gzip layer: entries
+// in lexical order, fixed modes, owner and timestamps, and a gzip header without name or time.
+// The standard library does the encoding; the normalisation is what no library offers for a
+// directory. LoadDir checked the entries and bounded the paths, their number and the bytes; only
+// the compressed size is left to bound here.
 func packLayer(fsys fs.FS, limits Limits) ([]byte, error) {
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
@@ -211,44 +204,19 @@ func packLayer(fsys fs.FS, limits Limits) ([]byte, error) {
 		return nil, err
 	}
 	tw := tar.NewWriter(zw)
-	var files int
-	var size int64
 	// fs.WalkDir visits entries in lexical order, which makes the order reproducible.
 	err = fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
+		if err != nil || name == "." {
 			return err
 		}
-		if name == "." {
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if len(name) > limits.MaxPathLength {
-			return fmt.Errorf("%w: path %s is longer than %d bytes", ErrLimit, name, limits.MaxPathLength)
-		}
-		if files++; files > limits.MaxFiles {
-			return fmt.Errorf("%w: more than %d files", ErrLimit, limits.MaxFiles)
-		}
 		hdr := &tar.Header{Name: name, ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
-		switch mode := d.Type(); {
-		case d.IsDir():
+		if d.IsDir() {
 			hdr.Typeflag, hdr.Name, hdr.Mode = tar.TypeDir, name+"/", 0o755
 			return tw.WriteHeader(hdr)
-		case mode&fs.ModeSymlink != 0:
-			return fmt.Errorf("%s is a symbolic link: packages hold regular files only, copy the target in its place", name)
-		case !mode.IsRegular():
-			return fmt.Errorf("%s is not a regular file (%s)", name, mode)
 		}
 		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return err
-		}
-		if size += int64(len(data)); size > limits.MaxUncompressedBytes {
-			return fmt.Errorf("%w: the package is larger than %d bytes", ErrLimit, limits.MaxUncompressedBytes)
 		}
 		hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, 0o644, int64(len(data))
 		if err := tw.WriteHeader(hdr); err != nil {

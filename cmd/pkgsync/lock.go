@@ -34,7 +34,11 @@ point, and the lock file keeps the images as the manifest names them.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
-			pkgDir, images, err := render.Images(os.DirFS(dir))
+			fsys, err := readPackageDir(dir)
+			if err != nil {
+				return err
+			}
+			pkgDir, images, err := render.Images(fsys)
 			if err != nil {
 				return fmt.Errorf("lock %s: %w", dir, err)
 			}

@@ -7,17 +7,20 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"pkgsync.dev/pkgsync/source"
 )
 
-// openPackage opens the package argument of render, validate and apply: an existing directory
-// is read from disk, anything else is a registry reference pulled with the registry flags.
-// image is the reference for .package.image in templates, as the controller sets it; empty for
-// a directory.
+// openPackage opens the package argument of render, validate, diff and apply: an existing
+// directory is read from disk as build reads it (readPackageDir), anything else is a registry
+// reference pulled with the registry flags. image is the reference for .package.image in
+// templates, as the controller sets it; empty for a directory.
 func (o *registryOptions) openPackage(ctx context.Context, arg string, stderr io.Writer) (fsys fs.FS, image string, err error) {
 	info, statErr := os.Stat(arg)
 	switch {
 	case statErr == nil && info.IsDir():
-		return os.DirFS(arg), "", nil
+		fsys, err := readPackageDir(arg)
+		return fsys, "", err
 	case statErr == nil:
 		return nil, "", usageError("%s is a file: pass a package directory or a registry reference", arg)
 	case !errors.Is(statErr, fs.ErrNotExist):
@@ -43,4 +46,16 @@ func (o *registryOptions) openPackage(ctx context.Context, arg string, stderr io
 		return nil, "", err
 	}
 	return artifact.FS, refs[0].String(), nil
+}
+
+// readPackageDir reads a package directory for every command but build (which does the same
+// inside source.Build): by build's rules and limits, with build's messages, so that what a
+// command renders is what a build would pack, and a symbolic link in a directory cloned from
+// someone else's repository cannot make it read the operator's own files.
+func readPackageDir(dir string) (fs.FS, error) {
+	fsys, err := source.LoadDir(dir, source.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("read package %s: %w", dir, err)
+	}
+	return fsys, nil
 }

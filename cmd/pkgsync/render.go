@@ -96,7 +96,8 @@ func newRenderCmd() *cobra.Command {
 		Use:   "render DIR|REF",
 		Short: "Render a package into ordered phases",
 		Long: `Render a package with a configuration and print its objects phase by phase. The package is
-a directory or, when no such directory exists, a registry reference that is pulled first.
+a directory or, when no such directory exists, a registry reference that is pulled first. A
+directory is read as build reads it: dot-files are skipped; symbolic links are errors.
 
 The yaml output is one multi-document stream with a comment "# Phase N: NAME (class: CLASS)"
 before each phase. The json output is {"phases":[{"name":..,"class":..,"objects":[..]}]},

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"pkgsync.dev/pkgsync/render"
+	"pkgsync.dev/pkgsync/source"
 )
 
 func newTestCmd() *cobra.Command {
@@ -46,7 +47,17 @@ section is reported as skipped. Exits 1 when a case fails.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
-			fsys := os.DirFS(dir)
+			fsys, err := readPackageDir(dir)
+			if err != nil {
+				return exitCodeError{code: 1, err: err}
+			}
+			// Fixtures are read, written and removed through root, never through a path
+			// string: nothing the package holds can point them outside the directory.
+			root, err := os.OpenRoot(dir)
+			if err != nil {
+				return exitCodeError{code: 1, err: fmt.Errorf("test %s: %w", dir, err)}
+			}
+			defer root.Close()
 			var all []*render.TemplateTests
 			if component != "" {
 				tests, err := render.ReadComponentTemplateTests(fsys, component)
@@ -55,7 +66,6 @@ section is reported as skipped. Exits 1 when a case fails.`,
 				}
 				all = append(all, tests)
 			} else {
-				var err error
 				if all, err = render.ReadAllTemplateTests(fsys); err != nil {
 					return exitCodeError{code: 1, err: fmt.Errorf("test %s: %w", dir, err)}
 				}
@@ -69,8 +79,8 @@ section is reported as skipped. Exits 1 when a case fails.`,
 				for _, tc := range tests.Cases {
 					total++
 					name := prefixed(tests.Component, tc.Name)
-					fixtures := filepath.Join(dir, filepath.FromSlash(tests.Dir), render.FixturesDir, tc.Name)
-					status, err := runTestCase(cmd, fsys, fixtures, tc, update)
+					fixtures := path.Join(tests.Dir, render.FixturesDir, tc.Name)
+					status, err := runTestCase(cmd, fsys, root, fixtures, tc, update)
 					if err != nil {
 						failed++
 						fmt.Fprintf(stderr, "FAIL %s: %v\n", name, err)
@@ -102,58 +112,88 @@ func prefixed(component, s string) string {
 	return component + "/" + s
 }
 
-// runTestCase renders one case and checks it against its fixture directory; it says what it
-// did: ok, written or updated.
-func runTestCase(cmd *cobra.Command, fsys fs.FS, fixtures string, tc render.TestCase, update bool) (string, error) {
+// runTestCase renders one case and checks it against its fixture directory, fixtures (a path
+// within root); it says what it did: ok, written or updated.
+func runTestCase(cmd *cobra.Command, fsys fs.FS, root *os.Root, fixtures string, tc render.TestCase, update bool) (string, error) {
 	res, err := render.RenderTestCase(cmd.Context(), fsys, tc)
 	if err != nil {
 		return "", err
 	}
-	_, statErr := os.Stat(fixtures)
+	exists, err := fixtureDirExists(root, fixtures)
 	switch {
-	case update && statErr == nil:
+	case err != nil:
+		return "", err
+	case update && exists:
 		// Files the render no longer produces go too: the directory is the render.
-		if err := os.RemoveAll(fixtures); err != nil {
+		if err := root.RemoveAll(fixtures); err != nil {
 			return "", err
 		}
-		return "updated", writeFixtures(fixtures, res.Files)
-	case errors.Is(statErr, fs.ErrNotExist):
-		return "written", writeFixtures(fixtures, res.Files)
-	case statErr != nil:
-		return "", statErr
+		return "updated", writeFixtures(root, fixtures, res.Files)
+	case !exists:
+		return "written", writeFixtures(root, fixtures, res.Files)
 	}
-	return "ok", compareFixtures(fixtures, res.Files)
+	return "ok", compareFixtures(root, fixtures, res.Files)
 }
 
-func writeFixtures(dir string, files []render.File) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// fixtureDirExists tells whether the fixture directory fixtures exists in root. Every directory
+// on the way is checked as a package directory's entries are (source.LoadDir): a symbolic link
+// there is refused with the message build gives. os.Root would already keep a link from leading
+// outside; refusing it also keeps --update from removing a directory of the package that a link
+// inside it names.
+func fixtureDirExists(root *os.Root, fixtures string) (bool, error) {
+	parts := strings.Split(fixtures, "/")
+	for i := range parts {
+		p := path.Join(parts[:i+1]...)
+		info, err := root.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if !info.IsDir() {
+			return false, &source.NotRegularError{Path: p, Mode: info.Mode().Type()}
+		}
+	}
+	return true, nil
+}
+
+func writeFixtures(root *os.Root, dir string, files []render.File) error {
+	if err := root.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for _, f := range files {
-		p := filepath.Join(dir, filepath.FromSlash(f.Path))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		p := path.Join(dir, f.Path)
+		if err := root.MkdirAll(path.Dir(p), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(p, []byte(f.Content), 0o644); err != nil {
+		if err := root.WriteFile(p, []byte(f.Content), 0o644); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// compareFixtures compares the rendered files with the fixture directory, reading it only, and
-// reports every difference: one unified diff per differing file, and each file only one side has.
-func compareFixtures(dir string, files []render.File) error {
+// compareFixtures compares the rendered files with the fixture directory dir (within root),
+// reading it only, as a package directory is read (source.LoadFS: regular files only, bounded),
+// and reports every difference: one unified diff per differing file, and each file only one side
+// has.
+func compareFixtures(root *os.Root, dir string, files []render.File) error {
+	fixtureRoot, err := root.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer fixtureRoot.Close()
+	fixtures, err := source.LoadFS(fixtureRoot.FS(), source.Limits{})
+	if err != nil {
+		return fmt.Errorf("read fixtures %s: %w", dir, err)
+	}
 	var have []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(fixtures, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		have = append(have, filepath.ToSlash(rel))
+		have = append(have, p)
 		return nil
 	})
 	if err != nil {
@@ -163,7 +203,7 @@ func compareFixtures(dir string, files []render.File) error {
 	rendered := map[string]bool{}
 	for _, f := range files {
 		rendered[f.Path] = true
-		want, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
+		want, err := fs.ReadFile(fixtures, f.Path)
 		if errors.Is(err, fs.ErrNotExist) {
 			problems = append(problems, fmt.Sprintf("%s: rendered, but not in the fixtures", f.Path))
 			continue
@@ -190,7 +230,7 @@ func compareFixtures(dir string, files []render.File) error {
 		}
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("the render differs from %s (run with --update to accept it):\n%s", dir, strings.Join(problems, "\n"))
+		return fmt.Errorf("the render differs from %s (run with --update to accept it):\n%s", filepath.Join(root.Name(), filepath.FromSlash(dir)), strings.Join(problems, "\n"))
 	}
 	return nil
 }

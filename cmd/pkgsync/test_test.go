@@ -227,3 +227,48 @@ func TestTestCommandComponents(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, "ok defaults\nok hosted.three-replicas\n", stdout, "the root's cases still pass")
 }
+
+// Fixtures are part of the package directory: a link there must neither show the operator's
+// files in a diff nor make pkgsync write or remove files outside the package.
+func TestTestCommandFixtureSymlinksRefused(t *testing.T) {
+	t.Parallel()
+	const secret = "operator-secret-3c7a"
+	const want = "is a symbolic link: packages hold regular files only, copy the target in its place"
+
+	t.Run("fixture file linked outside", func(t *testing.T) {
+		t.Parallel()
+		outside := filepath.Join(t.TempDir(), "passwd")
+		require.NoError(t, os.WriteFile(outside, []byte("root:"+secret+"\n"), 0o600))
+		dir := writeTestedPackage(t, testedManifest)
+		_, stderr, err := runCLI(t, "test", dir)
+		require.NoError(t, err, stderr)
+		fixture := filepath.Join(dir, ".test-fixtures", "defaults", "cm.yaml")
+		require.NoError(t, os.Remove(fixture))
+		require.NoError(t, os.Symlink(outside, fixture))
+
+		stdout, stderr, err := runCLI(t, "test", dir)
+		require.Error(t, err)
+		assert.NotContains(t, stdout+stderr+err.Error(), secret, "the diff shows a file outside the package")
+		assert.Contains(t, stderr, "cm.yaml "+want)
+	})
+
+	t.Run("fixture directory linked outside", func(t *testing.T) {
+		t.Parallel()
+		outside := t.TempDir()
+		victim := filepath.Join(outside, "defaults", "keep")
+		require.NoError(t, os.MkdirAll(filepath.Dir(victim), 0o755))
+		require.NoError(t, os.WriteFile(victim, []byte(secret), 0o600))
+		dir := writeTestedPackage(t, testedManifest)
+		require.NoError(t, os.Symlink(outside, filepath.Join(dir, ".test-fixtures")))
+
+		for _, args := range [][]string{{"test", dir}, {"test", dir, "--update"}} {
+			_, _, err := runCLI(t, args...)
+			require.Error(t, err, "%v", args)
+			data, err := os.ReadFile(victim)
+			require.NoError(t, err, "%v removed a file outside the package", args)
+			assert.Equal(t, secret, string(data))
+			_, err = os.Stat(filepath.Join(outside, "hosted.three-replicas"))
+			assert.ErrorIs(t, err, os.ErrNotExist, "%v wrote outside the package", args)
+		}
+	})
+}
