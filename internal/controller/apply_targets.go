@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/apply"
@@ -22,13 +23,24 @@ type targets struct {
 	mapper meta.RESTMapper
 	hosted *hosted.Clients
 
-	mu           sync.Mutex
-	management   client.Client
-	impersonated map[string]client.Client
+	mu         sync.Mutex
+	management client.Client
+	// impersonated holds the clients built per impersonated user, the least recently used
+	// evicted past maxImpersonatedClients; made on first use, so that the zero value works.
+	impersonated *lru.Cache // of client.Client, keyed by user name
 }
 
+// maxImpersonatedClients bounds the impersonating clients kept. The user names come from
+// spec.serviceAccountName, which whoever writes a Package picks, so without a bound every name
+// a tenant writes would cost the controller one client for as long as it runs. 1024 is one
+// ServiceAccount in each of a thousand namespaces (a fleet of a thousand hosted clusters run
+// with --default-service-account). Past it, a client evicted and needed again is built again:
+// CPU and no API request (client-go shares the transport, whose cache key leaves impersonation
+// out, and the mapper is given), never a failed apply.
+const maxImpersonatedClients = 1024
+
 func newTargets(cfg *rest.Config, scheme *runtime.Scheme, mapper meta.RESTMapper, hc *hosted.Clients) *targets {
-	return &targets{config: cfg, scheme: scheme, mapper: mapper, hosted: hc, impersonated: map[string]client.Client{}}
+	return &targets{config: cfg, scheme: scheme, mapper: mapper, hosted: hc}
 }
 
 // managementTarget returns an uncached client for the management cluster: the apply engine
@@ -48,17 +60,19 @@ func (t *targets) managementTarget(namespace, serviceAccount string) (apply.Targ
 		return apply.Target{Client: t.management, Name: "management cluster"}, nil
 	}
 	user := "system:serviceaccount:" + namespace + ":" + serviceAccount
-	c, ok := t.impersonated[user]
-	if !ok {
-		cfg := rest.CopyConfig(t.config)
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-		var err error
-		c, err = client.New(cfg, client.Options{Scheme: t.scheme, Mapper: t.mapper})
-		if err != nil {
-			return apply.Target{}, fmt.Errorf("build client impersonating %s: %w", user, err)
-		}
-		t.impersonated[user] = c
+	if t.impersonated == nil {
+		t.impersonated = lru.New(maxImpersonatedClients)
 	}
+	if c, ok := t.impersonated.Get(user); ok {
+		return apply.Target{Client: c.(client.Client), Name: "management cluster as " + user}, nil
+	}
+	cfg := rest.CopyConfig(t.config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{Scheme: t.scheme, Mapper: t.mapper})
+	if err != nil {
+		return apply.Target{}, fmt.Errorf("build client impersonating %s: %w", user, err)
+	}
+	t.impersonated.Add(user, c)
 	return apply.Target{Client: c, Name: "management cluster as " + user}, nil
 }
 

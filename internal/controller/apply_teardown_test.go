@@ -137,7 +137,7 @@ func TestFinalize(t *testing.T) {
 			recorder := record.NewFakeRecorder(10)
 			r := &applier{
 				engine:    apply.NewEngine(apply.Options{}),
-				targets:   &targets{management: c, impersonated: map[string]client.Client{}},
+				targets:   &targets{management: c},
 				reader:    c,
 				apiReader: c,
 				metrics:   newMetrics(),

@@ -805,12 +805,3 @@ func fleetsOf(c client.Client) func(context.Context, client.Object) []ctrl.Reque
 		return reqs
 	}
 }
-
-// membersFleet maps a member Package to its fleet.
-func membersFleet(_ context.Context, o client.Object) []ctrl.Request {
-	name, ok := o.GetLabels()[v1alpha1.FleetLabel]
-	if !ok {
-		return nil
-	}
-	return []ctrl.Request{{NamespacedName: client.ObjectKey{Name: name}}}
-}

@@ -121,7 +121,8 @@ type fleetSecrets struct {
 	// the cache has not caught up with.
 	apiReader client.Reader
 	// copies is the cache of Secrets labelled pkgsync.dev/fleet: the copies, and any Secret
-	// someone labelled so (harmless: only ones owned by the fleet count).
+	// someone labelled so (harmless: only ones owned by the fleet count, and only a copy wakes
+	// the fleet, fleetWakes).
 	copies client.Reader
 	// namespace is the controller's, where the sources are.
 	namespace string
@@ -186,8 +187,9 @@ type secretCaches struct {
 }
 
 // watch wakes a fleet when a Secret it names changes in the controller's namespace (a
-// rotation), and when one of its copies changes or goes (drift, put back).
-func (c *secretCaches) watch(b *builder.Builder, fleets client.Reader, namespace string) *builder.Builder {
+// rotation), and when one of its copies changes or goes (drift, put back): a copy as
+// wakes.copy recognises it, never any Secret that merely carries the label.
+func (c *secretCaches) watch(b *builder.Builder, fleets client.Reader, wakes fleetWakes, namespace string) *builder.Builder {
 	source := &metav1.PartialObjectMetadata{}
 	source.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	b = b.WatchesRawSource(crsource.Kind(c.sources, source, handler.TypedEnqueueRequestsFromMapFunc(
@@ -198,7 +200,7 @@ func (c *secretCaches) watch(b *builder.Builder, fleets client.Reader, namespace
 			return fleetsNamingSecret(ctx, fleets, o.GetName())
 		}), predicate.TypedResourceVersionChangedPredicate[*metav1.PartialObjectMetadata]{}))
 	return b.WatchesRawSource(crsource.Kind(c.copies, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(
-		func(ctx context.Context, o *corev1.Secret) []reconcile.Request { return membersFleet(ctx, o) })))
+		func(ctx context.Context, o *corev1.Secret) []reconcile.Request { return wakes.copy(ctx, o) })))
 }
 
 // fleetsNamingSecret maps a Secret of the controller's namespace to the fleets that name it.

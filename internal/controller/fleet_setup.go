@@ -20,7 +20,8 @@ import (
 // change of its members (their status drives the rollout; an edit of their spec is reverted),
 // by HostedClusters joining, leaving, changing labels, being held or released, becoming
 // Available or not, paused or resumed, by TrustPolicies covering its image, and by the Secrets
-// it copies to its members changing, at their source or in a member's namespace.
+// it copies to its members changing, at their source or in a member's namespace. Members and
+// copies are recognised by fleetWakes, not by their label alone, which anyone may write.
 func setupFleets(ctx context.Context, s *services) error {
 	mgr := s.mgr
 	_, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version)
@@ -35,15 +36,23 @@ func setupFleets(ctx context.Context, s *services) error {
 	}
 	steps.secrets = secrets
 	r := newLifecycle(s.lifecycleBase(), v1alpha1.HostedClusterPackageKind, func() *v1alpha1.HostedClusterPackage { return &v1alpha1.HostedClusterPackage{} }, steps.steps())
+	if hostedClusterAPI && !s.hostedClusterAPI {
+		// Without hosted clients, startHosted did not index HostedClusters; fleetWakes reads
+		// them by that index rather than listing them all at each labelled object's change.
+		if err := hosted.IndexHostedClusters(ctx, mgr.GetFieldIndexer()); err != nil {
+			return fmt.Errorf("index HostedClusters: %w", err)
+		}
+	}
+	wakes := fleetWakes{fleets: mgr.GetClient(), hostedClusters: mgr.GetClient(), controlPlanes: mgr.GetAPIReader(), hostedClusterAPI: hostedClusterAPI}
 	isMember := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := o.GetLabels()[v1alpha1.FleetLabel]
 		return ok
 	})
 	b := s.controllerFor("hostedclusterpackage", &v1alpha1.HostedClusterPackage{}).
-		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(membersFleet), builder.WithPredicates(isMember))
+		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(wakes.member), builder.WithPredicates(isMember))
 	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, fleetImage)
 	if secretCaches != nil {
-		b = secretCaches.watch(b, mgr.GetClient(), s.opts.Namespace)
+		b = secretCaches.watch(b, mgr.GetClient(), wakes, s.opts.Namespace)
 	}
 	b, err = s.watchRegistryWakes(ctx, b, &v1alpha1.HostedClusterPackage{}, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, followedFleetImage)
 	if err != nil {
