@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -134,34 +135,78 @@ func (w *RegistryWakes) watch(ctx context.Context, mgr ctrl.Manager, obj client.
 	return crsource.Channel(events, &handler.EnqueueRequestForObject{}), nil
 }
 
-// Wake wakes the resources following the notification's repository and tag, at once or, within
-// coalesceWindow of the repository's last wake, once at the window's end. It reports whether
-// any resource follows it.
-func (w *RegistryWakes) Wake(ctx context.Context, n receiver.Notification) bool {
-	return w.wake(ctx, n.Key(), n.Tag, wakeHint{digest: n.Digest})
+// maxPendingTags bounds the tags a repository's coalesced wake gathers: a burst naming more (a
+// key holder's requests, MaxNotifications tags each, many times a second) wakes every follower
+// of the repository at the window's end instead, so that matching the followers' ranges costs
+// no more than this many tags each, however long the burst.
+const maxPendingTags = 64
+
+// Wake wakes the resources following the push's repository and one of its tags, at once or,
+// within coalesceWindow of the repository's last wake, once at the window's end. It reports
+// whether any resource follows one of the tags; within the window, where nothing is listed,
+// whether any followed the repository when the window started.
+func (w *RegistryWakes) Wake(ctx context.Context, p receiver.Push) bool {
+	tags := make(map[string]wakeHint, len(p.Tags))
+	for tag, digest := range p.Tags {
+		tags[tag] = wakeHint{digest: digest}
+	}
+	return w.wake(ctx, p.Key(), tags)
 }
 
-func (w *RegistryWakes) wake(ctx context.Context, key, tag string, hint wakeHint) bool {
-	if len(w.followers(ctx, key, map[string]wakeHint{tag: hint})) == 0 {
+// wake looks at the repository's coalescing window before it lists anything: within it, the
+// tags join the wake pending at its end (one list then, for the whole burst); outside it, the
+// followers are listed once and woken at once, and the window starts, even when none follows
+// these tags (so that a flood naming a tag nobody follows of a repository many follow costs a
+// list per window too). A request costs one list per repository (and kind) at most, a
+// repository listed within the window none. A repository nobody follows starts no window: it
+// is kept nowhere, and its list is an index lookup that copies nothing.
+func (w *RegistryWakes) wake(ctx context.Context, key string, tags map[string]wakeHint) bool {
+	tags = capTags(tags)
+	w.mu.Lock()
+	coalesced := w.coalesceLocked(ctx, key, tags, w.now())
+	w.mu.Unlock()
+	if coalesced {
+		return true
+	}
+	followers, followed := w.followers(ctx, key, tags)
+	if !followed {
 		return false
 	}
 	w.mu.Lock()
 	now := w.now()
+	// Another request may have started the window while this one listed: this one then joins
+	// it like any other.
+	if w.coalesceLocked(ctx, key, tags, now) {
+		w.mu.Unlock()
+		return true
+	}
 	r := w.repos[key]
 	if r == nil {
 		r = &repoWake{}
 		w.repos[key] = r
 	}
-	if !r.pending && now.Sub(r.last) >= coalesceWindow {
-		r.last = now
-		w.mu.Unlock()
-		w.fire(ctx, key, map[string]wakeHint{tag: hint}, now)
-		return true
+	r.last = now
+	w.mu.Unlock()
+	if len(followers) == 0 {
+		return false
+	}
+	w.fire(ctx, key, tags, followers, now)
+	return true
+}
+
+// coalesceLocked adds tags to the wake pending at the end of the repository's window,
+// scheduling it if none is, when the repository was woken within coalesceWindow of now; it
+// reports whether it did.
+func (w *RegistryWakes) coalesceLocked(ctx context.Context, key string, tags map[string]wakeHint, now time.Time) bool {
+	r := w.repos[key]
+	if r == nil || !r.pending && now.Sub(r.last) >= coalesceWindow {
+		return false
 	}
 	if r.tags == nil {
 		r.tags = map[string]wakeHint{}
 	}
-	r.tags[tag] = hint
+	maps.Copy(r.tags, tags)
+	r.tags = capTags(r.tags)
 	if !r.pending {
 		r.pending = true
 		w.after(r.last.Add(coalesceWindow).Sub(now), func() {
@@ -170,11 +215,20 @@ func (w *RegistryWakes) wake(ctx context.Context, key, tag string, hint wakeHint
 			tags := r.tags
 			r.last, r.tags, r.pending = at, nil, false
 			w.mu.Unlock()
-			w.fire(context.WithoutCancel(ctx), key, tags, at)
+			ctx := context.WithoutCancel(ctx)
+			followers, _ := w.followers(ctx, key, tags)
+			w.fire(ctx, key, tags, followers, at)
 		})
 	}
-	w.mu.Unlock()
 	return true
+}
+
+// capTags is tags, or every tag ("") when they are more than maxPendingTags.
+func capTags(tags map[string]wakeHint) map[string]wakeHint {
+	if len(tags) > maxPendingTags {
+		return map[string]wakeHint{"": {}}
+	}
+	return tags
 }
 
 // follower is a resource that follows a repository, with the tag it follows ("" for a range).
@@ -184,9 +238,9 @@ type follower struct {
 	tag    string
 }
 
-// followers lists the resources that follow repository key and one of tags ("" is every tag).
-func (w *RegistryWakes) followers(ctx context.Context, key string, tags map[string]wakeHint) []follower {
-	var out []follower
+// followers lists the resources that follow repository key and one of tags ("" is every tag),
+// and reports whether any resource follows the repository at all.
+func (w *RegistryWakes) followers(ctx context.Context, key string, tags map[string]wakeHint) (out []follower, followed bool) {
 	for i := range w.targets {
 		t := &w.targets[i]
 		list := t.list()
@@ -198,6 +252,7 @@ func (w *RegistryWakes) followers(ctx context.Context, key string, tags map[stri
 		if err != nil {
 			continue
 		}
+		followed = followed || len(items) > 0
 		for _, item := range items {
 			obj, ok := item.(client.Object)
 			if !ok {
@@ -220,7 +275,7 @@ func (w *RegistryWakes) followers(ctx context.Context, key string, tags map[stri
 			}
 		}
 	}
-	return out
+	return out, followed
 }
 
 // acceptsAny reports whether a version range accepts one of tags ("" is every tag).
@@ -240,9 +295,8 @@ func acceptsAny(semver string, tags map[string]wakeHint) bool {
 	return false
 }
 
-// fire records the wake at time at for every follower of key and tags, and enqueues them.
-func (w *RegistryWakes) fire(ctx context.Context, key string, tags map[string]wakeHint, at time.Time) {
-	followers := w.followers(ctx, key, tags)
+// fire records the wake at time at for followers, listed for key and tags, and enqueues them.
+func (w *RegistryWakes) fire(ctx context.Context, key string, tags map[string]wakeHint, followers []follower, at time.Time) {
 	w.mu.Lock()
 	w.forgetLocked(at)
 	for _, f := range followers {
@@ -319,7 +373,7 @@ func (w *RegistryWakes) resolved(ref source.Reference, byRange bool, digest stri
 	r.recheck = true
 	key, hint := r.key, wakeHint{digest: r.hint.digest, rechecks: r.hint.rechecks + 1}
 	w.mu.Unlock()
-	w.after(coalesceWindow, func() { w.wake(context.Background(), key.repository, key.tag, hint) })
+	w.after(coalesceWindow, func() { w.wake(context.Background(), key.repository, map[string]wakeHint{key.tag: hint}) })
 }
 
 func (w *RegistryWakes) latest(ref source.Reference, byRange bool) *wakeRequest {

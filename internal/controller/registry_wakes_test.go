@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -51,6 +52,11 @@ func newTestWakes(t *testing.T, pkgs ...*v1alpha1.Package) *testWakes {
 	return tw
 }
 
+// notify wakes what n names, as the receiver does for a request naming only n.
+func (tw *testWakes) notify(ctx context.Context, n receiver.Notification) bool {
+	return tw.Wake(ctx, receiver.Push{Registry: n.Registry, Repository: n.Repository, Tags: map[string]string{n.Tag: n.Digest}})
+}
+
 // drain returns the names woken so far.
 func (tw *testWakes) drain() []string {
 	var names []string
@@ -78,19 +84,19 @@ func TestWakeFollowers(t *testing.T) {
 		following("pinned", "registry.example.com/team/app:v1@sha256:"+repeat64("a"), ""),
 		following("other-repo", "registry.example.com/team/other:v1", ""),
 	)
-	assert.True(t, tw.Wake(t.Context(), receiver.Notification{Repository: "team/app", Tag: "v1"}))
+	assert.True(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: "v1"}))
 	assert.ElementsMatch(t, []string{"v1", "other-registry", "range"}, tw.drain(),
 		"a repository path wakes its followers of that tag in every registry, and ranges that accept the tag; a pinned digest follows nothing")
 
 	tw.now = tw.now.Add(coalesceWindow)
-	assert.True(t, tw.Wake(t.Context(), receiver.Notification{Registry: "mirror.example.com:5000", Repository: "team/app"}))
+	assert.True(t, tw.notify(t.Context(), receiver.Notification{Registry: "mirror.example.com:5000", Repository: "team/app"}))
 	assert.ElementsMatch(t, []string{"other-registry"}, tw.drain(), "a registry named wakes followers there only; no tag wakes every tag")
 
 	tw.now = tw.now.Add(coalesceWindow)
-	assert.False(t, tw.Wake(t.Context(), receiver.Notification{Repository: "team/app", Tag: "2.0.0"}))
+	assert.False(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: "2.0.0"}))
 	assert.Empty(t, tw.drain(), "a tag nobody follows and no range accepts wakes nobody")
 
-	assert.False(t, tw.Wake(t.Context(), receiver.Notification{Repository: "nobody/follows", Tag: "v1"}))
+	assert.False(t, tw.notify(t.Context(), receiver.Notification{Repository: "nobody/follows", Tag: "v1"}))
 	assert.Empty(t, tw.drain())
 	assert.Empty(t, tw.requests[requestKey{"nobody/follows", "v1"}], "nothing is kept for a repository nobody follows")
 }
@@ -102,14 +108,14 @@ func TestWakeCoalesces(t *testing.T) {
 	tw := newTestWakes(t, following("v1", "registry.example.com/team/app:v1", ""), following("v2", "registry.example.com/team/app:v2", ""))
 	start := tw.now
 	n := receiver.Notification{Repository: "team/app", Tag: "v1"}
-	require.True(t, tw.Wake(t.Context(), n))
+	require.True(t, tw.notify(t.Context(), n))
 	assert.Equal(t, []string{"v1"}, tw.drain(), "the first notification wakes at once")
 	for i := range 50 {
 		tw.now = tw.now.Add(10 * time.Millisecond)
 		if i == 20 {
 			n.Tag = "v2"
 		}
-		require.True(t, tw.Wake(t.Context(), n))
+		require.True(t, tw.notify(t.Context(), n))
 	}
 	assert.Empty(t, tw.drain(), "the rest of the burst waits for the window's end")
 	require.Len(t, tw.timers, 1, "one wake is scheduled for the whole burst")
@@ -118,7 +124,7 @@ func TestWakeCoalesces(t *testing.T) {
 	assert.Equal(t, start.Add(coalesceWindow), tw.requests[requestKey{"team/app", "v2"}].at)
 
 	tw.now = tw.now.Add(coalesceWindow)
-	require.True(t, tw.Wake(t.Context(), n))
+	require.True(t, tw.notify(t.Context(), n))
 	assert.Equal(t, []string{"v2"}, tw.drain(), "after a quiet window a notification wakes at once again")
 }
 
@@ -135,7 +141,7 @@ func TestWakeBound(t *testing.T) {
 	tw.observe = func(d time.Duration) { observed = append(observed, d) }
 
 	woken := tw.now
-	require.True(t, tw.Wake(t.Context(), receiver.Notification{Repository: "team/app", Tag: "v1"}))
+	require.True(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: "v1"}))
 	now := woken.Add(300 * time.Millisecond)
 	assert.Equal(t, 300*time.Millisecond, tw.bound(ref, false, interval/2, now), "a resolution made after the wake")
 	assert.Equal(t, 300*time.Millisecond, tw.bound(ref, true, interval/2, now), "for a range too")
@@ -174,7 +180,7 @@ func TestWakeRechecks(t *testing.T) {
 	tw.observe = func(time.Duration) { observed++ }
 	pushed, old := "sha256:"+repeat64("b"), "sha256:"+repeat64("a")
 
-	require.True(t, tw.Wake(t.Context(), receiver.Notification{Repository: "team/app", Tag: "v1", Digest: pushed}))
+	require.True(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: "v1", Digest: pushed}))
 	assert.Equal(t, []string{"v1"}, tw.drain())
 	tw.resolved(ref, false, old, tw.now)
 	tw.resolved(ref, false, old, tw.now)
@@ -189,7 +195,7 @@ func TestWakeRechecks(t *testing.T) {
 
 	// A digest the registry never shows costs maxRechecks more wakes.
 	tw.now = tw.now.Add(coalesceWindow)
-	require.True(t, tw.Wake(t.Context(), receiver.Notification{Repository: "team/app", Tag: "v1", Digest: "sha256:" + repeat64("f")}))
+	require.True(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: "v1", Digest: "sha256:" + repeat64("f")}))
 	wakes, next := len(tw.drain()), len(tw.timers)
 	for {
 		tw.resolved(ref, false, pushed, tw.now)
@@ -217,13 +223,46 @@ func TestWakesForgotten(t *testing.T) {
 	tw := newTestWakes(t, pkgs...)
 	for i := range 50 {
 		tw.now = tw.now.Add(wakeMemory / 50)
-		require.True(t, tw.Wake(t.Context(), receiver.Notification{Repository: "team/app", Tag: fmt.Sprintf("build-%d", i)}))
+		require.True(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: fmt.Sprintf("build-%d", i)}))
 		tw.drain()
 	}
 	tw.now = tw.now.Add(wakeMemory)
-	require.True(t, tw.Wake(t.Context(), receiver.Notification{Repository: "team/app", Tag: "build-49"}))
+	require.True(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: "build-49"}))
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
 	assert.Len(t, tw.requests, 1, "only the wake that can still matter is kept")
 	assert.Len(t, tw.repos, 1)
+}
+
+// TestWakeListsOncePerWindow: within a repository's coalescing window nothing is listed, however
+// many notifications name it; the wake at the window's end lists once for all of them. A burst
+// naming more than maxPendingTags tags wakes every follower of the repository then, so that
+// matching ranges against the tags stays bounded. A repository's followers are listed once per
+// window also when none follows the tag named.
+func TestWakeListsOncePerWindow(t *testing.T) {
+	t.Parallel()
+	tw := newTestWakes(t, following("v1", "registry.example.com/team/app:v1", ""), following("other", "registry.example.com/team/app:other", ""),
+		following("range", "registry.example.com/team/app", "^1"))
+	counter := &countingLists{Reader: tw.reader}
+	tw.reader = counter
+	require.True(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: "v1"}))
+	assert.Equal(t, 1, counter.take(), "a wake outside the window lists once")
+	assert.ElementsMatch(t, []string{"v1", "range"}, tw.drain())
+
+	for i := range 10 * maxPendingTags {
+		tw.now = tw.now.Add(time.Millisecond)
+		assert.True(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: fmt.Sprintf("build-%d", i)}))
+	}
+	assert.Zero(t, counter.take(), "nothing is listed within the window")
+	require.Len(t, tw.timers, 1)
+	tw.timers[0]()
+	assert.Equal(t, 1, counter.take(), "the wake at the window's end lists once")
+	assert.ElementsMatch(t, []string{"v1", "other", "range"}, tw.drain(), "more tags than maxPendingTags wake every follower")
+
+	// A tag nobody follows, of a repository that has followers, starts a window too.
+	tw.now = tw.now.Add(coalesceWindow)
+	assert.False(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: "2.0.0"}), "nobody follows the tag")
+	assert.Equal(t, 1, counter.take())
+	assert.True(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: "2.0.0"}))
+	assert.Zero(t, counter.take(), "nothing is listed within the window it started")
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,18 +24,54 @@ import (
 // key then never crosses the network.
 const SignatureHeader = "X-Pkgsync-Signature"
 
+// TimestampHeader carries when a signed request was signed, in Unix seconds. With it the MAC
+// covers "TIMESTAMP.BODY" (Stripe's and Slack's form) and the request is refused once it is
+// further than maxSignatureAge from the receiver's clock, so a signed request seen on the way
+// (a proxy's log, plain HTTP) cannot be sent again later. A signature without it is still taken,
+// as documented before it existed: replaying one can only wake again, which is idempotent (the
+// tag is resolved from the registry, nothing is taken from the payload) and coalesced like any
+// burst. No payload can pass for a timestamped message or the other way round: a payload is
+// a JSON object, a timestamped message starts with digits.
+const TimestampHeader = "X-Pkgsync-Timestamp"
+
+// maxSignatureAge is how far from the receiver's clock a signature's timestamp may be, either
+// way: room for clocks that drift and senders that retry, and the whole time a request seen on
+// the way can be replayed.
+const maxSignatureAge = 5 * time.Minute
+
 // isSigned reports whether r carries a signature (SignatureHeader) rather than a token: its body
 // must be read to authenticate it.
 func isSigned(r *http.Request) bool {
 	return strings.HasPrefix(r.Header.Get(SignatureHeader), "sha256=")
 }
 
+// timestamp is a request's TimestampHeader, and whether it has one. Several are none that
+// fresh accepts.
+func timestamp(r *http.Request) (value string, stamped bool) {
+	values := r.Header.Values(TimestampHeader)
+	if len(values) != 1 {
+		return "", len(values) > 0
+	}
+	return values[0], true
+}
+
+// fresh reports whether a timestamp is a time in Unix seconds within maxSignatureAge of now.
+func fresh(value string, now time.Time) bool {
+	sec, err := strconv.ParseInt(value, 10, 64)
+	if err != nil {
+		return false
+	}
+	age := now.Sub(time.Unix(sec, 0))
+	return age <= maxSignatureAge && age >= -maxSignatureAge
+}
+
 // errNoKey is a source without a key: it is not enabled.
 var errNoKey = errors.New("no key for this source")
 
 // authenticate checks a request against the source's key: "Authorization: Bearer KEY", or the
-// body's HMAC in SignatureHeader. Both compare in constant time; the token is compared through
-// its SHA-256 so that its length does not show either.
+// HMAC in SignatureHeader of the body, or of "TIMESTAMP.BODY" when the request carries
+// TimestampHeader (whose age the caller checks). Both compare in constant time; the token is
+// compared through its SHA-256 so that its length does not show either.
 func authenticate(r *http.Request, body, key []byte) bool {
 	if len(key) == 0 {
 		return false
@@ -45,6 +82,9 @@ func authenticate(r *http.Request, body, key []byte) bool {
 			return false
 		}
 		mac := hmac.New(sha256.New, key)
+		if ts, stamped := timestamp(r); stamped {
+			mac.Write([]byte(ts + "."))
+		}
 		mac.Write(body)
 		return hmac.Equal(got, mac.Sum(nil))
 	}

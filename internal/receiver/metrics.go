@@ -18,10 +18,11 @@ const (
 	// OutcomeUnauthenticated: no key for the source, or a token or signature that does not
 	// match it (401).
 	OutcomeUnauthenticated = "unauthenticated"
-	// OutcomeInvalid: not a POST to a known source, a body over the bound, or a payload that
-	// is not the source's (4xx).
+	// OutcomeInvalid: not a POST to a known source, a body over the bound or not sent in time,
+	// or a payload that is not the source's (4xx).
 	OutcomeInvalid = "invalid"
-	// OutcomeUnavailable: the key could not be read (503; senders retry).
+	// OutcomeUnavailable: the key could not be read, or too many requests were in flight (503;
+	// senders retry).
 	OutcomeUnavailable = "unavailable"
 )
 

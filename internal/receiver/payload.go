@@ -46,6 +46,23 @@ func (n Notification) Key() string {
 	return n.Registry + "/" + n.Repository
 }
 
+// Push is what one request names of one repository: the tags pushed, each with the digest a
+// Distribution registry named for it (empty when none). The receiver hands the waker one Push
+// per repository and request, so that a repository's followers are looked up once for all the
+// tags a request names.
+type Push struct {
+	// Registry and Repository are as in Notification.
+	Registry, Repository string
+	// Tags maps each tag pushed to its digest hint; the tag "" is every tag (a generic payload
+	// without one).
+	Tags map[string]string
+}
+
+// Key is the repository the push names: PATH, or HOST/PATH (Notification.Key).
+func (p Push) Key() string {
+	return Notification{Registry: p.Registry, Repository: p.Repository}.Key()
+}
+
 // The distribution spec's grammar: a repository path of lowercase components, a tag of at most
 // 128 word characters, dots and dashes. Anything else names nothing pkgsync could follow.
 var (

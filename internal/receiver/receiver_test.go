@@ -6,8 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,11 +37,14 @@ type recordingWaker struct {
 	got      []Notification
 }
 
-func (w *recordingWaker) Wake(_ context.Context, n Notification) bool {
+// Wake records each tag of p as a notification, tags in order.
+func (w *recordingWaker) Wake(_ context.Context, p Push) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.got = append(w.got, n)
-	return w.followed[n.Key()]
+	for _, tag := range slices.Sorted(maps.Keys(p.Tags)) {
+		w.got = append(w.got, Notification{Registry: p.Registry, Repository: p.Repository, Tag: tag, Digest: p.Tags[tag]})
+	}
+	return w.followed[p.Key()]
 }
 
 type staticKeys map[Source]string
@@ -340,4 +347,82 @@ func TestRegistryBinding(t *testing.T) {
 		assert.Equal(t, http.StatusAccepted, rec.Code)
 		assert.Equal(t, []Notification{{Repository: "team/app", Tag: "v2"}}, w.got)
 	})
+}
+
+// signAt signs body as sent at unix time at: the MAC covers "AT.BODY".
+func signAt(key string, at int64, body string) map[string]string {
+	ts := strconv.FormatInt(at, 10)
+	return map[string]string{"X-Pkgsync-Timestamp": ts, SignatureHeader: sign(key, ts+"."+body)}
+}
+
+// TestSignatureTimestamp is issue 41 (8): a signed request seen on the way (plain HTTP, a
+// proxy's log) could be sent again at any time. A sender that puts the time it signed in
+// X-Pkgsync-Timestamp, inside the MAC, has its requests refused once they are older (or
+// newer) than a few minutes; a signature without a timestamp is still taken, as documented.
+func TestSignatureTimestamp(t *testing.T) {
+	t.Parallel()
+	keys := staticKeys{Generic: "k"}
+	body := `{"repository":"team/app","tag":"v2"}`
+	now := time.Now().Unix()
+	moved := signAt("k", now, body)
+	moved["X-Pkgsync-Timestamp"] = strconv.FormatInt(now+1, 10)
+	stripped := signAt("k", now, body)
+	delete(stripped, "X-Pkgsync-Timestamp")
+	cases := []struct {
+		name   string
+		header map[string]string
+		status int
+	}{
+		{"signed now", signAt("k", now, body), http.StatusAccepted},
+		{"signed a minute ago", signAt("k", now-60, body), http.StatusAccepted},
+		{"replayed after ten minutes", signAt("k", now-600, body), http.StatusUnauthorized},
+		{"dated ten minutes ahead", signAt("k", now+600, body), http.StatusUnauthorized},
+		{"timestamp changed after signing", moved, http.StatusUnauthorized},
+		{"timestamp taken off", stripped, http.StatusUnauthorized},
+		{"timestamp not a number", map[string]string{"X-Pkgsync-Timestamp": "soon", SignatureHeader: sign("k", "soon."+body)}, http.StatusUnauthorized},
+		{"no timestamp, as before", map[string]string{SignatureHeader: sign("k", body)}, http.StatusAccepted},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h, w, _ := newTestReceiver(t, keys)
+			rec := post(h, "/hooks/generic", body, c.header)
+			assert.Equal(t, c.status, rec.Code, rec.Body.String())
+			if c.status != http.StatusAccepted {
+				assert.Empty(t, w.got)
+			}
+		})
+	}
+}
+
+// TestStaleSignatureRefusedBeforeBody: a replayed request whose timestamp is too old is refused
+// from its headers, without its body being waited for or taking a slot.
+func TestStaleSignatureRefusedBeforeBody(t *testing.T) {
+	t.Parallel()
+	addr := startServer(t, staticKeys{Distribution: "k"})
+	stale := strconv.FormatInt(time.Now().Add(-time.Hour).Unix(), 10)
+	code, err := status(stalledPost(t, addr, "X-Pkgsync-Timestamp: "+stale+"\r\n"+SignatureHeader+": sha256=00"), 5*time.Second)
+	require.NoError(t, err, "answered before the body is sent")
+	assert.Equal(t, http.StatusUnauthorized, code)
+}
+
+// TestNotificationsPerRequestBounded: a 1 MiB Distribution envelope holds some 15,000 pushes;
+// only the first MaxNotifications are taken, and the answer says so.
+func TestNotificationsPerRequestBounded(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString(`{"events":[`)
+	n := 0
+	for ; b.Len() < MaxBodyBytes-200; n++ {
+		if n > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"action":"push","target":{"repository":"team/app-%d","tag":"v1"}}`, n)
+	}
+	b.WriteString("]}")
+	h, w, _ := newTestReceiver(t, staticKeys{Distribution: "k"})
+	rec := post(h, "/hooks/distribution", b.String(), map[string]string{"Authorization": "Bearer k"})
+	assert.Equal(t, http.StatusAccepted, rec.Code)
+	assert.Contains(t, rec.Body.String(), fmt.Sprintf("took the first %d of %d notifications", MaxNotifications, n))
+	assert.Equal(t, MaxNotifications, len(w.got), "notifications taken")
 }
