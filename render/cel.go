@@ -8,6 +8,8 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/interpreter"
+
+	"pkgsync.dev/pkgsync/internal/regexcost"
 )
 
 // Bounds of the CEL expressions of a package (filters and the condition annotation), so that a
@@ -58,7 +60,8 @@ func newCELEvaluator(ctx context.Context, data map[string]any) (*celEvaluator, e
 		}
 		vars[k] = v
 	}
-	env, err := cel.NewEnv(opts...)
+	// matches is priced before it runs: cel-go's own counts its cost only after the call.
+	env, err := regexcost.NewCELEnv(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("build CEL environment: %w", err)
 	}
@@ -88,7 +91,7 @@ func (c *celEvaluator) compile(expr string) (cel.Program, error) {
 	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
 		return nil, fmt.Errorf("must return a bool, not %s", t)
 	}
-	p, err := c.env.Program(ast, cel.CostLimit(celCostLimit), cel.InterruptCheckFrequency(100))
+	p, err := c.env.Program(ast, append(regexcost.CELProgramOptions(), cel.CostLimit(celCostLimit), cel.InterruptCheckFrequency(100))...)
 	if err != nil {
 		return nil, err
 	}

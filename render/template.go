@@ -66,6 +66,9 @@ func (b *budget) funcs() template.FuncMap {
 	for _, name := range unsafeFuncs {
 		delete(fm, name)
 	}
+	for name, fn := range b.regexFuncs() {
+		fm[name] = fn
+	}
 	fm["toYAML"] = func(v any) (string, error) {
 		out, err := yaml.Marshal(v)
 		return strings.TrimSuffix(string(out), "\n"), err

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"regexp"
 	"strings"
 	"text/template"
 	"text/template/parse"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"pkgsync.dev/pkgsync/internal/regexcost"
 )
 
 // Template limits. Package templates are written by people the controller does not trust, and
@@ -563,20 +564,23 @@ func checkReplace(lim templateLimits, args []reflect.Value) error {
 }
 
 // checkRegexReplace counts the matches first: each adds the replacement, and each $ in it can
-// add a submatch, which is at most the match.
+// add a submatch, which is at most the match. The count is a call like the replacement itself,
+// priced before it runs.
 func checkRegexReplace(literal bool) argCheck {
 	return func(lim templateLimits, args []reflect.Value) error {
 		expr, s, repl := args[0].String(), args[1].String(), args[2].String()
-		re, err := regexp.Compile(expr)
+		re, err := regexcost.Compile(expr)
 		if err != nil || repl == "" {
 			return nil // the function reports the bad expression itself
 		}
 		var matches, matched int64
-		re.ReplaceAllStringFunc(s, func(m string) string {
+		if _, err := re.ReplaceAllStringFunc(s, func(m string) string {
 			matches++
 			matched += int64(len(m))
 			return ""
-		})
+		}); err != nil {
+			return err
+		}
 		refs := int64(0)
 		if !literal {
 			refs = int64(strings.Count(repl, "$"))
@@ -596,12 +600,16 @@ func checkRegexMatches(lim templateLimits, args []reflect.Value) error {
 	if n >= 0 && n <= lim.items {
 		return nil
 	}
-	re, err := regexp.Compile(expr)
+	re, err := regexcost.Compile(expr)
 	if err != nil {
 		return nil // the function reports the bad expression itself
 	}
-	if found := len(re.FindAllStringIndex(s, int(lim.items)+1)); int64(found) > lim.items {
-		return overLimit(fmt.Sprintf("over %d matches", found), fmt.Sprintf("%d item", lim.items))
+	found, err := re.FindAllString(s, int(lim.items)+1)
+	if err != nil {
+		return err
+	}
+	if int64(len(found)) > lim.items {
+		return overLimit(fmt.Sprintf("over %d matches", len(found)), fmt.Sprintf("%d item", lim.items))
 	}
 	return nil
 }

@@ -95,7 +95,7 @@ func TestTemplateAttacksStop(t *testing.T) {
 		want: []string{file + ":1:", "replace", "over the 8 MiB limit"},
 	}, {
 		name: "regexReplaceAll of the empty match",
-		src:  `{{ regexReplaceAll "" (repeat 100000 "x") (repeat 1000 "y") }}`,
+		src:  `{{ regexReplaceAll "" (repeat 10000 "x") (repeat 1000 "y") }}`,
 		want: []string{file + ":1:", "regexReplaceAll", "over the 8 MiB limit"},
 	}, {
 		name: "printf widths",
@@ -145,6 +145,40 @@ func TestTemplateAttacksStop(t *testing.T) {
 		name: "printf width applies to every item",
 		src:  `{{ printf "%999999v" (until 10000) }}`,
 		want: []string{file + ":1:", "printf", "over the 8 MiB limit"},
+	}, {
+		// Issue 41: Go's regexp runs in pattern × input time and cannot be interrupted, so a
+		// deadline does not stop it; each call is priced before it runs.
+		name: "regexMatch of a long input against itself",
+		src:  `{{ $s := repeat 65536 "a" }}{{ regexMatch $s $s }}`,
+		want: []string{file + ":1:", "regexMatch", "over the size limits", "65536 bytes, over the limit of 4096"},
+	}, {
+		name: "mustRegexMatch of a pattern within limits on a long input",
+		src:  `{{ mustRegexMatch (repeat 800 "(a|b)") (repeat 200000 "a") }}`,
+		want: []string{file + ":1:", "mustRegexMatch", "too costly"},
+	}, {
+		name: "regexFind of a long pattern on a long input",
+		src:  `{{ regexFind (repeat 800 "(a|b)") (repeat 200000 "a") }}`,
+		want: []string{file + ":1:", "regexFind", "too costly"},
+	}, {
+		name: "regexFindAll searches from every position",
+		src:  `{{ regexFindAll "a*b|a" (repeat 32768 "a") -1 }}`,
+		want: []string{file + ":1:", "regexFindAll", "too costly"},
+	}, {
+		name: "regexReplaceAll searches from every position",
+		src:  `{{ regexReplaceAll "a*b|a" (repeat 32768 "a") "x" }}`,
+		want: []string{file + ":1:", "regexReplaceAll", "too costly"},
+	}, {
+		name: "regexReplaceAllLiteral searches from every position",
+		src:  `{{ regexReplaceAllLiteral "a*b|a" (repeat 32768 "a") "x" }}`,
+		want: []string{file + ":1:", "regexReplaceAllLiteral", "too costly"},
+	}, {
+		name: "regexSplit searches from every position",
+		src:  `{{ regexSplit "a*b|a" (repeat 32768 "a") -1 }}`,
+		want: []string{file + ":1:", "regexSplit", "too costly"},
+	}, {
+		name: "a pattern that expands to a large program",
+		src:  `{{ regexMatch "(abcdefgh){500}" "x" }}`,
+		want: []string{file + ":1:", "regexMatch", "instructions"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
