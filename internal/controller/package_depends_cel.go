@@ -2,15 +2,17 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/cel-go/cel"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/lru"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/regexcost"
 )
 
 // Bounds of a readyExpr (spec.dependsOn[].readyExpr). The schema bounds its length (1024); the
@@ -35,7 +37,8 @@ func newReadyExprs() *readyExprs { return &readyExprs{programs: lru.New(readyExp
 
 func (r *readyExprs) program(expr string) (cel.Program, error) {
 	r.once.Do(func() {
-		r.env, r.envErr = cel.NewEnv(
+		// matches is priced before it runs: cel-go's own counts its cost only after the call.
+		r.env, r.envErr = regexcost.NewCELEnv(
 			cel.ParserExpressionSizeLimit(1024),
 			cel.ParserRecursionLimit(readyExprNesting),
 			cel.Variable("dep", cel.MapType(cel.StringType, cel.DynType)),
@@ -55,7 +58,7 @@ func (r *readyExprs) program(expr string) (cel.Program, error) {
 	if !ast.OutputType().IsExactType(cel.BoolType) && !ast.OutputType().IsExactType(cel.DynType) {
 		return nil, fmt.Errorf("gives %s, not a bool", ast.OutputType())
 	}
-	p, err := r.env.Program(ast, cel.CostLimit(readyExprCostLimit), cel.InterruptCheckFrequency(100))
+	p, err := r.env.Program(ast, append(regexcost.CELProgramOptions(), cel.CostLimit(readyExprCostLimit), cel.InterruptCheckFrequency(100))...)
 	if err != nil {
 		return nil, err
 	}
@@ -66,28 +69,20 @@ func (r *readyExprs) program(expr string) (cel.Program, error) {
 // eval evaluates expr with dep and self bound to the view celView gives of them. A field the
 // status does not have (yet) is an error in CEL ("no such key"): it counts as not ready, not
 // as an invalid expression, since the dependency may write it later; write has(dep.status.x)
-// to tell the two apart.
+// to tell the two apart. Any other error is reported by its class (evalErrorClass).
 func (r *readyExprs) eval(ctx context.Context, expr string, dep, self packageObject) (bool, error) {
 	p, err := r.program(expr)
 	if err != nil {
 		return false, err
 	}
-	depView, err := celView(dep)
-	if err != nil {
-		return false, err
-	}
-	selfView, err := celView(self)
-	if err != nil {
-		return false, err
-	}
-	out, _, err := p.ContextEval(ctx, map[string]any{"dep": depView, "self": selfView})
+	out, _, err := p.ContextEval(ctx, map[string]any{"dep": celView(dep), "self": celView(self)})
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return false, fmt.Errorf("stopped: %w", ctx.Err())
 	case err != nil && strings.Contains(err.Error(), "no such key"):
 		return false, nil
 	case err != nil:
-		return false, err
+		return false, errors.New(evalErrorClass(err))
 	}
 	b, ok := out.Value().(bool)
 	if !ok {
@@ -96,17 +91,46 @@ func (r *readyExprs) eval(ctx context.Context, expr string, dep, self packageObj
 	return b, nil
 }
 
-// celView is what a readyExpr sees of an installation: apiVersion, kind, the identifying part of
-// metadata and the status without the inventory and history (large, and no business of
-// another installation). The spec is left out: its config may hold what a tenant's Package
-// should not read of a ClusterPackage.
-func celView(obj packageObject) (map[string]any, error) {
-	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj.GetStatus())
-	if err != nil {
-		return nil, fmt.Errorf("convert status: %w", err)
+// evalErrorClasses are the runtime errors a readyExpr is told by name. cel-go's messages quote
+// the values they failed on (a timestamp it could not parse, a string it could not convert, a
+// pattern that did not compile), and the message goes into the tenant's own condition: the
+// class is said, the values never. The messages of matches (regexcost) name sizes only.
+var evalErrorClasses = []struct{ match, class string }{
+	{"actual cost limit exceeded", fmt.Sprintf("over its cost limit of %d", readyExprCostLimit)},
+	{"matches: ", ""}, // regexcost's own messages: sizes, never values
+	{"no such overload", "no such overload (a function or operator applied to values of the wrong type)"},
+	{"no matching overload", "no such overload (a function or operator applied to values of the wrong type)"},
+	{"division by zero", "division by zero"},
+	{"modulus by zero", "modulus by zero"},
+	{"overflow", "integer overflow"},
+	{"index out of range", "index out of range"},
+	{"timestamp", "invalid timestamp"},
+	{"duration", "invalid duration"},
+}
+
+// evalErrorClass is what a failed evaluation reports: the class of its error, not its values.
+func evalErrorClass(err error) string {
+	msg := err.Error()
+	for _, c := range evalErrorClasses {
+		if i := strings.Index(msg, c.match); i >= 0 {
+			if c.class == "" {
+				return msg[i:]
+			}
+			return "evaluation failed: " + c.class
+		}
 	}
-	delete(status, "inventory")
-	delete(status, "history")
+	return "evaluation failed (a conversion or another runtime error; its values are not shown)"
+}
+
+// celView is what a readyExpr sees of an installation, an allow-list: apiVersion, kind, the
+// name, namespace, generation and labels, the annotations of pkgsync.dev/ only, and of the
+// status the observed generation, the conditions without their messages and the applied
+// revision, tag and version. The rest is left out on purpose: the spec and kubectl's
+// last-applied annotation hold a ClusterPackage's configuration, condition messages can quote
+// it, and lastAppliedConfigDigest, a plain digest of it, lets a low-entropy configuration be
+// guessed offline. The view is the same for dep and self, so that one rule tells what an
+// expression sees.
+func celView(obj packageObject) map[string]any {
 	kind := v1alpha1.PackageKind
 	if _, cluster := obj.(*v1alpha1.ClusterPackage); cluster {
 		kind = v1alpha1.ClusterPackageKind
@@ -118,10 +142,32 @@ func celView(obj packageObject) (map[string]any, error) {
 	if l := obj.GetLabels(); l != nil {
 		metadata["labels"] = stringMap(l)
 	}
-	if a := obj.GetAnnotations(); a != nil {
-		metadata["annotations"] = stringMap(a)
+	annotations := map[string]any{}
+	for k, v := range obj.GetAnnotations() {
+		if strings.HasPrefix(k, v1alpha1.GroupVersion.Group+"/") {
+			annotations[k] = v
+		}
 	}
-	return map[string]any{"apiVersion": "pkgsync.dev/v1alpha1", "kind": kind, "metadata": metadata, "status": status}, nil
+	metadata["annotations"] = annotations
+	st := obj.GetStatus()
+	conditions := make([]any, 0, len(st.Conditions))
+	for _, c := range st.Conditions {
+		conditions = append(conditions, map[string]any{
+			"type": c.Type, "status": string(c.Status), "reason": c.Reason,
+			"observedGeneration": c.ObservedGeneration, "lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339),
+		})
+	}
+	status := map[string]any{"observedGeneration": st.ObservedGeneration, "conditions": conditions}
+	for k, v := range map[string]string{
+		"lastAppliedRevision": st.LastAppliedRevision,
+		"lastAppliedTag":      st.LastAppliedTag,
+		"lastAppliedVersion":  st.LastAppliedVersion,
+	} {
+		if v != "" {
+			status[k] = v
+		}
+	}
+	return map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": kind, "metadata": metadata, "status": status}
 }
 
 func stringMap(in map[string]string) map[string]any {
