@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/jsonpath"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/regexcost"
 )
 
 // celCostLimit bounds the work of one CEL probe evaluation, so that a package cannot stall the
@@ -46,7 +47,9 @@ func (c *celCache) program(rule string) (cel.Program, error) {
 		return p, nil
 	}
 	if c.env == nil {
-		env, err := cel.NewEnv(cel.Variable("self", cel.DynType))
+		// matches is priced before it runs: cel-go's own counts its cost only after the call,
+		// and the objects probed are written by whoever writes their namespace.
+		env, err := regexcost.NewCELEnv(cel.Variable("self", cel.DynType))
 		if err != nil {
 			return nil, fmt.Errorf("create CEL environment: %w", err)
 		}
@@ -60,7 +63,7 @@ func (c *celCache) program(rule string) (cel.Program, error) {
 	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
 		return nil, fmt.Errorf("rule yields %s, want bool", t)
 	}
-	p, err := c.env.Program(ast, cel.CostLimit(celCostLimit), cel.InterruptCheckFrequency(100))
+	p, err := c.env.Program(ast, append(regexcost.CELProgramOptions(), cel.CostLimit(celCostLimit), cel.InterruptCheckFrequency(100))...)
 	if err != nil {
 		return nil, err
 	}

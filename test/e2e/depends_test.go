@@ -281,3 +281,29 @@ func TestDependsOnTerminatingDependentWakesNoDependency(t *testing.T) {
 	}
 	assert.Equal(t, first+1, settle(), "a terminating dependent's edits woke the ClusterPackage it depends on")
 }
+
+// TestReadyExprAttackIsRefused (issue 41, hole 1): a tenant's readyExpr matches a 64 KiB
+// annotation of its own Package against itself, a regular expression Go cannot interrupt and
+// that ran minutes an evaluation. It is refused before it runs (InvalidDependency, naming sizes
+// only), and another tenant's Package converges meanwhile.
+func TestReadyExprAttackIsRefused(t *testing.T) {
+	t.Parallel()
+	attackerNS, otherNS := newNamespace(t), newNamespace(t)
+	image := func(ns, name string) string {
+		pushPackage(t, writePackage(t, configMapsPackage("", nil, "cm-"+name)), "e2e/"+ns+"/"+name+":v1")
+		return suite.registry.Host + "/e2e/" + ns + "/" + name + ":v1"
+	}
+	createPackage(t, newPackage(attackerNS, "dep", image(attackerNS, "dep"), ""))
+	attacker := newPackage(attackerNS, "attacker", image(attackerNS, "attacker"), "")
+	attacker.Annotations = map[string]string{"pkgsync.dev/a": strings.Repeat("x?", 32<<10) + "y"}
+	attacker.Spec.DependsOn = []v1alpha1.Dependency{{Name: "dep",
+		ReadyExpr: "self.metadata.annotations['pkgsync.dev/a'].matches(self.metadata.annotations['pkgsync.dev/a'])"}}
+	createPackage(t, attacker)
+	other := newPackage(otherNS, "other", image(otherNS, "other"), "")
+	createPackage(t, other)
+
+	cond := waitForReadyMessage(t, attacker, metav1.ConditionFalse, v1alpha1.InvalidDependencyReason, "regular expression over the size limits")
+	assert.NotContains(t, cond.Message, "x?x?", "the message names sizes, not the annotation")
+	waitForReady(t, other, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
+	assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", attackerNS, "cm-attacker"), "nothing of the attacker's package is applied")
+}
