@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -19,6 +18,8 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
+
+	"pkgsync.dev/pkgsync/internal/regexcost"
 )
 
 // How cosign (--new-bundle-format, the default of cosign 3) stores a keyless signature: a
@@ -137,9 +138,11 @@ func NewKeylessPolicy(trustedRoot []byte, identities []OIDCIdentity) (*KeylessPo
 
 // anchored makes a regular expression match whole values only. The expression must be one on
 // its own: wrapped unchecked, "a)|(?:.*" would become "^(?:a)|(?:.*)$", which compiles and
-// matches anything.
+// matches anything. It must also be within regexcost's size limits: sigstore-go matches it
+// against each certificate's identity, a call pkgsync cannot price, so the pattern's program is
+// bounded instead (and a certificate's identity by the bundle's size).
 func anchored(re string) (string, error) {
-	if _, err := regexp.Compile(re); err != nil {
+	if _, err := regexcost.Compile(re); err != nil {
 		return "", err
 	}
 	return "^(?:" + re + ")$", nil

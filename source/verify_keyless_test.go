@@ -114,6 +114,9 @@ func TestNewKeylessPolicyRefuses(t *testing.T) {
 		// Wrapped in ^(?:...)$ unchecked, this would be ^(?:a)|(?:.*)$: any subject.
 		{"escapes its anchors", trusted, []OIDCIdentity{{Issuer: "https://issuer", Subject: "https://github\\.com/acme/x)|(?:.*"}}, "identity 1: subject"},
 		{"not a trusted root", []byte(`{"mediaType": "nonsense"}`), []OIDCIdentity{{Issuer: "x", Subject: "y"}}, "trusted root"},
+		// Issue 41: a tenant's expression that expands to a large program would cost its size
+		// times the certificate's identity on every verification, inside sigstore-go.
+		{"expands to a large program", trusted, []OIDCIdentity{{Issuer: "https://issuer", Subject: "(https://github\\.com/acme/x){999}"}}, "identity 1: subject: regular expression over the size limits"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
