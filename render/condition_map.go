@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -21,13 +22,17 @@ const maxConditionMappings = 64
 // "SOURCE => DESTINATION", where SOURCE is a condition type of the object and DESTINATION the
 // type it is reported under in the owner's status, which needs a domain prefix so that it never
 // collides with the owner's own conditions (Ready, Reconciling, Stalled).
+//
+// Package Operator checks nothing else: a destination may be named by two lines, or by two
+// objects of a package (its own multi-component test packages do), and the owner shows the
+// condition written last. Two lines with the same source keep the last line's destination, as
+// Package Operator's map from source to destination keeps it.
 func parseConditionMap(value string) ([]desired.ConditionMapping, error) {
 	lines := strings.Split(strings.TrimSpace(value), "\n")
 	if len(lines) > maxConditionMappings {
 		return nil, fmt.Errorf("%d lines, over %d mappings", len(lines), maxConditionMappings)
 	}
 	var out []desired.ConditionMapping
-	seen := map[string]bool{}
 	for i, line := range lines {
 		src, dst, ok := strings.Cut(line, "=>")
 		src, dst = strings.TrimSpace(src), strings.TrimSpace(dst)
@@ -44,13 +49,10 @@ func parseConditionMap(value string) ([]desired.ConditionMapping, error) {
 		default:
 			err = checkDestination(dst)
 		}
-		if err == nil && seen[dst] {
-			err = fmt.Errorf("destination %q is mapped twice", dst)
-		}
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", i+1, err)
 		}
-		seen[dst] = true
+		out = slices.DeleteFunc(out, func(m desired.ConditionMapping) bool { return m.Source == src })
 		out = append(out, desired.ConditionMapping{Source: src, Destination: dst})
 	}
 	return out, nil

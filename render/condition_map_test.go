@@ -52,7 +52,6 @@ func TestConditionMapAnnotationErrors(t *testing.T) {
 		{"bad destination prefix", "Available => Not_A_Domain/Available", `line 1: destination "Not_A_Domain/Available" needs a domain prefix`},
 		{"bad source", "Avail able => a.io/B", `line 1: source "Avail able" is not a condition type`},
 		{"second line", "Available => a.io/A\nReady", "line 2: want SOURCE => DESTINATION"},
-		{"same destination twice", "Available => a.io/A\nReady => a.io/A", `line 2: destination "a.io/A" is mapped twice`},
 		{"empty", "", "line 1: want SOURCE => DESTINATION"},
 		{"too many lines", strings.Repeat("Available => a.io/A\n", 65), "65 lines, over 64 mappings"},
 	}
@@ -66,12 +65,23 @@ func TestConditionMapAnnotationErrors(t *testing.T) {
 	}
 }
 
-// Two objects of a package cannot report into the same condition of the Package.
-func TestConditionMapDestinationUniqueInPackage(t *testing.T) {
+// Package Operator checks nothing about destinations beyond each line's shape: two objects of
+// one package (the frontend and backend Packages of a root component, in its own test data)
+// may map the same destination, and so may two lines of one object; the owner then shows the
+// one written last. Two lines with the same source keep the last line's destination, as Package
+// Operator's map from source to destination does.
+func TestConditionMapDestinationsAsPackageOperator(t *testing.T) {
 	t.Parallel()
-	fsys := conditionMapPackage("Available => a.io/Available")
+	fsys := conditionMapPackage("Available => a.io/Available\nReady => a.io/Available\nProgressing => a.io/First\nProgressing => a.io/Progressing")
 	fsys["more.yaml"] = &fstest.MapFile{Data: []byte("apiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n  annotations:\n    package-operator.run/phase: deploy\n    package-operator.run/condition-map: 'Ready => a.io/Available'\n")}
-	_, err := Render(t.Context(), fsys, Options{})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `objects.yaml:7 (document 2): metadata.annotations.package-operator.run/condition-map: Deployment app: destination "a.io/Available" is already mapped by more.yaml (document 1)`)
+	res, err := Render(t.Context(), fsys, Options{})
+	require.NoError(t, err)
+	ph := res.Phases[0]
+	require.Len(t, ph.Objects, 3)
+	assert.Equal(t, []desired.ConditionMapping{
+		{Object: 0, Source: "Ready", Destination: "a.io/Available"}, // more.yaml comes first
+		{Object: 2, Source: "Available", Destination: "a.io/Available"},
+		{Object: 2, Source: "Ready", Destination: "a.io/Available"},
+		{Object: 2, Source: "Progressing", Destination: "a.io/Progressing"},
+	}, ph.ConditionMappings)
 }

@@ -182,7 +182,6 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 		filters:  flt,
 		phases:   map[string]int{},
 		seen:     map[objectKey]string{},
-		mappedBy: map[string]string{},
 		prefix:   c.prefix,
 		files:    m.testCase,
 	}
@@ -324,10 +323,6 @@ type renderer struct {
 	filters  *filters
 	phases   map[string]int
 	seen     map[objectKey]string
-	// mappedBy names the object that maps each destination condition type, for errors. It is
-	// per component: only one component of a package is installed by a Package, so two
-	// components may map the same destination.
-	mappedBy map[string]string
 	// prefix is the component's directory (see component.prefix), for the file names that
 	// errors give in their text.
 	prefix string
@@ -595,15 +590,8 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 		fail("metadata.name", fmt.Errorf("duplicate object, already defined in %s", prev))
 		return false
 	}
-	for _, m := range mappings {
-		if prev, dup := r.mappedBy[m.Destination]; dup {
-			fail("metadata.annotations."+conditionMapAnnotation, fmt.Errorf("destination %q is already mapped by %s", m.Destination, prev))
-			return false
-		}
-	}
 	r.seen[key] = where
 	for _, m := range mappings {
-		r.mappedBy[m.Destination] = where
 		m.Object = len(p.Objects)
 		p.ConditionMappings = append(p.ConditionMappings, m)
 	}
