@@ -529,6 +529,8 @@ type appliedObject struct {
 	out             outcome
 	err             error
 	reasons         []string
+	// failed says kstatus found the object Failed: waiting will not make it available.
+	failed bool
 }
 
 // applyStep applies the objects of one step side by side (at most Options.Concurrency at once,
@@ -587,7 +589,7 @@ func (e *Engine) applyStep(ctx context.Context, p *pass, s *phaseState, objs []*
 				stopped.Store(true)
 			}
 			if r.err == nil && r.out.live != nil && r.out.waiting == "" && !p.req.DryRun {
-				r.reasons, r.err = availability(ctx, r.out.live, p.probes)
+				r.reasons, r.failed, r.err = availability(ctx, r.out.live, p.probes)
 				if r.err != nil {
 					r.err = &availabilityError{err: fmt.Errorf("check availability of %s: %w", RefOf(r.obj), r.err)}
 				}
@@ -698,8 +700,8 @@ func (p *pass) report(s *phaseState, r *appliedObject) error {
 	if availErr != nil {
 		return availErr.err
 	}
-	for _, reason := range r.reasons {
-		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: reason})
+	for i, reason := range r.reasons {
+		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: reason, Failed: r.failed && i == 0})
 	}
 	return nil
 }
@@ -845,20 +847,22 @@ func crdEstablished(live *unstructured.Unstructured) bool {
 }
 
 // availability returns why a live object is not available: kstatus must say Current and every
-// probe selecting the object must pass.
-func availability(ctx context.Context, live *unstructured.Unstructured, probes probeSet) ([]string, error) {
-	var reasons []string
+// probe selecting the object must pass. failed says kstatus found it Failed (a Deployment past
+// its progress deadline, a Job that failed): the object itself says that waiting will not help,
+// and the first reason is kstatus's.
+func availability(ctx context.Context, live *unstructured.Unstructured, probes probeSet) (reasons []string, failed bool, err error) {
 	res, err := status.Compute(live)
 	if err != nil {
 		reasons = append(reasons, "kstatus: "+err.Error())
 	} else if res.Status != status.CurrentStatus {
+		failed = res.Status == status.FailedStatus
 		reasons = append(reasons, fmt.Sprintf("kstatus %s: %s", res.Status, res.Message))
 	}
 	probeReasons, err := probes.evaluate(ctx, live)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return append(reasons, probeReasons...), nil
+	return append(reasons, probeReasons...), failed, nil
 }
 
 // setDesiredHash stores a hash of the desired object in an annotation. The no-op check compares

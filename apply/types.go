@@ -98,6 +98,9 @@ type Request struct {
 type ObjectStatus struct {
 	Ref    ObjectRef
 	Reason string
+	// Failed says the object reports that it failed (kstatus Failed: a Deployment past its
+	// progressDeadlineSeconds, a Job out of retries): it will not become available by waiting.
+	Failed bool
 }
 
 func (s ObjectStatus) String() string { return s.Ref.String() + ": " + s.Reason }
@@ -154,6 +157,22 @@ func (r *Result) Complete() bool {
 		}
 	}
 	return true
+}
+
+// Failed returns the objects of the first phase that is not complete which report that they
+// failed (ObjectStatus.Failed), none while every one of them may still become available.
+func (r *Result) Failed() []ObjectStatus {
+	p := r.Progressing()
+	if p == nil {
+		return nil
+	}
+	var failed []ObjectStatus
+	for _, s := range p.NotAvailable {
+		if s.Failed {
+			failed = append(failed, s)
+		}
+	}
+	return failed
 }
 
 // Progressing returns the first phase that is not complete, or nil.

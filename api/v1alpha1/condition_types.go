@@ -15,6 +15,11 @@ const (
 	ProgressingWithRetryReason = "ProgressingWithRetry"
 	// PhaseProgressingReason: objects of a phase are not yet available.
 	PhaseProgressingReason = "PhaseProgressing"
+	// ObjectsFailedReason: an object of a phase reports that it failed (kstatus Failed: a
+	// Deployment past its progressDeadlineSeconds, a Job out of retries), so waiting will not make
+	// it available. Stalled, and looked at again every progress interval: Ready follows once the
+	// object recovers.
+	ObjectsFailedReason = "ObjectsFailed"
 	// PullFailedReason: the image reference could not be resolved or pulled.
 	PullFailedReason = "PullFailed"
 	// NoMatchingVersionReason: spec.semver is set and no tag of the repository is a version the

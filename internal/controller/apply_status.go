@@ -85,6 +85,12 @@ func conclude(ctx context.Context, obj statusObject, res *apply.Result, err erro
 		// Retried on a fixed interval rather than the work queue's backoff: a hosted cluster or a
 		// registry that comes back should be noticed within one retry interval.
 		return ctrl.Result{RequeueAfter: retry}, nil
+	case res != nil && !res.Complete() && len(res.Failed()) > 0:
+		// The object says waiting will not help (kstatus Failed): reported as a failure at once,
+		// not as progress until someone's deadline, and still looked at every progress interval,
+		// since a Deployment past its deadline recovers when its pods become ready.
+		markOutcome(obj, outcome{state: outcomeStalled, reason: v1alpha1.ObjectsFailedReason, message: failedSummary(res)})
+		return ctrl.Result{RequeueAfter: progress}, nil
 	case res != nil && !res.Complete():
 		markOutcome(obj, outcome{state: outcomeProgressing, reason: v1alpha1.PhaseProgressingReason, message: res.Summary()})
 		return ctrl.Result{RequeueAfter: progress}, nil
@@ -92,6 +98,17 @@ func conclude(ctx context.Context, obj statusObject, res *apply.Result, err erro
 		markOutcome(obj, outcome{state: outcomeSucceeded, message: successMsg})
 		return ctrl.Result{RequeueAfter: jittered(interval)}, nil
 	}
+}
+
+// failedSummary names the phase and its objects that failed, for Ready and Stalled.
+func failedSummary(res *apply.Result) string {
+	p := res.Progressing()
+	failed := res.Failed()
+	names := make([]string, 0, len(failed))
+	for _, f := range failed {
+		names = append(names, f.String())
+	}
+	return fmt.Sprintf("phase %s on %s failed: %s", p.Name, p.Target, strings.Join(names, "; "))
 }
 
 // applyCommon points into the common part of the status of the kinds that apply objects.
