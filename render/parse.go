@@ -84,16 +84,29 @@ type parsedObject struct {
 	line     int
 }
 
+// keyRule says what a key repeated in one YAML mapping of an object file does.
+type keyRule int
+
+const (
+	// repeatedKeyRefused refuses the document: pkgsync's own format, where a repeated key is
+	// almost always a mistake that would silently drop what the first one held.
+	repeatedKeyRefused keyRule = iota
+	// repeatedKeyReplaces lets the later key replace the earlier one, value and all: Package
+	// Operator decodes objects with sigs.k8s.io/yaml's Unmarshal (go.yaml.in/yaml/v2, not
+	// strict), and its own packages rely on it.
+	repeatedKeyReplaces
+)
+
 // parseObjects parses the Kubernetes objects of a multi-document YAML file. Blank documents are
 // skipped; every broken document is reported, with the file's line numbers.
-func parseObjects(file, data string) ([]parsedObject, []*Error) {
+func parseObjects(file, data string, keys keyRule) ([]parsedObject, []*Error) {
 	var objs []parsedObject
 	var errs []*Error
 	for _, doc := range splitDocuments(data) {
 		if isBlank(doc.body) {
 			continue
 		}
-		obj, err := parseObject(doc.body)
+		obj, err := parseObject(doc.body, keys)
 		if err != nil {
 			var perr *Error
 			if errors.As(err, &perr) {
@@ -111,8 +124,12 @@ func parseObjects(file, data string) ([]parsedObject, []*Error) {
 
 // parseObject decodes one YAML document into an object. Syntax errors come back as plain
 // errors, semantic ones as *Error with Field set.
-func parseObject(body string) (*unstructured.Unstructured, error) {
-	js, err := yaml.YAMLToJSONStrict([]byte(body))
+func parseObject(body string, keys keyRule) (*unstructured.Unstructured, error) {
+	toJSON := yaml.YAMLToJSONStrict
+	if keys == repeatedKeyReplaces {
+		toJSON = yaml.YAMLToJSON
+	}
+	js, err := toJSON([]byte(body))
 	if err != nil {
 		return nil, err
 	}

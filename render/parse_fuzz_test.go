@@ -26,19 +26,21 @@ func FuzzParseObjects(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data string) {
-		objs, errs := parseObjects("f.yaml", data)
-		lines := strings.Count(data, "\n") + 1
-		docs := len(splitDocuments(data))
-		for _, e := range errs {
-			require.Equal(t, "f.yaml", e.File)
-			assert.True(t, e.Document >= 1 && e.Document <= docs, "document %d of %d: %v", e.Document, docs, e)
-			assert.True(t, e.Line >= 1, "line %d: %v", e.Line, e)
-			assert.NotEmpty(t, e.Error())
-		}
-		for _, o := range objs {
-			assert.True(t, o.line >= 1 && o.line <= lines, "line %d of %d", o.line, lines)
-			assert.NotEmpty(t, o.obj.GetName())
-			assert.NotEmpty(t, o.obj.GetKind())
+		for _, keys := range []keyRule{repeatedKeyRefused, repeatedKeyReplaces} {
+			objs, errs := parseObjects("f.yaml", data, keys)
+			lines := strings.Count(data, "\n") + 1
+			docs := len(splitDocuments(data))
+			for _, e := range errs {
+				require.Equal(t, "f.yaml", e.File)
+				assert.True(t, e.Document >= 1 && e.Document <= docs, "document %d of %d: %v", e.Document, docs, e)
+				assert.True(t, e.Line >= 1, "line %d: %v", e.Line, e)
+				assert.NotEmpty(t, e.Error())
+			}
+			for _, o := range objs {
+				assert.True(t, o.line >= 1 && o.line <= lines, "line %d of %d", o.line, lines)
+				assert.NotEmpty(t, o.obj.GetName())
+				assert.NotEmpty(t, o.obj.GetKind())
+			}
 		}
 	})
 }

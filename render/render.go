@@ -185,6 +185,9 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 		prefix:   c.prefix,
 		files:    m.testCase,
 	}
+	if pko {
+		r.keys = repeatedKeyReplaces
+	}
 	// Templates and CEL expressions record what they read in one place.
 	r.tp.reads = flt.cel.reads
 	for i, p := range manifest.Spec.Phases {
@@ -326,6 +329,9 @@ type renderer struct {
 	// prefix is the component's directory (see component.prefix), for the file names that
 	// errors give in their text.
 	prefix string
+	// keys is what a key repeated in an object file's mapping does: Package Operator's rule
+	// for its format, refused in pkgsync's own.
+	keys keyRule
 	// files asks for result.Files (RenderTestCase).
 	files  bool
 	result Result
@@ -436,7 +442,7 @@ func (r *renderer) load(ctx context.Context, t *tree, renderTemplates bool) {
 		if incomplete[name] {
 			continue
 		}
-		objs, errs := parseObjects(source[name], rendered[name])
+		objs, errs := parseObjects(source[name], rendered[name], r.keys)
 		for _, err := range errs {
 			r.fail(err)
 		}
