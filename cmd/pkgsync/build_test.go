@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -242,7 +243,7 @@ func TestBuildVersionNotShown(t *testing.T) {
 		{"--version", strings.Repeat("1", 129)},
 		{"--annotation", "org.opencontainers.image.version=\u202e2.4.1"},
 	} {
-		assert.Equal(t, 2, run(append([]string{"build", pkg, "--output-format", "digest"}, args...)), "%q", args)
+		assert.Equal(t, 2, run(append([]string{"build", pkg, "--output-format", "digest"}, args...), io.Discard, io.Discard), "%q", args)
 	}
 	out, err := runPkgsync(t, "build", pkg, "--version", "1.4.2", "--output-format", "digest")
 	require.NoError(t, err)

@@ -55,7 +55,7 @@ kinds.`,
 					out = append(out, converted...)
 				}
 			}
-			w := cmd.OutOrStdout()
+			w := yamlOutput(cmd)
 			for _, obj := range out {
 				b, err := yaml.Marshal(obj)
 				if err != nil {

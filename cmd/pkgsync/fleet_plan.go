@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -313,7 +314,8 @@ func printFleetPlan(w io.Writer, out fleetPlanOutput) error {
 			if from == "" {
 				from = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", planPartitionName(p.Name), m.Namespace, m.HostedCluster, from, m.Result, m.Reason, oneLine(m.Message, 200))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(planPartitionName(p.Name)), printable(m.Namespace), printable(m.HostedCluster),
+				printable(from), m.Result, printable(m.Reason), oneLine(m.Message, 200))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -328,7 +330,7 @@ func printFleetPlan(w io.Writer, out fleetPlanOutput) error {
 	if len(out.Collisions) > 0 {
 		fmt.Fprintln(w, "\nCollisions (no member):")
 		for _, col := range out.Collisions {
-			fmt.Fprintf(w, "  %s  %s: %s\n", col.Namespace, col.Reason, oneLine(col.Message, 200))
+			fmt.Fprintf(w, "  %s  %s: %s\n", printable(col.Namespace), printable(col.Reason), oneLine(col.Message, 200))
 		}
 	}
 	return nil
@@ -341,11 +343,17 @@ func planPartitionName(name string) string {
 	return name
 }
 
-// oneLine keeps a message on one line of at most n bytes.
+// oneLine keeps a message, the package's or the cluster's text, on one line of at most n
+// bytes: escaped (printable) before the table aligns its columns, so the escapes take the room
+// they are shown in, runs of spaces collapsed, cut on a character boundary.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(printable(s)), " ")
 	if len(s) > n {
-		s = s[:n-3] + "..."
+		cut := n - 3
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
 	}
 	return s
 }

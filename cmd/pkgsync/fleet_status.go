@@ -8,7 +8,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/spf13/cobra"
@@ -187,7 +186,7 @@ Exits 1 when the fleet does not exist, 0 when it is deleted while watched.`,
 				if err != nil {
 					return fmt.Errorf("encode the status of HostedClusterPackage %s: %w", fleet.Name, err)
 				}
-				_, err = w.Write(data)
+				_, err = yamlOutput(cmd).Write(data)
 				return err
 			}
 			return printFleetStatus(w, fleet, out, time.Now())
@@ -434,25 +433,6 @@ func partitionLabel(fleet *v1alpha1.HostedClusterPackage, name string) string {
 	default:
 		return "(unlabelled)"
 	}
-}
-
-// printable makes a string from the cluster safe for one table cell on a terminal: messages
-// carry text from packages and registries, which must not move the cursor, clear the screen or
-// reorder text (control and bidirectional formatting characters are escaped), nor break the
-// table (line breaks and tabs become spaces).
-func printable(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n' || r == '\r' || r == '\t':
-			b.WriteByte(' ')
-		case !unicode.IsGraphic(r):
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // versionText is how a revision reads for a user: "1.4.2 (sha256:3f9c0e1a…)", the version its

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -234,13 +235,13 @@ func TestFleetStatusCommand(t *testing.T) {
 		require.Error(t, err)
 		assert.Empty(t, stdout)
 		assert.Equal(t, fmt.Sprintf(`HostedClusterPackage "missing" not found on %s: kubectl get hostedclusterpackages lists the fleets`, cp.Config.Host), err.Error())
-		assert.Equal(t, 1, run([]string{"fleet", "status", "missing", "--kubeconfig", cp.KubeconfigPath}), "exit code")
+		assert.Equal(t, 1, run([]string{"fleet", "status", "missing", "--kubeconfig", cp.KubeconfigPath}, io.Discard, io.Discard), "exit code")
 	})
 
 	t.Run("usage errors exit 2", func(t *testing.T) {
 		t.Parallel()
-		assert.Equal(t, 2, run([]string{"fleet", "status", "hosted-addon", "--kubeconfig", cp.KubeconfigPath, "-o", "wide"}))
-		assert.Equal(t, 2, run([]string{"fleet", "status", "--kubeconfig", cp.KubeconfigPath}))
+		assert.Equal(t, 2, run([]string{"fleet", "status", "hosted-addon", "--kubeconfig", cp.KubeconfigPath, "-o", "wide"}, io.Discard, io.Discard))
+		assert.Equal(t, 2, run([]string{"fleet", "status", "--kubeconfig", cp.KubeconfigPath}, io.Discard, io.Discard))
 	})
 }
 

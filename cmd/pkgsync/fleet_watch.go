@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -50,12 +49,14 @@ type fleetWatchOutput struct {
 
 // watchOutputOf draws on w in place when it is a terminal, else in lines.
 func watchOutputOf(w io.Writer) fleetWatchOutput {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	f, ok := terminalOf(w)
+	if !ok {
 		return fleetWatchOutput{w: w}
 	}
-	fd := int(f.Fd())
-	return fleetWatchOutput{w: w, width: func() int {
+	fd := int(f.Fd()) //nolint:gosec // a file descriptor fits an int
+	// The frame is drawn with control sequences of pkgsync's own, so it goes to the terminal
+	// itself; inPlace passes the frame's text through the filter first.
+	return fleetWatchOutput{w: f, width: func() int {
 		if width, _, err := term.GetSize(fd); err == nil && width > 0 {
 			return width
 		}
@@ -191,11 +192,13 @@ func followFleet(ctx context.Context, cache crcache.Cache, name string, out flee
 }
 
 // inPlace turns a frame into what redraws it over the last one: the cursor goes home, each
-// line clears what is left of the line before it, and the rest of the screen is cleared.
+// line clears what is left of the line before it, and the rest of the screen is cleared. The
+// frame's text goes through printableText before these sequences are added: whatever field of
+// the cluster's objects it shows, only pkgsync's own sequences reach the terminal.
 func inPlace(frame string) string {
 	var b strings.Builder
 	b.WriteString("\x1b[H")
-	for line := range strings.Lines(frame) {
+	for line := range strings.Lines(printableText(frame)) {
 		b.WriteString(strings.TrimSuffix(line, "\n"))
 		b.WriteString("\x1b[K\n")
 	}

@@ -6,20 +6,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run executes the root command and maps the outcome to an exit code: 0 success, 1 failure,
-// 2 usage error.
-func run(args []string) int {
+// run executes the root command with stdout and stderr and maps the outcome to an exit code:
+// 0 success, 1 failure, 2 usage error.
+func run(args []string, stdout, stderr io.Writer) int {
 	cmd := newRootCmd()
 	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
 	// Ctrl-C and SIGTERM cancel the command's context: the controller shuts down cleanly and
 	// the CLI stops waiting.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -31,11 +34,11 @@ func run(args []string) int {
 	var code exitCodeError
 	if errors.As(err, &code) {
 		if code.err != nil {
-			fmt.Fprintln(os.Stderr, "Error:", code.err)
+			fmt.Fprintln(stderr, "Error:", printableText(code.err.Error()))
 		}
 		return code.code
 	}
-	fmt.Fprintln(os.Stderr, "Error:", err)
+	fmt.Fprintln(stderr, "Error:", printableText(err.Error()))
 	return 1
 }
 

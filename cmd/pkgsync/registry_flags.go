@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"pkgsync.dev/pkgsync/internal/version"
 	"pkgsync.dev/pkgsync/source"
@@ -62,7 +61,7 @@ func (o *registryOptions) client(stderr io.Writer, refs ...source.Reference) (*s
 		return nil, err
 	}
 	opts.Credentials = creds
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := terminalOf(stderr); ok {
 		opts.Progress = newProgressPrinter(f).show
 	}
 	c, err := source.NewClient(opts)
@@ -98,7 +97,9 @@ func (p *progressPrinter) show(pr source.Progress) {
 	if pr.Done >= pr.Size {
 		end = "\n"
 	}
-	fmt.Fprintf(p.w, "\r%.19s %6.1f / %.1f MiB %3d%%%s", pr.Digest, float64(pr.Done)/(1<<20), float64(pr.Size)/(1<<20), percent, end)
+	// The line is redrawn with CR, so it is written to the terminal itself; the digest is the
+	// registry's text and goes through the filter.
+	fmt.Fprintf(p.w, "\r%.19s %6.1f / %.1f MiB %3d%%%s", printable(pr.Digest), float64(pr.Done)/(1<<20), float64(pr.Size)/(1<<20), percent, end)
 }
 
 // Output formats of the commands that produce an image.

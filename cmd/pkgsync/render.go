@@ -119,7 +119,16 @@ may rely on that shape.`,
 			if output == "json" {
 				return res.WriteJSON(cmd.OutOrStdout())
 			}
-			return res.WriteYAML(cmd.OutOrStdout())
+			// WriteYAML names each phase in a comment, outside any quoted string, and a pipe
+			// gets the YAML unfiltered (yamlOutput): a line break in a name would add documents
+			// of the package's choosing to what kubectl apply reads, a control character would
+			// reach the terminal behind it.
+			for _, p := range res.Phases {
+				if printable(p.Name) != p.Name {
+					return fmt.Errorf("render %s: phase %q cannot be written as a YAML comment: a phase name for -o yaml is one line of printable characters (-o json shows it escaped)", args[0], p.Name)
+				}
+			}
+			return res.WriteYAML(yamlOutput(cmd))
 		},
 	}
 	in.ApplyFlags(cmd.Flags())

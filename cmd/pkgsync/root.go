@@ -16,6 +16,8 @@ through the connector credentials HyperShift keeps in each hosted-control-plane 
 other phases go to the management cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Before every command, since tests and main set the writers after newRootCmd.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) { guardOutput(cmd.Root()) },
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return usageError("%w", err)
