@@ -146,6 +146,7 @@ func checkKustomization(file, data string, pkg *packageFiles) []*Error {
 	for i, g := range k.SecretGenerator {
 		c.sources(file, fmt.Sprintf("secretGenerator[%d]", i), g.KvPairSources)
 	}
+	c.checkSelectors(file, &k)
 	c.plugins("generators", k.Generators)
 	c.plugins("transformers", k.Transformers)
 	c.plugins("validators", k.Validators)

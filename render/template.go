@@ -155,6 +155,10 @@ func (tp *templater) checkHelper(file, src string) *Error {
 	return nil
 }
 
+// maxTemplateErrorHead bounds the part of a template's error searched for the file and line:
+// room for the chain of maxIncludeDepth includes.
+const maxTemplateErrorHead = 64 << 10
+
 // templateLineRE finds "template: NAME:LINE:" in text/template errors; the innermost one
 // (the last) names the line that failed.
 var templateLineRE = regexp.MustCompile(`template: ([^:\s]+):(\d+):`)
@@ -169,7 +173,10 @@ func templateError(file string, err error) *Error {
 	} else {
 		e.Err = fmt.Errorf("template: %w", stripTemplatePrefix(err))
 	}
-	if ms := templateLineRE.FindAllStringSubmatch(err.Error(), -1); len(ms) > 0 {
+	msg := err.Error()
+	// text/template writes the chain of templates at the head; what follows is the failed
+	// function's own text, up to 8 MiB of the template's choosing: only the head is searched.
+	if ms := templateLineRE.FindAllStringSubmatch(msg[:min(len(msg), maxTemplateErrorHead)], maxIncludeDepth+1); len(ms) > 0 {
 		m := ms[len(ms)-1]
 		e.File = m[1]
 		e.Line, _ = strconv.Atoi(m[2])

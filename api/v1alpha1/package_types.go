@@ -180,7 +180,8 @@ type Dependency struct {
 	// ReadyExpr, when set, replaces the readiness check (Ready=True at the dependency's current
 	// generation) with a CEL expression that must evaluate to true. It sees the dependency as
 	// dep and the dependent as self, each through an allow-list: apiVersion, kind, metadata
-	// (name, namespace, generation, labels, annotations under pkgsync.dev/ only) and status
+	// (name, namespace, generation, labels, the pkgsync.dev/hold, fleet-revision and
+	// fleet-revision-time annotations only) and status
 	// (observedGeneration, conditions without messages, lastAppliedRevision, lastAppliedTag,
 	// lastAppliedVersion); for example "dep.status.lastAppliedTag == 'v2'". Its cost is
 	// bounded, matches included.

@@ -123,7 +123,7 @@ func evalErrorClass(err error) string {
 }
 
 // celView is what a readyExpr sees of an installation, an allow-list: apiVersion, kind, the
-// name, namespace, generation and labels, the annotations of pkgsync.dev/ only, and of the
+// name, namespace, generation and labels, the annotations of celViewAnnotations only, and of the
 // status the observed generation, the conditions without their messages and the applied
 // revision, tag and version. The rest is left out on purpose: the spec and kubectl's
 // last-applied annotation hold a ClusterPackage's configuration, condition messages can quote
@@ -143,8 +143,8 @@ func celView(obj packageObject) map[string]any {
 		metadata["labels"] = stringMap(l)
 	}
 	annotations := map[string]any{}
-	for k, v := range obj.GetAnnotations() {
-		if strings.HasPrefix(k, v1alpha1.GroupVersion.Group+"/") {
+	for _, k := range celViewAnnotations {
+		if v, ok := obj.GetAnnotations()[k]; ok {
 			annotations[k] = v
 		}
 	}
@@ -169,6 +169,11 @@ func celView(obj packageObject) map[string]any {
 	}
 	return map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": kind, "metadata": metadata, "status": status}
 }
+
+// celViewAnnotations are the annotations a readyExpr sees: pkgsync's own that say where an
+// installation stands in a fleet. Not every pkgsync.dev/ key: pkgsync.dev/desired-hash, on an
+// installation pkgsync applied itself, is a digest of the whole object, configuration included.
+var celViewAnnotations = []string{v1alpha1.HoldAnnotation, v1alpha1.FleetRevisionAnnotation, fleetRevisionTimeAnnotation}
 
 func stringMap(in map[string]string) map[string]any {
 	out := make(map[string]any, len(in))

@@ -21,8 +21,8 @@ func TestReadyExprSelfMatchIsRefused(t *testing.T) {
 	long := strings.Repeat("x?", 32<<10) + "y" // no literal fast path, no early match
 
 	self := depPackage("me", false, v1alpha1.Dependency{Name: "a",
-		ReadyExpr: "self.metadata.annotations['pkgsync.dev/a'].matches(self.metadata.annotations['pkgsync.dev/a'])"})
-	self.Annotations = map[string]string{"pkgsync.dev/a": long}
+		ReadyExpr: "self.metadata.annotations['pkgsync.dev/hold'].matches(self.metadata.annotations['pkgsync.dev/hold'])"})
+	self.Annotations = map[string]string{"pkgsync.dev/hold": long}
 	d := &dependencies{reader: dependencyClient(t, depPackage("a", true)), exprs: newReadyExprs()}
 	// A deadline far above the bound of one evaluation: before the fix, the regexp ran past it.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -34,8 +34,8 @@ func TestReadyExprSelfMatchIsRefused(t *testing.T) {
 	assert.NotContains(t, err.Error(), "x?x?", "the error names no runtime value")
 
 	// Many cheaper calls stop at the cost limit instead.
-	self.Spec.DependsOn[0].ReadyExpr = "[1,2,3,4,5,6,7,8,9,10].all(i, [1,2,3,4,5,6,7,8,9,10].all(j, !self.metadata.annotations['pkgsync.dev/a'].matches('(a|b)*c')))"
-	self.Annotations["pkgsync.dev/a"] = strings.Repeat("ab", 10_000)
+	self.Spec.DependsOn[0].ReadyExpr = "[1,2,3,4,5,6,7,8,9,10].all(i, [1,2,3,4,5,6,7,8,9,10].all(j, !self.metadata.annotations['pkgsync.dev/hold'].matches('(a|b)*c')))"
+	self.Annotations["pkgsync.dev/hold"] = strings.Repeat("ab", 10_000)
 	err = d.check(ctx, self, v1alpha1.PackageKind)
 	require.Error(t, err)
 	assert.Equal(t, v1alpha1.InvalidDependencyReason, reasonFor(err))
@@ -53,7 +53,7 @@ func TestReadyExprSeesAnAllowList(t *testing.T) {
 	cp := depClusterPackage("platform", true)
 	cp.Annotations = map[string]string{
 		"kubectl.kubernetes.io/last-applied-configuration": `{"spec":{"config":{"password":"` + secret + `"}}}`,
-		"pkgsync.dev/channel":                              "stable",
+		"pkgsync.dev/fleet-revision":                              "stable",
 	}
 	cp.Status.LastAppliedConfigDigest = "sha256:0123"
 	cp.Status.Conditions[0].Message = "rendered with " + secret
@@ -70,6 +70,7 @@ func TestReadyExprSeesAnAllowList(t *testing.T) {
 		`dep.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration'].contains('hunter2')`,
 		`dep.metadata.annotations.exists(k, dep.metadata.annotations[k].contains('hunter2'))`,
 		`has(dep.status.lastAppliedConfigDigest)`,
+		`dep.metadata.annotations['pkgsync.dev/desired-hash'] != ''`,
 		`dep.status.conditions.exists(c, has(c.message) && c.message.contains('hunter2'))`,
 		`has(dep.spec)`,
 		`self.metadata.annotations['example.com/note'].contains('hunter2')`,
@@ -82,9 +83,9 @@ func TestReadyExprSeesAnAllowList(t *testing.T) {
 	}
 	// A pattern made of the value, or a conversion of it: the error says what failed, not on what.
 	for _, expr := range []string{
-		`'x'.matches(dep.metadata.annotations['pkgsync.dev/channel'] + '(')`,
-		`timestamp(dep.metadata.annotations['pkgsync.dev/channel']) > timestamp('2020-01-01T00:00:00Z')`,
-		`int(dep.metadata.annotations['pkgsync.dev/channel']) > 0`,
+		`'x'.matches(dep.metadata.annotations['pkgsync.dev/fleet-revision'] + '(')`,
+		`timestamp(dep.metadata.annotations['pkgsync.dev/fleet-revision']) > timestamp('2020-01-01T00:00:00Z')`,
+		`int(dep.metadata.annotations['pkgsync.dev/fleet-revision']) > 0`,
 	} {
 		err := ready(expr)
 		require.Error(t, err, expr)
@@ -94,7 +95,7 @@ func TestReadyExprSeesAnAllowList(t *testing.T) {
 	// What the allow-list keeps.
 	for _, expr := range []string{
 		`dep.metadata.name == 'platform' && dep.metadata.generation == 1`,
-		`dep.metadata.annotations['pkgsync.dev/channel'] == 'stable'`,
+		`dep.metadata.annotations['pkgsync.dev/fleet-revision'] == 'stable'`,
 		`dep.status.observedGeneration == 1 && dep.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True' && c.reason == 'R')`,
 		`dep.status.lastAppliedRevision == 'sha256:abcd' && dep.status.lastAppliedTag == 'v1' && dep.status.lastAppliedVersion == '1.2.3'`,
 		`self.metadata.name == 'me' && self.metadata.namespace == 'ns'`,

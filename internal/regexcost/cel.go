@@ -90,7 +90,9 @@ func (celCost) CallCost(function, _ string, args []ref.Val, _ ref.Val) *uint64 {
 	if !ok1 || !ok2 {
 		return nil
 	}
-	units := uint64(1) // a refused call ran nothing: its error is what the caller sees
+	// A pattern's bytes: its compilation (once, then remembered) is linear in them. A refused
+	// call costs nothing more: its error is what the caller sees.
+	units := uint64(1 + len(p)/8)
 	if re, err := Compile(string(p)); err == nil {
 		if steps := re.Steps(string(s)); steps <= MaxSteps {
 			units += uint64(steps) / stepsPerCELUnit

@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"regexp/syntax"
+	"strings"
 	"unicode/utf8"
 
 	"k8s.io/utils/lru"
@@ -25,10 +26,13 @@ const (
 	MaxSteps = 1 << 20
 )
 
-// cached holds compiled patterns: an expression or a template usually matches one pattern many
-// times. It is bounded in entries, each at most MaxPatternBytes of pattern and MaxProgram
-// instructions.
-var cached = lru.New(512)
+// cached holds compiled patterns, and the errors of patterns refused, by pattern: an expression
+// or a template usually matches one pattern many times, and a refused one must not cost its
+// check again at each call. It is bounded in entries, each at most MaxPatternBytes of pattern
+// and MaxProgram instructions (class ranges included): some megabytes at most.
+var cached = lru.New(cacheEntries)
+
+const cacheEntries = 64
 
 // Regexp is a compiled pattern whose calls are priced before they run.
 type Regexp struct {
@@ -61,14 +65,31 @@ var (
 	ErrTooLarge = errors.New("regular expression over the size limits")
 )
 
-// Compile parses pattern (RE2 syntax, as regexp.Compile) after checking its length, and
-// refuses one whose program would be over MaxProgram instructions.
+// Compile parses pattern (RE2 syntax, as regexp.Compile) after checking its length and what
+// case folding would cost the parser, and refuses one whose program would be over MaxProgram
+// instructions. Compiled patterns and refusals are remembered.
 func Compile(pattern string) (*Regexp, error) {
 	if v, ok := cached.Get(pattern); ok {
+		if err, refused := v.(error); refused {
+			return nil, err
+		}
 		return v.(*Regexp), nil
 	}
+	r, err := compile(pattern)
+	if err != nil {
+		cached.Add(pattern, err)
+		return nil, err
+	}
+	cached.Add(pattern, r)
+	return r, nil
+}
+
+func compile(pattern string) (*Regexp, error) {
 	if len(pattern) > MaxPatternBytes {
 		return nil, fmt.Errorf("%w: the pattern is %d bytes, over the limit of %d", ErrTooLarge, len(pattern), MaxPatternBytes)
+	}
+	if err := checkFolding(pattern); err != nil {
+		return nil, err
 	}
 	parsed, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
@@ -76,15 +97,13 @@ func Compile(pattern string) (*Regexp, error) {
 	}
 	size := programSize(parsed)
 	if size > MaxProgram {
-		return nil, fmt.Errorf("%w: the pattern expands to about %d instructions, over the limit of %d (a repetition count multiplies what it repeats)", ErrTooLarge, size, MaxProgram)
+		return nil, fmt.Errorf("%w: the pattern expands to about %d instructions, over the limit of %d (a repetition count multiplies what it repeats; a Unicode class counts its ranges)", ErrTooLarge, size, MaxProgram)
 	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPattern, err)
 	}
-	r := &Regexp{re: re, size: size, lookBehind: looksBehind(parsed)}
-	cached.Add(pattern, r)
-	return r, nil
+	return &Regexp{re: re, size: size, lookBehind: looksBehind(parsed)}, nil
 }
 
 // String is the source pattern.
@@ -158,7 +177,7 @@ func (r *Regexp) Split(s string, n int) ([]string, error) {
 // ReplaceAllString replaces the matches in src with repl, expanding $ references, as
 // regexp.ReplaceAllString.
 func (r *Regexp) ReplaceAllString(src, repl string) (string, error) {
-	return r.replaceAll(src,
+	return r.replaceAll(src, strings.Contains(repl, "$"),
 		func() string { return r.re.ReplaceAllString(src, repl) },
 		func(dst []byte, m []int) []byte { return r.re.ExpandString(dst, repl, src, m) })
 }
@@ -166,14 +185,14 @@ func (r *Regexp) ReplaceAllString(src, repl string) (string, error) {
 // ReplaceAllLiteralString replaces the matches in src with repl as it is, as
 // regexp.ReplaceAllLiteralString.
 func (r *Regexp) ReplaceAllLiteralString(src, repl string) (string, error) {
-	return r.replaceAll(src,
+	return r.replaceAll(src, false,
 		func() string { return r.re.ReplaceAllLiteralString(src, repl) },
 		func(dst []byte, _ []int) []byte { return append(dst, repl...) })
 }
 
 // ReplaceAllStringFunc replaces each match in src with what fn returns for it.
 func (r *Regexp) ReplaceAllStringFunc(src string, fn func(string) string) (string, error) {
-	return r.replaceAll(src,
+	return r.replaceAll(src, false,
 		func() string { return r.re.ReplaceAllStringFunc(src, fn) },
 		func(dst []byte, m []int) []byte { return append(dst, fn(src[m[0]:m[1]])...) })
 }
@@ -182,6 +201,8 @@ func (r *Regexp) ReplaceAllStringFunc(src string, fn func(string) string) (strin
 type searcher struct {
 	r *Regexp
 	s string
+	// submatches says the searches return the groups' positions, not only the match's.
+	submatches bool
 	// left is how many characters the searches of this call may still read.
 	left int64
 }
@@ -189,24 +210,36 @@ type searcher struct {
 // newSearcher prices a call that searches s repeatedly. A pattern that looks behind is run by
 // regexp itself, priced at its worst case (a search from every position to the end); any other
 // is searched position by position, each search reading at most what is left of the budget.
-func (r *Regexp) newSearcher(s string) (*searcher, error) {
+// Submatches cost more: Go's matcher copies every group's positions for each thread at each
+// step, so a step costs once more per group.
+func (r *Regexp) newSearcher(s string, submatches bool) (*searcher, error) {
+	perChar := r.size
+	if submatches {
+		perChar *= int64(1 + r.re.NumSubexp())
+	}
 	if r.lookBehind {
 		n := int64(utf8.RuneCountInString(s)) + 1
-		if n > MaxSteps/r.size/n {
+		if n > MaxSteps/perChar/n {
 			return nil, &CostError{Program: r.size, Input: int64(len(s))}
 		}
 	}
-	return &searcher{r: r, s: s, left: MaxSteps / r.size}, nil
+	return &searcher{r: r, s: s, submatches: submatches, left: MaxSteps / perChar}, nil
 }
 
-// find returns the submatch indices of the leftmost match at or after pos, nil if none.
+// find returns the indices of the leftmost match at or after pos (with its groups' when the
+// searcher returns submatches), nil if none.
 func (sr *searcher) find(pos int) ([]int, error) {
 	if sr.r.lookBehind {
 		// Priced in newSearcher: regexp's own search keeps the text before pos in view.
 		return nil, errors.New("internal error: look-behind patterns are not searched by position")
 	}
 	in := &meteredReader{s: sr.s[pos:], left: sr.left}
-	m := sr.r.re.FindReaderSubmatchIndex(in)
+	var m []int
+	if sr.submatches {
+		m = sr.r.re.FindReaderSubmatchIndex(in)
+	} else {
+		m = sr.r.re.FindReaderIndex(in)
+	}
 	sr.left -= max(in.read, 1)
 	if in.over || sr.left < 0 {
 		return nil, &CostError{Program: sr.r.size, Input: int64(len(sr.s))}
@@ -223,12 +256,12 @@ func (sr *searcher) find(pos int) ([]int, error) {
 // the matches regexp.FindAllStringSubmatchIndex finds: an empty match right after a match is
 // skipped, and the search moves on one character past an empty match.
 func (r *Regexp) all(s string, n int, deliver func([]int)) error {
-	sr, err := r.newSearcher(s)
+	sr, err := r.newSearcher(s, false)
 	if err != nil {
 		return err
 	}
 	if r.lookBehind {
-		for _, m := range r.re.FindAllStringSubmatchIndex(s, n) {
+		for _, m := range r.re.FindAllStringIndex(s, n) {
 			deliver(m)
 		}
 		return nil
@@ -272,8 +305,8 @@ func (r *Regexp) all(s string, n int, deliver func([]int)) error {
 // regexp's ReplaceAll: no replacement for an empty match right after a match, and the search
 // always moves on at least one character. A pattern that looks behind is run by regexp's own
 // function, std, once newSearcher has priced it.
-func (r *Regexp) replaceAll(src string, std func() string, repl func(dst []byte, m []int) []byte) (string, error) {
-	sr, err := r.newSearcher(src)
+func (r *Regexp) replaceAll(src string, submatches bool, std func() string, repl func(dst []byte, m []int) []byte) (string, error) {
+	sr, err := r.newSearcher(src, submatches)
 	if err != nil {
 		return "", err
 	}
@@ -335,3 +368,7 @@ func (m *meteredReader) ReadRune() (rune, int, error) {
 	m.read++
 	return c, w, nil
 }
+
+// Size is the pattern's estimated instruction count, its class ranges included: the work of one
+// character of input, and what it keeps in memory.
+func (r *Regexp) Size() int64 { return r.size }

@@ -59,7 +59,7 @@ func TestAllMatchesAreBoundedInTotal(t *testing.T) {
 	require.ErrorAs(t, err, &cost)
 
 	// What the searches read is counted: the budget, not more.
-	sr, err := re.newSearcher(s)
+	sr, err := re.newSearcher(s, false)
 	require.NoError(t, err)
 	start := sr.left
 	for pos := 0; ; pos++ {

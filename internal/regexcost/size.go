@@ -34,7 +34,10 @@ func nodeSize(re *syntax.Regexp) int64 {
 			n = int64(re.Min) + 1
 		}
 		return min((sub+2)*max(n, 1), ceiling)
-	default: // character classes, any character, empty-width assertions, empty match
+	case syntax.OpCharClass:
+		// A class keeps its ranges in its instruction: \pL is some 650 of them, 5 KB.
+		return 2 + int64(len(re.Rune))/2
+	default: // any character, empty-width assertions, empty match
 		return 2
 	}
 }

@@ -295,9 +295,9 @@ func TestReadyExprAttackIsRefused(t *testing.T) {
 	}
 	createPackage(t, newPackage(attackerNS, "dep", image(attackerNS, "dep"), ""))
 	attacker := newPackage(attackerNS, "attacker", image(attackerNS, "attacker"), "")
-	attacker.Annotations = map[string]string{"pkgsync.dev/a": strings.Repeat("x?", 32<<10) + "y"}
+	attacker.Annotations = map[string]string{"pkgsync.dev/hold": strings.Repeat("x?", 32<<10) + "y"}
 	attacker.Spec.DependsOn = []v1alpha1.Dependency{{Name: "dep",
-		ReadyExpr: "self.metadata.annotations['pkgsync.dev/a'].matches(self.metadata.annotations['pkgsync.dev/a'])"}}
+		ReadyExpr: "self.metadata.annotations['pkgsync.dev/hold'].matches(self.metadata.annotations['pkgsync.dev/hold'])"}}
 	createPackage(t, attacker)
 	other := newPackage(otherNS, "other", image(otherNS, "other"), "")
 	createPackage(t, other)
