@@ -53,7 +53,7 @@ func TestReadyExprSeesAnAllowList(t *testing.T) {
 	cp := depClusterPackage("platform", true)
 	cp.Annotations = map[string]string{
 		"kubectl.kubernetes.io/last-applied-configuration": `{"spec":{"config":{"password":"` + secret + `"}}}`,
-		"pkgsync.dev/fleet-revision":                              "stable",
+		"pkgsync.dev/fleet-revision":                       "stable",
 	}
 	cp.Status.LastAppliedConfigDigest = "sha256:0123"
 	cp.Status.Conditions[0].Message = "rendered with " + secret
