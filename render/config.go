@@ -97,32 +97,56 @@ func checkSchemaAsCRD(file, field0 string, schema *apiextensions.JSONSchemaProps
 
 // apply decodes the configuration, prunes unknown fields, applies defaults and validates it:
 // the order in which the API server treats a custom resource. Every violation is a *ConfigError.
-func (s *configSchema) apply(raw []byte) (map[string]any, Errors) {
-	cfg := map[string]any{}
-	if len(raw) > 0 {
-		js, err := yaml.YAMLToJSON(raw)
-		if err != nil {
-			return nil, Errors{&ConfigError{Detail: fmt.Sprintf("decode: %v", err)}}
-		}
-		var v any
-		// apimachinery's json keeps integers as int64, which the schema validator needs.
-		if err := utiljson.Unmarshal(js, &v); err != nil {
-			return nil, Errors{&ConfigError{Detail: fmt.Sprintf("decode: %v", err)}}
-		}
-		switch v := v.(type) {
-		case nil:
-		case map[string]any:
-			cfg = v
-		default:
-			return nil, Errors{&ConfigError{Field: "config", Detail: "must be an object"}}
-		}
+// A Package Operator package's configuration (pko) is pruned as Package Operator prunes it: as
+// the root of a resource (apiVersion, kind and metadata are kept), and entirely when the package
+// has no schema.
+func (s *configSchema) apply(raw []byte, pko bool) (map[string]any, Errors) {
+	cfg, errs := decodeConfig(raw)
+	if errs != nil {
+		return nil, errs
 	}
 	if s == nil {
+		if pko {
+			return map[string]any{}, nil
+		}
 		// Without a schema there is nothing to check against; the configuration is passed on.
 		return cfg, nil
 	}
-	structuralpruning.Prune(cfg, s.structural, false)
+	structuralpruning.Prune(cfg, s.structural, pko)
 	structuraldefaulting.Default(cfg, s.structural)
+	if errs := s.validate(cfg); len(errs) > 0 {
+		return nil, errs
+	}
+	return cfg, nil
+}
+
+// decodeConfig decodes a configuration: a JSON or YAML object, {} when raw is empty.
+func decodeConfig(raw []byte) (map[string]any, Errors) {
+	cfg := map[string]any{}
+	if len(raw) == 0 {
+		return cfg, nil
+	}
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, Errors{&ConfigError{Detail: fmt.Sprintf("decode: %v", err)}}
+	}
+	var v any
+	// apimachinery's json keeps integers as int64, which the schema validator needs.
+	if err := utiljson.Unmarshal(js, &v); err != nil {
+		return nil, Errors{&ConfigError{Detail: fmt.Sprintf("decode: %v", err)}}
+	}
+	switch v := v.(type) {
+	case nil:
+		return cfg, nil
+	case map[string]any:
+		return v, nil
+	default:
+		return nil, Errors{&ConfigError{Field: "config", Detail: "must be an object"}}
+	}
+}
+
+// validate checks a configuration against the schema as it is, without pruning or defaults.
+func (s *configSchema) validate(cfg map[string]any) Errors {
 	fieldErrs := apiservervalidation.ValidateCustomResource(field.NewPath("config"), cfg, s.validator)
 	// The validator walks maps, so its order varies from run to run; sort for stable output.
 	slices.SortStableFunc(fieldErrs, func(a, b *field.Error) int {
@@ -132,8 +156,5 @@ func (s *configSchema) apply(raw []byte) (map[string]any, Errors) {
 	for _, fe := range fieldErrs {
 		errs = append(errs, &ConfigError{Field: fe.Field, Detail: fe.ErrorBody(), missing: fe.Type == field.ErrorTypeRequired})
 	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return cfg, nil
+	return errs
 }

@@ -34,7 +34,7 @@ func (in Inputs) Only(opts Options) Options {
 		opts.Name, opts.Namespace, opts.Labels, opts.Annotations, opts.Image = "", "", nil, nil, ""
 	}
 	if !in.HostedCluster {
-		opts.Environment.HostedCluster = nil
+		opts.Environment.HostedCluster, opts.Environment.HyperShift = nil, false
 	}
 	return opts
 }

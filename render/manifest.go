@@ -245,8 +245,9 @@ func checkPKOManifest(file string, pm *pkoManifest) Errors {
 
 // checkTestConfigs validates the configuration of every test case against the manifest's
 // schema, as Package Operator does whenever it loads a package: a case whose configuration the
-// package itself would refuse makes the package invalid. A broken schema is reported by the
-// render, not here.
+// package itself would refuse makes the package invalid. As there, the configuration is
+// validated as written, before pruning and defaults. A broken schema is reported by the render,
+// not here.
 func checkTestConfigs(file string, pm *pkoManifest) Errors {
 	if len(pm.Test.Template) == 0 || pm.Spec.Config.OpenAPIV3Schema == nil {
 		return nil
@@ -261,7 +262,10 @@ func checkTestConfigs(file string, pm *pkoManifest) Errors {
 		if len(tc.Context.Config) > 0 && string(tc.Context.Config) != "null" {
 			raw = tc.Context.Config
 		}
-		_, cfgErrs := schema.apply(raw)
+		cfg, cfgErrs := decodeConfig(raw)
+		if cfgErrs == nil {
+			cfgErrs = schema.validate(cfg)
+		}
 		for _, err := range cfgErrs {
 			field := fmt.Sprintf("test.template[%d].context.config", i)
 			var ce *ConfigError

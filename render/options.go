@@ -8,9 +8,11 @@ type Options struct {
 	Name string
 	// Namespace of the Package object; empty for a ClusterPackage.
 	Namespace string
-	// Labels of the Package object.
+	// Labels of the Package object. For a Package Operator package nil and empty differ, as
+	// they do there: without labels templates see a string map (index of a missing key gives
+	// ""), with any (even an empty map) a map decoded from JSON (index gives no value).
 	Labels map[string]string
-	// Annotations of the Package object.
+	// Annotations of the Package object; nil and empty differ as for Labels.
 	Annotations map[string]string
 	// Component selects a component of a multi-component package (components/NAME); empty
 	// means the root package.
@@ -38,10 +40,24 @@ type Environment struct {
 	// OpenShiftVersion of the management cluster (ClusterVersion's desired version), empty
 	// when it is not OpenShift.
 	OpenShiftVersion string
+	// OpenShiftManaged is Package Operator's .environment.openShift.managed (the data of a
+	// managed OpenShift cluster), nil when absent. Only template test cases set it: pkgsync does
+	// not detect managed OpenShift.
+	OpenShiftManaged *ManagedOpenShift
+	// HyperShift says the management cluster serves HyperShift's HostedCluster API. Package
+	// Operator then shows every Package Operator package .environment.hyperShift, its
+	// hostedCluster null outside a hosted-control-plane namespace. Implied by HostedCluster.
+	HyperShift bool
 	// Proxy is the cluster-wide egress proxy (OpenShift's Proxy object), nil when none.
 	Proxy *Proxy
 	// HostedCluster is set when the package is installed into a hosted-control-plane namespace.
 	HostedCluster *HostedCluster
+}
+
+// ManagedOpenShift describes a managed OpenShift cluster, as Package Operator's context does.
+type ManagedOpenShift struct {
+	// Data are the key-value pairs describing it.
+	Data map[string]string
 }
 
 // Proxy is a cluster-wide egress proxy configuration.

@@ -123,6 +123,7 @@ func TestPackageOperatorManifestRules(t *testing.T) {
 		{"schema default not pruned", ok + "  config: {openAPIV3Schema: {type: object, properties: {a: {type: object, default: {b: 1}}}}}\n", "manifest.yaml: spec.config.openAPIV3Schema.properties[a].default: Invalid value"},
 		{"test case name", ok + "test:\n  template: [{name: 'a/b'}]\n", `manifest.yaml: test.template[0].name: "a/b": a case name is a directory name`},
 		{"test case config against the schema", ok + "  config: {openAPIV3Schema: {type: object, properties: {replicas: {type: integer}}}}\ntest:\n  template: [{name: a, context: {config: {replicas: many}}}]\n", "manifest.yaml: test.template[0].context.config.replicas: Invalid value"},
+		{"test case config before defaults", ok + "  config: {openAPIV3Schema: {type: object, required: [replicas], properties: {replicas: {type: integer, default: 1}}}}\ntest:\n  template: [{name: a}]\n", "manifest.yaml: test.template[0].context.config.replicas: Required value"},
 		{"kubeconform needs a version", ok + "test:\n  kubeconform: {schemaLocations: [x]}\n", "manifest.yaml: test.kubeconform.kubernetesVersion: required"},
 		{"unknown field", ok + "  phase: [{name: deploy}]\n", `manifest.yaml: decode manifest: json: unknown field "phase"`},
 		{"unknown test field", ok + "test:\n  templates: []\n", `manifest.yaml: decode manifest: json: unknown field "templates"`},

@@ -54,30 +54,47 @@ type pkoTestCase struct {
 			Image    string        `json:"image"`
 		} `json:"package"`
 		Config      json.RawMessage `json:"config,omitempty"`
-		Environment struct {
-			Kubernetes struct {
-				Version string `json:"version"`
-			} `json:"kubernetes"`
-			OpenShift *struct {
-				Version string `json:"version"`
-				Managed *struct {
-					Data map[string]string `json:"data"`
-				} `json:"managed,omitempty"`
-			} `json:"openShift,omitempty"`
-			Proxy *struct {
-				HTTPProxy  string `json:"httpProxy,omitempty"`
-				HTTPSProxy string `json:"httpsProxy,omitempty"`
-				NoProxy    string `json:"noProxy,omitempty"`
-			} `json:"proxy,omitempty"`
-			HyperShift *struct {
-				HostedCluster *struct {
-					Metadata               pkoObjectMeta     `json:"metadata"`
-					HostedClusterNamespace string            `json:"hostedClusterNamespace"`
-					NodeSelector           map[string]string `json:"nodeSelector,omitempty"`
-				} `json:"hostedCluster"`
-			} `json:"hyperShift,omitempty"`
-		} `json:"environment"`
+		Environment pkoEnvironment  `json:"environment"`
 	} `json:"context,omitempty"`
+}
+
+// pkoEnvironment is Package Operator's environment (its manifests.PackageEnvironment), field
+// by field with the same JSON names and omitempty rules: test cases are decoded into it, and
+// Package Operator packages' templates see it as it encodes to JSON.
+type pkoEnvironment struct {
+	Kubernetes pkoKubernetes  `json:"kubernetes"`
+	OpenShift  *pkoOpenShift  `json:"openShift,omitempty"`
+	Proxy      *pkoProxy      `json:"proxy,omitempty"`
+	HyperShift *pkoHyperShift `json:"hyperShift,omitempty"`
+}
+
+type pkoKubernetes struct {
+	Version string `json:"version"`
+}
+
+type pkoOpenShift struct {
+	Version string               `json:"version"`
+	Managed *pkoManagedOpenShift `json:"managed,omitempty"`
+}
+
+type pkoManagedOpenShift struct {
+	Data map[string]string `json:"data"`
+}
+
+type pkoProxy struct {
+	HTTPProxy  string `json:"httpProxy,omitempty"`
+	HTTPSProxy string `json:"httpsProxy,omitempty"`
+	NoProxy    string `json:"noProxy,omitempty"`
+}
+
+type pkoHyperShift struct {
+	HostedCluster *pkoHostedCluster `json:"hostedCluster"`
+}
+
+type pkoHostedCluster struct {
+	Metadata               pkoObjectMeta     `json:"metadata"`
+	HostedClusterNamespace string            `json:"hostedClusterNamespace"`
+	NodeSelector           map[string]string `json:"nodeSelector,omitempty"`
 }
 
 // pkoObjectMeta is the simplified object metadata of Package Operator's template context.

@@ -144,7 +144,8 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 		}
 	}
 
-	if opts.Name == "" {
+	if opts.Name == "" && !m.testCase {
+		// A test case's context is what it says, as in Package Operator: an empty name too.
 		opts.Name = manifest.Name
 	}
 	schema, schemaErrs := newConfigSchema(manifestFile, manifest.Spec.Config.OpenAPIV3Schema)
@@ -153,7 +154,7 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 	configOK := false
 	if len(schemaErrs) == 0 {
 		var cfgErrs Errors
-		cfg, cfgErrs = schema.apply(opts.Config)
+		cfg, cfgErrs = schema.apply(opts.Config, pko)
 		missing := false
 		if allowMissing {
 			cfgErrs, missing = withoutMissing(cfgErrs)
@@ -170,8 +171,15 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 		return nil, err
 	}
 	data := templateData(opts, images, cfg)
+	celData := data
+	if pko {
+		// Package Operator's context, with its types, for Package Operator's format.
+		if data, celData, err = pkoTemplateData(opts, images, cfg); err != nil {
+			return nil, err
+		}
+	}
 	// Filters are evaluated only against a complete, valid configuration, like templates.
-	flt, filterErrs := newFilters(ctx, manifestFile, manifest, data, configOK)
+	flt, filterErrs := newFilters(ctx, manifestFile, manifest, celData, configOK)
 	errs = append(errs, filterErrs...)
 	if flt == nil {
 		return nil, errs

@@ -128,12 +128,16 @@ func ReadComponentTemplateTests(fsys fs.FS, component string) (*TemplateTests, e
 		if len(c.Config) > 0 && string(c.Config) != "null" {
 			opts.Config = c.Config
 		}
-		if c.Environment.OpenShift != nil {
-			opts.Environment.OpenShiftVersion = c.Environment.OpenShift.Version
+		if o := c.Environment.OpenShift; o != nil {
+			opts.Environment.OpenShiftVersion = o.Version
+			if o.Managed != nil {
+				opts.Environment.OpenShiftManaged = &ManagedOpenShift{Data: o.Managed.Data}
+			}
 		}
 		if p := c.Environment.Proxy; p != nil {
 			opts.Environment.Proxy = &Proxy{HTTPProxy: p.HTTPProxy, HTTPSProxy: p.HTTPSProxy, NoProxy: p.NoProxy}
 		}
+		opts.Environment.HyperShift = c.Environment.HyperShift != nil
 		if hs := c.Environment.HyperShift; hs != nil && hs.HostedCluster != nil {
 			hc := hs.HostedCluster
 			opts.Environment.HostedCluster = &HostedCluster{
