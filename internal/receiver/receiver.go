@@ -31,7 +31,7 @@ const MaxNotifications = 64
 const maxUnverified = 32
 
 // maxUnverifiedPerAddress bounds the slots of maxUnverified one remote address holds (an IPv6
-// address by its /64, which one host commonly has whole), so that a sender who opens many slow
+// address by its /48, which one site is commonly given whole), so that a sender who opens many slow
 // connections leaves the others to everyone else. Behind a proxy every sender shares its
 // address; proxies commonly read a body whole before they forward it, so a slow sender does not
 // hold a slot there.

@@ -42,7 +42,7 @@ func (s *addressSlots) give(address string) {
 }
 
 // remoteAddress is the sender a request's remote address (host:port) counts for: its IPv4
-// address, or its IPv6 address's /64, which one host commonly holds whole. The connection's
+// address, or its IPv6 address's /48, which one site is commonly given whole. The connection's
 // peer, never a header a sender writes (X-Forwarded-For).
 func remoteAddress(remote string) string {
 	host, _, err := net.SplitHostPort(remote)
@@ -56,6 +56,6 @@ func remoteAddress(remote string) string {
 	case ip.To4() != nil:
 		return ip.To4().String()
 	default:
-		return ip.Mask(net.CIDRMask(64, 128)).String()
+		return ip.Mask(net.CIDRMask(48, 128)).String()
 	}
 }

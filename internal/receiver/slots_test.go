@@ -11,10 +11,12 @@ func TestRemoteAddress(t *testing.T) {
 	for _, c := range []struct{ remote, want string }{
 		{"192.0.2.7:51234", "192.0.2.7"},
 		{"[::ffff:192.0.2.7]:51234", "192.0.2.7"},
-		// One host commonly holds a whole /64: its addresses count as one sender.
-		{"[2001:db8:1:2:aaaa::1]:443", "2001:db8:1:2::"},
-		{"[2001:db8:1:2:bbbb::9]:443", "2001:db8:1:2::"},
-		{"[2001:db8:1:3::1]:443", "2001:db8:1:3::"},
+		// One site is commonly given a whole /48 (a /56 at least): its addresses count as one
+		// sender, so that eight slow senders need eight sites, not eight /64s of one.
+		{"[2001:db8:1:2:aaaa::1]:443", "2001:db8:1::"},
+		{"[2001:db8:1:2:bbbb::9]:443", "2001:db8:1::"},
+		{"[2001:db8:1:3::1]:443", "2001:db8:1::"},
+		{"[2001:db8:2::1]:443", "2001:db8:2::"},
 		{"@", "@"},
 	} {
 		assert.Equal(t, c.want, remoteAddress(c.remote), c.remote)
