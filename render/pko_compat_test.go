@@ -232,7 +232,7 @@ func TestPackageOperatorObjectRules(t *testing.T) {
 	}{
 		{"no apiVersion", map[string]string{"a.yaml": strings.Replace(pkoConfigMap, "apiVersion: v1\n", "", 1)}, "a.yaml:1 (document 1): apiVersion: required"},
 		{"no kind", map[string]string{"a.yaml": strings.Replace(pkoConfigMap, "kind: ConfigMap\n", "", 1)}, "a.yaml:1 (document 1): kind: required"},
-		{"no phase annotation", map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n"}, "a.yaml:1 (document 1): metadata.annotations: ConfigMap cm: missing phase"},
+		{"no phase annotation", map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n"}, "a.yaml:1 (document 1): metadata.annotations: ConfigMap cm: missing phase: add the annotation package-operator.run/phase with one of the manifest's phases (deploy)"},
 		{"unknown phase", map[string]string{"a.yaml": strings.Replace(pkoConfigMap, "phase: deploy", "phase: later", 1)}, `ConfigMap cm: unknown phase "later"`},
 		{"duplicate across files", map[string]string{"a.yaml": pkoConfigMap, "b.yaml": strings.Replace(pkoConfigMap, "apiVersion: v1", "apiVersion: v2", 1)}, "b.yaml:1 (document 1): metadata.name: ConfigMap cm: duplicate object, already defined in a.yaml"},
 	}

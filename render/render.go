@@ -32,6 +32,8 @@ func Render(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 type mode struct {
 	// allowMissing lets configuration values the schema requires be absent (a build).
 	allowMissing bool
+	// noCluster skips the constraints: a build has no cluster to check them against.
+	noCluster bool
 	// testCase renders as Package Operator's template tests do (see RenderTestCase).
 	testCase bool
 }
@@ -49,7 +51,7 @@ func Validate(ctx context.Context, fsys fs.FS, opts Options) error {
 // incomplete configuration proves nothing about their output, and kustomizations built from
 // templates are skipped. Every other problem is reported as Render reports it.
 func ValidateStructure(ctx context.Context, fsys fs.FS, opts Options) error {
-	_, err := renderWith(ctx, fsys, opts, mode{allowMissing: true})
+	_, err := renderWith(ctx, fsys, opts, mode{allowMissing: true, noCluster: true})
 	return err
 }
 
@@ -123,7 +125,7 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 	}
 	// Constraints come first: a package the cluster cannot run renders nothing. A build has no
 	// cluster to check them against.
-	if !allowMissing && len(errs) == 0 {
+	if !m.noCluster && len(errs) == 0 {
 		if err := CheckConstraints(manifest, opts.Environment); err != nil {
 			return nil, err
 		}
@@ -193,8 +195,9 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 		prefix:   c.prefix,
 		files:    m.testCase,
 	}
+	r.phaseAnnotation = v1alpha1.PhaseAnnotation
 	if pko {
-		r.keys = repeatedKeyReplaces
+		r.keys, r.phaseAnnotation = repeatedKeyReplaces, pkoPhaseAnnotation
 	}
 	// Templates and CEL expressions record what they read in one place.
 	r.tp.reads = flt.cel.reads
@@ -340,6 +343,8 @@ type renderer struct {
 	// keys is what a key repeated in an object file's mapping does: Package Operator's rule
 	// for its format, refused in pkgsync's own.
 	keys keyRule
+	// phaseAnnotation is the phase annotation of the package's format, which errors name.
+	phaseAnnotation string
 	// files asks for result.Files (RenderTestCase).
 	files  bool
 	result Result
@@ -575,7 +580,7 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 		phase = defaultPhase
 	}
 	if phase == "" {
-		fail("metadata.annotations", fmt.Errorf("missing phase: add the annotation %s with one of the manifest's phases (%s)", v1alpha1.PhaseAnnotation, r.phaseList()))
+		fail("metadata.annotations", fmt.Errorf("missing phase: add the annotation %s with one of the manifest's phases (%s)", r.phaseAnnotation, r.phaseList()))
 		return false
 	}
 	idx, ok := r.phases[phase]

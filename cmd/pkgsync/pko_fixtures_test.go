@@ -117,3 +117,50 @@ func TestPackageOperatorFixturesInvalid(t *testing.T) {
 		})
 	}
 }
+
+// validate checks a package as Package Operator's "kubectl package validate" does: without
+// --config, values the schema requires may be absent and every test case renders with its own
+// configuration (a case that breaks the package fails it, under its name); with --config, that
+// configuration is checked too.
+func TestValidateRendersTestCases(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, data string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600))
+	}
+	write("manifest.yaml", `apiVersion: manifests.package-operator.run/v1alpha1
+kind: PackageManifest
+metadata: {name: p}
+spec:
+  scopes: [Namespaced]
+  phases: [{name: deploy}]
+  config: {openAPIV3Schema: {type: object, required: [phase], properties: {phase: {type: string}}}}
+test:
+  template:
+  - name: good
+    context: {config: {phase: deploy}}
+`)
+	write("cm.yaml.gotmpl", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  annotations: {package-operator.run/phase: '{{ .config.phase }}'}\n")
+	empty := filepath.Join(t.TempDir(), "empty.yaml")
+	require.NoError(t, os.WriteFile(empty, []byte("{}\n"), 0o600))
+
+	stdout, stderr, err := runCLI(t, "validate", dir)
+	require.NoError(t, err, stderr)
+	assert.Equal(t, dir+": valid\n", stdout)
+
+	_, stderr, err = runCLI(t, "validate", dir, "--config", empty)
+	require.Error(t, err)
+	assert.Equal(t, "invalid configuration: config.phase: Required value\n", stderr)
+
+	write("manifest.yaml", strings.Replace(readFile(t, filepath.Join(dir, "manifest.yaml")), "context: {config: {phase: deploy}}", "context: {config: {phase: later}}", 1))
+	_, stderr, err = runCLI(t, "validate", dir)
+	require.Error(t, err)
+	assert.Equal(t, `test case good: cm.yaml.gotmpl:1 (document 1): metadata.annotations: ConfigMap cm: unknown phase "later": the manifest declares deploy`+"\n", stderr)
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	require.NoError(t, err)
+	return string(data)
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -16,14 +17,25 @@ func newValidateCmd() *cobra.Command {
 		Short: "Validate a package and its configuration",
 		Long: `Render a package (a directory, or a registry reference that is pulled first) with a
 configuration and report every problem at once: each with its file, document, line and field.
-Exits 1 when the package or configuration is invalid.`,
+Without --config the package is checked as build checks it: values its schema requires may be
+absent. Every case of the manifest's test.template (and of each component's) is rendered with
+its own context too, as Package Operator's "kubectl package validate" does; its fixtures are
+compared by "pkgsync test". Exits 1 when the package or configuration is invalid.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fsys, opts, err := in.open(cmd.Context(), args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			if _, err := renderPackage(cmd.Context(), fsys, opts); err != nil {
+			cfg := render.WithoutConfig
+			if in.configFile != "" {
+				cfg = render.WithConfig
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			if err := render.ValidatePackage(ctx, fsys, opts, cfg); err != nil {
 				var problems render.Errors
 				if errors.As(err, &problems) {
 					for _, p := range problems {

@@ -1,0 +1,95 @@
+package render
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// requiredImage is a Package Operator manifest whose schema requires image, with a test case
+// giving it.
+const requiredImage = `apiVersion: manifests.package-operator.run/v1alpha1
+kind: PackageManifest
+metadata: {name: NAME}
+spec:
+  scopes: [Namespaced, Cluster]
+  phases: [{name: deploy}]
+  config:
+    openAPIV3Schema:
+      type: object
+      required: [image]
+      properties: {image: {type: string}}
+test:
+  template:
+  - name: one
+    context: {config: {image: img-x}, package: {metadata: {name: p, namespace: ns}}}
+  - name: two
+    context: {config: {image: img-y}, package: {metadata: {name: p}}}
+`
+
+// deployment is a template of a Deployment in the phase given, with the configured image.
+func deployment(phase string) *fstest.MapFile {
+	return &fstest.MapFile{Data: []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  annotations: {package-operator.run/phase: " + phase + "}\nspec:\n  template:\n    spec:\n      containers: [{name: c, image: '{{ .config.image }}'}]\n")}
+}
+
+// Package Operator's "kubectl package validate DIR" checks the package without a configuration
+// of its own and renders every test case with the case's: a package whose schema requires
+// values is valid when its cases give them. Given a configuration, validate checks that one too.
+func TestValidatePackageRendersTestCases(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"manifest.yaml":          {Data: []byte(strings.ReplaceAll(requiredImage, "NAME", "p"))},
+		"deployment.yaml.gotmpl": deployment("deploy"),
+	}
+	require.NoError(t, ValidatePackage(t.Context(), fsys, Options{}, WithoutConfig))
+
+	err := ValidatePackage(t.Context(), fsys, Options{}, WithConfig)
+	require.Error(t, err)
+	assert.Equal(t, "invalid configuration: config.image: Required value", err.Error())
+	require.NoError(t, ValidatePackage(t.Context(), fsys, Options{Config: []byte(`{image: z}`)}, WithConfig))
+
+	// A case that breaks the package is reported under its name, every case that does.
+	fsys["deployment.yaml.gotmpl"] = deployment("{{ if .package.metadata.namespace }}deploy{{ else }}nowhere{{ end }}")
+	err = ValidatePackage(t.Context(), fsys, Options{}, WithoutConfig)
+	require.Error(t, err)
+	var problems Errors
+	require.True(t, errors.As(err, &problems))
+	require.Len(t, problems, 1)
+	assert.Equal(t, `test case two: deployment.yaml.gotmpl:1 (document 1): metadata.annotations: Deployment d: unknown phase "nowhere": the manifest declares deploy`, problems[0].Error())
+}
+
+// In a multi-component package every component's cases run (Package Operator's own test data
+// has a component whose template names a phase its manifest lacks, found only so), or only the
+// selected component's. A problem the package check or an earlier case found is not repeated.
+func TestValidatePackageComponentsAndRepeats(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"manifest.yaml":                              {Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: shop}\nspec:\n  scopes: [Namespaced, Cluster]\n  phases: [{name: deploy}]\n  components: {}\n")},
+		"components/backend/manifest.yaml":           {Data: []byte(strings.ReplaceAll(requiredImage, "NAME", "backend"))},
+		"components/backend/deployment.yaml.gotmpl":  deployment("purposely-wrong"),
+		"components/frontend/manifest.yaml":          {Data: []byte(strings.ReplaceAll(requiredImage, "NAME", "frontend"))},
+		"components/frontend/deployment.yaml.gotmpl": deployment("deploy"),
+	}
+	for _, opts := range []Options{{}, {Component: "backend"}} {
+		err := ValidatePackage(t.Context(), fsys, opts, WithoutConfig)
+		require.Error(t, err, opts.Component)
+		var problems Errors
+		require.True(t, errors.As(err, &problems))
+		require.Len(t, problems, 1, "both cases find it: reported once, under the first")
+		assert.Equal(t, `test case backend/one: components/backend/deployment.yaml.gotmpl:1 (document 1): metadata.annotations: Deployment d: unknown phase "purposely-wrong": the manifest declares deploy`, problems[0].Error())
+	}
+	require.NoError(t, ValidatePackage(t.Context(), fsys, Options{Component: "frontend"}, WithoutConfig))
+
+	// Images not locked: found by the package check, not again by each case.
+	fsys["components/frontend/manifest.yaml"] = &fstest.MapFile{Data: []byte(strings.NewReplacer("NAME", "frontend", "  phases: [{name: deploy}]\n", "  phases: [{name: deploy}]\n  images: [{name: app, image: 'quay.io/x/app:1'}]\n").Replace(requiredImage))}
+	err := ValidatePackage(t.Context(), fsys, Options{Component: "frontend"}, WithoutConfig)
+	require.Error(t, err)
+	var problems Errors
+	require.True(t, errors.As(err, &problems))
+	require.Len(t, problems, 1, "%v", err)
+	assert.ErrorIs(t, err, ErrImagesNotLocked)
+}
