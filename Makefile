@@ -44,6 +44,19 @@ demo: tools build ## Run the demo: registry, management + hosted control planes,
 test: tools ## Run unit and e2e tests with the race detector against real control planes and a registry.
 	go test -race -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
 
+# zot, the registry the project's users run, is built from the source kept beside the repository
+# (its module is not on the module proxy); `make test` does not need it.
+ZOT_SRC ?= $(abspath $(CURDIR)/../shared/zot)
+# The tests that reach a registry through $$PKGSYNC_TEST_REGISTRY: every plain-registry test of
+# source and cmd/pkgsync, and the e2e suite's TestUserRegistry.
+ZOT_TEST_PACKAGES ?= ./source/ ./cmd/pkgsync/
+
+.PHONY: test-zot
+test-zot: tools $(BIN)/zot ## Run the tests that use a registry against zot as well (built from ZOT_SRC, ../shared/zot by default): PKGSYNC_TEST_REGISTRY=zot.
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	TMPDIR="$$tmp" PKGSYNC_TEST_REGISTRY=zot go test -race -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $(ZOT_TEST_PACKAGES) && \
+	TMPDIR="$$tmp" PKGSYNC_TEST_REGISTRY=zot go test -race -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) -run '^TestUserRegistry$$' ./test/e2e/
+
 .PHONY: lint
 lint: $(BIN)/golangci-lint ## Check gofmt, go vet and golangci-lint.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -143,6 +156,14 @@ cosign: $(BIN)/cosign ## Build the cosign CLI for the signature interoperability
 $(BIN)/cosign: tools/cosign/go.mod tools/cosign/go.sum
 	@echo "Building the cosign CLI from the module proxy (a few minutes)..."
 	cd tools/cosign && go build -o $@ github.com/sigstore/cosign/v2/cmd/cosign
+
+.PHONY: zot
+zot: $(BIN)/zot ## Build zot from ZOT_SRC (../shared/zot by default) for make test-zot.
+
+$(BIN)/zot: $(wildcard $(ZOT_SRC)/go.mod $(ZOT_SRC)/go.sum)
+	@test -f "$(ZOT_SRC)/go.mod" || { echo "make zot: no zot source in $(ZOT_SRC) (set ZOT_SRC)" >&2; exit 2; }
+	@echo "Building zot from $(ZOT_SRC) (a few minutes on the first run)..."
+	cd "$(ZOT_SRC)" && CGO_ENABLED=0 GOEXPERIMENT=jsonv2 GOFLAGS= go build -trimpath -o $@ ./cmd/zot
 
 $(BIN)/controller-gen: tools/controller-gen/go.mod tools/controller-gen/go.sum
 	cd tools/controller-gen && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen

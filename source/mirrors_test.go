@@ -178,8 +178,8 @@ func TestWildcardLocations(t *testing.T) {
 // remembered for the other.
 func TestCallerMirrors(t *testing.T) {
 	t.Parallel()
-	src := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	src := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
+	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
 	img := mirroredPackage(t, src, mirror, nil, nil, "team/pkg")
 	tagged := mustRef(t, src.Host+"/team/pkg:v1")
 	pinned := mustRef(t, src.Host+"/team/pkg@"+img.Digest)
@@ -296,7 +296,7 @@ func mirroredPackage(t *testing.T, src, mirror *testenv.Registry, srcCreds, mirr
 // prefix overrides say, and the reference keeps its name.
 func TestOverridesPull(t *testing.T) {
 	t.Parallel()
-	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
 	pusher := newClient(t, Options{})
 	img, _ := pushPackage(t, pusher, mirror.Host, "mirrored/team/pkg", nil)
 
@@ -429,8 +429,8 @@ func substitutingProxy(t *testing.T, upstream *testenv.Registry, repo, digest, o
 // or layer, is refused, whatever it claims.
 func TestMirrorCannotSubstituteContent(t *testing.T) {
 	t.Parallel()
-	src := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	src := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
+	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
 	img := mirroredPackage(t, src, mirror, nil, nil, "team/pkg")
 	pusher := newClient(t, Options{})
 	other := pushOther(t, pusher, mustRef(t, mirror.Host+"/team/pkg:other"), "kind: ConfigMap\n")
@@ -455,9 +455,9 @@ func TestMirrorCannotSubstituteContent(t *testing.T) {
 // tag mirrors only, and NeverContactSource sends nothing to the source.
 func TestMirrorSetPolicies(t *testing.T) {
 	t.Parallel()
-	src := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	tagMirror := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	digestMirror := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	src := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
+	tagMirror := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
+	digestMirror := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
 	img := mirroredPackage(t, src, tagMirror, nil, nil, "team/pkg")
 	_, err := newClient(t, Options{}).Push(t.Context(), img, []Reference{mustRef(t, digestMirror.Host+"/team/pkg:v1")}, nil)
 	require.NoError(t, err)
@@ -510,8 +510,8 @@ func TestMirrorSetPolicies(t *testing.T) {
 // as they did at the source.
 func TestVerifyThroughMirror(t *testing.T) {
 	t.Parallel()
-	src := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	src := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
+	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
 	img := mirroredPackage(t, src, mirror, nil, nil, "team/pkg")
 	key, pub := newKey(t)
 	keys := mustKeys(t, map[string][]byte{"release": pub})
@@ -546,7 +546,7 @@ func TestVerifyThroughMirror(t *testing.T) {
 // the operator named it.
 func TestMirrorAddressRules(t *testing.T) {
 	t.Parallel()
-	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
 	img, _ := pushPackage(t, newClient(t, Options{}), mirror.Host, "team/pkg", nil)
 	sets := MirrorSets{Digest: []MirrorSet{{Source: "quay.example/team", Mirrors: []string{mirror.Host + "/team"}, NeverContactSource: true}}}
 	ref := mustRef(t, "quay.example/team/pkg@"+img.Digest)

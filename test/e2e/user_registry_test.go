@@ -19,10 +19,10 @@ import (
 // highest matching tag applied. Repositories are the run's own, so it passes again on the same
 // registry.
 func TestUserRegistry(t *testing.T) {
-	host := testenv.UserRegistry()
-	if host == "" {
-		t.Skipf("$%s is not set: set it to host:port of a registry on this machine (zot, for instance) to run a package from it", testenv.RegistryEnv)
+	if testenv.UserRegistry() == "" {
+		t.Skipf("$%s is not set: set it to host:port of a registry on this machine (zot, for instance), or to %q (make test-zot), to run a package from it", testenv.RegistryEnv, testenv.ZotRegistry)
 	}
+	host := testenv.UserRegistryHost(t)
 	repo := host + "/" + testenv.Repository(t, "versions")
 	digests := map[string]string{}
 	for _, tag := range []string{"1.0.0", "1.1.0", "2.0.0"} {

@@ -23,7 +23,8 @@ import (
 )
 
 // RegistryEnv names the environment variable that points tests at a registry the user already
-// runs (zot, for instance) instead of starting one: host:port, plain HTTP, no authentication.
+// runs (zot, for instance) instead of starting one: host:port, plain HTTP, no authentication; or
+// "zot" (ZotRegistry), which starts bin/zot once for the test process.
 const RegistryEnv = "PKGSYNC_TEST_REGISTRY"
 
 // RegistryOptions selects the registry's security.
@@ -168,7 +169,11 @@ func (r *Registry) SetPassword(password string) error {
 // repositories with Repository, and count only requests the OCI distribution spec promises.
 func NewRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	t.Helper()
-	if host := UserRegistry(); host != "" && opts == (RegistryOptions{}) {
+	if opts == (RegistryOptions{}) && UserRegistry() != "" {
+		host, err := userRegistry()
+		if err != nil {
+			t.Fatalf("testenv: %s=%s: %v", RegistryEnv, UserRegistry(), err)
+		}
 		return &Registry{Host: host}
 	}
 	r, err := StartRegistry(context.Background(), t.TempDir(), opts)
@@ -184,8 +189,27 @@ func NewRegistry(t testing.TB, opts RegistryOptions) *Registry {
 }
 
 // UserRegistry returns $PKGSYNC_TEST_REGISTRY: host:port of the registry the user points tests
-// at, or "" when unset.
+// at, "zot" for a zot process of the test's own (UserRegistryHost resolves it), or "" when unset.
 func UserRegistry() string { return os.Getenv(RegistryEnv) }
+
+// UserRegistryHost returns host:port of the user's registry: $PKGSYNC_TEST_REGISTRY, or the zot
+// process started for this test process when it says "zot". It fails the test when that zot
+// cannot start.
+func UserRegistryHost(t testing.TB) string {
+	t.Helper()
+	host, err := userRegistry()
+	if err != nil {
+		t.Fatalf("testenv: %s=%s: %v", RegistryEnv, UserRegistry(), err)
+	}
+	return host
+}
+
+func userRegistry() (string, error) {
+	if v := UserRegistry(); v != ZotRegistry {
+		return v, nil
+	}
+	return sharedZot()
+}
 
 // runID tells this test process's repositories from those of every other run against the same
 // registry.
