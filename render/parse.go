@@ -117,13 +117,16 @@ func parseObjects(file, data string, keys keyRule) ([]parsedObject, []*Error) {
 			errs = append(errs, yamlError(file, doc, err))
 			continue
 		}
+		if obj == nil {
+			continue
+		}
 		objs = append(objs, parsedObject{obj: obj, document: doc.index, line: doc.startLine})
 	}
 	return objs, errs
 }
 
-// parseObject decodes one YAML document into an object. Syntax errors come back as plain
-// errors, semantic ones as *Error with Field set.
+// parseObject decodes one YAML document into an object, nil for an explicit null. Syntax errors
+// come back as plain errors, semantic ones as *Error with Field set.
 func parseObject(body string, keys keyRule) (*unstructured.Unstructured, error) {
 	toJSON := yaml.YAMLToJSONStrict
 	if keys == repeatedKeyReplaces {
@@ -137,6 +140,9 @@ func parseObject(body string, keys keyRule) (*unstructured.Unstructured, error) 
 	// apimachinery's json keeps integers as int64, as the API machinery expects.
 	if err := utiljson.Unmarshal(js, &v); err != nil {
 		return nil, err
+	}
+	if v == nil {
+		return nil, nil // an explicit null (null, ~): no object, as in Package Operator and kubectl
 	}
 	m, ok := v.(map[string]any)
 	if !ok {

@@ -47,3 +47,14 @@ func TestPackageOperatorRepeatedYAMLKeys(t *testing.T) {
 	assert.Contains(t, err.Error(), `cm.yaml:9 (document 1): invalid YAML: yaml: unmarshal errors:`)
 	assert.Contains(t, err.Error(), `key "annotations" already set in map`)
 }
+
+// Documents that decode to nothing (empty, comments, null) hold no object, in Package
+// Operator's decoding as in pkgsync's.
+func TestPackageOperatorEmptyDocuments(t *testing.T) {
+	t.Parallel()
+	file := "null\n---\n# only a comment\n---\n" + pkoConfigMap + "---\n~\n---\n"
+	res, err := Render(t.Context(), pkoPackage("[{name: deploy}]", map[string]string{"cm.yaml": file}), Options{})
+	require.NoError(t, err)
+	require.Len(t, res.Phases[0].Objects, 1)
+	assert.Equal(t, "cm", res.Phases[0].Objects[0].GetName())
+}

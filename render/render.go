@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -459,10 +460,10 @@ func (r *renderer) load(ctx context.Context, t *tree, renderTemplates bool) {
 		for _, err := range errs {
 			r.fail(err)
 		}
-		left := map[int]bool{} // documents left out
-		for _, o := range objs {
+		var left []int // the file's objects left out, by their index among its objects
+		for i, o := range objs {
 			if !r.place(o.obj, "", &Error{File: source[name], Document: o.document, Line: o.line}) {
-				left[o.document] = true
+				left = append(left, i)
 			}
 		}
 		if r.files && len(objs) > 0 {
@@ -471,27 +472,33 @@ func (r *renderer) load(ctx context.Context, t *tree, renderTemplates bool) {
 	}
 }
 
-// addFile records a rendered YAML file for result.Files, without the documents left out.
-func (r *renderer) addFile(name, content string, left map[int]bool) {
+// addFile records a rendered YAML file for result.Files as Package Operator's template test
+// writes it to a fixture: as rendered when no object is left out; otherwise split on lines that
+// are exactly "---" (after "-" and newlines are trimmed off both ends of the file), each document
+// trimmed of surrounding space, joined with "\n---\n" and ended with a newline, without the
+// documents left out, and not at all when nothing but space is left. Like Package Operator it
+// drops the documents at the indexes of the objects left out among the file's objects, which
+// are other documents when a document without an object (a comment, null) comes before them:
+// its fixtures show that, and pkgsync test compares with them.
+func (r *renderer) addFile(name, content string, left []int) {
 	if len(left) > 0 {
+		docs := pkoDocumentSeparator.Split(strings.Trim(content, "-\n"), -1)
 		var kept []string
-		for _, doc := range splitDocuments(content) {
-			if left[doc.index] || isBlank(doc.body) {
-				continue
+		for i, doc := range docs {
+			if !slices.Contains(left, i) {
+				kept = append(kept, strings.TrimSpace(doc))
 			}
-			body := doc.body
-			if !strings.HasSuffix(body, "\n") {
-				body += "\n"
-			}
-			kept = append(kept, body)
 		}
-		content = strings.Join(kept, "---\n")
+		content = strings.Join(kept, "\n---\n") + "\n"
 	}
 	if strings.TrimSpace(content) == "" {
 		return
 	}
 	r.result.Files = append(r.result.Files, File{Path: name, Content: content})
 }
+
+// pkoDocumentSeparator is how Package Operator splits a file into YAML documents.
+var pkoDocumentSeparator = regexp.MustCompile(`(?m)^---$`)
 
 // kustomizationRoots finds the outermost directories holding a kustomization, outside
 // "_" directories, and checks every kustomization of the package for references outside it.

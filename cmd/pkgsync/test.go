@@ -28,7 +28,7 @@ func newTestCmd() *cobra.Command {
 		Long: `Test renders every case of the manifest's test.template (its context: package metadata,
 configuration, environment) and compares each YAML file of the package, as rendered, with
 .test-fixtures/CASE/PATH next to the manifest (a template's PATH is its name without .gotmpl),
-as Package Operator's "kubectl package test" lays fixtures out and compares them. Images render
+as Package Operator's "kubectl package validate" lays fixtures out and compares them. Images render
 as ` + render.TestImage + `, as there.
 
 A case without a fixture directory is written; an existing one is compared and never touched:
