@@ -8,11 +8,12 @@ type Options struct {
 	Name string
 	// Namespace of the Package object; empty for a ClusterPackage.
 	Namespace string
-	// Labels of the Package object. For a Package Operator package nil and empty differ, as
-	// they do there: without labels templates see a string map (index of a missing key gives
-	// ""), with any (even an empty map) a map decoded from JSON (index gives no value).
+	// Labels of the Package object. A Package Operator package sees them as it does there:
+	// without labels (nil or empty) a string map, where index of a missing key gives ""; with
+	// some a map decoded from JSON, where it gives no value. In a test case's Options an empty
+	// map is one the case wrote (labels: {}), a map decoded from JSON as there.
 	Labels map[string]string
-	// Annotations of the Package object; nil and empty differ as for Labels.
+	// Annotations of the Package object, seen as Labels are.
 	Annotations map[string]string
 	// Component selects a component of a multi-component package (components/NAME); empty
 	// means the root package.

@@ -27,11 +27,22 @@ type pkoPackageContext struct {
 // package as Package Operator builds them: its render context through JSON, and for templates
 // .package.metadata.labels and .annotations made empty string maps where they are null, so that
 // index of a missing key gives "" (text/template's missingkey=error does not apply to index).
-// Where the Package has labels (annotations), even none, they stay a map decoded from JSON, and
-// index of a missing key gives no value, as there.
+// Where the Package has labels (annotations) they stay a map decoded from JSON, and index of a
+// missing key gives no value, as there. An empty map counts as none, except in a test case
+// (testCase), whose context Package Operator decodes as written: `annotations: {}` is a map
+// there. (The API server never returns an empty map; the controller passes one when it took
+// its own reconcile request annotation out, which must not change what renders.)
 //
 // One addition is pkgsync's: .environment.hyperShift.hostedCluster.platform.type.
-func pkoTemplateData(opts Options, images, cfg map[string]any) (tmpl, cel map[string]any, err error) {
+func pkoTemplateData(opts Options, images, cfg map[string]any, testCase bool) (tmpl, cel map[string]any, err error) {
+	if !testCase {
+		if len(opts.Labels) == 0 {
+			opts.Labels = nil
+		}
+		if len(opts.Annotations) == 0 {
+			opts.Annotations = nil
+		}
+	}
 	c := pkoRenderContext{
 		Package: pkoPackageContext{
 			Metadata: pkoObjectMeta{Name: opts.Name, Namespace: opts.Namespace, Labels: opts.Labels, Annotations: opts.Annotations},

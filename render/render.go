@@ -177,7 +177,7 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 	celData := data
 	if pko {
 		// Package Operator's context, with its types, for Package Operator's format.
-		if data, celData, err = pkoTemplateData(opts, images, cfg); err != nil {
+		if data, celData, err = pkoTemplateData(opts, images, cfg, m.testCase); err != nil {
 			return nil, err
 		}
 	}
