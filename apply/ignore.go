@@ -57,6 +57,23 @@ func ignoredPointers(rules []v1alpha1.IgnoreFields, obj *unstructured.Unstructur
 	return out
 }
 
+// controllerOwnedPointers are the fields of obj that Kubernetes' own controllers write, which a
+// package sets on creation at most and then leaves to them, as if its author had listed them in
+// ignoreFields: an author who writes the object as the Kubernetes docs do should not have to
+// know the rule, and applying them again would fight the controller at every pass (Argo CD
+// leaves them alone the same way).
+//   - an aggregated ClusterRole's rules: the ClusterRole aggregation controller fills them from
+//     the ClusterRoles its aggregationRule selects.
+func controllerOwnedPointers(obj *unstructured.Unstructured) [][]string {
+	gvk := obj.GroupVersionKind()
+	if gvk.Group == "rbac.authorization.k8s.io" && gvk.Kind == "ClusterRole" {
+		if rule, ok := obj.Object["aggregationRule"]; ok && rule != nil {
+			return [][]string{{"rules"}}
+		}
+	}
+	return nil
+}
+
 // withoutFields returns a copy of obj without the fields the pointers name. A pointer that names
 // nothing in obj is skipped.
 func withoutFields(obj *unstructured.Unstructured, pointers [][]string) *unstructured.Unstructured {

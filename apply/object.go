@@ -86,8 +86,9 @@ func (e *Engine) applyObject(ctx context.Context, req Request, class string, t T
 		if live.GetDeletionTimestamp() != nil {
 			return outcome{live: live, waiting: "being deleted; it is created again once gone"}, nil
 		}
-		// Ignored fields are sent on creation only: compared and applied without them.
-		ignored := ignoredPointers(req.IgnoreFields, desired)
+		// Ignored fields are sent on creation only: compared and applied without them. So are
+		// the fields Kubernetes' own controllers own.
+		ignored := append(ignoredPointers(req.IgnoreFields, desired), controllerOwnedPointers(desired)...)
 		if len(ignored) > 0 {
 			desired = withoutFields(desired, ignored)
 		}
