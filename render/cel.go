@@ -30,8 +30,9 @@ const (
 // conditionNameRE is what a named condition's name must look like: a CEL identifier.
 var conditionNameRE = regexp.MustCompile(`^[_a-zA-Z][_a-zA-Z0-9]*$`)
 
-// celTopLevel are the variables every expression sees: the template context's top-level keys.
-var celTopLevel = []string{"package", "config", "images", "environment"}
+// celTopLevel are the variables every expression sees: the template context's top-level keys,
+// with Package Operator's dependencies (always empty: spec.dependencies is not supported).
+var celTopLevel = []string{"package", "config", "images", "environment", "dependencies"}
 
 // celEvaluator evaluates the CEL expressions of one render against its template context and
 // the results of the manifest's named conditions, which expressions read as cond.NAME.

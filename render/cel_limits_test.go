@@ -32,3 +32,13 @@ func TestCELMatchesIsPricedBeforeItRuns(t *testing.T) {
 		assert.NotContains(t, err.Error(), "x?x?", "%s: the error names no runtime value", expr)
 	}
 }
+
+// Package Operator's expressions see its render context's top-level keys, dependencies too.
+func TestCELSeesDependencies(t *testing.T) {
+	t.Parallel()
+	c, err := newCELEvaluator(t.Context(), map[string]any{})
+	require.NoError(t, err)
+	ok, err := c.templateFunc(`size(dependencies) == 0 && size(config) == 0`)
+	require.NoError(t, err)
+	assert.True(t, ok)
+}
