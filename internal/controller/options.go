@@ -65,6 +65,10 @@ type Options struct {
 	// MaxConcurrentApplies bounds the objects applied at once by every reconcile together
 	// (--max-concurrent-applies); unbounded when zero.
 	MaxConcurrentApplies int
+
+	// hyperShift says the management cluster serves HyperShift's HostedCluster API (set when the
+	// controller starts): Package Operator packages then see .environment.hyperShift everywhere.
+	hyperShift bool
 }
 
 func (o Options) withDefaults() Options {

@@ -46,7 +46,8 @@ func renderOptions(opts Options, name, namespace string, lbls, annotations map[s
 // cluster's versions and proxy, and the HostedCluster behind a hosted-control-plane namespace
 // with its labels, annotations and node selector (as findHostedCluster read them).
 func templateEnvironment(opts Options, hc *hosted.HostedCluster) render.Environment {
-	return render.Environment{KubernetesVersion: opts.KubernetesVersion, OpenShiftVersion: opts.OpenShiftVersion, Proxy: opts.Proxy, HostedCluster: templateHostedCluster(hc)}
+	return render.Environment{KubernetesVersion: opts.KubernetesVersion, OpenShiftVersion: opts.OpenShiftVersion, Proxy: opts.Proxy,
+		HyperShift: opts.hyperShift, HostedCluster: templateHostedCluster(hc)}
 }
 
 // templateHostedCluster is what templates see of a HostedCluster as .environment.hyperShift.

@@ -114,6 +114,7 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, 
 		return nil, err
 	}
 	ro.hostedClustersIndexed = hostedClusterAPI
+	opts.hyperShift = hostedClusterAPI
 	if err := watchMirrorSets(ctx, mgr, cfg.Source); err != nil {
 		return nil, err
 	}
