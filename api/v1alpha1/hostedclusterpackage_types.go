@@ -20,6 +20,9 @@ const (
 	// FleetRevisionAnnotation on a member Package names the fleet revision its spec was made
 	// from (FleetRevision.Name).
 	FleetRevisionAnnotation = "pkgsync.dev/fleet-revision"
+	// FleetRevisionTimeAnnotation on a member Package records when the fleet moved it to its
+	// revision (RFC 3339): the member's progress deadline runs from it.
+	FleetRevisionTimeAnnotation = "pkgsync.dev/fleet-revision-time"
 	// HoldAnnotation on a HostedCluster, or on its member Package, holds that one member: the
 	// fleet leaves it on the revision it has (and writes nothing to it) until the annotation is
 	// removed. Its value is the reason, shown in status.heldMembers and pkgsync fleet status.

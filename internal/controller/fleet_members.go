@@ -82,11 +82,11 @@ func desiredMember(fleet *v1alpha1.HostedClusterPackage, rev fleetRevisionSource
 	annotations[v1alpha1.FleetRevisionAnnotation] = rev.name
 	since := now.UTC().Format(time.RFC3339)
 	if m.pkg != nil && m.revision() == rev.name {
-		if t, ok := m.pkg.GetAnnotations()[fleetRevisionTimeAnnotation]; ok {
+		if t, ok := m.pkg.GetAnnotations()[v1alpha1.FleetRevisionTimeAnnotation]; ok {
 			since = t
 		}
 	}
-	annotations[fleetRevisionTimeAnnotation] = since
+	annotations[v1alpha1.FleetRevisionTimeAnnotation] = since
 	return &v1alpha1.Package{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.PackageKind},
 		ObjectMeta: metav1.ObjectMeta{

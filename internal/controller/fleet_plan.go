@@ -170,15 +170,12 @@ func statusHealth(m *fleetMember, deadline time.Duration, now time.Time) memberH
 		h.message = conditions.GetMessage(p, meta.StalledCondition)
 		return h
 	}
-	if since, err := time.Parse(time.RFC3339, p.GetAnnotations()[fleetRevisionTimeAnnotation]); err == nil && now.Sub(since) > deadline {
+	if since, err := time.Parse(time.RFC3339, p.GetAnnotations()[v1alpha1.FleetRevisionTimeAnnotation]); err == nil && now.Sub(since) > deadline {
 		h.failed = true
 		h.message = "not Ready " + deadline.String() + " after the update (spec.rollout.progressDeadline): " + h.message
 	}
 	return h
 }
-
-// fleetRevisionTimeAnnotation records when the fleet moved a member to its revision.
-const fleetRevisionTimeAnnotation = "pkgsync.dev/fleet-revision-time"
 
 // assignment says which revision a member should be kept at.
 type assignment int
@@ -413,7 +410,7 @@ func (p *planner) observe(name string, ms []*fleetMember) (v1alpha1.PartitionSta
 			ps.Ready++
 		}
 		if onTarget && health[i].inFlight() {
-			if since, err := time.Parse(time.RFC3339, m.pkg.GetAnnotations()[fleetRevisionTimeAnnotation]); err == nil {
+			if since, err := time.Parse(time.RFC3339, m.pkg.GetAnnotations()[v1alpha1.FleetRevisionTimeAnnotation]); err == nil {
 				p.wake(since.Add(p.deadline).Sub(p.now) + time.Second)
 			}
 		}

@@ -49,7 +49,7 @@ func TestScaledCount(t *testing.T) {
 // planMember is a member on a revision, Ready or not.
 func planMember(ns, partition, revision string, ready bool, now time.Time) *fleetMember {
 	p := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Name: "f", Namespace: ns, Generation: 2, Annotations: map[string]string{
-		v1alpha1.FleetRevisionAnnotation: revision, fleetRevisionTimeAnnotation: now.Add(-time.Minute).Format(time.RFC3339),
+		v1alpha1.FleetRevisionAnnotation: revision, v1alpha1.FleetRevisionTimeAnnotation: now.Add(-time.Minute).Format(time.RFC3339),
 	}}}
 	status := metav1.ConditionFalse
 	reason := v1alpha1.PhaseProgressingReason

@@ -48,7 +48,7 @@ func (r *fleetSteps) preflightOptions(ctx context.Context, fleet *v1alpha1.Hoste
 	keyed := ro
 	keyed.Config = nil
 	keyed.Annotations = maps.Clone(ro.Annotations)
-	delete(keyed.Annotations, fleetRevisionTimeAnnotation)
+	delete(keyed.Annotations, v1alpha1.FleetRevisionTimeAnnotation)
 	data, err := json.Marshal(keyed)
 	if err != nil {
 		return render.Options{}, "", nil, fmt.Errorf("fingerprint the render options of member %s: %w", m.namespace, err)

@@ -524,7 +524,7 @@ func releaseFromFleet(ctx context.Context, c client.Client, obj client.Object, f
 	released.SetLabels(lbls)
 	annotations := released.GetAnnotations()
 	delete(annotations, v1alpha1.FleetRevisionAnnotation)
-	delete(annotations, fleetRevisionTimeAnnotation)
+	delete(annotations, v1alpha1.FleetRevisionTimeAnnotation)
 	released.SetAnnotations(annotations)
 	released.SetOwnerReferences(slices.DeleteFunc(released.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == fleet.UID }))
 	if err := c.Patch(ctx, released, patch, client.FieldOwner(fleetFieldOwner)); err != nil {

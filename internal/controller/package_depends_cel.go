@@ -173,7 +173,7 @@ func celView(obj packageObject) map[string]any {
 // celViewAnnotations are the annotations a readyExpr sees: pkgsync's own that say where an
 // installation stands in a fleet. Not every pkgsync.dev/ key: pkgsync.dev/desired-hash, on an
 // installation pkgsync applied itself, is a digest of the whole object, configuration included.
-var celViewAnnotations = []string{v1alpha1.HoldAnnotation, v1alpha1.FleetRevisionAnnotation, fleetRevisionTimeAnnotation}
+var celViewAnnotations = []string{v1alpha1.HoldAnnotation, v1alpha1.FleetRevisionAnnotation, v1alpha1.FleetRevisionTimeAnnotation}
 
 func stringMap(in map[string]string) map[string]any {
 	out := make(map[string]any, len(in))
