@@ -299,6 +299,14 @@ func TestPlanBlockedAndHeld(t *testing.T) {
 		plan := planRollout(ms, order, "new", "old", strict, nil, now, planGates{})
 		assert.True(t, plan.halted, "Stalled (DependencyCycle)")
 		assert.Empty(t, plan.blocked, "DependencyCycle")
+		// An applied object that failed (a Deployment past its progress deadline): the member
+		// says so itself, and fails at once, not at the fleet's progress deadline (issue 42).
+		ms = fleet(0)
+		ms[0] = onCluster(notReadyWith(onRevision(planMember("c0", "canary", "new", false, now), "new"), v1alpha1.ObjectsFailedReason), nil)
+		ms[0].pkg.Status.Conditions = append(ms[0].pkg.Status.Conditions, metav1.Condition{Type: meta.StalledCondition, Status: metav1.ConditionTrue,
+			Reason: v1alpha1.ObjectsFailedReason, Message: "phase deploy on management cluster failed", ObservedGeneration: 2})
+		plan = planRollout(ms, order, "new", "old", strict, nil, now, planGates{})
+		assert.True(t, plan.halted, "Stalled (ObjectsFailed) before the progress deadline")
 	})
 	t.Run("a paused HostedCluster blocks its member, until its pause ends", func(t *testing.T) {
 		t.Parallel()
