@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -109,135 +110,171 @@ func New(opts Options) *Receiver {
 func (h *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	log := ctrl.LoggerFrom(r.Context()).WithName("receiver")
 	name, _ := strings.CutPrefix(r.URL.Path, PathPrefix)
-	source, known := Source(name), false
-	for _, s := range Sources {
-		known = known || s == source
-	}
-	if !known || !strings.HasPrefix(r.URL.Path, PathPrefix) {
+	source := Source(name)
+	if !slices.Contains(Sources, source) || !strings.HasPrefix(r.URL.Path, PathPrefix) {
 		h.opts.Metrics.count("unknown", OutcomeInvalid)
 		http.NotFound(w, r)
 		return
 	}
-	reply := func(status int, outcome, text string) {
-		h.opts.Metrics.count(string(source), outcome)
-		if status >= http.StatusBadRequest {
-			http.Error(w, text, status)
-			return
-		}
-		if text != "" {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		}
-		w.WriteHeader(status)
-		if text != "" {
-			if _, err := io.WriteString(w, text+"\n"); err != nil {
-				// The sender went away; the request was taken all the same.
-				log.V(1).Info("answer not written", "source", source, "error", err.Error())
-			}
-		}
-	}
-	busy := func() {
-		w.Header().Set("Retry-After", "1")
-		reply(http.StatusServiceUnavailable, OutcomeUnavailable, "too many requests in flight")
-	}
+	a := &answer{w: w, r: r, log: log, source: source, metrics: h.opts.Metrics}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		reply(http.StatusMethodNotAllowed, OutcomeInvalid, "POST a notification")
+		a.reply(http.StatusMethodNotAllowed, OutcomeInvalid, "POST a notification")
 		return
 	}
 	key, err := h.opts.Keys.Key(r.Context(), source)
 	if err != nil && !errors.Is(err, errNoKey) {
 		log.Error(err, "read webhook keys", "source", source)
-		reply(http.StatusServiceUnavailable, OutcomeUnavailable, "keys unavailable")
+		a.reply(http.StatusServiceUnavailable, OutcomeUnavailable, "keys unavailable")
 		return
 	}
-	unauthenticated := func() {
-		// What failed (no key, which header, a mismatch, a stale timestamp) is not told to the
-		// sender.
-		log.V(1).Info("unauthenticated notification", "source", source, "remote", r.RemoteAddr)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="pkgsync"`)
-		reply(http.StatusUnauthorized, OutcomeUnauthenticated, "unauthenticated")
+	body, release, ok := h.admit(a, key)
+	if !ok {
+		return
 	}
-	// A token, and a signature's timestamp, are checked before the body is read; only a
-	// signature needs the body, and only so many signed bodies are read at once, per remote
-	// address and in all.
+	defer release()
+	h.deliver(a, body)
+}
+
+// answer writes the one answer of a request and counts it.
+type answer struct {
+	w       http.ResponseWriter
+	r       *http.Request
+	log     logr.Logger
+	source  Source
+	metrics *Metrics
+}
+
+func (a *answer) reply(status int, outcome, text string) {
+	a.metrics.count(string(a.source), outcome)
+	if status >= http.StatusBadRequest {
+		http.Error(a.w, text, status)
+		return
+	}
+	if text != "" {
+		a.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	}
+	a.w.WriteHeader(status)
+	if text != "" {
+		if _, err := io.WriteString(a.w, text+"\n"); err != nil {
+			// The sender went away; the request was taken all the same.
+			a.log.V(1).Info("answer not written", "source", a.source, "error", err.Error())
+		}
+	}
+}
+
+func (a *answer) busy() {
+	a.w.Header().Set("Retry-After", "1")
+	a.reply(http.StatusServiceUnavailable, OutcomeUnavailable, "too many requests in flight")
+}
+
+// unauthenticated refuses the request without telling the sender what failed (no key, which
+// header, a mismatch, a stale timestamp).
+func (a *answer) unauthenticated() {
+	a.log.V(1).Info("unauthenticated notification", "source", a.source, "remote", a.r.RemoteAddr)
+	a.w.Header().Set("WWW-Authenticate", `Bearer realm="pkgsync"`)
+	a.reply(http.StatusUnauthorized, OutcomeUnauthenticated, "unauthenticated")
+}
+
+// admit authenticates the request and reads its body within the slots it may hold: a token,
+// and a signature's timestamp, are checked before the body is read; only a signature needs the
+// body, and only so many signed bodies are read at once, per remote address and in all. Once
+// authenticated, the request holds one of its source's slots. When ok, the caller calls release
+// once done; otherwise the request has been answered.
+func (h *Receiver) admit(a *answer, key []byte) (body []byte, release func(), ok bool) {
+	r := a.r
 	signed := isSigned(r)
 	if len(key) == 0 || !signed && !authenticate(r, nil, key) {
-		unauthenticated()
-		return
+		a.unauthenticated()
+		return nil, nil, false
+	}
+	var held []func()
+	release = func() {
+		for _, give := range held {
+			give()
+		}
 	}
 	if signed {
 		if ts, stamped := timestamp(r); stamped && !fresh(ts, time.Now()) {
-			unauthenticated()
-			return
+			a.unauthenticated()
+			return nil, nil, false
 		}
 		address := remoteAddress(r.RemoteAddr)
 		if !h.unverified.take(address) {
-			busy()
-			return
+			a.busy()
+			return nil, nil, false
 		}
-		defer h.unverified.give(address)
+		held = append(held, func() { h.unverified.give(address) })
 	} else {
-		if !h.take(r.Context(), source) {
-			busy()
-			return
+		if !h.take(r.Context(), a.source) {
+			a.busy()
+			return nil, nil, false
 		}
-		defer h.give(source)
+		held = append(held, func() { h.give(a.source) })
 	}
-	body, err := readBody(w, r)
+	body, err := readBody(a.w, r)
 	if err != nil {
+		release()
 		var tooLarge *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooLarge):
-			reply(http.StatusRequestEntityTooLarge, OutcomeInvalid, "body over 1 MiB")
+			a.reply(http.StatusRequestEntityTooLarge, OutcomeInvalid, "body over 1 MiB")
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			reply(http.StatusRequestTimeout, OutcomeInvalid, fmt.Sprintf("body not sent within %s", bodyTimeout))
+			a.reply(http.StatusRequestTimeout, OutcomeInvalid, fmt.Sprintf("body not sent within %s", bodyTimeout))
 		default:
-			reply(http.StatusBadRequest, OutcomeInvalid, "body not read")
+			a.reply(http.StatusBadRequest, OutcomeInvalid, "body not read")
 		}
-		return
+		return nil, nil, false
 	}
 	if signed {
 		if !authenticate(r, body, key) {
-			unauthenticated()
-			return
+			release()
+			a.unauthenticated()
+			return nil, nil, false
 		}
 		// Verified: from here it counts as its source's, and keeps its body's slot (the body is
 		// still held) while it waits for one.
-		if !h.take(r.Context(), source) {
-			busy()
-			return
+		if !h.take(r.Context(), a.source) {
+			release()
+			a.busy()
+			return nil, nil, false
 		}
-		defer h.give(source)
+		held = append(held, func() { h.give(a.source) })
 	}
-	notifications, err := decode(source, body)
+	return body, release, true
+}
+
+// deliver decodes an authenticated request and wakes the followers of what it names: one wake
+// per repository, with every tag the request names of it, so that the followers of a
+// repository are listed once per request at most, however many pushes name it.
+func (h *Receiver) deliver(a *answer, body []byte) {
+	notifications, err := decode(a.source, body)
 	if err != nil {
-		reply(http.StatusBadRequest, OutcomeInvalid, err.Error())
+		a.reply(http.StatusBadRequest, OutcomeInvalid, err.Error())
 		return
 	}
 	if len(notifications) == 0 {
-		reply(http.StatusAccepted, OutcomeIgnored, "")
+		a.reply(http.StatusAccepted, OutcomeIgnored, "")
 		return
 	}
 	var truncated string
 	if len(notifications) > MaxNotifications {
 		truncated = fmt.Sprintf("took the first %d of %d notifications (at most %d per request); the others are seen at each follower's interval",
 			MaxNotifications, len(notifications), MaxNotifications)
-		log.Info("notifications dropped: too many in one request", "source", source, "notifications", len(notifications), "taken", MaxNotifications)
+		a.log.Info("notifications dropped: too many in one request", "source", a.source, "notifications", len(notifications), "taken", MaxNotifications)
 		notifications = notifications[:MaxNotifications]
 	}
-	// One wake per repository, with every tag the request names of it: the followers of a
-	// repository are listed once per request at most, however many pushes name it.
 	woke := false
-	for _, p := range group(h.bind(source, notifications)) {
-		followed := h.opts.Waker.Wake(r.Context(), p)
+	for _, p := range group(h.bind(a.source, notifications)) {
+		followed := h.opts.Waker.Wake(a.r.Context(), p)
 		woke = woke || followed
-		log.V(1).Info("notification", "source", source, "repository", p.Key(), "tags", len(p.Tags), "followed", followed)
+		a.log.V(1).Info("notification", "source", a.source, "repository", p.Key(), "tags", len(p.Tags), "followed", followed)
 	}
 	if !woke {
-		reply(http.StatusAccepted, OutcomeUnfollowed, truncated)
+		a.reply(http.StatusAccepted, OutcomeUnfollowed, truncated)
 		return
 	}
-	reply(http.StatusAccepted, OutcomeWoke, truncated)
+	a.reply(http.StatusAccepted, OutcomeWoke, truncated)
 }
 
 // take waits up to inFlightWait for one of source's slots, and reports whether it got one.
