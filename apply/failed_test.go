@@ -2,11 +2,9 @@ package apply_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -14,24 +12,13 @@ import (
 // progressDeadlineSeconds, Progressing=False with reason ProgressDeadlineExceeded.
 func setDeploymentPastDeadline(t *testing.T, c client.Client, ns, name string) {
 	t.Helper()
-	d := &unstructured.Unstructured{}
-	d.SetAPIVersion("apps/v1")
-	d.SetKind("Deployment")
-	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, d))
-	replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
-	now := time.Now().UTC().Format(time.RFC3339)
-	d.Object["status"] = map[string]any{
-		"observedGeneration":  d.GetGeneration(),
-		"replicas":            replicas,
-		"updatedReplicas":     replicas,
-		"unavailableReplicas": replicas,
-		"conditions": []any{
+	writeDeploymentStatus(t, c, ns, name, func(_ int64, now string) (int64, []any) {
+		return 0, []any{
 			map[string]any{"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "lastTransitionTime": now},
 			map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
 				"message": `ReplicaSet "web-1" has timed out progressing.`, "lastTransitionTime": now},
-		},
-	}
-	require.NoError(t, c.Status().Update(t.Context(), d))
+		}
+	})
 }
 
 // TestFailedObjectIsReported (issue 42): a Deployment past its progress deadline is kstatus

@@ -152,25 +152,38 @@ func setDeploymentAvailable(t *testing.T, c client.Client, ns, name string) {
 // none (its pods gone).
 func setDeploymentStatus(t *testing.T, c client.Client, ns, name string, available bool) {
 	t.Helper()
+	writeDeploymentStatus(t, c, ns, name, func(replicas int64, now string) (int64, []any) {
+		if !available {
+			return 0, []any{
+				map[string]any{"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "lastTransitionTime": now},
+				map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "lastTransitionTime": now},
+			}
+		}
+		return replicas, []any{
+			map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "lastTransitionTime": now},
+			map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "lastTransitionTime": now},
+		}
+	})
+}
+
+// writeDeploymentStatus writes a Deployment's status as its controller would, at its current
+// generation with every replica updated: conditions gives the replicas ready and the conditions.
+func writeDeploymentStatus(t *testing.T, c client.Client, ns, name string, conditions func(replicas int64, now string) (ready int64, conds []any)) {
+	t.Helper()
 	d := &unstructured.Unstructured{}
 	d.SetAPIVersion("apps/v1")
 	d.SetKind("Deployment")
 	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, d))
 	replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
-	ready, status, reason := replicas, "True", "MinimumReplicasAvailable"
-	if !available {
-		ready, status, reason = 0, "False", "MinimumReplicasUnavailable"
-	}
+	ready, conds := conditions(replicas, time.Now().UTC().Format(time.RFC3339))
 	d.Object["status"] = map[string]any{
-		"observedGeneration": d.GetGeneration(),
-		"replicas":           replicas,
-		"updatedReplicas":    replicas,
-		"availableReplicas":  ready,
-		"readyReplicas":      ready,
-		"conditions": []any{
-			map[string]any{"type": "Available", "status": status, "reason": reason, "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)},
-			map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)},
-		},
+		"observedGeneration":  d.GetGeneration(),
+		"replicas":            replicas,
+		"updatedReplicas":     replicas,
+		"availableReplicas":   ready,
+		"readyReplicas":       ready,
+		"unavailableReplicas": replicas - ready,
+		"conditions":          conds,
 	}
 	require.NoError(t, c.Status().Update(t.Context(), d))
 }
