@@ -106,9 +106,6 @@ func compile(pattern string) (*Regexp, error) {
 	return &Regexp{re: re, size: size, lookBehind: looksBehind(parsed)}, nil
 }
 
-// String is the source pattern.
-func (r *Regexp) String() string { return r.re.String() }
-
 // Steps is the most work one search of input can cost: what a call over one match is priced.
 func (r *Regexp) Steps(input string) int64 {
 	return r.size * (int64(utf8.RuneCountInString(input)) + 1)
