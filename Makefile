@@ -133,11 +133,23 @@ endif
 ##@ Tools (built from the Go module proxy into bin/; a no-op when current)
 
 .PHONY: tools
-tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/registry $(BIN)/cosign ## Build kube-apiserver, etcd, the registry and the cosign CLI for tests.
+tools: $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok $(BIN)/etcd $(BIN)/registry $(BIN)/cosign ## Build kube-apiserver, kube-controller-manager, kube-scheduler, KWOK, etcd, the registry and the cosign CLI for tests.
 
-$(BIN)/kube-apiserver: tools/kube-apiserver/go.mod tools/kube-apiserver/go.sum
-	@echo "Building kube-apiserver $(KUBE_VERSION) from the module proxy (a few minutes on the first run)..."
-	cd tools/kube-apiserver && go build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+# kube-apiserver, kube-controller-manager and kube-scheduler: one Kubernetes module, one version.
+$(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler: $(BIN)/%: tools/kubernetes/go.mod tools/kubernetes/go.sum
+	@echo "Building $* $(KUBE_VERSION) from the module proxy (a few minutes on the first run)..."
+	cd tools/kubernetes && go build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/$*
+
+# KWOK simulates the test clusters' nodes and their pods (test/testenv.StartCluster) with its own
+# stages, read from its module as it ships them (kustomize/stage: fast node start, heartbeat
+# with a lease, pods ready once scheduled, completed, and gone once deleted).
+KWOK_STAGES := node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+	pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
+$(BIN)/kwok: tools/kwok/go.mod tools/kwok/go.sum
+	@echo "Building KWOK from the module proxy..."
+	cd tools/kwok && go build -o $@ sigs.k8s.io/kwok/cmd/kwok
+	cd tools/kwok && dir=$$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok) && \
+		for f in $(KWOK_STAGES); do echo "---"; cat "$$dir/kustomize/stage/$$f"; done > $(BIN)/kwok-stages.yaml
 
 $(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum
 	@echo "Building etcd from the module proxy..."

@@ -20,9 +20,11 @@ import (
 // environment is what the fleet runs on: real API servers and a real registry, each its own
 // process, and the controller (its own process, or in this one with -controller inline).
 type environment struct {
-	dir      string
-	scheme   *runtime.Scheme
-	mgmt     *testenv.ControlPlane
+	dir    string
+	scheme *runtime.Scheme
+	// mgmt is a cluster with its controllers (garbage collector, namespace and ServiceAccount
+	// controllers, ...), as a management cluster is: they write to its API server beside pkgsync.
+	mgmt     *testenv.Cluster
 	hosted   []*testenv.ControlPlane
 	registry *testenv.Registry
 	proxy    *registryProxy
@@ -52,7 +54,7 @@ func startEnvironment(ctx context.Context, o options) (*environment, error) {
 	if err := v1alpha1.AddToScheme(env.scheme); err != nil {
 		return env, err
 	}
-	if env.mgmt, err = testenv.StartControlPlane("management", dir); err != nil {
+	if env.mgmt, err = testenv.StartCluster(ctx, "management", dir, testenv.ClusterOptions{}); err != nil {
 		return env, err
 	}
 	for i := range o.hostedPlanes {
@@ -119,10 +121,9 @@ func (env *environment) stop() {
 	if env.registry != nil {
 		_ = env.registry.Stop()
 	}
-	for _, cp := range append(env.hosted, env.mgmt) {
-		if cp != nil {
-			_ = cp.Stop()
-		}
+	for _, cp := range env.hosted {
+		_ = cp.Stop()
 	}
+	_ = env.mgmt.Stop()
 	_ = os.RemoveAll(env.dir)
 }

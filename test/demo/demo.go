@@ -49,14 +49,15 @@ type demo struct {
 	timeout    time.Duration
 	pkgsyncBin string
 
-	dir                string
-	registry           *testenv.Registry
-	management, hosted *testenv.ControlPlane
-	mc, hc             client.Client
-	controller         *process
-	kcmCtx             context.Context
-	stopKCM            context.CancelFunc
-	image              string
+	dir      string
+	registry *testenv.Registry
+	// management is a cluster with its controllers, scheduler and simulated nodes, as HyperShift's
+	// management clusters are; hosted is an API server alone, standing in for a hosted one.
+	management *testenv.Cluster
+	hosted     *testenv.ControlPlane
+	mc, hc     client.Client
+	controller *process
+	image      string
 	// signingKey is the cosign-format private key file the demo signs with; publicKey its PEM.
 	signingKey string
 	publicKey  []byte
@@ -70,13 +71,6 @@ func (d *demo) run(ctx context.Context) error {
 	defer abort(nil)
 	story, cancel := context.WithTimeoutCause(story, d.timeout, fmt.Errorf("the demo did not finish within %s", d.timeout))
 	defer cancel()
-
-	// The stand-in kube-controller-manager outlives the story's deadline: with KEEP=1 it keeps
-	// serving Deployments of packages the user creates.
-	kcm, stopKCM := context.WithCancel(ctx)
-	defer stopKCM()
-	d.stopKCM = stopKCM
-	d.kcmCtx = kcm
 
 	err := d.story(story, abort)
 	if err == nil && d.keep {
@@ -139,7 +133,6 @@ func (d *demo) story(ctx context.Context, abort context.CancelCauseFunc) error {
 	if err != nil {
 		return err
 	}
-	go d.playControllerManager(d.kcmCtx, d.mc)
 
 	gated, gatedCancel := context.WithTimeoutCause(ctx, 45*time.Second,
 		errors.New("the hosted-cluster phase did not report that it waits for the HostedCluster within 45s"))
@@ -176,7 +169,7 @@ func (d *demo) story(ctx context.Context, abort context.CancelCauseFunc) error {
 
 // startEnvironment starts the registry and the two control planes.
 func (d *demo) startEnvironment(ctx context.Context) error {
-	d.out.step("Start a registry and two Kubernetes control planes (kube-apiserver + etcd, no nodes)")
+	d.out.step("Start a registry, a management cluster and a hosted control plane")
 	regDir := filepath.Join(d.dir, "registry")
 	if err := os.MkdirAll(regDir, 0o755); err != nil {
 		return err
@@ -190,10 +183,11 @@ func (d *demo) startEnvironment(ctx context.Context) error {
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
-	if d.management, err = testenv.StartControlPlane("management", d.dir); err != nil {
+	if d.management, err = testenv.StartCluster(ctx, "management", d.dir, testenv.ClusterOptions{}); err != nil {
 		return err
 	}
 	d.out.say("management cluster at %s: where HyperShift runs the hosted control planes, and where pkgsync runs", d.management.Config.Host)
+	d.out.detail(fmt.Sprintf("kube-apiserver, etcd, kube-controller-manager, kube-scheduler and %d nodes simulated by KWOK (pods scheduled there are reported running; no containers run)", len(d.management.Nodes)))
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
@@ -411,7 +405,7 @@ func (d *demo) resolveTag(ctx context.Context, repository, tag string) (string, 
 // summary shows what exists on each cluster, found by pkgsync's ownership labels.
 func (d *demo) summary(ctx context.Context) error {
 	d.out.step("Summary: what pkgsync created, found on each cluster by its label %s", "pkgsync.dev/owner-name")
-	for _, cp := range []*testenv.ControlPlane{d.hosted, d.management} {
+	for _, cp := range []*testenv.ControlPlane{d.hosted, d.management.ControlPlane} {
 		objs, err := ownedObjects(ctx, cp.Config)
 		if err != nil {
 			return fmt.Errorf("list objects on the %s cluster: %w", cp.Name, err)
@@ -460,9 +454,9 @@ Everything keeps running (KEEP=1). Look around from another terminal:
   registry:       %s  (bin/pkgsync push DIR %s/demo/other:v1)
   controller log: %s
 
-These control planes run no kube-controller-manager: the demo keeps marking Deployments of
-packages rolled out, but a deleted namespace stays Terminating, so deleting a Package whose
-package creates a namespace waits on it.
+The management cluster runs kube-controller-manager, kube-scheduler and KWOK's simulated
+nodes: Deployments there roll out by themselves (kubectl --kubeconfig $MGMT get pods -A -o wide).
+The hosted cluster is an API server alone: nothing runs its Deployments' pods.
 
 Press Ctrl-C to stop everything and clean up.`,
 		m, h, hcpNamespace, packageName, hcpNamespace, "pkgsync.dev/owner-name", packageName,
@@ -472,17 +466,15 @@ Press Ctrl-C to stop everything and clean up.`,
 // cleanup stops everything the demo started, newest first. After a failure the working
 // directory (controller log, kubeconfigs) is kept for a look.
 func (d *demo) cleanup(failed bool) {
-	if d.stopKCM != nil {
-		d.stopKCM()
-	}
 	var errs []error
 	if err := d.controller.stop(10 * time.Second); err != nil {
 		errs = append(errs, err)
 	}
-	for _, cp := range []*testenv.ControlPlane{d.hosted, d.management} {
-		if cp != nil {
-			errs = append(errs, cp.Stop())
-		}
+	if d.hosted != nil {
+		errs = append(errs, d.hosted.Stop())
+	}
+	if d.management != nil {
+		errs = append(errs, d.management.Stop())
 	}
 	if d.registry != nil {
 		errs = append(errs, d.registry.Stop())

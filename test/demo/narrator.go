@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// narrator prints the story. The watcher and the stand-in kube-controller-manager print from
-// their own goroutines, so every line goes through one lock.
+// narrator prints the story. The watchers print from their own goroutines, so every line goes
+// through one lock.
 type narrator struct {
 	mu    sync.Mutex
 	w     io.Writer
