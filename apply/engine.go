@@ -856,7 +856,11 @@ func availability(ctx context.Context, live *unstructured.Unstructured, probes p
 		reasons = append(reasons, "kstatus: "+err.Error())
 	} else if res.Status != status.CurrentStatus {
 		failed = res.Status == status.FailedStatus
-		reasons = append(reasons, fmt.Sprintf("kstatus %s: %s", res.Status, res.Message))
+		reason := fmt.Sprintf("kstatus %s: %s", res.Status, res.Message)
+		if failed {
+			reason += failureConditions(live)
+		}
+		reasons = append(reasons, reason)
 	}
 	probeReasons, err := probes.evaluate(ctx, live)
 	if err != nil {

@@ -41,6 +41,8 @@ func TestFailedObjectIsReported(t *testing.T) {
 	assert.Equal(t, "web", failed[0].Ref.Name)
 	assert.Contains(t, failed[0].Reason, "kstatus Failed")
 	assert.Contains(t, failed[0].Reason, "Progress deadline exceeded")
+	assert.Contains(t, failed[0].Reason, `Progressing=False ProgressDeadlineExceeded: ReplicaSet "web-1" has timed out progressing.`,
+		"the Deployment's own reason and message")
 
 	setDeploymentAvailable(t, e.mgmt, e.ns, "web")
 	res, _, err = e.pass(t.Context())
