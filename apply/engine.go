@@ -88,6 +88,8 @@ type pass struct {
 	// progress is Request.Progress while the pass may use it: nil in a dry run, and once the
 	// pass has forgotten what was found available (forgetAvailable).
 	progress *Progress
+	// ranJobs holds the Job records of Previous, jobs those this pass made (job.go).
+	ranJobs, jobs map[key]v1alpha1.InventoryJob
 }
 
 // intendedRef is an object Record was told about.
@@ -126,6 +128,7 @@ func (p *pass) recordIntended(refs []intendedRef) error {
 	for _, ir := range fresh {
 		b.add(ir.phase.name, ir.phase.class, ir.ref)
 	}
+	p.addJobs(b) // a crash after this write must not make a Job that ran run again
 	if err := p.req.Record(p.recordCtx, b.build()); err != nil {
 		return fmt.Errorf("record the inventory before writing: %w", err)
 	}
@@ -215,7 +218,8 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 // in which phase each desired object is.
 func newPass(ctx context.Context, req Request) *pass {
 	p := &pass{req: req, res: &Result{}, inv: newInventoryBuilder(), desired: map[key]phaseKey{}, applied: map[key]phaseKey{},
-		recorded: map[key]bool{}, previous: map[key]bool{}, refused: map[key]bool{}, recordCtx: ctx}
+		recorded: map[key]bool{}, previous: map[key]bool{}, refused: map[key]bool{}, recordCtx: ctx,
+		ranJobs: jobRuns(req.Previous), jobs: map[key]v1alpha1.InventoryJob{}}
 	for _, ph := range req.Previous.Phases {
 		for _, ref := range ph.Objects {
 			p.recorded[ref.key(ph.Class)] = true
@@ -325,6 +329,7 @@ func (p *pass) inventory(pruned map[key]bool) Inventory {
 			}
 		}
 	}
+	p.addJobs(p.inv)
 	return p.inv.build()
 }
 
@@ -582,13 +587,22 @@ func (e *Engine) applyStep(ctx context.Context, p *pass, s *phaseState, objs []*
 			defer wg.Done()
 			defer e.release(slots)
 			r.ran = true
-			isNew := r.resolved && p.isNew(RefOf(r.obj).key(s.ph.Class))
-			r.out, r.err = e.applyObject(ctx, p.req, s.ph.Class, s.target, r.obj, isNew)
+			var ran *v1alpha1.InventoryJob
+			if r.resolved {
+				ran = ranBefore(p.ranJobs, s.ph.Class, r.obj)
+			}
+			// A Job that ran may be gone: it is read, never created unread.
+			isNew := r.resolved && ran == nil && p.isNew(RefOf(r.obj).key(s.ph.Class))
+			r.out, r.err = e.applyObject(ctx, p.req, s.ph.Class, s.target, r.obj, isNew, ran)
 			var unavailable *TargetUnavailableError
 			if errors.As(r.err, &unavailable) {
 				stopped.Store(true)
 			}
-			if r.err == nil && r.out.live != nil && r.out.waiting == "" && !p.req.DryRun {
+			if r.err == nil && r.out.job != nil {
+				// A Job that ran to an end, gone or going: available as it finished, whatever
+				// kstatus makes of an object being deleted.
+				r.reasons, r.failed = jobReasons(*r.out.job)
+			} else if r.err == nil && r.out.live != nil && r.out.waiting == "" && !p.req.DryRun {
 				r.reasons, r.failed, r.err = availability(ctx, r.out.live, p.probes)
 				if r.err != nil {
 					r.err = &availabilityError{err: fmt.Errorf("check availability of %s: %w", RefOf(r.obj), r.err)}
@@ -692,6 +706,7 @@ func (p *pass) report(s *phaseState, r *appliedObject) error {
 		return nil
 	}
 	p.inv.add(s.ph.Name, s.ph.Class, ref)
+	p.noteJob(s, r)
 	p.res.Conditions = append(p.res.Conditions, mapConditions(r.out.live, s.mappings[s.origin[r.obj]])...)
 	if r.out.waiting != "" {
 		s.pr.NotAvailable = append(s.pr.NotAvailable, ObjectStatus{Ref: ref, Reason: r.out.waiting})

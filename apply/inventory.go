@@ -3,6 +3,8 @@ package apply
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
 // ObjectRef identifies an object compactly, for inventories and messages.
@@ -54,6 +56,9 @@ type InventoryPhase struct {
 	Name    string      `json:"name"`
 	Class   string      `json:"class,omitempty"`
 	Objects []ObjectRef `json:"objects,omitempty"`
+	// Jobs records the Jobs of Objects that ran, in the order of Objects: the desired state each
+	// ran in and how it finished (job.go).
+	Jobs []v1alpha1.InventoryJob `json:"jobs,omitempty"`
 }
 
 // Len is the number of objects in the inventory.
@@ -69,9 +74,14 @@ func (inv Inventory) Len() int {
 type inventoryBuilder struct {
 	inv  Inventory
 	seen map[key]bool
+	// jobs holds the Job records to keep, by the Job they name: each goes to the phase that
+	// holds its Job.
+	jobs map[key]v1alpha1.InventoryJob
 }
 
-func newInventoryBuilder() *inventoryBuilder { return &inventoryBuilder{seen: map[key]bool{}} }
+func newInventoryBuilder() *inventoryBuilder {
+	return &inventoryBuilder{seen: map[key]bool{}, jobs: map[key]v1alpha1.InventoryJob{}}
+}
 
 func (b *inventoryBuilder) add(phase, class string, ref ObjectRef) {
 	if b.seen[ref.key(class)] {
@@ -97,12 +107,21 @@ func (b *inventoryBuilder) addPhase(phase, class string) {
 	b.inv.Phases = append(b.inv.Phases, InventoryPhase{Name: phase, Class: class})
 }
 
+// build returns the phases that hold objects, each with the records of its Jobs in the order of
+// its objects: the same inventory gives the same status, whatever order the records came in.
 func (b *inventoryBuilder) build() Inventory {
 	out := Inventory{}
 	for _, p := range b.inv.Phases {
-		if len(p.Objects) > 0 {
-			out.Phases = append(out.Phases, p)
+		if len(p.Objects) == 0 {
+			continue
 		}
+		p.Jobs = nil
+		for _, ref := range p.Objects {
+			if run, ok := b.jobs[ref.key(p.Class)]; ok {
+				p.Jobs = append(p.Jobs, run)
+			}
+		}
+		out.Phases = append(out.Phases, p)
 	}
 	return out
 }

@@ -25,6 +25,9 @@ type outcome struct {
 	waiting string
 	// drift is set when the object drifted (corrected or left, Request.DriftPolicy).
 	drift *Drift
+	// job is set for a Job that ran in its desired state to an end and is gone, or being
+	// deleted after it finished: it is available as it finished (job.go).
+	job *v1alpha1.InventoryJob
 }
 
 // errNoNamespace says a namespaced object names no namespace and the request gives no default.
@@ -51,8 +54,9 @@ func resolveNamespace(req Request, t Target, desired *unstructured.Unstructured)
 // applyObject brings one object to its desired state with at most one read and, only when the
 // live object differs, one server-side apply. An object the owner's inventory does not hold
 // (isNew) is expected not to exist: it is created without a read first (createNew), and read
-// only when it turns out to exist.
-func (e *Engine) applyObject(ctx context.Context, req Request, class string, t Target, desired *unstructured.Unstructured, isNew bool) (outcome, error) {
+// only when it turns out to exist. ran, for a Job, is the record of an earlier pass saying it
+// ran in this desired state to an end: gone, it is not created again (job.go).
+func (e *Engine) applyObject(ctx context.Context, req Request, class string, t Target, desired *unstructured.Unstructured, isNew bool, ran *v1alpha1.InventoryJob) (outcome, error) {
 	if err := resolveKind(req, class, t, desired); err != nil {
 		return outcome{}, err
 	}
@@ -81,11 +85,14 @@ func (e *Engine) applyObject(ctx context.Context, req Request, class string, t T
 	force := false
 	action := ActionCreated
 	var drifted *Drift
+	switch {
+	case !exists && ran != nil:
+		return outcome{action: ActionUnchanged, job: ran}, nil
+	case exists && live.GetDeletionTimestamp() != nil:
+		return beingDeleted(req, desired, live), nil
+	}
 	if exists {
 		action = ActionConfigured
-		if live.GetDeletionTimestamp() != nil {
-			return outcome{live: live, waiting: "being deleted; it is created again once gone"}, nil
-		}
 		// Ignored fields are sent on creation only: compared and applied without them. So are
 		// the fields Kubernetes' own controllers own.
 		ignored := append(ignoredPointers(req.IgnoreFields, desired), controllerOwnedPointers(desired)...)
@@ -119,6 +126,21 @@ func (e *Engine) applyObject(ctx context.Context, req Request, class string, t T
 	}
 	out.action, out.drift = action, drifted
 	return out, nil
+}
+
+// beingDeleted is the outcome for an object being deleted: it is created again once gone, except
+// a Job that ran in its desired state to an end. The TTL-after-finished controller deletes a
+// finished Job in the foreground: it stays until the garbage collector has deleted its pods,
+// finished, and there is nothing to wait for.
+func beingDeleted(req Request, desired, live *unstructured.Unstructured) outcome {
+	run, ok := jobRunOf(desired, live)
+	switch {
+	case !ok || !req.Owner.owns(live.GetLabels()) || !ranToEnd(run, desired):
+		return outcome{live: live, waiting: "being deleted; it is created again once gone"}
+	case run.Outcome == "":
+		return outcome{live: live, waiting: "being deleted; it ran in this desired state and is not created again"}
+	}
+	return outcome{action: ActionUnchanged, live: live, job: &run}
 }
 
 // resolveKind maps the object's kind to its resource on the target and sets its namespace;

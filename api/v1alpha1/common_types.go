@@ -76,7 +76,40 @@ type InventoryPhase struct {
 	// groups.
 	// +optional
 	Objects []string `json:"objects,omitempty"`
+	// Jobs records, for the Jobs of the phase that ran, the desired state each ran in and how it
+	// finished, in the order the phase holds them. A Job gone while the package desires the same
+	// Job (deleted by Kubernetes' TTL-after-finished controller, or by anyone) is not created
+	// again when a reconcile read it finished, or when it has a ttlSecondsAfterFinished: see
+	// "Jobs" in docs/package-format.md.
+	// +optional
+	Jobs []InventoryJob `json:"jobs,omitempty"`
 }
+
+// InventoryJob records that a Job of a phase ran in a desired state.
+type InventoryJob struct {
+	// Namespace of the Job.
+	Namespace string `json:"namespace"`
+	// Name of the Job.
+	Name string `json:"name"`
+	// DesiredHash is the pkgsync.dev/desired-hash of the Job that ran: the digest of the Job as
+	// the package desired it.
+	DesiredHash string `json:"desiredHash"`
+	// Outcome is how the Job finished, as its conditions said when a reconcile last read it;
+	// empty while it had not finished (or before a reconcile read it finished).
+	// +optional
+	Outcome JobOutcome `json:"outcome,omitempty"`
+}
+
+// JobOutcome is how a Job finished.
+// +kubebuilder:validation:Enum=Complete;Failed
+type JobOutcome string
+
+const (
+	// JobComplete: the Job's Complete condition was True.
+	JobComplete JobOutcome = "Complete"
+	// JobFailed: the Job's Failed condition was True.
+	JobFailed JobOutcome = "Failed"
+)
 
 // InventoryGroup is objects of one kind in one namespace. The kind and namespace are recorded
 // once, not per object, which keeps the inventory of a package of thousands of objects far below

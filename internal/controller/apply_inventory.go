@@ -12,13 +12,15 @@ import (
 // in one namespace as one group of names, in the inventory's order. A package's objects come in
 // such runs (a file of ConfigMaps, the RBAC of an operator), so the group, version, kind and
 // namespace, most of an object's reference, are stored once per run rather than per object.
+// The records of the Jobs that ran are stored as they are: the status is the only memory of
+// them a restarted controller has.
 func inventoryToStatus(inv apply.Inventory) *v1alpha1.Inventory {
 	if len(inv.Phases) == 0 {
 		return nil
 	}
 	out := &v1alpha1.Inventory{}
 	for _, ph := range inv.Phases {
-		sp := v1alpha1.InventoryPhase{Name: ph.Name, Class: ph.Class}
+		sp := v1alpha1.InventoryPhase{Name: ph.Name, Class: ph.Class, Jobs: ph.Jobs}
 		for _, r := range ph.Objects {
 			if n := len(sp.Groups); n > 0 {
 				g := &sp.Groups[n-1]
@@ -43,7 +45,7 @@ func inventoryFromStatus(inv *v1alpha1.Inventory) (apply.Inventory, error) {
 		return out, nil
 	}
 	for _, sp := range inv.Phases {
-		ph := apply.InventoryPhase{Name: sp.Name, Class: sp.Class}
+		ph := apply.InventoryPhase{Name: sp.Name, Class: sp.Class, Jobs: sp.Jobs}
 		for _, id := range sp.Objects {
 			parts := strings.Split(id, "/")
 			if len(parts) != 5 {

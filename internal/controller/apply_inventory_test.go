@@ -102,3 +102,23 @@ func TestLargeInventoryGroups(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, inv, back)
 }
+
+// TestInventoryKeepsJobRuns: the records of the Jobs that ran (issue 42: a Job the
+// TTL-after-finished controller deleted is not run again in the same desired state) go to
+// status and come back, so that a restarted controller does not run them again.
+func TestInventoryKeepsJobRuns(t *testing.T) {
+	t.Parallel()
+	runs := []v1alpha1.InventoryJob{
+		{Namespace: "clusters-a", Name: "migrate", DesiredHash: "0123", Outcome: v1alpha1.JobComplete},
+		{Namespace: "clusters-a", Name: "seed", DesiredHash: "4567"},
+	}
+	inv := apply.Inventory{Phases: []apply.InventoryPhase{{Name: "migrate", Objects: []apply.ObjectRef{
+		{Group: "batch", Version: "v1", Kind: "Job", Namespace: "clusters-a", Name: "migrate"},
+		{Group: "batch", Version: "v1", Kind: "Job", Namespace: "clusters-a", Name: "seed"},
+	}, Jobs: runs}}}
+	stored := inventoryToStatus(inv)
+	assert.Equal(t, runs, stored.Phases[0].Jobs)
+	back, err := inventoryFromStatus(stored)
+	require.NoError(t, err)
+	assert.Equal(t, inv, back)
+}
