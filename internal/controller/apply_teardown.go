@@ -194,6 +194,14 @@ func (r *applier) teardown(ctx context.Context, owner apply.Owner, serviceAccoun
 		}
 	}
 	tgts, hostedErr := r.targets.forPass(ctx, owner.Namespace, behind.cluster, r.serviceAccountNamespace(owner), r.serviceAccountFor(owner, serviceAccount), classes)
+	if hostedErr != nil && tgts != nil && policy.namespaceTerminating && hosted.IsNoCredentials(hostedErr) && r.targets.hosted != nil {
+		// The namespace controller deleted the connector Secret with everything else while this
+		// resource waited on its finalizer: the client it last used, while its API server still
+		// answered, removes the hosted objects; if it does not answer now they are let go below.
+		if ht, ok := r.targets.hosted.Departed(owner.Namespace); ok {
+			tgts[classHosted], hostedErr = ht, nil
+		}
+	}
 	if hostedErr != nil {
 		if tgts == nil || !policy.letGoUnreachableHosted {
 			return nil, letGo, hostedErr

@@ -90,13 +90,27 @@ type Clients struct {
 	opts   Options
 	now    func() time.Time
 
-	mu        sync.Mutex
-	entries   map[string]*entry
+	mu      sync.Mutex
+	entries map[string]*entry
+	// departed holds, for a while, the client of a namespace whose connector Secret was deleted
+	// while its circuit was closed (Departed).
+	departed  map[string]departedEntry
 	builds    int
 	recovered []func(namespace string)
 	// probes counts the probes sent.
 	probes atomic.Int64
 }
+
+// departedEntry is the last client of a namespace whose connector Secret is gone, and when it
+// went.
+type departedEntry struct {
+	target apply.Target
+	at     time.Time
+}
+
+// DepartedTTL is how long Departed keeps the client of a namespace whose connector Secret was
+// deleted: the time a namespace's deletion takes to reach its resources' teardown.
+const DepartedTTL = 2 * time.Minute
 
 type entry struct {
 	dataHash [sha256.Size]byte
@@ -159,7 +173,7 @@ func NewClients(reader client.Reader, opts Options) *Clients {
 	if opts.Budget <= 0 {
 		opts.Budget = 2 * opts.Timeout
 	}
-	return &Clients{reader: reader, opts: opts, now: time.Now, entries: map[string]*entry{}}
+	return &Clients{reader: reader, opts: opts, now: time.Now, entries: map[string]*entry{}, departed: map[string]departedEntry{}}
 }
 
 // SecretName is the connector Secret's name, for watches and cache filters.
@@ -172,7 +186,7 @@ func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluste
 	var secret corev1.Secret
 	err := c.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.opts.SecretName}, &secret)
 	if apierrors.IsNotFound(err) {
-		c.Forget(namespace) // and its circuit: nothing is probed for a deleted connector Secret
+		c.depart(namespace) // and its circuit: nothing is probed for a deleted connector Secret
 		return apply.Target{}, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: "Secret not found"}
 	}
 	if err != nil {
@@ -198,6 +212,7 @@ func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluste
 		}
 	}
 	if !ok || e.dataHash != hash {
+		delete(c.departed, namespace)
 		if e, err = c.build(namespace, data, hc); err != nil {
 			c.mu.Unlock()
 			return apply.Target{}, err
@@ -270,6 +285,35 @@ func (c *Clients) Forget(namespace string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.entries, namespace)
+	delete(c.departed, namespace)
+}
+
+// depart drops the client of a namespace whose connector Secret is gone, keeping it for
+// Departed when its API server last answered.
+func (c *Clients) depart(namespace string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[namespace]; ok && e.health.state == HealthClosed {
+		c.departed[namespace] = departedEntry{target: e.target, at: c.now()}
+	}
+	delete(c.entries, namespace)
+}
+
+// Departed returns, for at most DepartedTTL after its connector Secret was deleted, the last
+// client of a namespace whose hosted API server answered then. It is for one caller only: the
+// teardown of resources in that namespace while the namespace is being deleted. Kubernetes'
+// namespace controller deletes the connector Secret with everything else, at once, while those
+// resources wait on their finalizers; without the client their hosted objects could only be
+// let go, though the hosted API server still answers.
+func (c *Clients) Departed(namespace string) (apply.Target, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.departed[namespace]
+	if !ok || c.now().Sub(d.at) > DepartedTTL {
+		delete(c.departed, namespace)
+		return apply.Target{}, false
+	}
+	return d.target, true
 }
 
 // Stats reports how many clients are cached and how many were built in all.
@@ -283,6 +327,11 @@ func (c *Clients) evictIdle(now time.Time) {
 	for ns, e := range c.entries {
 		if now.Sub(e.lastUsed) > c.opts.IdleTTL {
 			delete(c.entries, ns)
+		}
+	}
+	for ns, d := range c.departed {
+		if now.Sub(d.at) > DepartedTTL {
+			delete(c.departed, ns)
 		}
 	}
 }

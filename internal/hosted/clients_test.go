@@ -94,3 +94,46 @@ func TestClientsWithoutCredentials(t *testing.T) {
 		assert.Contains(t, err.Error(), ns)
 	}
 }
+
+// TestClientsDeparted: the client of a namespace whose connector Secret was deleted while its
+// API server answered stays available to Departed for DepartedTTL, and only then; Target
+// itself refuses at once, and a new Secret replaces it.
+func TestClientsDeparted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := newCapturingServer(t)
+	kubeconfig := hostileKubeconfig(t, srv.URL, pemCert(srv), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "a" })
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kubeconfig)).Build()
+	c := NewClients(reader, Options{Kubeconfig: anyServer})
+	now := time.Now()
+	c.now = func() time.Time { return now }
+
+	_, ok := c.Departed("clusters-a")
+	assert.False(t, ok, "nothing departed while the Secret is there")
+	used, err := c.Target(ctx, "clusters-a", nil)
+	require.NoError(t, err)
+
+	require.NoError(t, reader.Delete(ctx, connectorSecret("clusters-a", nil)))
+	_, err = c.Target(ctx, "clusters-a", nil)
+	assert.True(t, IsNoCredentials(err), "Target refuses without the Secret: %v", err)
+	departed, ok := c.Departed("clusters-a")
+	require.True(t, ok, "the last client departed with the Secret")
+	assert.Same(t, used.Client, departed.Client)
+	cached, _ := c.Stats()
+	assert.Zero(t, cached, "a departed client is not cached for Target")
+
+	now = now.Add(DepartedTTL + time.Second)
+	_, ok = c.Departed("clusters-a")
+	assert.False(t, ok, "not after DepartedTTL")
+
+	// A circuit open when the Secret goes leaves nothing behind.
+	require.NoError(t, reader.Create(ctx, connectorSecret("clusters-a", kubeconfig)))
+	_, err = c.Target(ctx, "clusters-a", nil)
+	require.NoError(t, err)
+	c.MarkUnavailable("clusters-a", assert.AnError)
+	require.NoError(t, reader.Delete(ctx, connectorSecret("clusters-a", nil)))
+	_, err = c.Target(ctx, "clusters-a", nil)
+	require.Error(t, err)
+	_, ok = c.Departed("clusters-a")
+	assert.False(t, ok, "an unreachable client does not depart")
+}

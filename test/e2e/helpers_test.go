@@ -71,9 +71,16 @@ func eventually(t *testing.T, condition func(a *attempt), msgAndArgs ...any) {
 // eventuallyWithin is eventually for cleanups, which run after the test's context has ended.
 func eventuallyWithin(t *testing.T, ctx context.Context, condition func(a *attempt), msgAndArgs ...any) {
 	t.Helper()
+	eventuallyFor(t, ctx, timeout, condition, msgAndArgs...)
+}
+
+// eventuallyFor is eventuallyWithin with a timeout of its own, for waits on what takes longer
+// than the suite's timeout: a real cluster's controllers, a measured window.
+func eventuallyFor(t *testing.T, ctx context.Context, wait time.Duration, condition func(a *attempt), msgAndArgs ...any) {
+	t.Helper()
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		condition(&attempt{CollectT: ct, ctx: ctx})
-	}, timeout, interval, msgAndArgs...)
+	}, wait, interval, msgAndArgs...)
 }
 
 // newNamespace creates a namespace on the management cluster, deleted when the test ends.

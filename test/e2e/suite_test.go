@@ -82,6 +82,7 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	stopCluster()
 	cancel()
 	<-stopped
 	teardownSuite()
@@ -147,13 +148,20 @@ func startController(ctx context.Context, selector string, configure ...func(*co
 
 // startControllerWith is startController with src as the controller's source client.
 func startControllerWith(ctx context.Context, selector string, src *source.Client, configure ...func(*controller.Options)) (<-chan struct{}, error) {
+	return startControllerOn(ctx, suite.mgmt.Config, &suite.requests, selector, src, configure...)
+}
+
+// startControllerOn is startControllerWith on the management cluster of mgmt, its requests
+// counted by requests.
+func startControllerOn(ctx context.Context, mgmt *rest.Config, requests *requestCounter, selector string, src *source.Client,
+	configure ...func(*controller.Options)) (<-chan struct{}, error) {
 	sel, err := labels.Parse(selector)
 	if err != nil {
 		return nil, err
 	}
 	skip := true
-	cfg := rest.CopyConfig(suite.mgmt.Config)
-	cfg.Wrap(suite.requests.wrap)
+	cfg := rest.CopyConfig(mgmt)
+	cfg.Wrap(requests.wrap)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 suite.scheme,
 		Cache:                  controller.CacheOptions(hosted.DefaultSecretName, sel),

@@ -8,7 +8,7 @@
 //     lifecycle, Deployments, ReplicaSets, Jobs and their TTL, ClusterRole aggregation,
 //     autoscaling, ...), kube-scheduler and KWOK, which simulates nodes and reports the pods
 //     placed there running (no containers run). It is the management cluster of `make demo` and
-//     `make bench`, and of the e2e tests named TestCluster* (test/e2e/cluster_test.go), whose
+//     `make bench`, and of the e2e tests named TestRealCluster* (test/e2e/cluster_test.go), whose
 //     behaviour depends on those controllers: rollouts, garbage collection, namespace deletion,
 //     fleet deletion under each cascade, Jobs deleted by their TTL, writes on an idle cluster.
 //   - Registry: a CNCF Distribution registry process, and zot (StartZot, or
