@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -163,4 +164,66 @@ func TestJobDeletedAfterItFinishedIsNotRunAgain(t *testing.T) {
 	eventually(t, func(a *attempt) {
 		assert.Equal(a, "migrate:2", jobImage(a, suite.mgmtClient, ns, "migrate"))
 	}, "the changed Job is created")
+}
+
+// jobRuns counts the runs of the Job name in ns that completed, by the events the Job controller
+// writes: one Completed per Job object, and so per run.
+func jobRuns(t testingT, c client.Client, ns, name string) int {
+	t.Helper()
+	var events corev1.EventList
+	require.NoError(t, c.List(t.Context(), &events, client.InNamespace(ns)))
+	n := 0
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind == "Job" && e.InvolvedObject.Name == name && e.Reason == "Completed" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRealClusterJobWithTTLRunsOnce (issue 42): on a cluster with its controllers, a Job with
+// ttlSecondsAfterFinished: 0 runs (KWOK completes its pod), and the TTL-after-finished
+// controller deletes it at once, before any reconcile reads it finished. pkgsync created it
+// once: over several reconciles that find it gone it sends it nothing, and the Package stays
+// Ready. A new version whose Job differs runs it once more, and again not a third time.
+func TestRealClusterJobWithTTLRunsOnce(t *testing.T) {
+	t.Parallel()
+	env := useCluster(t)
+	ns := env.namespace(t, nil)
+	image := suite.registry.Host + "/e2e/cluster/" + ns + "/migrate:stable"
+	pushPackageTo(t, writePackage(t, jobPackage("registry.k8s.io/pause:3.10", 0)), image)
+	pkg := newPackage(ns, "migrate", image, "")
+	pkg.Spec.Interval = &metav1.Duration{Duration: time.Second}
+	env.create(t, pkg)
+
+	runs := func(want int, version string) {
+		t.Helper()
+		eventuallyFor(t, t.Context(), clusterTimeout, func(a *attempt) {
+			assert.Equal(a, want, jobRuns(a, env.client, ns, "migrate"), "runs completed")
+			assert.Empty(a, jobImage(a, env.client, ns, "migrate"), "the TTL controller deleted the Job")
+		}, "the Job of %s ran and the TTL controller deleted it", version)
+		before := env.requests.get(ns)
+		var notReady atomic.Value
+		const reconciles = 4
+		eventuallyFor(t, t.Context(), clusterTimeout, func(a *attempt) {
+			if !assert.NoError(a, env.client.Get(a.Context(), client.ObjectKeyFromObject(pkg), pkg)) {
+				return
+			}
+			if cond := apimeta.FindStatusCondition(pkg.Status.Conditions, "Ready"); cond == nil || cond.Status != metav1.ConditionTrue {
+				notReady.Store(fmt.Sprintf("%v", cond))
+			}
+			assert.GreaterOrEqual(a, env.requests.get(ns)["GET jobs"]-before["GET jobs"], reconciles)
+		}, "the Package reconciles %d times, each reading the Job", reconciles)
+		after := env.requests.get(ns)
+		assert.Equal(t, want, after["PATCH jobs"], "pkgsync applied (created) the Job once per version")
+		assert.Zero(t, after["POST jobs"]+after["PUT jobs"]-before["POST jobs"]-before["PUT jobs"], "no other write to the Job")
+		assert.Empty(t, jobImage(t, env.client, ns, "migrate"), "the Job was not created again")
+		assert.Equal(t, want, jobRuns(t, env.client, ns, "migrate"), "the Job did not run again")
+		assert.Nil(t, notReady.Load(), "Ready stayed True")
+	}
+	env.ready(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "")
+	runs(1, "v1")
+
+	pushPackageTo(t, writePackage(t, jobPackage("registry.k8s.io/pause:3.9", 0)), image)
+	runs(2, "v2")
 }
