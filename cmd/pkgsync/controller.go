@@ -130,7 +130,7 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.DurationVar(&o.hostedProbeMax, "hosted-probe-max-interval", 5*time.Minute, "Longest wait between probes of an unreachable hosted API server")
 	fs.DurationVar(&o.hostedBudget, "hosted-reconcile-budget", 30*time.Second, "Longest time one reconcile spends on one hosted cluster")
 	fs.DurationVar(&o.hostedTeardownTimeout, "hosted-teardown-timeout", 2*time.Minute, "How long deletion waits for an unreachable hosted cluster before letting its objects go")
-	fs.DurationVar(&o.progressInterval, "progress-interval", 5*time.Second, "How often a pass waiting for availability is repeated")
+	fs.DurationVar(&o.progressInterval, "progress-interval", 5*time.Second, "How often a pass waiting for availability is repeated, after the first 10s of a phase's wait (checked every second)")
 	fs.DurationVar(&o.retryInterval, "retry-interval", 30*time.Second, "How soon a failed reconciliation is retried (spec.retryInterval overrides)")
 	fs.BoolVar(&o.development, "log-development", false, "Human-friendly logs instead of JSON")
 	fs.StringVar(&o.webhookAddr, "webhook-bind-address", "0", "Address of the receiver of registry notifications (POST /hooks/distribution, /hooks/harbor, /hooks/generic); 0 disables it")

@@ -33,6 +33,39 @@ type ownerProgress struct {
 	// made: another one starts afresh.
 	cluster  string
 	progress *apply.Progress
+	// waiting is the phase the last pass waited on, and waitingSince when a pass first did.
+	waiting      string
+	waitingSince time.Time
+}
+
+// quickCheck is how often a phase that has waited less than quickChecksFor is looked at.
+const (
+	quickCheck     = time.Second
+	quickChecksFor = 10 * time.Second
+)
+
+// nextCheck says how soon a pass of the resource uid that waits on phase is looked at again:
+// every quickCheck for the first quickChecksFor of the phase's wait, then every interval. Most
+// objects are available within seconds of their apply (a Deployment's pods on a healthy
+// cluster): Ready follows them within a second, where a fixed interval would wait up to all of
+// it. Each check reads only the objects still waited on (apply.Progress), so a wait costs at
+// most quickChecksFor/quickCheck such reads more than with the interval alone.
+func (s progressByOwner) nextCheck(uid types.UID, phase string, now time.Time, interval time.Duration) time.Duration {
+	if s.owners == nil || interval <= quickCheck {
+		return interval
+	}
+	o, ok := s.owners.Get(uid)
+	if !ok {
+		return interval
+	}
+	p := o.(*ownerProgress)
+	if p.waiting != phase || p.waitingSince.IsZero() {
+		p.waiting, p.waitingSince = phase, now
+	}
+	if now.Sub(p.waitingSince) < quickChecksFor {
+		return quickCheck
+	}
+	return interval
 }
 
 // get returns what the passes of the resource uid learnt, on the HostedCluster named cluster.
@@ -46,6 +79,15 @@ func (s progressByOwner) get(uid types.UID, cluster string) *apply.Progress {
 	}
 	s.owners.Set(uid, o, progressTTL)
 	return o.(*ownerProgress).progress
+}
+
+// progressCheck says how soon a resource whose pass res did not complete is looked at again
+// (nextCheck), interval when the pass completed.
+func (r *applier) progressCheck(uid types.UID, res *apply.Result, interval time.Duration) time.Duration {
+	if res == nil || res.Complete() || res.Progressing() == nil {
+		return interval
+	}
+	return r.progress.nextCheck(uid, res.Progressing().Name, time.Now(), interval)
 }
 
 // done forgets the resource uid: it converged, or it is being deleted.

@@ -39,3 +39,35 @@ func TestProgressByOwner(t *testing.T) {
 	assert.NotSame(t, zero.get("uid-a", ""), zero.get("uid-a", ""), "the zero value remembers nothing")
 	zero.done("uid-a")
 }
+
+// TestNextCheck: a phase that starts waiting is looked at every second for ten seconds, then
+// every progress interval; another phase, or a resource that converged and waits again, starts
+// with quick checks once more.
+func TestNextCheck(t *testing.T) {
+	t.Parallel()
+	clock := clocktesting.NewFakeClock(time.Now())
+	s := newProgressByOwner(clock)
+	const interval = 5 * time.Second
+	s.get("uid-a", "")
+	now := clock.Now()
+	var waits []time.Duration
+	for range 12 {
+		d := s.nextCheck("uid-a", "deploy", now, interval)
+		waits = append(waits, d)
+		now = now.Add(d)
+	}
+	want := []time.Duration{}
+	for range 10 {
+		want = append(want, time.Second)
+	}
+	assert.Equal(t, append(want, interval, interval), waits)
+	assert.Equal(t, time.Second, s.nextCheck("uid-a", "configure", now, interval), "the next phase starts afresh")
+
+	s.done("uid-a")
+	assert.Equal(t, interval, s.nextCheck("uid-a", "deploy", now, interval), "no memory, no quick checks")
+	s.get("uid-a", "")
+	assert.Equal(t, time.Second, s.nextCheck("uid-a", "deploy", now, interval), "a new wait starts afresh")
+	assert.Equal(t, 500*time.Millisecond, s.nextCheck("uid-b", "deploy", now, 500*time.Millisecond), "an interval under a second is kept")
+	var none progressByOwner
+	assert.Equal(t, interval, none.nextCheck("uid-a", "deploy", now, interval))
+}

@@ -52,7 +52,7 @@ func recordPass(status *v1alpha1.ApplyStatus, res *apply.Result) {
 }
 
 // conclude sets Ready from the outcome of an apply pass and decides when to reconcile again:
-// complete → the interval; waiting on availability → the progress interval; failures → the
+// complete → the interval; waiting on availability → progress (applier.progressCheck); failures → the
 // retry interval, with Stalled when only a change of spec or package can help.
 func conclude(ctx context.Context, obj statusObject, res *apply.Result, err error, interval, retry, progress time.Duration, successMsg string) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)

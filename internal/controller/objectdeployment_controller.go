@@ -76,7 +76,7 @@ func (r *objectDeploymentSteps[T]) pass(ctx context.Context, obj T, rep *report,
 			status.History = pushHistory(status.History, revision, "")
 		}
 	}
-	return conclude(ctx, obj, res, err, spec.GetInterval(), r.options.RetryInterval, r.options.ProgressInterval,
+	return conclude(ctx, obj, res, err, spec.GetInterval(), r.options.RetryInterval, r.applier.progressCheck(obj.GetUID(), res, r.options.ProgressInterval),
 		fmt.Sprintf("applied generation %d", obj.GetGeneration()))
 }
 

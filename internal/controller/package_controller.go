@@ -310,7 +310,7 @@ func (r *packageSteps[T]) outcome(ctx context.Context, obj T, res *apply.Result,
 		ctrl.LoggerFrom(ctx).V(1).Info("waiting for dependencies", "message", dep.msg)
 		return ctrl.Result{RequeueAfter: jittered(spec.GetInterval())}, nil
 	}
-	return conclude(ctx, obj, res, err, spec.GetInterval(), r.retryInterval(spec), r.options.ProgressInterval,
+	return conclude(ctx, obj, res, err, spec.GetInterval(), r.retryInterval(spec), r.applier.progressCheck(obj.GetUID(), res, r.options.ProgressInterval),
 		appliedMessage(obj.GetStatus()))
 }
 

@@ -49,7 +49,9 @@ spec:
 
 // TestRealClusterDeploymentBecomesAvailable: on a cluster with its controllers, a Package's
 // Deployment rolls out by itself, through a ReplicaSet and pods the scheduler places on nodes,
-// and the Package turns Ready once it is available; nobody writes a status for it.
+// and the Package turns Ready within a second or two of its becoming available (with the
+// default 5 s progress interval: the first seconds of a wait are checked every second);
+// nobody writes a status for it.
 func TestRealClusterDeploymentBecomesAvailable(t *testing.T) {
 	t.Parallel()
 	env := useCluster(t)
@@ -63,6 +65,16 @@ func TestRealClusterDeploymentBecomesAvailable(t *testing.T) {
 	var dep appsv1.Deployment
 	require.NoError(t, env.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "app"}, &dep))
 	assert.Equal(t, int32(2), dep.Status.AvailableReplicas, "the Deployment controller reported it available")
+	var available metav1.Time
+	for _, c := range dep.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
+			available = c.LastTransitionTime
+		}
+	}
+	ready := apimeta.FindStatusCondition(pkg.Status.Conditions, meta.ReadyCondition)
+	require.NotNil(t, ready)
+	assert.LessOrEqual(t, ready.LastTransitionTime.Sub(available.Time), 2*time.Second,
+		"Ready at %s follows the Deployment's availability at %s", ready.LastTransitionTime, available)
 	var pods corev1.PodList
 	require.NoError(t, env.client.List(t.Context(), &pods, client.InNamespace(ns), client.MatchingLabels{"app": "app"}))
 	require.Len(t, pods.Items, 2)

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -95,7 +96,11 @@ func startCluster() (*clusterEnv, error) {
 	if env.client, err = client.New(env.cluster.Config, client.Options{Scheme: suite.scheme}); err != nil {
 		return fail(err)
 	}
-	stopped, err := startControllerOn(ctx, env.cluster.Config, env.requests, "", suite.source)
+	// The controller's default progress interval, not the suite's 200 ms: how soon Ready follows
+	// what the cluster's controllers do is part of what these tests see.
+	stopped, err := startControllerOn(ctx, env.cluster.Config, env.requests, "", suite.source, func(o *controller.Options) {
+		o.ProgressInterval = 5 * time.Second
+	})
 	if err != nil {
 		return fail(err)
 	}
