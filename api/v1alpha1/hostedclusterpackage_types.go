@@ -17,6 +17,12 @@ const (
 	// FleetLabel is set on every member Package to the name of the HostedClusterPackage that
 	// keeps it.
 	FleetLabel = "pkgsync.dev/fleet"
+	// FleetUIDAnnotation on every member Package and every Secret a fleet copies holds the UID
+	// of the HostedClusterPackage that keeps it: with the label FleetLabel, it is what makes the
+	// object the fleet's. An ownerReference says the same, but the garbage collector takes it
+	// off (kubectl delete --cascade=orphan) and, under deletionPolicy Orphan, the fleet sets
+	// none; the annotation stays until the fleet releases or deletes the object.
+	FleetUIDAnnotation = "pkgsync.dev/fleet-uid"
 	// FleetRevisionAnnotation on a member Package names the fleet revision its spec was made
 	// from (FleetRevision.Name).
 	FleetRevisionAnnotation = "pkgsync.dev/fleet-revision"
@@ -70,13 +76,17 @@ type HostedClusterPackageSpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
-	// DeletionPolicy is what deleting the fleet does to its members. Delete (the default)
-	// deletes every member, each tearing down what it installed, then the Secrets the fleet
-	// copied into their namespaces. Orphan leaves them: the fleet takes its label, revision
-	// annotations and owner reference off each member Package and each copied Secret, and each
-	// member goes on reconciling on its own, pinned to the digest it was on, with the copied
-	// Secrets it pulls and verifies with. `kubectl delete --cascade=foreground` deletes owned
-	// objects before the fleet's finalizer runs, and so overrides Orphan.
+	// DeletionPolicy is what deleting the fleet does to its members, whatever the cascade of
+	// `kubectl delete` (background, foreground or orphan). Delete (the default) deletes every
+	// member, each tearing down what it installed, then the Secrets the fleet copied into their
+	// namespaces. Orphan leaves them: the fleet takes its label and annotations
+	// (pkgsync.dev/fleet-uid, the revision annotations) off each member Package and each copied
+	// Secret, and each member goes on reconciling on its own, pinned to the digest it was on,
+	// with the copied Secrets it pulls and verifies with. Members and copies are the fleet's by
+	// its label and its UID (pkgsync.dev/fleet-uid); they have an ownerReference to the fleet
+	// only with Delete, so that with Orphan no cascade can delete them. A change takes effect
+	// at the fleet's next reconcile, which adds or removes the ownerReference on every member
+	// and copy.
 	// +optional
 	// +kubebuilder:validation:Enum=Delete;Orphan
 	// +kubebuilder:default=Delete

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/controller"
 )
 
 // Bounds of the watch frame.
@@ -269,8 +270,9 @@ func newFleetView(fleet *v1alpha1.HostedClusterPackage, members []v1alpha1.Packa
 		}
 	}
 	for _, m := range members {
-		// The label selects them; the owner reference is the fleet's word that they are its own.
-		if metav1.IsControlledBy(&m, fleet) {
+		// The label selects them; the fleet's UID (annotated, and in an ownerReference with
+		// deletionPolicy Delete) is its word that they are its own.
+		if controller.IsFleetMember(&m, fleet) {
 			v.members = append(v.members, m)
 		}
 	}

@@ -262,3 +262,19 @@ func TestInPlace(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, "\x1b[Ha\x1b[K\nb\x1b[K\n\x1b[J", inPlace("a\nb\n"))
 }
+
+// A member of a fleet with deletionPolicy Orphan has no ownerReference to it: the fleet's UID,
+// annotated, makes it the fleet's; a labelled Package with another UID is not shown.
+func TestFleetWatchMembersWithoutOwnerReference(t *testing.T) {
+	t.Parallel()
+	fleet, members := soakingFleet()
+	orphanable, forged := members[0], members[1]
+	orphanable.OwnerReferences = nil
+	orphanable.Annotations[v1alpha1.FleetUIDAnnotation] = string(fleet.UID)
+	forged.OwnerReferences = nil
+	forged.Annotations[v1alpha1.FleetUIDAnnotation] = "guessed"
+	v := newFleetView(fleet, []v1alpha1.Package{orphanable, forged})
+	if assert.Len(t, v.members, 1) {
+		assert.Equal(t, orphanable.Namespace, v.members[0].Namespace)
+	}
+}

@@ -266,8 +266,8 @@ func stableName(fleet *v1alpha1.HostedClusterPackage) string {
 	return fleet.Status.Stable.Name
 }
 
-// keepMembers writes each member the plan assigns a revision, and returns the members that
-// could not be written.
+// keepMembers writes each member the plan assigns a revision, and the ownership of the others
+// (keepOwnership), and returns the members that could not be written.
 func (r *fleetSteps) keepMembers(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, members []*fleetMember,
 	target *v1alpha1.FleetRevision, now time.Time) []v1alpha1.MemberStatus {
 	spec := &fleet.Spec
@@ -285,6 +285,9 @@ func (r *fleetSteps) keepMembers(ctx context.Context, fleet *v1alpha1.HostedClus
 		case toStable:
 			src = stableSource
 		default:
+			if err := keepOwnership(ctx, r.client, m, fleet); err != nil {
+				problems = append(problems, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: memberErrorReason(err), Message: err.Error()})
+			}
 			continue
 		}
 		if err := r.keepMember(ctx, fleet, src, m, now); err != nil {
@@ -307,21 +310,35 @@ func fleetRequeue(interval, wakeAfter time.Duration, failed bool, retry time.Dur
 	return requeue
 }
 
-// finalize carries out spec.deletionPolicy. Delete deletes every member, then the copied
-// Secrets once the members are gone (each member's own finalizer tears its objects down
-// first; member deletions wake the fleet), and removes the finalizer. Orphan releases the
-// members and their copies (orphan) instead.
+// finalize carries out spec.deletionPolicy, whatever kubectl delete's --cascade was (see
+// fleet_ownership.go: members and copies are found by the fleet's UID, which no garbage
+// collector takes off). Delete deletes every member, then the copied Secrets once the members
+// are gone (each member's own finalizer tears its objects down first; member deletions wake
+// the fleet), and removes the finalizer. Orphan releases the members and their copies
+// (orphan) instead. The members are waited for in the cache; what is deleted or released last
+// and the finalizer are decided on fresh reads, so that nothing written moments before the
+// deletion, which the cache may not show yet, is left with the fleet's label.
 func (r *fleetSteps) finalize(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(fleet, v1alpha1.FinalizerName) {
+		// Deleted before its first reconcile wrote the finalizer, so before any member, or
+		// done and held by the garbage collector's finalizer: nothing is the fleet's to do.
+		return ctrl.Result{}, nil
+	}
+	if fleet.Spec.GetDeletionPolicy() == v1alpha1.FleetDeletionOrphan {
+		return r.orphan(ctx, fleet)
+	}
 	owned, err := r.ownedMembers(ctx, fleet)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if fleet.Spec.GetDeletionPolicy() == v1alpha1.FleetDeletionOrphan {
-		return r.orphan(ctx, fleet, owned)
+	if len(owned) == 0 {
+		if owned, err = r.listMembers(ctx, r.apiReader, fleet); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	for _, p := range owned {
 		if p.DeletionTimestamp.IsZero() {
-			if err := r.client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			if err := r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
 				return ctrl.Result{}, fmt.Errorf("delete member %s/%s: %w", p.Namespace, p.Name, err)
 			}
 		}
@@ -335,7 +352,7 @@ func (r *fleetSteps) finalize(ctx context.Context, fleet *v1alpha1.HostedCluster
 			return ctrl.Result{}, err
 		}
 	}
-	return r.finished(fleet), nil
+	return r.finished(ctx, fleet)
 }
 
 // orphan releases the fleet's members (deletionPolicy Orphan): each keeps its spec, pinned to
@@ -344,8 +361,13 @@ func (r *fleetSteps) finalize(ctx context.Context, fleet *v1alpha1.HostedCluster
 // waited for first, as Delete does. The copied Secrets in the namespaces of the members
 // released stay, released too, for them to go on pulling and verifying with; copies elsewhere
 // are deleted. Copies go first: a pass that fails half way through the members finds them
-// released already, and never takes a released member's copy for a stray one.
-func (r *fleetSteps) orphan(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, owned []*v1alpha1.Package) (ctrl.Result, error) {
+// released already, and never takes a released member's copy for a stray one. Everything is
+// read afresh: the release is one pass, and it must not miss what the cache does not show yet.
+func (r *fleetSteps) orphan(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) (ctrl.Result, error) {
+	owned, err := r.listMembers(ctx, r.apiReader, fleet)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	live := map[string]bool{}
 	deleting := 0
 	for _, p := range owned {
@@ -366,21 +388,24 @@ func (r *fleetSteps) orphan(ctx context.Context, fleet *v1alpha1.HostedClusterPa
 		}
 	}
 	for _, p := range owned {
-		if err := releaseFromFleet(ctx, r.client, p, fleet); err != nil {
+		if err := releaseFromFleet(ctx, r.client, r.apiReader, p, fleet); err != nil {
 			return ctrl.Result{}, fmt.Errorf("release member %s/%s: %w", p.Namespace, p.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("released member: it reconciles on its own (spec.deletionPolicy=Orphan)", "namespace", p.Namespace)
 	}
-	return r.finished(fleet), nil
+	return r.finished(ctx, fleet)
 }
 
-// finished forgets what is kept for a fleet whose deletion is done, and removes its finalizer.
-func (r *fleetSteps) finished(fleet *v1alpha1.HostedClusterPackage) ctrl.Result {
+// finished forgets what is kept for a fleet whose deletion is done, and removes its finalizer
+// (removeFleetFinalizer).
+func (r *fleetSteps) finished(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) (ctrl.Result, error) {
+	if err := removeFleetFinalizer(ctx, r.client, r.apiReader, fleet); err != nil {
+		return ctrl.Result{}, err
+	}
 	r.writes.forget(fleet.Name)
 	r.preflights.forget(fleet.Name)
 	r.own.fleetMembers.DeletePartialMatch(map[string]string{"fleet": fleet.Name})
-	controllerutil.RemoveFinalizer(fleet, v1alpha1.FinalizerName)
-	return ctrl.Result{}
+	return ctrl.Result{}, nil
 }
 
 // fleetVerifyField is where a fleet's verification settings are: the template's, which its
@@ -537,29 +562,26 @@ func (o namespaceOwners) collision(ctx context.Context, reader client.Reader, na
 	return "", nil
 }
 
-// ownedMembers lists the fleet's members from the cache: Packages named like the fleet,
-// labelled with it and owned by it. Read once per reconcile and shared by its steps.
+// ownedMembers lists the fleet's members from the cache (IsFleetMember). Read once per
+// reconcile and shared by its steps.
 func (r *fleetSteps) ownedMembers(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) ([]*v1alpha1.Package, error) {
+	return r.listMembers(ctx, r.client, fleet)
+}
+
+// listMembers lists the fleet's members as reader has them: the Packages labelled with the
+// fleet (a selection the API server or the cache makes) that are its members.
+func (r *fleetSteps) listMembers(ctx context.Context, reader client.Reader, fleet *v1alpha1.HostedClusterPackage) ([]*v1alpha1.Package, error) {
 	list := &v1alpha1.PackageList{}
-	if err := r.client.List(ctx, list, client.MatchingLabels{v1alpha1.FleetLabel: fleet.Name}); err != nil {
+	if err := reader.List(ctx, list, client.MatchingLabels{v1alpha1.FleetLabel: fleet.Name}); err != nil {
 		return nil, fmt.Errorf("list members: %w", err)
 	}
 	var owned []*v1alpha1.Package
 	for i := range list.Items {
-		if p := &list.Items[i]; p.Name == fleet.Name && isOwnedBy(p, fleet) {
+		if p := &list.Items[i]; IsFleetMember(p, fleet) {
 			owned = append(owned, p)
 		}
 	}
 	return owned, nil
-}
-
-func isOwnedBy(p *v1alpha1.Package, fleet *v1alpha1.HostedClusterPackage) bool {
-	for _, ref := range p.OwnerReferences {
-		if ref.UID == fleet.UID {
-			return true
-		}
-	}
-	return false
 }
 
 // keepMember creates or corrects one member; a member that already is what it should be costs
@@ -573,7 +595,7 @@ func (r *fleetSteps) keepMember(ctx context.Context, fleet *v1alpha1.HostedClust
 	if m.pending && m.revision() == src.name {
 		return nil // written moments ago; the cache has not caught up
 	}
-	if m.pkg != nil && !m.pending && memberUpToDate(m.pkg, desired) {
+	if m.pkg != nil && !m.pending && memberUpToDate(m.pkg, desired, fleet) {
 		return nil
 	}
 	existing := m.pkg
@@ -587,7 +609,7 @@ func (r *fleetSteps) keepMember(ctx context.Context, fleet *v1alpha1.HostedClust
 			existing = nil
 		}
 	}
-	generation, err := writeMember(ctx, r.client, existing, desired)
+	generation, err := writeMember(ctx, r.client, fleet, existing, desired)
 	if err != nil {
 		return err
 	}

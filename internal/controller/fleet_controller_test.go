@@ -255,13 +255,18 @@ func TestFleetFinalize(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r, c := f.steps(t, false, tt.members...)
 			fleet := fleetOn("example.com/addon:v1", nil, nil)
 			fleet.Finalizers = []string{v1alpha1.FinalizerName}
+			fleet.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			r, c := f.steps(t, false, append(tt.members, fleet)...)
 			res, err := r.finalize(t.Context(), fleet)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantResult, res)
-			assert.Equal(t, tt.wantFinalizer, controllerutil.ContainsFinalizer(fleet, v1alpha1.FinalizerName))
+			stored := &v1alpha1.HostedClusterPackage{}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(fleet), stored); !apierrors.IsNotFound(err) {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tt.wantFinalizer, controllerutil.ContainsFinalizer(stored, v1alpha1.FinalizerName), "the fleet's finalizer on the API server")
 			if tt.wantFinalizer {
 				assertConditions(t, fleet, wantConditions{metav1.ConditionFalse, v1alpha1.DeletingReason, v1alpha1.DeletingReason, ""})
 			}

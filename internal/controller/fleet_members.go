@@ -79,6 +79,7 @@ func desiredMember(fleet *v1alpha1.HostedClusterPackage, rev fleetRevisionSource
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
+	annotations[v1alpha1.FleetUIDAnnotation] = string(fleet.UID)
 	annotations[v1alpha1.FleetRevisionAnnotation] = rev.name
 	since := now.UTC().Format(time.RFC3339)
 	if m.pkg != nil && m.revision() == rev.name {
@@ -91,7 +92,7 @@ func desiredMember(fleet *v1alpha1.HostedClusterPackage, rev fleetRevisionSource
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.PackageKind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: fleet.Name, Namespace: m.namespace, Labels: lbls, Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{fleetOwnerReference(fleet)},
+			OwnerReferences: fleetOwners(nil, fleet),
 		},
 		Spec: *spec,
 	}, nil
@@ -190,8 +191,9 @@ func mergeValues(base, over any) any {
 }
 
 // memberUpToDate reports whether an existing member already is what desired says: same spec,
-// the desired labels and annotations, owned by the fleet. Anything else is drift.
-func memberUpToDate(existing, desired *v1alpha1.Package) bool {
+// the desired labels and annotations, the fleet's ownerReference as its deletionPolicy has it
+// (fleetOwners). Anything else is drift.
+func memberUpToDate(existing, desired *v1alpha1.Package, fleet *v1alpha1.HostedClusterPackage) bool {
 	spec := existing.Spec.DeepCopy()
 	normalizeSpec(spec)
 	if !equality.Semantic.DeepEqual(spec, &desired.Spec) {
@@ -207,18 +209,14 @@ func memberUpToDate(existing, desired *v1alpha1.Package) bool {
 			return false
 		}
 	}
-	for _, ref := range existing.OwnerReferences {
-		if ref.UID == desired.OwnerReferences[0].UID && ptr.Deref(ref.Controller, false) {
-			return true
-		}
-	}
-	return false
+	return fleetOwnersUpToDate(existing.OwnerReferences, fleet)
 }
 
 // writeMember creates a member, or replaces an existing one's spec and takes back the labels,
-// annotations and owner reference the fleet sets, and returns the generation the API server
-// gave it. The whole spec is replaced, not merged: a field someone added by hand is drift too.
-func writeMember(ctx context.Context, c client.Client, existing, desired *v1alpha1.Package) (int64, error) {
+// annotations and ownerReference the fleet sets (none with deletionPolicy Orphan: one there is
+// taken off), and returns the generation the API server gave it. The whole spec is replaced,
+// not merged: a field someone added by hand is drift too.
+func writeMember(ctx context.Context, c client.Client, fleet *v1alpha1.HostedClusterPackage, existing, desired *v1alpha1.Package) (int64, error) {
 	if existing == nil || existing.UID == "" {
 		if err := c.Create(ctx, desired, client.FieldOwner(fleetFieldOwner)); err != nil {
 			return 0, fmt.Errorf("create member %s/%s: %w", desired.Namespace, desired.Name, err)
@@ -235,12 +233,8 @@ func writeMember(ctx context.Context, c client.Client, existing, desired *v1alph
 		updated.Annotations = map[string]string{}
 	}
 	maps.Copy(updated.Annotations, desired.Annotations)
-	owned := false
-	for _, ref := range updated.OwnerReferences {
-		owned = owned || ref.UID == desired.OwnerReferences[0].UID
-	}
-	if !owned {
-		updated.OwnerReferences = append(updated.OwnerReferences, desired.OwnerReferences[0])
+	if !fleetOwnersUpToDate(updated.OwnerReferences, fleet) {
+		updated.OwnerReferences = fleetOwners(updated.OwnerReferences, fleet)
 	}
 	// Optimistic concurrency: a member changed since the cache saw it is written on a later pass.
 	if err := c.Update(ctx, updated, client.FieldOwner(fleetFieldOwner)); err != nil {

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -108,9 +107,10 @@ func copiedData(source *corev1.Secret, role secretRole) (data map[string][]byte,
 // fleetSecrets keeps, in the namespace of every member of a fleet, a copy of each Secret its
 // members read (fleetSecretNames), taken from the controller's namespace.
 //
-// A copy is the fleet's when it has an owner reference to the fleet (by UID); it carries the
-// label pkgsync.dev/fleet too, which selects what the copies cache holds and wakes the fleet
-// when a copy changes. A Secret of that name which is not the fleet's is never written: the
+// A copy is the fleet's when it carries the fleet's UID (isFleetCopy, fleet_ownership.go: the
+// annotation pkgsync.dev/fleet-uid and, with deletionPolicy Delete, an ownerReference); it
+// carries the label pkgsync.dev/fleet too, which selects what the copies cache holds and wakes
+// the fleet when a copy changes. A Secret of that name which is not the fleet's is never written: the
 // member is reported (SecretCollision) and left with it. Copies go only to the namespaces of
 // the fleet's members, as members() decides them (a selected HostedCluster's own
 // hosted-control-plane namespace, never one two clusters collide on), so no label, annotation
@@ -121,8 +121,8 @@ type fleetSecrets struct {
 	// the cache has not caught up with.
 	apiReader client.Reader
 	// copies is the cache of Secrets labelled pkgsync.dev/fleet: the copies, and any Secret
-	// someone labelled so (harmless: only ones owned by the fleet count, and only a copy wakes
-	// the fleet, fleetWakes).
+	// someone labelled so (harmless: only ones with the fleet's UID count, and only a copy
+	// wakes the fleet, fleetWakes).
 	copies client.Reader
 	// namespace is the controller's, where the sources are.
 	namespace string
@@ -246,28 +246,20 @@ func (s *fleetSecrets) sources(ctx context.Context, names map[string]secretRole)
 	return out, nil
 }
 
-// ownedCopies lists the fleet's copies from the cache, by namespace and name.
-func (s *fleetSecrets) ownedCopies(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) (map[copyKey]*corev1.Secret, error) {
+// ownedCopies lists the fleet's copies (isFleetCopy) as reader has them, by namespace and
+// name: the copies cache, or the API server (apiReader) when the fleet is deleted.
+func (s *fleetSecrets) ownedCopies(ctx context.Context, reader client.Reader, fleet *v1alpha1.HostedClusterPackage) (map[copyKey]*corev1.Secret, error) {
 	list := &corev1.SecretList{}
-	if err := s.copies.List(ctx, list, client.MatchingLabels{v1alpha1.FleetLabel: fleet.Name}); err != nil {
+	if err := reader.List(ctx, list, client.MatchingLabels{v1alpha1.FleetLabel: fleet.Name}); err != nil {
 		return nil, fmt.Errorf("list the fleet's Secret copies: %w", err)
 	}
 	out := map[copyKey]*corev1.Secret{}
 	for i := range list.Items {
-		if c := &list.Items[i]; ownedByFleet(c, fleet) {
+		if c := &list.Items[i]; isFleetCopy(c, fleet) {
 			out[copyKey{fleet.Name, c.Namespace, c.Name}] = c
 		}
 	}
 	return out, nil
-}
-
-func ownedByFleet(o metav1.Object, fleet *v1alpha1.HostedClusterPackage) bool {
-	for _, ref := range o.GetOwnerReferences() {
-		if ref.UID == fleet.UID {
-			return true
-		}
-	}
-	return false
 }
 
 // sync keeps the copies of the fleet's Secrets in the members' namespaces, written before the
@@ -282,7 +274,7 @@ func (s *fleetSecrets) sync(ctx context.Context, fleet *v1alpha1.HostedClusterPa
 	if err != nil {
 		return nil, err
 	}
-	existing, err := s.ownedCopies(ctx, fleet)
+	existing, err := s.ownedCopies(ctx, s.copies, fleet)
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +319,7 @@ type secretCollisionError struct {
 }
 
 func (e *secretCollisionError) Error() string {
-	return fmt.Sprintf("Secret %s/%s exists and is not this fleet's copy (no owner reference to it): it is left as it is, and the member reads it; delete it to have the fleet keep a copy of %s there",
+	return fmt.Sprintf("Secret %s/%s exists and is not this fleet's copy (it does not carry the fleet's UID): it is left as it is, and the member reads it; delete it to have the fleet keep a copy of %s there",
 		e.namespace, e.name, e.name)
 }
 
@@ -348,7 +340,7 @@ func (s *fleetSecrets) keepCopy(ctx context.Context, fleet *v1alpha1.HostedClust
 			}
 			current = nil
 		}
-		if current != nil && !ownedByFleet(current, fleet) {
+		if current != nil && !carriesFleetUID(current, fleet) {
 			return &secretCollisionError{namespace: key.namespace, name: key.name}
 		}
 		if pending && current != nil && copyUpToDate(current, fleet, src) {
@@ -370,9 +362,11 @@ func (s *fleetSecrets) keepCopy(ctx context.Context, fleet *v1alpha1.HostedClust
 }
 
 // copyUpToDate reports whether a copy is what src makes of it: the same type and data, labelled
-// with and controlled by the fleet.
+// with the fleet, its UID annotated, the fleet's ownerReference as its deletionPolicy has it
+// (fleetOwners).
 func copyUpToDate(c *corev1.Secret, fleet *v1alpha1.HostedClusterPackage, src sourceSecret) bool {
-	if c == nil || c.Type != src.typ || len(c.Data) != len(src.data) || c.Labels[v1alpha1.FleetLabel] != fleet.Name {
+	if c == nil || c.Type != src.typ || len(c.Data) != len(src.data) || c.Labels[v1alpha1.FleetLabel] != fleet.Name ||
+		c.Annotations[v1alpha1.FleetUIDAnnotation] != string(fleet.UID) {
 		return false
 	}
 	for k, v := range src.data {
@@ -380,12 +374,7 @@ func copyUpToDate(c *corev1.Secret, fleet *v1alpha1.HostedClusterPackage, src so
 			return false
 		}
 	}
-	for _, ref := range c.OwnerReferences {
-		if ref.UID == fleet.UID && ptr.Deref(ref.Controller, false) {
-			return true
-		}
-	}
-	return false
+	return fleetOwnersUpToDate(c.OwnerReferences, fleet)
 }
 
 // writeCopy creates a copy, or replaces an existing one's data (whatever was added to it is
@@ -401,7 +390,8 @@ func writeCopy(ctx context.Context, c client.Client, fleet *v1alpha1.HostedClust
 	if existing == nil {
 		secret := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.namespace, Name: key.name, Labels: map[string]string{v1alpha1.FleetLabel: fleet.Name},
-				OwnerReferences: []metav1.OwnerReference{fleetOwnerReference(fleet)}},
+				Annotations:     map[string]string{v1alpha1.FleetUIDAnnotation: string(fleet.UID)},
+				OwnerReferences: fleetOwners(nil, fleet)},
 			Type: src.typ, Data: src.data,
 		}
 		if err := c.Create(ctx, secret, client.FieldOwner(fleetFieldOwner)); err != nil {
@@ -415,15 +405,12 @@ func writeCopy(ctx context.Context, c client.Client, fleet *v1alpha1.HostedClust
 		updated.Labels = map[string]string{}
 	}
 	updated.Labels[v1alpha1.FleetLabel] = fleet.Name
-	controlled := false
-	for i, ref := range updated.OwnerReferences {
-		if ref.UID == fleet.UID {
-			updated.OwnerReferences[i].Controller = ptr.To(true)
-			controlled = true
-		}
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
 	}
-	if !controlled {
-		updated.OwnerReferences = append(updated.OwnerReferences, fleetOwnerReference(fleet))
+	updated.Annotations[v1alpha1.FleetUIDAnnotation] = string(fleet.UID)
+	if !fleetOwnersUpToDate(updated.OwnerReferences, fleet) {
+		updated.OwnerReferences = fleetOwners(updated.OwnerReferences, fleet)
 	}
 	// Optimistic concurrency: a copy changed since it was read is written on a later pass.
 	if err := c.Update(ctx, updated, client.FieldOwner(fleetFieldOwner)); err != nil {
@@ -474,9 +461,10 @@ func (s *fleetSecrets) forget(fleet string) {
 	}
 }
 
-// deleteAll deletes every copy of the fleet (deletionPolicy Delete, once the members are gone).
+// deleteAll deletes every copy of the fleet (deletionPolicy Delete, once the members are gone),
+// as the API server lists them: the last word on the copies, which the cache may not all show.
 func (s *fleetSecrets) deleteAll(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) error {
-	existing, err := s.ownedCopies(ctx, fleet)
+	existing, err := s.ownedCopies(ctx, s.apiReader, fleet)
 	if err != nil {
 		return err
 	}
@@ -489,11 +477,12 @@ func (s *fleetSecrets) deleteAll(ctx context.Context, fleet *v1alpha1.HostedClus
 	return nil
 }
 
-// release takes the fleet's label and owner reference off its copies in the namespaces of the
-// members it released (deletionPolicy Orphan): they stay, for those members to pull and
-// verify with. Copies elsewhere (no member to use them) are deleted.
+// release takes off its copies what ties them to the fleet (releaseFromFleet) in the
+// namespaces of the members it released (deletionPolicy Orphan): they stay, for those members
+// to pull and verify with. Copies elsewhere (no member to use them) are deleted. The copies are
+// listed by the API server: the release is done once, and must not miss one.
 func (s *fleetSecrets) release(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, released map[string]bool) error {
-	existing, err := s.ownedCopies(ctx, fleet)
+	existing, err := s.ownedCopies(ctx, s.apiReader, fleet)
 	if err != nil {
 		return err
 	}
@@ -504,31 +493,10 @@ func (s *fleetSecrets) release(ctx context.Context, fleet *v1alpha1.HostedCluste
 			}
 			continue
 		}
-		if err := releaseFromFleet(ctx, s.client, c, fleet); err != nil {
+		if err := releaseFromFleet(ctx, s.client, s.apiReader, c, fleet); err != nil {
 			return fmt.Errorf("release the copy of Secret %s/%s: %w", key.namespace, key.name, err)
 		}
 	}
 	s.forget(fleet.Name)
-	return nil
-}
-
-// releaseFromFleet takes off obj (a member Package or a copied Secret) what ties it to the
-// fleet: the label pkgsync.dev/fleet, the revision annotations and the owner reference. The
-// patch is guarded by obj's resourceVersion: a change made meanwhile is kept, and the release
-// retried on the next pass.
-func releaseFromFleet(ctx context.Context, c client.Client, obj client.Object, fleet *v1alpha1.HostedClusterPackage) error {
-	released := obj.DeepCopyObject().(client.Object)
-	patch := client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{})
-	lbls := released.GetLabels()
-	delete(lbls, v1alpha1.FleetLabel)
-	released.SetLabels(lbls)
-	annotations := released.GetAnnotations()
-	delete(annotations, v1alpha1.FleetRevisionAnnotation)
-	delete(annotations, v1alpha1.FleetRevisionTimeAnnotation)
-	released.SetAnnotations(annotations)
-	released.SetOwnerReferences(slices.DeleteFunc(released.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == fleet.UID }))
-	if err := c.Patch(ctx, released, patch, client.FieldOwner(fleetFieldOwner)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
 	return nil
 }

@@ -64,29 +64,53 @@ func TestCopiedData(t *testing.T) {
 	}
 }
 
+// TestCopyUpToDate: what makes a copy drift, for each deletionPolicy: with Delete the copy is
+// controlled by the fleet; with Orphan it has no ownerReference to it (no cascade of kubectl
+// delete may delete it); with both it carries the fleet's label and UID.
 func TestCopyUpToDate(t *testing.T) {
 	t.Parallel()
-	fleet := &v1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "addon", UID: "fleet-uid"}}
 	src := sourceSecret{name: "pull", typ: corev1.SecretTypeDockerConfigJson, data: map[string][]byte{corev1.DockerConfigJsonKey: []byte("a")}}
-	good := func() *corev1.Secret {
-		return &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.FleetLabel: "addon"},
-				OwnerReferences: []metav1.OwnerReference{{UID: "fleet-uid", Controller: ptr.To(true)}}},
-			Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte("a")},
+	for _, policy := range []v1alpha1.FleetDeletionPolicy{v1alpha1.FleetDeletionDelete, v1alpha1.FleetDeletionOrphan} {
+		fleet := &v1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "addon", UID: "fleet-uid"}}
+		fleet.Spec.DeletionPolicy = policy
+		good := func() *corev1.Secret {
+			s := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.FleetLabel: "addon"},
+					Annotations: map[string]string{v1alpha1.FleetUIDAnnotation: "fleet-uid"}},
+				Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte("a")},
+			}
+			if policy == v1alpha1.FleetDeletionDelete {
+				s.OwnerReferences = []metav1.OwnerReference{{UID: "fleet-uid", Controller: ptr.To(true)}}
+			}
+			return s
 		}
+		assert.True(t, copyUpToDate(good(), fleet, src), policy)
+		changes := map[string]func(*corev1.Secret){
+			"rotated":                  func(s *corev1.Secret) { s.Data[corev1.DockerConfigJsonKey] = []byte("b") },
+			"a key added":              func(s *corev1.Secret) { s.Data["extra"] = []byte("x") },
+			"another type":             func(s *corev1.Secret) { s.Type = corev1.SecretTypeOpaque },
+			"label taken off":          func(s *corev1.Secret) { s.Labels = nil },
+			"UID annotation taken off": func(s *corev1.Secret) { s.Annotations = nil },
+			"another fleet's UID":      func(s *corev1.Secret) { s.Annotations[v1alpha1.FleetUIDAnnotation] = "other-uid" },
+			"a second reference to it": func(s *corev1.Secret) {
+				s.OwnerReferences = append(s.OwnerReferences, metav1.OwnerReference{UID: "fleet-uid"})
+			},
+			"an ownerReference to it": func(s *corev1.Secret) {
+				s.OwnerReferences = []metav1.OwnerReference{{UID: "fleet-uid", Controller: ptr.To(true)}}
+			},
+			"owner taken off":  func(s *corev1.Secret) { s.OwnerReferences = nil },
+			"not a controller": func(s *corev1.Secret) { s.OwnerReferences = []metav1.OwnerReference{{UID: "fleet-uid"}} },
+		}
+		if policy == v1alpha1.FleetDeletionDelete {
+			delete(changes, "an ownerReference to it")
+		} else {
+			delete(changes, "owner taken off")
+		}
+		for name, change := range changes {
+			s := good()
+			change(s)
+			assert.False(t, copyUpToDate(s, fleet, src), "%s: %s", policy, name)
+		}
+		assert.False(t, copyUpToDate(nil, fleet, src))
 	}
-	assert.True(t, copyUpToDate(good(), fleet, src))
-	for name, change := range map[string]func(*corev1.Secret){
-		"rotated":          func(s *corev1.Secret) { s.Data[corev1.DockerConfigJsonKey] = []byte("b") },
-		"a key added":      func(s *corev1.Secret) { s.Data["extra"] = []byte("x") },
-		"another type":     func(s *corev1.Secret) { s.Type = corev1.SecretTypeOpaque },
-		"label taken off":  func(s *corev1.Secret) { s.Labels = nil },
-		"owner taken off":  func(s *corev1.Secret) { s.OwnerReferences = nil },
-		"not a controller": func(s *corev1.Secret) { s.OwnerReferences[0].Controller = nil },
-	} {
-		s := good()
-		change(s)
-		assert.False(t, copyUpToDate(s, fleet, src), name)
-	}
-	assert.False(t, copyUpToDate(nil, fleet, src))
 }

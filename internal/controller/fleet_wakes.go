@@ -18,13 +18,13 @@ import (
 // can put it on their own objects, and every fleet pass reads the fleet's Secrets uncached and
 // lists every HostedCluster (issue 41). An object wakes its fleet only when it is one the fleet
 // keeps:
-//   - owned by the fleet (an owner reference to its UID, which only the fleet's own writes
-//     carry: a tenant cannot read a HostedClusterPackage to learn it, and a Package forged
-//     with it anyway is one the fleet deletes as a stray member), or
+//   - carrying the fleet's UID (carriesFleetUID: the annotation pkgsync.dev/fleet-uid or an
+//     ownerReference, which only the fleet's own writes carry: a tenant cannot read a
+//     HostedClusterPackage to learn it, and a Package forged with it anyway is one the fleet
+//     deletes as a stray member), or
 //   - where the fleet derives it: in the hosted-control-plane namespace of a HostedCluster the
-//     fleet selects, named as the fleet names it there. This holds without the owner
-//     reference, which the garbage collector takes off under kubectl delete --cascade=orphan
-//     (issue 42).
+//     fleet selects, named as the fleet names it there. Enough to wake the fleet, whose pass
+//     then decides by the UID (fleet_ownership.go), never to act on the object.
 //
 // Every check reads the manager's cache (the fleet by name, HostedClusters by the
 // hosted-control-plane namespace index), so a tenant's object costs no API request and no list.
@@ -64,8 +64,8 @@ func (w fleetWakes) copy(ctx context.Context, o client.Object) []ctrl.Request {
 	})
 }
 
-// wake returns the request for fleet name when o is its own (an owner reference to its UID)
-// or, named as the fleet names it (named), sits in the namespace of one of its members.
+// wake returns the request for fleet name when o carries its UID or, named as the fleet names
+// it (named), sits in the namespace of one of its members.
 func (w fleetWakes) wake(ctx context.Context, o client.Object, name string, named func(*v1alpha1.HostedClusterPackage) bool) []ctrl.Request {
 	req := []ctrl.Request{{NamespacedName: client.ObjectKey{Name: name}}}
 	fleet := &v1alpha1.HostedClusterPackage{}
@@ -77,9 +77,9 @@ func (w fleetWakes) wake(ctx context.Context, o client.Object, name string, name
 		// that does not exist costs one cache read.
 		return req
 	}
-	// Owned first: a copy of a Secret the fleet no longer names is still its own, and a
+	// The UID first: a copy of a Secret the fleet no longer names is still its own, and a
 	// member whose cluster is gone is still being torn down.
-	if ownedByFleet(o, fleet) || (named(fleet) && w.inMemberNamespace(ctx, fleet, o.GetNamespace())) {
+	if carriesFleetUID(o, fleet) || (named(fleet) && w.inMemberNamespace(ctx, fleet, o.GetNamespace())) {
 		return req
 	}
 	return nil

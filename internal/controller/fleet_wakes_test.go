@@ -55,6 +55,10 @@ func TestFleetWakes(t *testing.T) {
 	secret := func(ns, name, fleet string, refs []metav1.OwnerReference) client.Object {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labelled(fleet), OwnerReferences: refs}}
 	}
+	annotated := func(o client.Object, uid string) client.Object {
+		o.SetAnnotations(map[string]string{v1alpha1.FleetUIDAnnotation: uid})
+		return o
+	}
 	tests := []struct {
 		name  string
 		obj   client.Object
@@ -63,6 +67,8 @@ func TestFleetWakes(t *testing.T) {
 		{"the member", pkg("clusters-a", "addon", "addon", owner), true},
 		{"the member, its owner reference taken off by the garbage collector", pkg("clusters-a", "addon", "addon", nil), true},
 		{"a member of a cluster gone, being torn down", pkg("clusters-gone", "addon", "addon", owner), true},
+		{"the same with deletionPolicy Orphan: no owner reference, the fleet's UID annotated", annotated(pkg("clusters-gone", "addon", "addon", nil), "fleet-uid"), true},
+		{"a tenant's Package with a guessed UID annotated", annotated(pkg("tenant", "addon", "addon", nil), "guessed"), false},
 		{"a tenant's Package of the fleet's name in the tenant's namespace", pkg("tenant", "addon", "addon", nil), false},
 		{"a tenant's Package of another name", pkg("tenant", "mine", "addon", nil), false},
 		{"a Package of another name in a member's namespace", pkg("clusters-a", "mine", "addon", nil), false},
@@ -73,6 +79,7 @@ func TestFleetWakes(t *testing.T) {
 		{"a copy", secret("clusters-a", "pull", "addon", owner), true},
 		{"a copy, its owner reference taken off by the garbage collector", secret("clusters-a", "pull", "addon", nil), true},
 		{"a copy in the namespace of a cluster gone", secret("clusters-gone", "pull", "addon", owner), true},
+		{"the same with deletionPolicy Orphan", annotated(secret("clusters-gone", "pull", "addon", nil), "fleet-uid"), true},
 		{"a tenant's Secret of the copy's name in the tenant's namespace", secret("tenant", "pull", "addon", nil), false},
 		{"a tenant's Secret with an owner reference to the fleet's name, not its UID", secret("tenant", "pull", "addon", forged), false},
 		{"a Secret the fleet does not copy, in a member's namespace", secret("clusters-a", "other", "addon", nil), false},

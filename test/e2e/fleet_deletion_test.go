@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -8,17 +10,23 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
 // TestFleetDeletionPolicy: deleting a fleet with deletionPolicy Orphan leaves its members
 // installed, Ready and reconciling on their own, with nothing left that ties them (or the
 // Secrets copied for them) to the fleet; with Delete (the default) the members, what they
-// installed and the copies go with the fleet.
+// installed and the copies go with the fleet. Members and copies carry the fleet's UID, and an
+// ownerReference to it only with Delete.
 func TestFleetDeletionPolicy(t *testing.T) {
 	const shard = "fleet-deletion"
 	controllerNS := newNamespace(t)
@@ -52,6 +60,14 @@ func TestFleetDeletionPolicy(t *testing.T) {
 			waitForFleet(t, fleet.Name, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, digest)
 			members := fleetMembers(t, t.Context(), fleet.Name)
 			require.Len(t, members, 2)
+			for ns, m := range members {
+				assert.Equal(t, string(fleet.UID), m.Annotations[v1alpha1.FleetUIDAnnotation], "member %s carries the fleet's UID", ns)
+				if policy == v1alpha1.FleetDeletionOrphan {
+					assert.Empty(t, m.OwnerReferences, "member %s: no ownerReference with Orphan, which no cascade could delete", ns)
+				} else if assert.Len(t, m.OwnerReferences, 1, "member %s", ns) {
+					assert.Equal(t, fleet.UID, m.OwnerReferences[0].UID, "member %s is controlled by the fleet", ns)
+				}
+			}
 			for ns := range clusters {
 				assertFleetCopy(t, fleet, ns, "registry", corev1.SecretTypeDockerConfigJson, map[string][]byte{corev1.DockerConfigJsonKey: pullConfig})
 				assert.Equal(t, "1", configMapData(t, ns, "fleet-app")["version"])
@@ -107,5 +123,307 @@ func TestFleetDeletionPolicy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// cascadeFleet is a fleet over three HostedClusters for the deletion tests under each cascade,
+// with the objects of others that carry its label beside its own: in a tenant's namespace a
+// Package named like the fleet and a Secret named like its copy, both labelled
+// pkgsync.dev/fleet=<fleet>, the Secret with a guessed pkgsync.dev/fleet-uid; and, in the
+// hosted-control-plane namespace of the third HostedCluster, which the fleet selects, a
+// labelled Package of the fleet's name that the fleet did not write (that cluster gets no
+// member: Collision) and a labelled Secret of its copy's name. None of them is the fleet's,
+// whatever its label, name and namespace say: none may be written, released or deleted.
+type cascadeFleet struct {
+	fleet *v1alpha1.HostedClusterPackage
+	// members are the namespaces of the fleet's members, decoys the objects that are not its.
+	members []string
+	decoys  []client.Object
+	// pullConfig is what the copies of the pull Secret hold.
+	pullConfig []byte
+}
+
+// newCascadeFleet creates the fleet (with policy) and the decoys, and waits until the members
+// have installed the package and their copies are in place. The Secret the fleet copies is
+// "registry" of controllerNS; shard is the controller's.
+func newCascadeFleet(t *testing.T, shard, controllerNS string, policy v1alpha1.FleetDeletionPolicy) *cascadeFleet {
+	t.Helper()
+	hcNamespace := newNamespace(t)
+	tenantNS := newNamespace(t)
+	digest := pushPackage(t, writePackage(t, fleetPackage("1", false)), "e2e/"+hcNamespace+"/cascade:stable")
+	clusters := newFleetClusters(t, hcNamespace, hcNamespace, "", "", "")
+	require.Len(t, clusters, 3)
+	taken := hosted.ControlPlaneNamespace(hcNamespace, "hc2")
+	cf := &cascadeFleet{pullConfig: dockerConfig(suite.registry.Host, "anyone", "anything")}
+	for ns := range clusters {
+		if ns != taken {
+			cf.members = append(cf.members, ns)
+		}
+	}
+	slices.Sort(cf.members)
+
+	labels := map[string]string{shardLabel: shard}
+	cf.fleet = &v1alpha1.HostedClusterPackage{
+		ObjectMeta: metav1.ObjectMeta{Name: "cascade-" + hcNamespace[len(hcNamespace)-8:], Labels: labels},
+		Spec: v1alpha1.HostedClusterPackageSpec{
+			HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": hcNamespace}},
+			Template: v1alpha1.PackageTemplate{
+				Metadata: v1alpha1.TemplateMetadata{Labels: labels},
+				Spec: v1alpha1.PackageSpec{Image: suite.registry.Host + "/e2e/" + hcNamespace + "/cascade:stable",
+					PullSecretRef: &meta.LocalObjectReference{Name: "registry"}},
+			},
+			DeletionPolicy: policy,
+		},
+	}
+	// The decoy Packages are in the controller's shard, so that the fleet's caches hold them
+	// as they hold its members; suspended, they apply nothing.
+	fleetLabel := map[string]string{v1alpha1.FleetLabel: cf.fleet.Name, shardLabel: shard}
+	decoyPackage := func(ns string, annotations map[string]string) *v1alpha1.Package {
+		return &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cf.fleet.Name, Labels: fleetLabel, Annotations: annotations},
+			Spec: v1alpha1.PackageSpec{Image: cf.fleet.Spec.Template.Spec.Image, Suspend: true}}
+	}
+	decoySecret := func(ns string, annotations map[string]string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "registry", Labels: fleetLabel, Annotations: annotations},
+			Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)}}
+	}
+	guessed := map[string]string{v1alpha1.FleetUIDAnnotation: "00000000-0000-0000-0000-000000000000"}
+	cf.decoys = []client.Object{decoyPackage(tenantNS, guessed), decoySecret(tenantNS, guessed), decoyPackage(taken, nil), decoySecret(taken, nil)}
+	for _, d := range cf.decoys {
+		require.NoError(t, suite.mgmtClient.Create(t.Context(), d))
+	}
+	newFleet(t, cf.fleet)
+	// After newFleet: cleanups run last in, first out, and the fleet's waits for every
+	// Package labelled with it to be gone.
+	for _, d := range cf.decoys {
+		cleanupObject(t, d)
+	}
+	waitForFleet(t, cf.fleet.Name, metav1.ConditionFalse, v1alpha1.MembersFailedReason, digest)
+	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(cf.fleet), cf.fleet))
+	eventually(t, func(a *attempt) {
+		members := fleetMembers(a, a.Context(), cf.fleet.Name)
+		for _, ns := range cf.members {
+			if assert.Contains(a, members, ns) {
+				ready := readyCondition(a, ptr.To(members[ns]))
+				assert.True(a, ready != nil && ready.Status == metav1.ConditionTrue, "member %s Ready: %v", ns, ready)
+			}
+			assertFleetCopy(a, cf.fleet, ns, "registry", corev1.SecretTypeDockerConfigJson, map[string][]byte{corev1.DockerConfigJsonKey: cf.pullConfig})
+		}
+	}, "the members are Ready and their copies in place")
+	for _, d := range cf.decoys {
+		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(d), d))
+	}
+	if policy == v1alpha1.FleetDeletionOrphan {
+		// The orphans are the test's to delete, while the controller still runs.
+		for _, ns := range cf.members {
+			cleanupObject(t, &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cf.fleet.Name}})
+		}
+	}
+	return cf
+}
+
+// assertDeleted checks what is left once the fleet is gone: with Delete, none of its members,
+// what they installed or its copies; with Orphan, every member, installed, Ready and released
+// (nothing of the fleet on it: label, annotations, ownerReference), and every copy, released
+// too. Either way the decoys are as they were, and nothing else carries the fleet's label.
+func (cf *cascadeFleet) assertDeleted(t *testing.T, policy v1alpha1.FleetDeletionPolicy) {
+	t.Helper()
+	if policy == v1alpha1.FleetDeletionDelete {
+		eventually(t, func(a *attempt) {
+			for _, ns := range cf.members {
+				err := suite.mgmtClient.Get(a.Context(), client.ObjectKey{Namespace: ns, Name: cf.fleet.Name}, &v1alpha1.Package{})
+				assert.True(a, apierrors.IsNotFound(err), "member %s deleted: %v", ns, err)
+				assert.False(a, exists(a, suite.mgmtClient, "v1", "ConfigMap", ns, "fleet-app"), "what member %s installed is torn down", ns)
+				err = suite.mgmtClient.Get(a.Context(), client.ObjectKey{Namespace: ns, Name: "registry"}, &corev1.Secret{})
+				assert.True(a, apierrors.IsNotFound(err), "copy in %s deleted: %v", ns, err)
+			}
+		}, "the members and the copies go with the fleet")
+	} else {
+		for _, ns := range cf.members {
+			pkg := &v1alpha1.Package{}
+			if assert.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: cf.fleet.Name}, pkg), "member %s kept", ns) {
+				assertReleased(t, cf.fleet, pkg)
+				assert.Nil(t, pkg.DeletionTimestamp, "member %s is not being deleted", ns)
+				assert.Equal(t, "1", configMapData(t, ns, "fleet-app")["version"], "what member %s installed stays", ns)
+				if ready := readyCondition(t, pkg); assert.NotNil(t, ready) {
+					assert.Equal(t, metav1.ConditionTrue, ready.Status, "orphan %s: %s", ns, ready.Message)
+				}
+			}
+			copied := &corev1.Secret{}
+			if assert.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "registry"}, copied), "copy in %s kept", ns) {
+				assertReleased(t, cf.fleet, copied)
+				assert.Equal(t, map[string][]byte{corev1.DockerConfigJsonKey: cf.pullConfig}, copied.Data, "the copy in %s, for the orphan to pull with", ns)
+			}
+		}
+	}
+	for _, d := range cf.decoys {
+		assertUntouched(t, d)
+	}
+	// Nothing but the decoys is left labelled with the fleet.
+	decoys := map[string]bool{}
+	for _, d := range cf.decoys {
+		decoys[fmt.Sprintf("%T %s", d, client.ObjectKeyFromObject(d))] = true
+	}
+	for _, list := range []client.ObjectList{&v1alpha1.PackageList{}, &corev1.SecretList{}} {
+		require.NoError(t, suite.mgmtClient.List(t.Context(), list, client.MatchingLabels{v1alpha1.FleetLabel: cf.fleet.Name}))
+		require.NoError(t, apimeta.EachListItem(list, func(o runtime.Object) error {
+			obj := o.(client.Object)
+			key := fmt.Sprintf("%T %s", obj, client.ObjectKeyFromObject(obj))
+			assert.True(t, decoys[key], "%s is left labelled %s=%s", key, v1alpha1.FleetLabel, cf.fleet.Name)
+			return nil
+		}))
+	}
+}
+
+// assertUntouched checks that what the fleet could change of before is as it was: a Secret
+// not written at all (no controller writes it), a Package (its own controller writes its
+// finalizer and status) with the same labels, annotations, owners and spec, not deleted.
+func assertUntouched(t *testing.T, before client.Object) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(before)
+	now := before.DeepCopyObject().(client.Object)
+	if !assert.NoError(t, suite.mgmtClient.Get(t.Context(), key, now), "%T %s kept", before, key) {
+		return
+	}
+	assert.Nil(t, now.GetDeletionTimestamp(), "%T %s is not being deleted", before, key)
+	assert.Equal(t, before.GetLabels(), now.GetLabels(), "%T %s: labels", before, key)
+	assert.Equal(t, before.GetAnnotations(), now.GetAnnotations(), "%T %s: annotations", before, key)
+	assert.Equal(t, before.GetOwnerReferences(), now.GetOwnerReferences(), "%T %s: owners", before, key)
+	switch b := before.(type) {
+	case *corev1.Secret:
+		assert.Equal(t, b.ResourceVersion, now.GetResourceVersion(), "Secret %s is not written", key)
+	case *v1alpha1.Package:
+		assert.Equal(t, b.Spec, now.(*v1alpha1.Package).Spec, "Package %s: spec", key)
+	}
+}
+
+// assertReleased checks that obj carries nothing of the fleet any more.
+func assertReleased(t testingT, fleet *v1alpha1.HostedClusterPackage, obj client.Object) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(obj)
+	assert.NotContains(t, obj.GetLabels(), v1alpha1.FleetLabel, "%T %s", obj, key)
+	for _, a := range []string{v1alpha1.FleetUIDAnnotation, v1alpha1.FleetRevisionAnnotation, v1alpha1.FleetRevisionTimeAnnotation} {
+		assert.NotContains(t, obj.GetAnnotations(), a, "%T %s", obj, key)
+	}
+	for _, ref := range obj.GetOwnerReferences() {
+		assert.NotEqual(t, fleet.UID, ref.UID, "%T %s is still owned by the fleet", obj, key)
+	}
+}
+
+// dependentsOf lists the Packages and Secrets with an ownerReference to uid, as the garbage
+// collector's graph has them.
+func dependentsOf(t testingT, uid types.UID) []client.Object {
+	var out []client.Object
+	for _, list := range []client.ObjectList{&v1alpha1.PackageList{}, &corev1.SecretList{}} {
+		require.NoError(t, suite.mgmtClient.List(t.Context(), list))
+		require.NoError(t, apimeta.EachListItem(list, func(o runtime.Object) error {
+			obj := o.(client.Object)
+			for _, ref := range obj.GetOwnerReferences() {
+				if ref.UID == uid {
+					out = append(out, obj)
+				}
+			}
+			return nil
+		}))
+	}
+	return out
+}
+
+// collectGarbage does for a fleet deleted with cascade what kube-controller-manager's garbage
+// collector does before the fleet is gone, which envtest, without one, does not: with orphan,
+// it takes the fleet's ownerReference off every dependent, then its orphan finalizer off the
+// fleet; with foreground, it deletes every dependent (each with the default propagation, as
+// for dependents that have none of their own), then takes its foregroundDeletion finalizer
+// off (no dependent blocks that: the fleet sets no blockOwnerDeletion). With background it does
+// nothing until the fleet is gone (collectDangling). Each write is a patch on a fresh read,
+// retried on a conflict, as the collector's are.
+func collectGarbage(t *testing.T, fleet *v1alpha1.HostedClusterPackage, cascade metav1.DeletionPropagation) {
+	t.Helper()
+	finalizer := map[metav1.DeletionPropagation]string{metav1.DeletePropagationOrphan: metav1.FinalizerOrphanDependents,
+		metav1.DeletePropagationForeground: metav1.FinalizerDeleteDependents}[cascade]
+	if finalizer == "" {
+		return
+	}
+	eventually(t, func(a *attempt) {
+		for _, obj := range dependentsOf(a, fleet.UID) {
+			if cascade == metav1.DeletePropagationForeground {
+				assert.NoError(a, client.IgnoreNotFound(suite.mgmtClient.Delete(a.Context(), obj)))
+				continue
+			}
+			patch := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+			obj.SetOwnerReferences(slices.DeleteFunc(obj.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == fleet.UID }))
+			assert.NoError(a, client.IgnoreNotFound(suite.mgmtClient.Patch(a.Context(), obj, patch)))
+		}
+		if cascade == metav1.DeletePropagationOrphan {
+			assert.Empty(a, dependentsOf(a, fleet.UID), "every dependent orphaned")
+		}
+	}, "the garbage collector's part: the dependents (%s)", cascade)
+	eventually(t, func(a *attempt) {
+		got := &v1alpha1.HostedClusterPackage{}
+		err := suite.mgmtClient.Get(a.Context(), client.ObjectKeyFromObject(fleet), got)
+		if apierrors.IsNotFound(err) || !assert.NoError(a, err) || !slices.Contains(got.Finalizers, finalizer) {
+			return
+		}
+		patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		got.Finalizers = slices.DeleteFunc(got.Finalizers, func(f string) bool { return f == finalizer })
+		assert.NoError(a, client.IgnoreNotFound(suite.mgmtClient.Patch(a.Context(), got, patch)))
+	}, "the garbage collector's part: its finalizer %s off the fleet", finalizer)
+}
+
+// collectDangling deletes what still has an ownerReference to a fleet that is gone, as the
+// garbage collector does whatever the cascade was.
+func collectDangling(t *testing.T, fleet *v1alpha1.HostedClusterPackage) {
+	t.Helper()
+	for _, obj := range dependentsOf(t, fleet.UID) {
+		require.NoError(t, client.IgnoreNotFound(suite.mgmtClient.Delete(t.Context(), obj)))
+	}
+}
+
+// setFleetShard moves the fleet to another controller's shard, or back: the test's controller
+// stops seeing it (its cache drops objects that leave its label selector), as if it were
+// down, and sees it again when it comes back.
+func setFleetShard(t *testing.T, fleet *v1alpha1.HostedClusterPackage, shard string) {
+	t.Helper()
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, shardLabel, shard)
+	require.NoError(t, suite.mgmtClient.Patch(t.Context(), fleet.DeepCopy(), client.RawPatch(types.MergePatchType, patch)))
+}
+
+// TestFleetDeletionUnderCascade: each deletionPolicy under each kubectl delete --cascade,
+// with the garbage collector's part played by the test (envtest runs none), and in two orders:
+// the collector first, while pkgsync does not see the fleet (a controller down or busy: the
+// collector has stripped or deleted the dependents before the fleet's finalizer runs), and
+// both at once. Delete removes every member, what it installed and every copy; Orphan keeps
+// every member and copy, released; the objects of others that carry the fleet's label are
+// never touched (cascadeFleet). The real collector's run of the same is
+// TestFleetDeletionCascades.
+func TestFleetDeletionUnderCascade(t *testing.T) {
+	const shard = "fleet-cascade"
+	controllerNS := newNamespace(t)
+	runShardController(t, shard, func(o *controller.Options) { o.Namespace = controllerNS })
+	putPullSecret(t, controllerNS, "registry", dockerConfig(suite.registry.Host, "anyone", "anything"))
+
+	for _, policy := range []v1alpha1.FleetDeletionPolicy{v1alpha1.FleetDeletionDelete, v1alpha1.FleetDeletionOrphan} {
+		for _, cascade := range []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan} {
+			for _, gcFirst := range []bool{true, false} {
+				order := map[bool]string{true: "collector-first", false: "together"}[gcFirst]
+				t.Run(fmt.Sprintf("%s/%s/%s", policy, cascade, order), func(t *testing.T) {
+					t.Parallel()
+					cf := newCascadeFleet(t, shard, controllerNS, policy)
+					if gcFirst {
+						setFleetShard(t, cf.fleet, shard+"-paused")
+					}
+					require.NoError(t, suite.mgmtClient.Delete(t.Context(), cf.fleet, client.PropagationPolicy(cascade)))
+					collectGarbage(t, cf.fleet, cascade)
+					if gcFirst {
+						setFleetShard(t, cf.fleet, shard)
+					}
+					eventually(t, func(a *attempt) {
+						err := suite.mgmtClient.Get(a.Context(), client.ObjectKeyFromObject(cf.fleet), &v1alpha1.HostedClusterPackage{})
+						assert.True(a, apierrors.IsNotFound(err), "fleet gone: %v", err)
+					}, "the fleet is gone")
+					collectDangling(t, cf.fleet)
+					cf.assertDeleted(t, policy)
+				})
+			}
+		}
 	}
 }

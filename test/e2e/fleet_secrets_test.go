@@ -60,8 +60,9 @@ func secretChanges(namespace, name string) int {
 	return suite.requests.path(http.MethodPut, path) + suite.requests.path(http.MethodPatch, path) + suite.requests.path(http.MethodDelete, path)
 }
 
-// assertFleetCopy checks that the Secret name of namespace is the fleet's copy: owned by the
-// fleet, labelled with it, with the type and data given.
+// assertFleetCopy checks that the Secret name of namespace is the fleet's copy: labelled with
+// the fleet, carrying its UID, owned by it with deletionPolicy Delete (and by nothing with
+// Orphan), with the type and data given.
 func assertFleetCopy(t testingT, fleet *v1alpha1.HostedClusterPackage, namespace, name string, typ corev1.SecretType, data map[string][]byte) {
 	t.Helper()
 	var got corev1.Secret
@@ -71,7 +72,10 @@ func assertFleetCopy(t testingT, fleet *v1alpha1.HostedClusterPackage, namespace
 	assert.Equal(t, typ, got.Type, "copy %s/%s", namespace, name)
 	assert.Equal(t, data, got.Data, "copy %s/%s", namespace, name)
 	assert.Equal(t, fleet.Name, got.Labels[v1alpha1.FleetLabel], "copy %s/%s", namespace, name)
-	if assert.Len(t, got.OwnerReferences, 1, "copy %s/%s", namespace, name) {
+	assert.Equal(t, string(fleet.UID), got.Annotations[v1alpha1.FleetUIDAnnotation], "copy %s/%s carries the fleet's UID", namespace, name)
+	if fleet.Spec.GetDeletionPolicy() == v1alpha1.FleetDeletionOrphan {
+		assert.Empty(t, got.OwnerReferences, "copy %s/%s: no ownerReference with deletionPolicy Orphan", namespace, name)
+	} else if assert.Len(t, got.OwnerReferences, 1, "copy %s/%s", namespace, name) {
 		assert.Equal(t, fleet.UID, got.OwnerReferences[0].UID, "copy %s/%s is owned by the fleet", namespace, name)
 	}
 }
