@@ -130,7 +130,7 @@ func TestClientsDeparted(t *testing.T) {
 	require.NoError(t, reader.Create(ctx, connectorSecret("clusters-a", kubeconfig)))
 	_, err = c.Target(ctx, "clusters-a", nil)
 	require.NoError(t, err)
-	c.MarkUnavailable("clusters-a", assert.AnError)
+	_ = c.MarkUnavailable("clusters-a", assert.AnError)
 	require.NoError(t, reader.Delete(ctx, connectorSecret("clusters-a", nil)))
 	_, err = c.Target(ctx, "clusters-a", nil)
 	require.Error(t, err)

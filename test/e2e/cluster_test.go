@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -229,11 +228,4 @@ func endpointOf(kubeconfig []byte) map[string]any {
 		return nil
 	}
 	return map[string]any{"host": u.Hostname(), "port": port}
-}
-
-// hostedClusterObj is a HostedCluster to read into.
-func hostedClusterObj() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(hosted.HostedClusterGVK)
-	return u
 }
