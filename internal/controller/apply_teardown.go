@@ -99,11 +99,11 @@ func teardownPass(ctx context.Context, r *applier, reader client.Reader, obj sta
 	}
 	policy := teardownPolicy{letGoUnreachableHosted: time.Since(obj.GetDeletionTimestamp().Time) > opts.HostedTeardownTimeout}
 	if owner.Namespace != "" {
-		terminating, err := namespaceTerminating(ctx, reader, owner.Namespace)
+		terminating, created, err := namespaceTerminating(ctx, reader, owner.Namespace)
 		if err != nil {
 			return false, err
 		}
-		policy.namespaceTerminating = terminating
+		policy.namespaceTerminating, policy.namespaceCreated = terminating, created
 		policy.letGoUnreachableHosted = policy.letGoUnreachableHosted || terminating
 	}
 	res, letGo, err := r.teardown(ctx, owner, serviceAccount, status.Inventory, policy)
@@ -133,15 +133,17 @@ func teardownPass(ctx context.Context, r *applier, reader client.Reader, obj sta
 	return true, nil
 }
 
-func namespaceTerminating(ctx context.Context, reader client.Reader, name string) (bool, error) {
+// namespaceTerminating reports whether a namespace is being deleted (or is gone), and when it
+// was created (zero when it is gone).
+func namespaceTerminating(ctx context.Context, reader client.Reader, name string) (bool, time.Time, error) {
 	var ns corev1.Namespace
 	if err := reader.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
 		if apierrors.IsNotFound(err) {
-			return true, nil
+			return true, time.Time{}, nil
 		}
-		return false, fmt.Errorf("read namespace %s: %w", name, err)
+		return false, time.Time{}, fmt.Errorf("read namespace %s: %w", name, err)
 	}
-	return !ns.DeletionTimestamp.IsZero() || ns.Status.Phase == corev1.NamespaceTerminating, nil
+	return !ns.DeletionTimestamp.IsZero() || ns.Status.Phase == corev1.NamespaceTerminating, ns.CreationTimestamp.Time, nil
 }
 
 // refList names at most five objects.
@@ -166,6 +168,9 @@ type teardownPolicy struct {
 	// they cannot be deleted (the impersonated ServiceAccount's RoleBinding may be gone already):
 	// the namespace deletion removes them anyway.
 	namespaceTerminating bool
+	// namespaceCreated is when the owner's namespace was created (zero when unknown): the
+	// departed hosted client of a namespace of the same name deleted before is not its own.
+	namespaceCreated time.Time
 }
 
 // teardown makes one teardown pass and returns, besides its result, the objects it let go
@@ -198,7 +203,9 @@ func (r *applier) teardown(ctx context.Context, owner apply.Owner, serviceAccoun
 		// The namespace controller deleted the connector Secret with everything else while this
 		// resource waited on its finalizer: the client it last used, while its API server still
 		// answered, removes the hosted objects; if it does not answer now they are let go below.
-		if ht, ok := r.targets.hosted.Departed(owner.Namespace); ok {
+		// Only as Target would have served it (the HostedCluster's endpoint), and only in the
+		// namespace its Secret was in, not in one of the same name created since.
+		if ht, ok := r.targets.hosted.Departed(owner.Namespace, policy.namespaceCreated, behind.cluster); ok {
 			tgts[classHosted], hostedErr = ht, nil
 		}
 	}

@@ -102,10 +102,14 @@ type Clients struct {
 }
 
 // departedEntry is the last client of a namespace whose connector Secret is gone, and when it
-// went.
+// went. server, serverField and secretCreated are the entry's: Departed checks the server
+// against the HostedCluster on every use, as Target does, and serves the client only in the
+// namespace the Secret was created in, not in a namespace of the same name created since.
 type departedEntry struct {
-	target apply.Target
-	at     time.Time
+	target              apply.Target
+	server, serverField string
+	secretCreated       time.Time
+	at                  time.Time
 }
 
 // DepartedTTL is how long Departed keeps the client of a namespace whose connector Secret was
@@ -118,9 +122,12 @@ type entry struct {
 	// serverField names it; checked on every use, as the endpoint a HostedCluster advertises
 	// may change.
 	server, serverField string
-	target              apply.Target
-	lastUsed            time.Time
-	health              health
+	// secretCreated is when the connector Secret last read was created (the API server's
+	// clock), for Departed.
+	secretCreated time.Time
+	target        apply.Target
+	lastUsed      time.Time
+	health        health
 	// probeURL and probeClient check the API server while the circuit is open.
 	probeURL    string
 	probeClient *http.Client
@@ -194,11 +201,16 @@ func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluste
 	}
 	data := secret.Data[c.opts.SecretKey]
 	if len(data) == 0 {
+		c.mu.Lock()
+		delete(c.departed, namespace) // the Secret says there are no credentials now
+		c.mu.Unlock()
 		return apply.Target{}, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: fmt.Sprintf("key %q is missing or empty", c.opts.SecretKey)}
 	}
 	hash := sha256.Sum256(data)
 
 	c.mu.Lock()
+	// The Secret is there: what it holds, not a departed client, is the namespace's credentials.
+	delete(c.departed, namespace)
 	now := c.now()
 	c.evictIdle(now)
 	e, ok := c.entries[namespace]
@@ -212,7 +224,6 @@ func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluste
 		}
 	}
 	if !ok || e.dataHash != hash {
-		delete(c.departed, namespace)
 		if e, err = c.build(namespace, data, hc); err != nil {
 			c.mu.Unlock()
 			return apply.Target{}, err
@@ -228,6 +239,7 @@ func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluste
 		go c.firstContact(namespace, e)
 	}
 	e.lastUsed = now
+	e.secretCreated = secret.CreationTimestamp.Time
 	contacted := e.contacted
 	c.mu.Unlock()
 
@@ -269,6 +281,9 @@ func (c *Clients) Probes() int64 { return c.probes.Load() }
 func (c *Clients) MarkUnavailable(namespace string, err error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// A departed client that did not answer is not tried again by the namespace's other
+	// resources: each would wait for it as long.
+	delete(c.departed, namespace)
 	e, ok := c.entries[namespace]
 	if !ok {
 		return nil
@@ -294,7 +309,8 @@ func (c *Clients) depart(namespace string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.entries[namespace]; ok && e.health.state == HealthClosed {
-		c.departed[namespace] = departedEntry{target: e.target, at: c.now()}
+		c.departed[namespace] = departedEntry{target: e.target, server: e.server, serverField: e.serverField,
+			secretCreated: e.secretCreated, at: c.now()}
 	}
 	delete(c.entries, namespace)
 }
@@ -305,11 +321,23 @@ func (c *Clients) depart(namespace string) {
 // namespace controller deletes the connector Secret with everything else, at once, while those
 // resources wait on their finalizers; without the client their hosted objects could only be
 // let go, though the hosted API server still answers.
-func (c *Clients) Departed(namespace string) (apply.Target, bool) {
+//
+// It is served only as Target would have served it, and only to resources that could have read
+// the Secret: namespaceCreated is the creation time of the namespace the caller's resource is
+// in, and a Secret created before it was another namespace's of the same name (one deleted
+// since: every object of a namespace is created after it); zero (the namespace was not found)
+// serves nothing. hc is the HostedCluster behind the namespace now, whose advertised endpoint
+// the server is checked against (checkServer). A new connector Secret, with credentials or
+// without, or a failure of the client (MarkUnavailable) ends it.
+func (c *Clients) Departed(namespace string, namespaceCreated time.Time, hc *HostedCluster) (apply.Target, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, ok := c.departed[namespace]
-	if !ok || c.now().Sub(d.at) > DepartedTTL {
+	if !ok || namespaceCreated.IsZero() {
+		return apply.Target{}, false
+	}
+	if c.now().Sub(d.at) > DepartedTTL || d.secretCreated.Before(namespaceCreated) ||
+		c.checkServer(namespace, d.server, d.serverField, hc) != nil {
 		delete(c.departed, namespace)
 		return apply.Target{}, false
 	}

@@ -2,6 +2,8 @@ package hosted
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
@@ -95,6 +98,20 @@ func TestClientsWithoutCredentials(t *testing.T) {
 	}
 }
 
+// namespaceCreated is when the namespace of the Departed tests was created, and secretCreated
+// when its connector Secret was: after it, as every object of a namespace.
+var (
+	namespaceCreated = time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	secretCreated    = namespaceCreated.Add(time.Minute)
+)
+
+// connectorSecretAt is connectorSecret created at created.
+func connectorSecretAt(ns string, data []byte, created time.Time) *corev1.Secret {
+	s := connectorSecret(ns, data)
+	s.CreationTimestamp = metav1.NewTime(created)
+	return s
+}
+
 // TestClientsDeparted: the client of a namespace whose connector Secret was deleted while its
 // API server answered stays available to Departed for DepartedTTL, and only then; Target
 // itself refuses at once, and a new Secret replaces it.
@@ -103,12 +120,12 @@ func TestClientsDeparted(t *testing.T) {
 	ctx := context.Background()
 	srv := newCapturingServer(t)
 	kubeconfig := hostileKubeconfig(t, srv.URL, pemCert(srv), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "a" })
-	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kubeconfig)).Build()
+	reader := fake.NewClientBuilder().WithObjects(connectorSecretAt("clusters-a", kubeconfig, secretCreated)).Build()
 	c := NewClients(reader, Options{Kubeconfig: anyServer})
 	now := time.Now()
 	c.now = func() time.Time { return now }
 
-	_, ok := c.Departed("clusters-a")
+	_, ok := c.Departed("clusters-a", namespaceCreated, nil)
 	assert.False(t, ok, "nothing departed while the Secret is there")
 	used, err := c.Target(ctx, "clusters-a", nil)
 	require.NoError(t, err)
@@ -116,24 +133,98 @@ func TestClientsDeparted(t *testing.T) {
 	require.NoError(t, reader.Delete(ctx, connectorSecret("clusters-a", nil)))
 	_, err = c.Target(ctx, "clusters-a", nil)
 	assert.True(t, IsNoCredentials(err), "Target refuses without the Secret: %v", err)
-	departed, ok := c.Departed("clusters-a")
+	departed, ok := c.Departed("clusters-a", namespaceCreated, nil)
 	require.True(t, ok, "the last client departed with the Secret")
 	assert.Same(t, used.Client, departed.Client)
 	cached, _ := c.Stats()
 	assert.Zero(t, cached, "a departed client is not cached for Target")
 
 	now = now.Add(DepartedTTL + time.Second)
-	_, ok = c.Departed("clusters-a")
+	_, ok = c.Departed("clusters-a", namespaceCreated, nil)
 	assert.False(t, ok, "not after DepartedTTL")
 
 	// A circuit open when the Secret goes leaves nothing behind.
-	require.NoError(t, reader.Create(ctx, connectorSecret("clusters-a", kubeconfig)))
+	require.NoError(t, reader.Create(ctx, connectorSecretAt("clusters-a", kubeconfig, secretCreated)))
 	_, err = c.Target(ctx, "clusters-a", nil)
 	require.NoError(t, err)
 	_ = c.MarkUnavailable("clusters-a", assert.AnError)
 	require.NoError(t, reader.Delete(ctx, connectorSecret("clusters-a", nil)))
 	_, err = c.Target(ctx, "clusters-a", nil)
 	require.Error(t, err)
-	_, ok = c.Departed("clusters-a")
+	_, ok = c.Departed("clusters-a", namespaceCreated, nil)
 	assert.False(t, ok, "an unreachable client does not depart")
+}
+
+// TestClientsDepartedRefused: a departed client is served only as Target would have served it,
+// to a resource of the namespace its Secret was in, and while nothing says the namespace holds
+// other credentials or that its API server is gone: not after the Secret is back without
+// credentials, not when the HostedCluster advertises another endpoint, not in a namespace of
+// the same name created after the Secret (the old one deleted, a new tenant's made), not once it
+// failed to answer.
+func TestClientsDepartedRefused(t *testing.T) {
+	t.Parallel()
+	srv := newCapturingServer(t)
+	kubeconfig := hostileKubeconfig(t, srv.URL, pemCert(srv), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "a" })
+	endpoint := strings.TrimPrefix(srv.URL, "https://")
+	advertising := func(ep string) *HostedCluster { return &HostedCluster{Namespace: "clusters", Name: "a", Endpoint: ep} }
+	// departedClient returns Clients whose client of clusters-a, built from a kubeconfig naming
+	// the endpoint the HostedCluster advertises, departed with its Secret.
+	departedClient := func(t *testing.T) (*Clients, client.Client) {
+		t.Helper()
+		reader := fake.NewClientBuilder().WithObjects(connectorSecretAt("clusters-a", kubeconfig, secretCreated)).Build()
+		c := NewClients(reader, Options{})
+		_, err := c.Target(t.Context(), "clusters-a", advertising(endpoint))
+		require.NoError(t, err)
+		require.NoError(t, reader.Delete(t.Context(), connectorSecret("clusters-a", nil)))
+		_, err = c.Target(t.Context(), "clusters-a", advertising(endpoint))
+		require.True(t, IsNoCredentials(err), "%v", err)
+		return c, reader
+	}
+
+	t.Run("served in its namespace", func(t *testing.T) {
+		t.Parallel()
+		c, _ := departedClient(t)
+		_, ok := c.Departed("clusters-a", namespaceCreated, advertising(endpoint))
+		assert.True(t, ok)
+		_, ok = c.Departed("clusters-a", secretCreated, advertising(endpoint))
+		assert.True(t, ok, "a Secret created in the namespace's second")
+	})
+	t.Run("the Secret is back without credentials", func(t *testing.T) {
+		t.Parallel()
+		c, reader := departedClient(t)
+		require.NoError(t, reader.Create(t.Context(), connectorSecretAt("clusters-a", nil, secretCreated)))
+		_, err := c.Target(t.Context(), "clusters-a", advertising(endpoint))
+		require.True(t, IsNoCredentials(err), "%v", err)
+		_, ok := c.Departed("clusters-a", namespaceCreated, advertising(endpoint))
+		assert.False(t, ok, "the namespace's Secret, not the departed client, says what its credentials are")
+	})
+	t.Run("the HostedCluster advertises another endpoint", func(t *testing.T) {
+		t.Parallel()
+		c, _ := departedClient(t)
+		_, ok := c.Departed("clusters-a", namespaceCreated, advertising("api.a.example.com:6443"))
+		assert.False(t, ok, "checked on every use, as Target does")
+		_, ok = c.Departed("clusters-a", namespaceCreated, advertising(endpoint))
+		assert.False(t, ok, "and dropped")
+	})
+	t.Run("a namespace of the same name created since", func(t *testing.T) {
+		t.Parallel()
+		c, _ := departedClient(t)
+		_, ok := c.Departed("clusters-a", secretCreated.Add(time.Second), advertising(endpoint))
+		assert.False(t, ok, "another namespace's client")
+		_, ok = c.Departed("clusters-a", namespaceCreated, advertising(endpoint))
+		assert.False(t, ok, "and dropped")
+	})
+	t.Run("the namespace is not found", func(t *testing.T) {
+		t.Parallel()
+		c, _ := departedClient(t)
+		_, ok := c.Departed("clusters-a", time.Time{}, advertising(endpoint))
+		assert.False(t, ok, "no namespace to be the Secret's")
+	})
+	t.Run("its API server did not answer", func(t *testing.T) {
+		t.Parallel()
+		c, _ := departedClient(t)
+		assert.Nil(t, c.MarkUnavailable("clusters-a", errors.New("dial tcp: i/o timeout")), "no client to open the circuit of")
+		_, ok := c.Departed("clusters-a", namespaceCreated, advertising(endpoint))
+		assert.False(t, ok, "the next resource of the namespace does not wait on it again")
+	})
 }
