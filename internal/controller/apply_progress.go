@@ -33,9 +33,12 @@ type ownerProgress struct {
 	// made: another one starts afresh.
 	cluster  string
 	progress *apply.Progress
-	// waiting is the phase the last pass waited on, and waitingSince when a pass first did.
-	waiting      string
-	waitingSince time.Time
+	// waiting is the phase the last pass waited on, and quickUntil when its quick checks end
+	// (zero: it got none); windows counts the waits given quick checks since the memory was
+	// made.
+	waiting    string
+	quickUntil time.Time
+	windows    int
 }
 
 // quickCheck is how often a phase that has waited less than quickChecksFor is looked at.
@@ -44,13 +47,20 @@ const (
 	quickChecksFor = 10 * time.Second
 )
 
-// nextCheck says how soon a pass of the resource uid that waits on phase is looked at again:
-// every quickCheck for the first quickChecksFor of the phase's wait, then every interval. Most
-// objects are available within seconds of their apply (a Deployment's pods on a healthy
-// cluster): Ready follows them within a second, where a fixed interval would wait up to all of
-// it. Each check reads only the objects still waited on (apply.Progress), so a wait costs at
-// most quickChecksFor/quickCheck such reads more than with the interval alone.
-func (s progressByOwner) nextCheck(uid types.UID, phase string, now time.Time, interval time.Duration) time.Duration {
+// nextCheck says how soon a pass of the resource uid that waits on phase, one of the pass's
+// phases, is looked at again: every quickCheck for the first quickChecksFor of the phase's
+// wait, then every interval. Most objects are available within seconds of their apply (a
+// Deployment's pods on a healthy cluster): Ready follows them within a second, where a fixed
+// interval would wait up to all of it. Each check reads only the objects still waited on
+// (apply.Progress), so a wait costs at most quickChecksFor/quickCheck such reads more than with
+// the interval alone.
+//
+// Until the resource converges (done), at most as many waits as the pass has phases get quick
+// checks: the wait can go back to an earlier phase (an object of it that becomes unavailable
+// again is seen when it is read again, after a failed pass or apply.Progress's maxAge), and
+// whoever runs the object decides when. Were each change of phase a new wait, an object made
+// to flap would keep its resource on one pass a second for as long as it flaps.
+func (s progressByOwner) nextCheck(uid types.UID, phase string, phases int, now time.Time, interval time.Duration) time.Duration {
 	if s.owners == nil || interval <= quickCheck {
 		return interval
 	}
@@ -59,10 +69,14 @@ func (s progressByOwner) nextCheck(uid types.UID, phase string, now time.Time, i
 		return interval
 	}
 	p := o.(*ownerProgress)
-	if p.waiting != phase || p.waitingSince.IsZero() {
-		p.waiting, p.waitingSince = phase, now
+	if p.windows == 0 || p.waiting != phase {
+		p.waiting, p.quickUntil = phase, time.Time{}
+		if p.windows < phases {
+			p.windows++
+			p.quickUntil = now.Add(quickChecksFor)
+		}
 	}
-	if now.Sub(p.waitingSince) < quickChecksFor {
+	if now.Before(p.quickUntil) {
 		return quickCheck
 	}
 	return interval
@@ -87,7 +101,7 @@ func (r *applier) progressCheck(uid types.UID, res *apply.Result, interval time.
 	if res == nil || res.Complete() || res.Progressing() == nil {
 		return interval
 	}
-	return r.progress.nextCheck(uid, res.Progressing().Name, time.Now(), interval)
+	return r.progress.nextCheck(uid, res.Progressing().Name, len(res.Phases), time.Now(), interval)
 }
 
 // done forgets the resource uid: it converged, or it is being deleted.
