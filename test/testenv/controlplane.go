@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -24,6 +25,10 @@ type ControlPlane struct {
 
 	// auditLog is the kube-apiserver's audit log, empty unless ControlPlaneOptions.Audit.
 	auditLog string
+
+	// users serialises AddUser: envtest's user provisioning is not safe for concurrent use,
+	// and parallel tests provision users of one control plane.
+	users sync.Mutex
 
 	env *envtest.Environment
 }
@@ -95,7 +100,9 @@ func NewControlPlane(t testing.TB, name string) *ControlPlane {
 // for it, the way HyperShift's connector Secrets carry one. A second user gives a second,
 // independent set of credentials for the same API server (certificate rotation in tests).
 func (c *ControlPlane) Kubeconfig(user string, groups ...string) ([]byte, error) {
+	c.users.Lock()
 	u, err := c.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	c.users.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("add user %s to %s control plane: %w", user, c.Name, err)
 	}
@@ -111,7 +118,9 @@ func (c *ControlPlane) Kubeconfig(user string, groups ...string) ([]byte, error)
 // accepts as the hosted API server too. Another user gives another, independent credential for
 // the same server (certificate rotation).
 func (c *ControlPlane) ConnectorKubeconfig(user string) ([]byte, error) {
+	c.users.Lock()
 	u, err := c.env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	c.users.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("add user %s to %s control plane: %w", user, c.Name, err)
 	}
