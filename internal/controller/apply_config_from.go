@@ -310,11 +310,33 @@ func (in *configInput) redact(err error) error {
 	if err == nil || len(in.secretValues) == 0 {
 		return err
 	}
-	msg := err.Error()
+	return &redactedError{msg: in.redactText(err.Error()), err: err}
+}
+
+// redactResult removes the values of Secrets from what a pass says of the objects it applied,
+// before status shows it: why each is not available (kstatus's message and the object's own
+// conditions, which its controller writes and may fill with a rendered value, as the API
+// server's refusal of a pod quotes its template) and the conditions mapped from them.
+func (in *configInput) redactResult(res *apply.Result) {
+	if res == nil || len(in.secretValues) == 0 {
+		return
+	}
+	for i := range res.Phases {
+		for j := range res.Phases[i].NotAvailable {
+			na := &res.Phases[i].NotAvailable[j]
+			na.Reason = in.redactText(na.Reason)
+		}
+	}
+	for i := range res.Conditions {
+		res.Conditions[i].Message = in.redactText(res.Conditions[i].Message)
+	}
+}
+
+func (in *configInput) redactText(msg string) string {
 	for _, v := range in.secretValues {
 		msg = strings.ReplaceAll(msg, v, "[redacted]")
 	}
-	return &redactedError{msg: msg, err: err}
+	return msg
 }
 
 // redactedError is an error whose message has Secret values removed.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/render"
 )
 
@@ -149,6 +150,24 @@ func TestRedact(t *testing.T) {
 	// Without Secret values the error is left as it is.
 	plain := errors.New("x")
 	assert.Same(t, plain, (&configInput{}).redact(plain))
+}
+
+// TestRedactResult: what a pass says of its objects (why each is not available, the conditions
+// mapped from them) reaches status without the values of Secrets the configuration read.
+func TestRedactResult(t *testing.T) {
+	t.Parallel()
+	in := &configInput{secretValues: redactionForms([]string{"hunter2"})}
+	res := &apply.Result{
+		Phases: []apply.PhaseResult{{Name: "deploy", NotAvailable: []apply.ObjectStatus{{
+			Reason: `kstatus Failed: ReplicaSet failed (ReplicaFailure=True FailedCreate: pods "app-x" is forbidden: env PASSWORD=hunter2 refused)`}}}},
+		Conditions: []metav1.Condition{{Type: "Ready", Message: "token hunter2 rejected"}},
+	}
+	in.redactResult(res)
+	assert.NotContains(t, res.Phases[0].NotAvailable[0].Reason, "hunter2")
+	assert.Contains(t, res.Phases[0].NotAvailable[0].Reason, "[redacted]")
+	assert.Equal(t, "token [redacted] rejected", res.Conditions[0].Message)
+	(&configInput{}).redactResult(res) // nothing to redact
+	(&configInput{}).redactResult(nil)
 }
 
 // TestRenderKeyOfSecretConfigIsPerNamespace: a render made from Secret values is found in the

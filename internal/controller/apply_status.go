@@ -134,6 +134,9 @@ func (r *report) recordInventory(status *v1alpha1.ApplyStatus) func(context.Cont
 const maxNotAvailable = 10
 
 // phasesToStatus reports each phase of an apply pass.
+// maxNotAvailableReason bounds each reason in status.phases[].notAvailable.
+const maxNotAvailableReason = 1024
+
 func phasesToStatus(res *apply.Result) (phases []v1alpha1.PhaseStatus, current string) {
 	current = "Complete"
 	for _, p := range res.Phases {
@@ -143,7 +146,8 @@ func phasesToStatus(res *apply.Result) (phases []v1alpha1.PhaseStatus, current s
 				ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: "…", Reason: fmt.Sprintf("and %d more", len(p.NotAvailable)-i)})
 				break
 			}
-			ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: na.Ref.String(), Reason: na.Reason})
+			// The reason quotes the object's status, which whoever writes the object writes.
+			ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: na.Ref.String(), Reason: boundMessage(na.Reason, maxNotAvailableReason)})
 		}
 		if p.State != v1alpha1.PhaseComplete && current == "Complete" {
 			current = p.Name

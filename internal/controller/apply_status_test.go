@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,13 @@ func TestPhasesToStatusCapsObjects(t *testing.T) {
 	require.Len(t, phases, 3)
 	assert.Len(t, phases[1].NotAvailable, maxNotAvailable+1)
 	assert.Equal(t, "and 5 more", phases[1].NotAvailable[maxNotAvailable].Reason)
+
+	// A reason quotes the object's status, written by whoever writes the object: bounded and
+	// one printable line.
+	res.Phases[1].NotAvailable[0].Reason = "kstatus InProgress: \x1b[2J" + strings.Repeat("x", 64<<10)
+	phases, _ = phasesToStatus(res)
+	assert.LessOrEqual(t, len(phases[1].NotAvailable[0].Reason), maxNotAvailableReason)
+	assert.NotContains(t, phases[1].NotAvailable[0].Reason, "\x1b")
 }
 
 // wantConditions is what an outcome leaves of Ready, Reconciling and Stalled ("" for absent).

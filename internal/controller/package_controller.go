@@ -137,6 +137,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		return nil, constraintViolated(err)
 	}
 	res, err := r.applier.apply(ctx, r.passRequest(obj, rendered, hc, record))
+	config.redactResult(res)
 	recordPass(&status.ApplyStatus, res)
 	r.applier.drift(r.kind).record(obj, &status.ApplyStatus, spec.GetDriftPolicy(), res)
 	if err == nil && res.Complete() {
