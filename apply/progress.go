@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Progress remembers what the passes taking one owner to its desired state learnt of its
@@ -147,4 +149,47 @@ func progressFingerprint(req Request) (string, error) {
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// available reports whether applying the object found it available in its desired state, with
+// nothing to report: drift left alone is reported by every pass, so it is not available to skip.
+func (r *appliedObject) available() bool {
+	return r.ran && r.err == nil && r.out.live != nil && r.out.waiting == "" && len(r.reasons) == 0 && r.out.drift == nil
+}
+
+// availableBefore reports whether an earlier pass found obj available in its desired state,
+// so that this pass need not send or read it. CRDs are always read (the custom resources of
+// their phase wait for them to be Established), and so are objects whose conditions the phase
+// maps (they are reported from the live object).
+func (p *pass) availableBefore(s *phaseState, obj *unstructured.Unstructured) bool {
+	if p.progress == nil || len(s.mappings[s.origin[obj]]) > 0 {
+		return false
+	}
+	if _, ok := crdKind(obj); ok {
+		return false
+	}
+	return p.progress.isAvailable(RefOf(obj).key(s.ph.Class), obj.GetAnnotations()[DesiredHashAnnotation])
+}
+
+// isNew reports whether an object is expected not to exist, so that it is created without a
+// read first: Previous does not hold it, or it holds it only because an earlier pass recorded
+// it as intended and never sent it.
+func (p *pass) isNew(k key) bool {
+	return !p.previous[k] || (p.progress != nil && p.progress.isUnsent(k))
+}
+
+// forgetAvailable forgets what earlier passes found available, and stops this pass from
+// skipping or remembering anything more.
+func (p *pass) forgetAvailable() {
+	if p.progress != nil {
+		p.progress.forgetAvailable()
+		p.progress = nil
+	}
+}
+
+// found remembers whether the pass found obj, which it sent, available in its desired state.
+func (p *pass) found(s *phaseState, obj *unstructured.Unstructured, available bool) {
+	if p.progress != nil {
+		p.progress.found(RefOf(obj).key(s.ph.Class), obj.GetAnnotations()[DesiredHashAnnotation], available)
+	}
 }
