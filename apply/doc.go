@@ -12,5 +12,6 @@
 //     object is held to: confine.go, ownership.go, ignore.go, satisfied.go, condition_map.go.
 //   - Prune (prune.go) and Teardown (teardown.go); Preview (preview.go), a dry run.
 //
-// It imports the API types and desired (rendered phases), nothing of the controller.
+// It imports the API types, desired (rendered phases) and regexcost (bounded patterns), nothing
+// of the controller.
 package apply
