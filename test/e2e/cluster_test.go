@@ -41,6 +41,9 @@ const clusterTimeout = 2 * time.Minute
 type clusterEnv struct {
 	cluster *testenv.Cluster
 	client  client.Client
+	// controllerNamespace is its pkgsync controller's own namespace (--namespace), as an
+	// installation has one: fleets copy the Secrets they name from there.
+	controllerNamespace string
 	// requests counts what its pkgsync controller sends to the cluster, by namespace.
 	requests *requestCounter
 	stop     func()
@@ -95,10 +98,15 @@ func startCluster() (*clusterEnv, error) {
 	if env.client, err = client.New(env.cluster.Config, client.Options{Scheme: suite.scheme}); err != nil {
 		return fail(err)
 	}
+	env.controllerNamespace = "pkgsync-system"
+	if err := env.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: env.controllerNamespace}}); err != nil {
+		return fail(fmt.Errorf("create the controller's namespace: %w", err))
+	}
 	// The controller's default progress interval, not the suite's 200 ms: how soon Ready follows
 	// what the cluster's controllers do is part of what these tests see.
 	stopped, err := startControllerOn(ctx, env.cluster.Config, env.requests, "", suite.source, func(o *controller.Options) {
 		o.ProgressInterval = 5 * time.Second
+		o.Namespace = env.controllerNamespace
 	})
 	if err != nil {
 		return fail(err)
@@ -136,7 +144,10 @@ func (e *clusterEnv) namedNamespace(t *testing.T, name string, labels map[string
 func (e *clusterEnv) deleteNamespace(t *testing.T, name string) {
 	t.Helper()
 	ctx := context.WithoutCancel(t.Context())
-	for _, list := range []client.ObjectList{&v1alpha1.HostedClusterPackageList{}, &v1alpha1.PackageList{}, &v1alpha1.ObjectDeploymentList{}} {
+	// Namespaced kinds only: a list of a cluster-scoped kind (HostedClusterPackages) ignores the
+	// namespace, and deleting what it returns deleted every fleet on the cluster, those of tests
+	// still running included.
+	for _, list := range []client.ObjectList{&v1alpha1.PackageList{}, &v1alpha1.ObjectDeploymentList{}} {
 		require.NoError(t, e.client.List(ctx, list, client.InNamespace(name)))
 		require.NoError(t, apimeta.EachListItem(list, func(o runtime.Object) error {
 			return client.IgnoreNotFound(e.client.Delete(ctx, o.(client.Object)))
