@@ -14,12 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
-	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
 // TestFleetDeletionPolicy: deleting a fleet with deletionPolicy Orphan leaves its members
@@ -126,189 +124,6 @@ func TestFleetDeletionPolicy(t *testing.T) {
 	}
 }
 
-// cascadeFleet is a fleet over three HostedClusters for the deletion tests under each cascade,
-// with the objects of others that carry its label beside its own: in a tenant's namespace a
-// Package named like the fleet and a Secret named like its copy, both labelled
-// pkgsync.dev/fleet=<fleet>, the Secret with a guessed pkgsync.dev/fleet-uid; and, in the
-// hosted-control-plane namespace of the third HostedCluster, which the fleet selects, a
-// labelled Package of the fleet's name that the fleet did not write (that cluster gets no
-// member: Collision) and a labelled Secret of its copy's name. None of them is the fleet's,
-// whatever its label, name and namespace say: none may be written, released or deleted.
-type cascadeFleet struct {
-	fleet *v1alpha1.HostedClusterPackage
-	// members are the namespaces of the fleet's members, decoys the objects that are not its.
-	members []string
-	decoys  []client.Object
-	// pullConfig is what the copies of the pull Secret hold.
-	pullConfig []byte
-}
-
-// newCascadeFleet creates the fleet (with policy) and the decoys, and waits until the members
-// have installed the package and their copies are in place. The Secret the fleet copies is
-// "registry" of controllerNS; shard is the controller's.
-func newCascadeFleet(t *testing.T, shard, controllerNS string, policy v1alpha1.FleetDeletionPolicy) *cascadeFleet {
-	t.Helper()
-	hcNamespace := newNamespace(t)
-	tenantNS := newNamespace(t)
-	digest := pushPackage(t, writePackage(t, fleetPackage("1", false)), "e2e/"+hcNamespace+"/cascade:stable")
-	clusters := newFleetClusters(t, hcNamespace, hcNamespace, "", "", "")
-	require.Len(t, clusters, 3)
-	taken := hosted.ControlPlaneNamespace(hcNamespace, "hc2")
-	cf := &cascadeFleet{pullConfig: dockerConfig(suite.registry.Host, "anyone", "anything")}
-	for ns := range clusters {
-		if ns != taken {
-			cf.members = append(cf.members, ns)
-		}
-	}
-	slices.Sort(cf.members)
-
-	labels := map[string]string{shardLabel: shard}
-	cf.fleet = &v1alpha1.HostedClusterPackage{
-		ObjectMeta: metav1.ObjectMeta{Name: "cascade-" + hcNamespace[len(hcNamespace)-8:], Labels: labels},
-		Spec: v1alpha1.HostedClusterPackageSpec{
-			HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": hcNamespace}},
-			Template: v1alpha1.PackageTemplate{
-				Metadata: v1alpha1.TemplateMetadata{Labels: labels},
-				Spec: v1alpha1.PackageSpec{Image: suite.registry.Host + "/e2e/" + hcNamespace + "/cascade:stable",
-					PullSecretRef: &meta.LocalObjectReference{Name: "registry"}},
-			},
-			DeletionPolicy: policy,
-		},
-	}
-	// The decoy Packages are in the controller's shard, so that the fleet's caches hold them
-	// as they hold its members; suspended, they apply nothing.
-	fleetLabel := map[string]string{v1alpha1.FleetLabel: cf.fleet.Name, shardLabel: shard}
-	decoyPackage := func(ns string, annotations map[string]string) *v1alpha1.Package {
-		return &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cf.fleet.Name, Labels: fleetLabel, Annotations: annotations},
-			Spec: v1alpha1.PackageSpec{Image: cf.fleet.Spec.Template.Spec.Image, Suspend: true}}
-	}
-	decoySecret := func(ns string, annotations map[string]string) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "registry", Labels: fleetLabel, Annotations: annotations},
-			Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)}}
-	}
-	guessed := map[string]string{v1alpha1.FleetUIDAnnotation: "00000000-0000-0000-0000-000000000000"}
-	cf.decoys = []client.Object{decoyPackage(tenantNS, guessed), decoySecret(tenantNS, guessed), decoyPackage(taken, nil), decoySecret(taken, nil)}
-	for _, d := range cf.decoys {
-		require.NoError(t, suite.mgmtClient.Create(t.Context(), d))
-	}
-	newFleet(t, cf.fleet)
-	// After newFleet: cleanups run last in, first out, and the fleet's waits for every
-	// Package labelled with it to be gone.
-	for _, d := range cf.decoys {
-		cleanupObject(t, d)
-	}
-	waitForFleet(t, cf.fleet.Name, metav1.ConditionFalse, v1alpha1.MembersFailedReason, digest)
-	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(cf.fleet), cf.fleet))
-	eventually(t, func(a *attempt) {
-		members := fleetMembers(a, a.Context(), cf.fleet.Name)
-		for _, ns := range cf.members {
-			if assert.Contains(a, members, ns) {
-				ready := readyCondition(a, ptr.To(members[ns]))
-				assert.True(a, ready != nil && ready.Status == metav1.ConditionTrue, "member %s Ready: %v", ns, ready)
-			}
-			assertFleetCopy(a, cf.fleet, ns, "registry", corev1.SecretTypeDockerConfigJson, map[string][]byte{corev1.DockerConfigJsonKey: cf.pullConfig})
-		}
-	}, "the members are Ready and their copies in place")
-	for _, d := range cf.decoys {
-		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(d), d))
-	}
-	if policy == v1alpha1.FleetDeletionOrphan {
-		// The orphans are the test's to delete, while the controller still runs.
-		for _, ns := range cf.members {
-			cleanupObject(t, &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cf.fleet.Name}})
-		}
-	}
-	return cf
-}
-
-// assertDeleted checks what is left once the fleet is gone: with Delete, none of its members,
-// what they installed or its copies; with Orphan, every member, installed, Ready and released
-// (nothing of the fleet on it: label, annotations, ownerReference), and every copy, released
-// too. Either way the decoys are as they were, and nothing else carries the fleet's label.
-func (cf *cascadeFleet) assertDeleted(t *testing.T, policy v1alpha1.FleetDeletionPolicy) {
-	t.Helper()
-	if policy == v1alpha1.FleetDeletionDelete {
-		eventually(t, func(a *attempt) {
-			for _, ns := range cf.members {
-				err := suite.mgmtClient.Get(a.Context(), client.ObjectKey{Namespace: ns, Name: cf.fleet.Name}, &v1alpha1.Package{})
-				assert.True(a, apierrors.IsNotFound(err), "member %s deleted: %v", ns, err)
-				assert.False(a, exists(a, suite.mgmtClient, "v1", "ConfigMap", ns, "fleet-app"), "what member %s installed is torn down", ns)
-				err = suite.mgmtClient.Get(a.Context(), client.ObjectKey{Namespace: ns, Name: "registry"}, &corev1.Secret{})
-				assert.True(a, apierrors.IsNotFound(err), "copy in %s deleted: %v", ns, err)
-			}
-		}, "the members and the copies go with the fleet")
-	} else {
-		for _, ns := range cf.members {
-			pkg := &v1alpha1.Package{}
-			if assert.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: cf.fleet.Name}, pkg), "member %s kept", ns) {
-				assertReleased(t, cf.fleet, pkg)
-				assert.Nil(t, pkg.DeletionTimestamp, "member %s is not being deleted", ns)
-				assert.Equal(t, "1", configMapData(t, ns, "fleet-app")["version"], "what member %s installed stays", ns)
-				if ready := readyCondition(t, pkg); assert.NotNil(t, ready) {
-					assert.Equal(t, metav1.ConditionTrue, ready.Status, "orphan %s: %s", ns, ready.Message)
-				}
-			}
-			copied := &corev1.Secret{}
-			if assert.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "registry"}, copied), "copy in %s kept", ns) {
-				assertReleased(t, cf.fleet, copied)
-				assert.Equal(t, map[string][]byte{corev1.DockerConfigJsonKey: cf.pullConfig}, copied.Data, "the copy in %s, for the orphan to pull with", ns)
-			}
-		}
-	}
-	for _, d := range cf.decoys {
-		assertUntouched(t, d)
-	}
-	// Nothing but the decoys is left labelled with the fleet.
-	decoys := map[string]bool{}
-	for _, d := range cf.decoys {
-		decoys[fmt.Sprintf("%T %s", d, client.ObjectKeyFromObject(d))] = true
-	}
-	for _, list := range []client.ObjectList{&v1alpha1.PackageList{}, &corev1.SecretList{}} {
-		require.NoError(t, suite.mgmtClient.List(t.Context(), list, client.MatchingLabels{v1alpha1.FleetLabel: cf.fleet.Name}))
-		require.NoError(t, apimeta.EachListItem(list, func(o runtime.Object) error {
-			obj := o.(client.Object)
-			key := fmt.Sprintf("%T %s", obj, client.ObjectKeyFromObject(obj))
-			assert.True(t, decoys[key], "%s is left labelled %s=%s", key, v1alpha1.FleetLabel, cf.fleet.Name)
-			return nil
-		}))
-	}
-}
-
-// assertUntouched checks that what the fleet could change of before is as it was: a Secret
-// not written at all (no controller writes it), a Package (its own controller writes its
-// finalizer and status) with the same labels, annotations, owners and spec, not deleted.
-func assertUntouched(t *testing.T, before client.Object) {
-	t.Helper()
-	key := client.ObjectKeyFromObject(before)
-	now := before.DeepCopyObject().(client.Object)
-	if !assert.NoError(t, suite.mgmtClient.Get(t.Context(), key, now), "%T %s kept", before, key) {
-		return
-	}
-	assert.Nil(t, now.GetDeletionTimestamp(), "%T %s is not being deleted", before, key)
-	assert.Equal(t, before.GetLabels(), now.GetLabels(), "%T %s: labels", before, key)
-	assert.Equal(t, before.GetAnnotations(), now.GetAnnotations(), "%T %s: annotations", before, key)
-	assert.Equal(t, before.GetOwnerReferences(), now.GetOwnerReferences(), "%T %s: owners", before, key)
-	switch b := before.(type) {
-	case *corev1.Secret:
-		assert.Equal(t, b.ResourceVersion, now.GetResourceVersion(), "Secret %s is not written", key)
-	case *v1alpha1.Package:
-		assert.Equal(t, b.Spec, now.(*v1alpha1.Package).Spec, "Package %s: spec", key)
-	}
-}
-
-// assertReleased checks that obj carries nothing of the fleet any more.
-func assertReleased(t testingT, fleet *v1alpha1.HostedClusterPackage, obj client.Object) {
-	t.Helper()
-	key := client.ObjectKeyFromObject(obj)
-	assert.NotContains(t, obj.GetLabels(), v1alpha1.FleetLabel, "%T %s", obj, key)
-	for _, a := range []string{v1alpha1.FleetUIDAnnotation, v1alpha1.FleetRevisionAnnotation, v1alpha1.FleetRevisionTimeAnnotation} {
-		assert.NotContains(t, obj.GetAnnotations(), a, "%T %s", obj, key)
-	}
-	for _, ref := range obj.GetOwnerReferences() {
-		assert.NotEqual(t, fleet.UID, ref.UID, "%T %s is still owned by the fleet", obj, key)
-	}
-}
-
 // dependentsOf lists the Packages and Secrets with an ownerReference to uid, as the garbage
 // collector's graph has them.
 func dependentsOf(t testingT, uid types.UID) []client.Object {
@@ -387,19 +202,26 @@ func setFleetShard(t *testing.T, fleet *v1alpha1.HostedClusterPackage, shard str
 	require.NoError(t, suite.mgmtClient.Patch(t.Context(), fleet.DeepCopy(), client.RawPatch(types.MergePatchType, patch)))
 }
 
-// TestFleetDeletionUnderCascade: each deletionPolicy under each kubectl delete --cascade,
-// with the garbage collector's part played by the test (envtest runs none), and in two orders:
-// the collector first, while pkgsync does not see the fleet (a controller down or busy: the
-// collector has stripped or deleted the dependents before the fleet's finalizer runs), and
-// both at once. Delete removes every member, what it installed and every copy; Orphan keeps
-// every member and copy, released; the objects of others that carry the fleet's label are
-// never touched (cascadeFleet). The real collector's run of the same is
-// TestFleetDeletionCascades.
+// TestFleetDeletionUnderCascade: each deletionPolicy under each kubectl delete --cascade on the
+// bare management plane, with the garbage collector's part played by the test (envtest runs
+// none), in two orders: the collector first, while pkgsync does not see the fleet (a controller
+// down or busy: the collector has stripped or deleted the dependents before the fleet's
+// finalizer runs), and both at once. The outcome is cascadeFleet's (assertDeleted) either way.
+// TestFleetDeletionCascades runs the same with the real collector.
 func TestFleetDeletionUnderCascade(t *testing.T) {
 	const shard = "fleet-cascade"
-	controllerNS := newNamespace(t)
-	runShardController(t, shard, func(o *controller.Options) { o.Namespace = controllerNS })
-	putPullSecret(t, controllerNS, "registry", dockerConfig(suite.registry.Host, "anyone", "anything"))
+	cc := &cascadeCluster{c: suite.mgmtClient, wait: timeout, shard: map[string]string{shardLabel: shard}, controllerNS: newNamespace(t),
+		namespace: newNamespace, cleanup: cleanupObject}
+	cc.hostedClusters = func(t *testing.T, n int) (map[string]string, []string) {
+		hcNamespace := newNamespace(t)
+		var hcps []string
+		for ns := range newFleetClusters(t, hcNamespace, hcNamespace, slices.Repeat([]string{""}, n)...) {
+			hcps = append(hcps, ns)
+		}
+		return map[string]string{"e2e.pkgsync.dev/fleet": hcNamespace}, hcps
+	}
+	cc.createFleet = func(t *testing.T, fleet *v1alpha1.HostedClusterPackage) { newFleet(t, fleet) }
+	runShardController(t, shard, func(o *controller.Options) { o.Namespace = cc.controllerNS })
 
 	for _, policy := range []v1alpha1.FleetDeletionPolicy{v1alpha1.FleetDeletionDelete, v1alpha1.FleetDeletionOrphan} {
 		for _, cascade := range []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan} {
@@ -407,7 +229,7 @@ func TestFleetDeletionUnderCascade(t *testing.T) {
 				order := map[bool]string{true: "collector-first", false: "together"}[gcFirst]
 				t.Run(fmt.Sprintf("%s/%s/%s", policy, cascade, order), func(t *testing.T) {
 					t.Parallel()
-					cf := newCascadeFleet(t, shard, controllerNS, policy)
+					cf := cc.newCascadeFleet(t, policy)
 					if gcFirst {
 						setFleetShard(t, cf.fleet, shard+"-paused")
 					}
@@ -416,12 +238,9 @@ func TestFleetDeletionUnderCascade(t *testing.T) {
 					if gcFirst {
 						setFleetShard(t, cf.fleet, shard)
 					}
-					eventually(t, func(a *attempt) {
-						err := suite.mgmtClient.Get(a.Context(), client.ObjectKeyFromObject(cf.fleet), &v1alpha1.HostedClusterPackage{})
-						assert.True(a, apierrors.IsNotFound(err), "fleet gone: %v", err)
-					}, "the fleet is gone")
+					cf.waitGone(t)
 					collectDangling(t, cf.fleet)
-					cf.assertDeleted(t, policy)
+					cf.assertDeleted(t, cascade)
 				})
 			}
 		}

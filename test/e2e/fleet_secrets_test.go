@@ -65,8 +65,14 @@ func secretChanges(namespace, name string) int {
 // Orphan), with the type and data given.
 func assertFleetCopy(t testingT, fleet *v1alpha1.HostedClusterPackage, namespace, name string, typ corev1.SecretType, data map[string][]byte) {
 	t.Helper()
+	assertFleetCopyOn(t, suite.mgmtClient, fleet, namespace, name, typ, data)
+}
+
+// assertFleetCopyOn is assertFleetCopy on the cluster of c.
+func assertFleetCopyOn(t testingT, c client.Client, fleet *v1alpha1.HostedClusterPackage, namespace, name string, typ corev1.SecretType, data map[string][]byte) {
+	t.Helper()
 	var got corev1.Secret
-	if !assert.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: name}, &got), "copy %s/%s", namespace, name) {
+	if !assert.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: name}, &got), "copy %s/%s", namespace, name) {
 		return
 	}
 	assert.Equal(t, typ, got.Type, "copy %s/%s", namespace, name)
