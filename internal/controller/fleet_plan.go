@@ -301,18 +301,14 @@ func planRollback(members []*fleetMember, order []string, rejected, stableName s
 		ms := byPartition[name]
 		ps, health := p.observe(name, ms)
 		ps.Failed = 0
-		unavailable, left := 0, 0
 		for i, m := range ms {
-			movable := !health[i].held && !health[i].blocked
-			if movable && m.pkg != nil && !health[i].ready {
-				unavailable++
-			}
 			if m.revision() == rejected && health[i].failed {
 				ps.Failed++
 				p.plan.failed = append(p.plan.failed, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: name, Reason: health[i].reason, Message: health[i].message})
 			}
 		}
-		budget := scaledCount(strategy.MaxUnavailable, int(ps.Total), 1, false) - unavailable
+		budget := newUnavailableBudget(strategy.MaxUnavailable, ms, health)
+		left := 0
 		for i, m := range ms {
 			h := health[i]
 			switch {
@@ -322,12 +318,8 @@ func planRollback(members []*fleetMember, order []string, rejected, stableName s
 				p.plan.assign[m.namespace] = toStable
 			case h.held || h.blocked || m.revision() != rejected:
 				p.plan.assign[m.namespace] = keepAsIs
-			case !h.ready:
+			case budget.allow(m, h):
 				p.plan.assign[m.namespace] = toStable
-				left++
-			case budget > 0:
-				p.plan.assign[m.namespace] = toStable
-				budget--
 				left++
 			default:
 				p.plan.assign[m.namespace] = keepAsIs
@@ -501,10 +493,10 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*fleetMember, health
 		// Members moved while the window was open finish; none is moved now. A new cluster
 		// still gets its first install, as maxUnavailable allows.
 		ps.State = v1alpha1.PartitionProgressing
-		p.moveWithinBudget(ms, health, int(ps.Total), true)
+		p.moveWithinBudget(ms, health, true)
 	default:
 		ps.State = v1alpha1.PartitionProgressing
-		p.moveWithinBudget(ms, health, int(ps.Total), false)
+		p.moveWithinBudget(ms, health, false)
 	}
 	return false
 }
@@ -551,18 +543,10 @@ func (p *planner) standAside(m *fleetMember, h memberHealth) (assignment, bool) 
 }
 
 // moveWithinBudget moves the members of the partition being rolled out to the target as
-// maxUnavailable allows. Members that exist and are not Ready are unavailable already; a
-// member created now becomes unavailable until it is Ready, so creating one costs budget too.
-// With closed set (a maintenance window is closed), only members on the target and new
-// members are written to it.
-func (p *planner) moveWithinBudget(ms []*fleetMember, health []memberHealth, total int, closed bool) {
-	unavailable := 0
-	for i, m := range ms {
-		if m.pkg != nil && !health[i].ready && !health[i].held && !health[i].blocked {
-			unavailable++
-		}
-	}
-	budget := scaledCount(p.strategy.MaxUnavailable, total, 1, false) - unavailable
+// maxUnavailable allows (unavailableBudget). With closed set (a maintenance window is closed),
+// only members on the target and new members are written to it.
+func (p *planner) moveWithinBudget(ms []*fleetMember, health []memberHealth, closed bool) {
+	budget := newUnavailableBudget(p.strategy.MaxUnavailable, ms, health)
 	for i, m := range ms {
 		if a, ok := p.standAside(m, health[i]); ok {
 			p.plan.assign[m.namespace] = a
@@ -573,12 +557,8 @@ func (p *planner) moveWithinBudget(ms []*fleetMember, health []memberHealth, tot
 			p.plan.assign[m.namespace] = toTarget
 		case closed && m.pkg != nil:
 			p.plan.assign[m.namespace] = keepOrStable(m, p.target, p.stable, true)
-		case m.pkg != nil && !health[i].ready:
-			// Not available anyway: moving it costs no availability.
+		case budget.allow(m, health[i]):
 			p.plan.assign[m.namespace] = toTarget
-		case budget > 0:
-			p.plan.assign[m.namespace] = toTarget
-			budget--
 		default:
 			p.plan.assign[m.namespace] = keepOrStable(m, p.target, p.stable, true)
 		}
