@@ -43,8 +43,7 @@ func (r *fleetSteps) preflightOptions(ctx context.Context, fleet *v1alpha1.Hoste
 	if err != nil {
 		return render.Options{}, "", nil, err
 	}
-	ro := renderOptions(r.options, desired.Name, desired.Namespace, desired.Labels, desired.Annotations, &desired.Spec, src.image, m.cluster)
-	ro.Config = config.raw
+	ro := renderOptions(r.options, desired.Name, desired.Namespace, desired.Labels, desired.Annotations, &desired.Spec, src.image, config.raw, m.cluster)
 	keyed := ro
 	keyed.Config = nil
 	keyed.Annotations = maps.Clone(ro.Annotations)

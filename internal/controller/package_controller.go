@@ -229,9 +229,7 @@ func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpe
 //
 // Errors have the values of Secrets that spec.configFrom read removed from their messages.
 func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, config *configInput, hc *hosted.HostedCluster) (*render.Result, error) {
-	opts := renderOptions(r.options, obj.GetName(), obj.GetNamespace(), obj.GetLabels(), obj.GetAnnotations(), obj.GetSpec(), ref.String(), hc)
-	// spec.config with what spec.configFrom read merged under it.
-	opts.Config = config.raw
+	opts := renderOptions(r.options, obj.GetName(), obj.GetNamespace(), obj.GetLabels(), obj.GetAnnotations(), obj.GetSpec(), ref.String(), config.raw, hc)
 	pulls := r.applier.metrics.pulls
 	renderFn := func() (*render.Result, error) {
 		start := time.Now()

@@ -53,8 +53,7 @@ func RenderPackage(ctx context.Context, c client.Reader, opts Options, pkg *v1al
 	if err != nil {
 		return nil, err
 	}
-	ro := renderOptions(opts, pkg.Name, pkg.Namespace, pkg.Labels, pkg.Annotations, &pkg.Spec, image.String(), hc)
-	ro.Config = config.raw
+	ro := renderOptions(opts, pkg.Name, pkg.Namespace, pkg.Labels, pkg.Annotations, &pkg.Spec, image.String(), config.raw, hc)
 	res, err := preflightRender(ctx, fsys, ro)
 	if err != nil {
 		return nil, config.redact(fmt.Errorf("render %s: %w", image, err))

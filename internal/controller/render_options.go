@@ -21,25 +21,26 @@ const maxRenderTime = 30 * time.Second
 
 // renderOptions are the options a Package (or ClusterPackage) is rendered with: its name,
 // namespace, labels and annotations (the reconcile request annotation dropped), the image pinned
-// to a digest, its component and configuration, and the environment of its namespace. The
+// to a digest, its component, its configuration, and the environment of its namespace. The
 // Package reconciler renders with them, and so does a fleet's preflight for the member it
 // would write, so that a preflight renders exactly what the member will.
-func renderOptions(opts Options, name, namespace string, lbls, annotations map[string]string, spec *v1alpha1.PackageSpec, image string, hc *hosted.HostedCluster) render.Options {
-	ro := render.Options{
+//
+// config is the configuration as readConfig makes it, spec.config merged over what
+// spec.configFrom read: spec.config alone is not what a Package renders with, so it is not
+// read here.
+func renderOptions(opts Options, name, namespace string, lbls, annotations map[string]string, spec *v1alpha1.PackageSpec, image string, config []byte, hc *hosted.HostedCluster) render.Options {
+	return render.Options{
 		Name:        name,
 		Namespace:   namespace,
 		Labels:      lbls,
 		Annotations: userAnnotations(annotations),
 		Image:       image,
 		Component:   spec.Component,
+		Config:      config,
 		Environment: templateEnvironment(opts, hc),
 		// The same for every resource: the render cache need not key on it.
 		RelocateImage: opts.relocateImage(),
 	}
-	if spec.Config != nil {
-		ro.Config = spec.Config.Raw
-	}
-	return ro
 }
 
 // templateEnvironment is what a package's templates see under .environment: the management
