@@ -32,14 +32,11 @@ func constraintViolated(err error) error {
 // the package per namespace for Packages, per cluster for ClusterPackages. Another resource
 // installs the same package when its spec.image names the same repository and its
 // spec.component is the same; of two, the one created first (then the first by name) keeps it.
-func (r *packageSteps[T]) checkUniqueInstallation(ctx context.Context, obj T, manifest *v1alpha1.PackageManifest) error {
+// self is obj's spec.image as the reconcile parsed it (admit), before it was resolved.
+func (r *packageSteps[T]) checkUniqueInstallation(ctx context.Context, obj T, self source.Reference, manifest *v1alpha1.PackageManifest) error {
 	idx, unique := render.UniqueInstallation(manifest)
 	if !unique {
 		return nil
-	}
-	self, err := source.ParseReference(obj.GetSpec().Image)
-	if err != nil {
-		return err
 	}
 	var others []packageObject
 	per := "cluster"

@@ -87,7 +87,8 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if !conditions.IsReady(obj) || conditions.GetReason(obj, meta.ReadyCondition) != v1alpha1.ReconciliationSucceededReason {
 		conditions.MarkReconciling(obj, v1alpha1.ProgressingReason, "reconciling %s", spec.Image)
 	}
-	ref, err := r.admit(ctx, obj)
+	// spec.image is parsed once, here: the steps after take the reference, not the string.
+	image, err := r.admit(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	}
 	// Its reads by digest go through its own HostedCluster's mirrors too, and no other's.
 	ctx = source.WithCallerMirrors(ctx, hostedMirrors(hc.cluster))
-	ref, err = r.resolve(ctx, spec, ref, creds, maxAge)
+	ref, err := r.resolve(ctx, spec, image, creds, maxAge)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	version := packageVersion(spec.Semver != "", ref, r.versions, status.LastAttemptedVersion)
 	status.LastAttemptedVersion = version
 	from := r.servedFrom(ctx, ref, creds)
-	if err := r.checkUniqueInstallation(ctx, obj, rendered.Manifest); err != nil {
+	if err := r.checkUniqueInstallation(ctx, obj, image, rendered.Manifest); err != nil {
 		return nil, constraintViolated(err)
 	}
 	res, err := r.applier.apply(ctx, r.passRequest(obj, rendered, hc, record))
