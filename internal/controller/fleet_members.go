@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -247,15 +246,19 @@ func writeMember(ctx context.Context, c client.Client, fleet *v1alpha1.HostedClu
 // that ran on a cache older than the fleet's own writes would count a member it just moved as
 // still Ready on its old revision, and move more members than maxUnavailable allows.
 type memberWrites struct {
-	mu sync.Mutex
-	// written maps a member (fleet UID and namespace) to what was written.
-	written map[memberKey]memberWrite
+	written pendingWrites[memberKey, memberWrite]
 }
 
+// memberKey names a member by its fleet (by name) and namespace.
 type memberKey struct {
 	fleet, namespace string
 }
 
+func (k memberKey) fleetName() string { return k.fleet }
+
+// memberWrite is what a fleet wrote of a member: the UID of the fleet that wrote it (a fleet
+// created again under the same name did not), the generation the write gave the member, and
+// the revision it put the member on.
 type memberWrite struct {
 	fleet      types.UID
 	generation int64
@@ -263,27 +266,17 @@ type memberWrite struct {
 }
 
 func (w *memberWrites) record(fleet *v1alpha1.HostedClusterPackage, namespace string, generation int64, revision string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.written == nil {
-		w.written = map[memberKey]memberWrite{}
-	}
-	w.written[memberKey{fleet.Name, namespace}] = memberWrite{fleet: fleet.UID, generation: generation, revision: revision}
+	w.written.record(memberKey{fleet.Name, namespace}, memberWrite{fleet: fleet.UID, generation: generation, revision: revision})
 }
 
 // view returns the member as the fleet last wrote it when the cache has not caught up (pending):
 // on the revision written, its status not yet about it. Members the cache shows as written are
 // forgotten.
 func (w *memberWrites) view(fleet *v1alpha1.HostedClusterPackage, namespace string, cached *v1alpha1.Package) (pkg *v1alpha1.Package, pending bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	key := memberKey{fleet.Name, namespace}
-	wrote, ok := w.written[key]
-	if !ok {
-		return cached, false
-	}
-	if wrote.fleet != fleet.UID || (cached != nil && cached.Generation >= wrote.generation) {
-		delete(w.written, key)
+	wrote, pending := w.written.pending(memberKey{fleet.Name, namespace}, func(wrote memberWrite) bool {
+		return wrote.fleet != fleet.UID || (cached != nil && cached.Generation >= wrote.generation)
+	})
+	if !pending {
 		return cached, false
 	}
 	written := &v1alpha1.Package{}
@@ -300,12 +293,4 @@ func (w *memberWrites) view(fleet *v1alpha1.HostedClusterPackage, namespace stri
 }
 
 // forget drops what is remembered of a fleet's members, when the fleet is gone.
-func (w *memberWrites) forget(fleet string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for k := range w.written {
-		if k.fleet == fleet {
-			delete(w.written, k)
-		}
-	}
-}
+func (w *memberWrites) forget(fleet string) { w.written.forget(fleet) }

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -128,13 +127,15 @@ type fleetSecrets struct {
 	namespace string
 	// written remembers the copies written until the cache shows them (resourceVersion), so
 	// that a reconcile on a cache behind the fleet's own write does not write again.
-	mu      sync.Mutex
-	written map[copyKey]string
+	written pendingWrites[copyKey, string]
 }
 
+// copyKey names a copy by its fleet (by name), namespace and name.
 type copyKey struct {
 	fleet, namespace, name string
 }
+
+func (k copyKey) fleetName() string { return k.fleet }
 
 // setupFleetSecrets makes the fleet's Secret copier, or returns nil when the controller has no
 // namespace to read sources in. Its two caches are the manager's to start (before the
@@ -306,7 +307,7 @@ func (s *fleetSecrets) sync(ctx context.Context, fleet *v1alpha1.HostedClusterPa
 		if err := s.client.Delete(ctx, c, client.Preconditions{UID: &c.UID}); client.IgnoreNotFound(err) != nil {
 			return problems, fmt.Errorf("delete the fleet's copy of Secret %s/%s: %w", key.namespace, key.name, err)
 		}
-		s.forgetCopy(key)
+		s.written.drop(key)
 		ctrl.LoggerFrom(ctx).Info("removed a copied Secret no member needs", "namespace", key.namespace, "secret", key.name)
 	}
 	return problems, nil
@@ -346,7 +347,7 @@ func (s *fleetSecrets) keepCopy(ctx context.Context, fleet *v1alpha1.HostedClust
 		if pending && current != nil && copyUpToDate(current, fleet, src) {
 			// Up to date as it is now: wait for the cache to show this version, not the one the
 			// fleet wrote, which may have been followed by another (a label put back by hand).
-			s.recordCopy(key, current.ResourceVersion)
+			s.written.record(key, current.ResourceVersion)
 			return nil
 		}
 	}
@@ -357,7 +358,7 @@ func (s *fleetSecrets) keepCopy(ctx context.Context, fleet *v1alpha1.HostedClust
 	if err != nil {
 		return err
 	}
-	s.recordCopy(key, written)
+	s.written.record(key, written)
 	return nil
 }
 
@@ -422,44 +423,14 @@ func writeCopy(ctx context.Context, c client.Client, fleet *v1alpha1.HostedClust
 // pendingCopy reports whether the fleet wrote the copy and the cache does not show that write
 // yet; a copy the cache shows as written is forgotten.
 func (s *fleetSecrets) pendingCopy(key copyKey, cached *corev1.Secret) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rv, ok := s.written[key]
-	if !ok {
-		return false
-	}
-	if cached != nil && cached.ResourceVersion == rv {
-		delete(s.written, key)
-		return false
-	}
-	return true
-}
-
-func (s *fleetSecrets) recordCopy(key copyKey, resourceVersion string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.written == nil {
-		s.written = map[copyKey]string{}
-	}
-	s.written[key] = resourceVersion
-}
-
-func (s *fleetSecrets) forgetCopy(key copyKey) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.written, key)
+	_, pending := s.written.pending(key, func(resourceVersion string) bool {
+		return cached != nil && cached.ResourceVersion == resourceVersion
+	})
+	return pending
 }
 
 // forget drops what is remembered of a fleet's copies, when the fleet is gone.
-func (s *fleetSecrets) forget(fleet string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k := range s.written {
-		if k.fleet == fleet {
-			delete(s.written, k)
-		}
-	}
-}
+func (s *fleetSecrets) forget(fleet string) { s.written.forget(fleet) }
 
 // deleteAll deletes every copy of the fleet (deletionPolicy Delete, once the members are gone),
 // as the API server lists them: the last word on the copies, which the cache may not all show.
