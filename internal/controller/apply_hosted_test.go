@@ -39,8 +39,7 @@ func TestPausedUntilWakesWhenItEnds(t *testing.T) {
 			err := gateOnHostedCluster(&tt.hc, "clusters-guest", now)
 			require.Error(t, err)
 			pkg := &v1alpha1.Package{}
-			res, err := conclude(t.Context(), pkg, nil, err, time.Hour, time.Minute, time.Second, "")
-			require.NoError(t, err)
+			res := conclude(t.Context(), pkg, nil, err, intervals{interval: time.Hour, retry: time.Minute, progress: time.Second}, "")
 			assert.Equal(t, v1alpha1.HostedClusterUnavailableReason, conditions.GetReason(pkg, meta.ReadyCondition))
 			assert.Contains(t, conditions.GetMessage(pkg, meta.ReadyCondition), "paused")
 			assert.Positive(t, res.RequeueAfter)

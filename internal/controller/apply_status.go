@@ -51,53 +51,52 @@ func recordPass(status *v1alpha1.ApplyStatus, res *apply.Result) {
 	status.Inventory = inventoryToStatus(res.Inventory)
 }
 
-// conclude sets Ready from the outcome of an apply pass and decides when to reconcile again:
-// complete → the interval; waiting on availability → progress (applier.progressCheck); failures → the
-// retry interval, with Stalled when only a change of spec or package can help.
-func conclude(ctx context.Context, obj statusObject, res *apply.Result, err error, interval, retry, progress time.Duration, successMsg string) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
+// conclude sets Ready from the outcome of an apply pass and says when to reconcile again, by
+// the one rule (requeueFor): complete → the interval; waiting on availability → iv.progress
+// (applier.progressCheck); failures → the retry interval, with Stalled and the interval when
+// only a change of spec or package can help. It never returns an error for the work queue.
+func conclude(ctx context.Context, obj statusObject, res *apply.Result, err error, iv intervals, successMsg string) ctrl.Result {
 	setMappedConditions(obj, res)
 	switch {
 	case err != nil:
-		reason := reasonFor(err)
-		if isStalling(reason) {
-			markOutcome(obj, outcome{state: outcomeStalled, reason: reason, message: err.Error()})
-			log.Info("reconciliation stalled", "reason", reason, "error", err.Error())
-			return ctrl.Result{RequeueAfter: jittered(interval)}, nil
-		}
-		markOutcome(obj, outcome{state: outcomeRetrying, reason: reason, message: err.Error()})
-		var down *hosted.UnavailableError
-		if errors.As(err, &down) {
-			// Nothing is sent to the hosted cluster before its next probe; a probe that
-			// succeeds wakes the resource at once.
-			retry = max(time.Until(down.NextProbe)+time.Second, retry)
-		}
-		var paused *pausedError
-		if errors.As(err, &paused) && !paused.until.IsZero() {
-			// The pause ends by itself (spec.pausedUntil): come back then, whether or not
-			// HyperShift's operator reports it.
-			retry = min(retry, time.Until(paused.until)+time.Second)
-		}
-		if isWaitingForInterval(reason) {
-			retry = jittered(interval)
-		}
-		log.Info("reconciliation failed, will retry", "reason", reason, "error", err.Error(), "retryIn", retry.String())
-		// Retried on a fixed interval rather than the work queue's backoff: a hosted cluster or a
-		// registry that comes back should be noticed within one retry interval.
-		return ctrl.Result{RequeueAfter: retry}, nil
+		o := failure(err)
+		o.wake = retryWake(err, o, iv)
+		return settleFailure(ctx, obj, o, iv)
 	case res != nil && !res.Complete() && len(res.Failed()) > 0:
 		// The object says waiting will not help (kstatus Failed): reported as a failure at once,
 		// not as progress until someone's deadline, and still looked at every progress interval,
 		// since a Deployment past its deadline recovers when its pods become ready.
-		markOutcome(obj, outcome{state: outcomeStalled, reason: v1alpha1.ObjectsFailedReason, message: failedSummary(res)})
-		return ctrl.Result{RequeueAfter: progress}, nil
+		return settle(obj, outcome{state: outcomeStalled, reason: v1alpha1.ObjectsFailedReason, message: failedSummary(res), wake: iv.progress}, iv)
 	case res != nil && !res.Complete():
-		markOutcome(obj, outcome{state: outcomeProgressing, reason: v1alpha1.PhaseProgressingReason, message: res.Summary()})
-		return ctrl.Result{RequeueAfter: progress}, nil
+		return settle(obj, outcome{state: outcomeProgressing, reason: v1alpha1.PhaseProgressingReason, message: res.Summary()}, iv)
 	default:
-		markOutcome(obj, outcome{state: outcomeSucceeded, message: successMsg})
-		return ctrl.Result{RequeueAfter: jittered(interval)}, nil
+		return settle(obj, outcome{state: outcomeSucceeded, message: successMsg}, iv)
 	}
+}
+
+// retryWake is when a failed apply pass is tried again where its error says more than the retry
+// interval does; 0 for a failure that stalls.
+func retryWake(err error, o outcome, iv intervals) time.Duration {
+	if o.state != outcomeRetrying {
+		return 0
+	}
+	retry := iv.retry
+	var down *hosted.UnavailableError
+	if errors.As(err, &down) {
+		// Nothing is sent to the hosted cluster before its next probe; a probe that
+		// succeeds wakes the resource at once.
+		retry = max(time.Until(down.NextProbe)+time.Second, retry)
+	}
+	var paused *pausedError
+	if errors.As(err, &paused) && !paused.until.IsZero() {
+		// The pause ends by itself (spec.pausedUntil): come back then, whether or not
+		// HyperShift's operator reports it.
+		retry = min(retry, time.Until(paused.until)+time.Second)
+	}
+	if isWaitingForInterval(o.reason) {
+		retry = jittered(iv.interval)
+	}
+	return retry
 }
 
 // failedSummary names the phase and its objects that failed, for Ready and Stalled.

@@ -63,9 +63,9 @@ func assertConditions(t assert.TestingT, obj conditions.Getter, want wantConditi
 }
 
 // TestConclude: what each outcome of an apply pass makes of the conditions and when the
-// resource is reconciled again. No outcome returns an error: failures are retried on the
-// retry interval (a hosted cluster or registry that comes back is noticed within it), not on
-// the work queue's backoff.
+// resource is reconciled again. No outcome has an error for the work queue (conclude returns
+// none): failures are retried on the retry interval (a hosted cluster or registry that comes
+// back is noticed within it), not on the work queue's backoff.
 func TestConclude(t *testing.T) {
 	t.Parallel()
 	const interval, retry, progress = time.Hour, time.Minute, 2 * time.Second
@@ -127,8 +127,7 @@ func TestConclude(t *testing.T) {
 			if tt.err != nil {
 				passErr = tt.err()
 			}
-			res, err := conclude(t.Context(), pkg, tt.res, passErr, interval, retry, progress, "applied")
-			require.NoError(t, err, "failures are retried by RequeueAfter, never by the work queue")
+			res := conclude(t.Context(), pkg, tt.res, passErr, intervals{interval: interval, retry: retry, progress: progress}, "applied")
 			assert.GreaterOrEqual(t, res.RequeueAfter, tt.min)
 			assert.LessOrEqual(t, res.RequeueAfter, tt.max)
 			assertConditions(t, pkg, tt.want)

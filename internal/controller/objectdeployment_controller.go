@@ -47,16 +47,23 @@ func (r *objectDeploymentSteps[T]) applyStatus(obj T) *v1alpha1.ApplyStatus {
 func (r *objectDeploymentSteps[T]) serviceAccount(T) string { return "" }
 func (r *objectDeploymentSteps[T]) suspended(obj T) bool    { return obj.GetSpec().Suspend }
 
+// intervals are the resource's intervals for the requeue rule (requeueFor): ObjectDeployments
+// have no retryInterval of their own.
+func (r *objectDeploymentSteps[T]) intervals(obj T) intervals {
+	return intervals{interval: obj.GetSpec().GetInterval(), retry: r.options.RetryInterval, progress: r.options.ProgressInterval}
+}
+
 func (r *objectDeploymentSteps[T]) pass(ctx context.Context, obj T, rep *report, _ string) (ctrl.Result, error) {
 	spec := obj.GetSpec()
 	status := &obj.GetStatus().ApplyStatus
+	iv := r.intervals(obj)
 	phases, err := phasesOf(spec.Template.Spec)
 	if err != nil {
-		return conclude(ctx, obj, nil, err, spec.GetInterval(), r.options.RetryInterval, r.options.ProgressInterval, "")
+		return conclude(ctx, obj, nil, err, iv, ""), nil
 	}
 	hc, err := r.applier.findHostedCluster(ctx, obj.GetNamespace())
 	if err != nil {
-		return conclude(ctx, obj, nil, err, spec.GetInterval(), r.options.RetryInterval, r.options.ProgressInterval, "")
+		return conclude(ctx, obj, nil, err, iv, ""), nil
 	}
 	res, err := r.applier.apply(ctx, passRequest{
 		owner:    ownerOf(obj, r.kind),
@@ -76,8 +83,8 @@ func (r *objectDeploymentSteps[T]) pass(ctx context.Context, obj T, rep *report,
 			status.History = pushHistory(status.History, revision, "")
 		}
 	}
-	return conclude(ctx, obj, res, err, spec.GetInterval(), r.options.RetryInterval, r.applier.progressCheck(obj.GetUID(), res, r.options.ProgressInterval),
-		fmt.Sprintf("applied generation %d", obj.GetGeneration()))
+	iv.progress = r.applier.progressCheck(obj.GetUID(), res, r.options.ProgressInterval)
+	return conclude(ctx, obj, res, err, iv, fmt.Sprintf("applied generation %d", obj.GetGeneration())), nil
 }
 
 // phasesOf decodes the inline objects into phases.

@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -50,4 +53,39 @@ func TestMarkOutcome(t *testing.T) {
 			assert.Equal(t, c.stalled, conditions.GetReason(f, meta.StalledCondition), c.readyReason)
 		}
 	}
+}
+
+// TestRequeueFor: the one rule for when a reconcile comes back, for every kind: the outcome's
+// own wake when it has one, else by its state.
+func TestRequeueFor(t *testing.T) {
+	t.Parallel()
+	iv := intervals{interval: time.Hour, retry: time.Minute, progress: time.Second}
+	cases := []struct {
+		name     string
+		o        outcome
+		min, max time.Duration
+	}{
+		{"succeeded: the interval, jittered", outcome{state: outcomeSucceeded}, iv.interval * 9 / 10, iv.interval * 11 / 10},
+		{"stalled: the interval, jittered", outcome{state: outcomeStalled}, iv.interval * 9 / 10, iv.interval * 11 / 10},
+		{"waiting: the interval, jittered", outcome{state: outcomeWaiting}, iv.interval * 9 / 10, iv.interval * 11 / 10},
+		{"retrying: the retry interval", outcome{state: outcomeRetrying}, iv.retry, iv.retry},
+		{"progressing: the progress interval", outcome{state: outcomeProgressing}, iv.progress, iv.progress},
+		{"its own wake, sooner", outcome{state: outcomeSucceeded, wake: time.Second}, time.Second, time.Second},
+		{"its own wake, later", outcome{state: outcomeRetrying, wake: 2 * time.Hour}, 2 * time.Hour, 2 * time.Hour},
+	}
+	for _, c := range cases {
+		res := requeueFor(c.o, iv)
+		assert.GreaterOrEqual(t, res.RequeueAfter, c.min, c.name)
+		assert.LessOrEqual(t, res.RequeueAfter, c.max, c.name)
+	}
+}
+
+// TestFailure: a failure stalls when only a change can help, and is retried otherwise, with the
+// reason its error maps to and its message.
+func TestFailure(t *testing.T) {
+	t.Parallel()
+	stalls := failure(fmt.Errorf("spec.selector: %w", &stageError{reason: v1alpha1.InvalidSpecReason, err: errors.New("bad")}))
+	assert.Equal(t, outcome{state: outcomeStalled, reason: v1alpha1.InvalidSpecReason, message: "spec.selector: bad"}, stalls)
+	retried := failure(errors.New("connection refused"))
+	assert.Equal(t, outcome{state: outcomeRetrying, reason: v1alpha1.ApplyFailedReason, message: "connection refused"}, retried)
 }

@@ -78,7 +78,7 @@ func (r *packageSteps[T]) pass(ctx context.Context, obj T, rep *report, lastHand
 	rctx, cancel := context.WithTimeout(ctx, spec.GetTimeout())
 	defer cancel()
 	res, err := r.reconcile(rctx, obj, maxAge, rep.recordInventory(r.applyStatus(obj)))
-	return r.outcome(ctx, obj, res, err)
+	return r.outcome(ctx, obj, res, err), nil
 }
 
 // reconcile resolves, pulls, renders and applies. It returns the apply result when it got that far.
@@ -302,16 +302,21 @@ func (r *packageSteps[T]) pullCredentials(ctx context.Context, obj T) (source.Cr
 // outcome sets the Ready condition from the pass and decides when to come back. A resource
 // waiting for its dependencies is Reconciling with reason DependencyNotReady and comes back at
 // its interval: a dependency's change wakes it before (watchDependencies).
-func (r *packageSteps[T]) outcome(ctx context.Context, obj T, res *apply.Result, err error) (ctrl.Result, error) {
-	spec := obj.GetSpec()
+func (r *packageSteps[T]) outcome(ctx context.Context, obj T, res *apply.Result, err error) ctrl.Result {
+	iv := r.intervals(obj)
 	var dep *dependencyError
 	if errors.As(err, &dep) && dep.reason == v1alpha1.DependencyNotReadyReason {
-		markOutcome(obj, outcome{state: outcomeProgressing, reason: dep.reason, message: dep.msg})
 		ctrl.LoggerFrom(ctx).V(1).Info("waiting for dependencies", "message", dep.msg)
-		return ctrl.Result{RequeueAfter: jittered(spec.GetInterval())}, nil
+		return settle(obj, outcome{state: outcomeProgressing, reason: dep.reason, message: dep.msg, wake: jittered(iv.interval)}, iv)
 	}
-	return conclude(ctx, obj, res, err, spec.GetInterval(), r.retryInterval(spec), r.applier.progressCheck(obj.GetUID(), res, r.options.ProgressInterval),
-		appliedMessage(obj.GetStatus()))
+	iv.progress = r.applier.progressCheck(obj.GetUID(), res, r.options.ProgressInterval)
+	return conclude(ctx, obj, res, err, iv, appliedMessage(obj.GetStatus()))
+}
+
+// intervals are the resource's intervals for the requeue rule (requeueFor).
+func (r *packageSteps[T]) intervals(obj T) intervals {
+	spec := obj.GetSpec()
+	return intervals{interval: spec.GetInterval(), retry: r.retryInterval(spec), progress: r.options.ProgressInterval}
 }
 
 func (r *packageSteps[T]) retryInterval(spec *v1alpha1.PackageSpec) time.Duration {

@@ -329,8 +329,8 @@ func (r *packageSteps[T]) dependentsFirst(ctx context.Context, obj T) (res ctrl.
 	if err != nil || len(waiting) == 0 {
 		return ctrl.Result{}, false, err
 	}
-	markOutcome(obj, outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason,
+	return settle(obj, outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason,
 		message: fmt.Sprintf("deleting: waiting for %s, which depend on this one and are being deleted, to be torn down first (at most until %s)",
-			strings.Join(waiting, ", "), deadline.UTC().Format(time.RFC3339))})
-	return ctrl.Result{RequeueAfter: time.Until(deadline) + time.Second}, true, nil
+			strings.Join(waiting, ", "), deadline.UTC().Format(time.RFC3339)),
+		wake: time.Until(deadline) + time.Second}, r.intervals(obj)), true, nil
 }

@@ -78,7 +78,7 @@ func TestRetryThatEndsAsItBeganWritesNothing(t *testing.T) {
 	ks := (&packageSteps[*v1alpha1.Package]{}).steps()
 	ks.pass = func(ctx context.Context, obj *v1alpha1.Package, _ *report, _ string) (ctrl.Result, error) {
 		conditions.MarkReconciling(obj, v1alpha1.ProgressingReason, "reconciling example.com/addon:v1")
-		return conclude(ctx, obj, nil, errors.New("still down"), time.Hour, time.Second, time.Second, "applied")
+		return conclude(ctx, obj, nil, errors.New("still down"), intervals{interval: time.Hour, retry: time.Second, progress: time.Second}, "applied"), nil
 	}
 	l := newLifecycle(lifecycleBase{client: c}, "Package", func() *v1alpha1.Package { return &v1alpha1.Package{} }, ks)
 	_, err := l.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pkg)})
