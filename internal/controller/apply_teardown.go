@@ -32,23 +32,27 @@ func teardownInventory[T statusObject](ro *applier, reader client.Reader, opts O
 // everything is gone. Hosted objects are removed first when the hosted cluster answers; when
 // the namespace is terminating (HyperShift is deleting the hosted control plane) or the hosted
 // cluster has not answered for HostedTeardownTimeout, they are let go so that deletion never
-// hangs.
+// hangs. A pass that fails returns its error, which the lifecycle reports and retries as every
+// failure of a step (lifecycle.failed); only an unreachable hosted cluster has a wake of its own.
 func finalize(ctx context.Context, r *applier, reader client.Reader, obj statusObject, owner apply.Owner,
 	serviceAccount string, status *v1alpha1.ApplyStatus, opts Options) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
 		return ctrl.Result{}, nil
 	}
 	r.progress.done(obj.GetUID())
-	done, err := teardownPass(ctx, r, reader, obj, owner, serviceAccount, status, opts)
+	waiting, err := teardownPass(ctx, r, reader, obj, owner, serviceAccount, status, opts)
+	// The controller's intervals, which the teardown has always used, whatever the resource's.
+	iv := intervals{retry: opts.RetryInterval, progress: opts.ProgressInterval}
 	var down *hosted.UnavailableError
-	if errors.As(err, &down) {
-		return ctrl.Result{RequeueAfter: hostedTeardownWait(down.NextProbe, obj.GetDeletionTimestamp().Time, time.Now(), opts)}, nil
-	}
-	if err != nil {
+	switch {
+	case errors.As(err, &down):
+		o := failure(err)
+		o.wake = hostedTeardownWait(down.NextProbe, obj.GetDeletionTimestamp().Time, time.Now(), opts)
+		return settle(obj, o, iv), nil
+	case err != nil:
 		return ctrl.Result{}, err
-	}
-	if !done {
-		return ctrl.Result{RequeueAfter: opts.ProgressInterval}, nil
+	case waiting != nil:
+		return settle(obj, *waiting, iv), nil
 	}
 	controllerutil.RemoveFinalizer(obj, v1alpha1.FinalizerName)
 	r.forgetHostedIfUnused(ctx, owner.Namespace, obj)
@@ -91,17 +95,19 @@ func (r *applier) forgetHostedIfUnused(ctx context.Context, namespace string, de
 	r.targets.hosted.Forget(namespace)
 }
 
-// teardownPass deletes what the inventory holds, a phase at a time, and reports whether all is gone.
+// teardownPass deletes what the inventory holds, a phase at a time. It returns the outcome of a
+// pass that waits for objects to go, nil once all is gone, and an error (saying that it
+// happened while deleting) when the pass failed.
 func teardownPass(ctx context.Context, r *applier, reader client.Reader, obj statusObject, owner apply.Owner,
-	serviceAccount string, status *v1alpha1.ApplyStatus, opts Options) (bool, error) {
+	serviceAccount string, status *v1alpha1.ApplyStatus, opts Options) (*outcome, error) {
 	if status.Inventory == nil || len(status.Inventory.Phases) == 0 {
-		return true, nil
+		return nil, nil
 	}
 	policy := teardownPolicy{letGoUnreachableHosted: time.Since(obj.GetDeletionTimestamp().Time) > opts.HostedTeardownTimeout}
 	if owner.Namespace != "" {
 		terminating, created, err := namespaceTerminating(ctx, reader, owner.Namespace)
 		if err != nil {
-			return false, err
+			return nil, fmt.Errorf("deleting: %w", err)
 		}
 		policy.namespaceTerminating, policy.namespaceCreated = terminating, created
 		policy.letGoUnreachableHosted = policy.letGoUnreachableHosted || terminating
@@ -119,18 +125,14 @@ func teardownPass(ctx context.Context, r *applier, reader client.Reader, obj sta
 		status.Inventory = inventoryToStatus(res.Inventory)
 	}
 	if err != nil {
-		// Retried (the error goes back to the work queue, or the hosted cluster's next probe
-		// wakes it): the outcome of every failure that is tried again.
-		markOutcome(obj, outcome{state: outcomeRetrying, reason: reasonFor(err), message: "deleting: " + err.Error()})
-		return false, err
+		return nil, fmt.Errorf("deleting: %w", err)
 	}
 	if !res.Done() {
 		status.Phase = "Deleting " + res.Phase
-		markOutcome(obj, outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason,
-			message: fmt.Sprintf("deleting phase %s: waiting for %d object(s) to go: %s", res.Phase, len(res.Remaining), refList(res.Remaining))})
-		return false, nil
+		return &outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason,
+			message: fmt.Sprintf("deleting phase %s: waiting for %d object(s) to go: %s", res.Phase, len(res.Remaining), refList(res.Remaining))}, nil
 	}
-	return true, nil
+	return nil, nil
 }
 
 // namespaceTerminating reports whether a namespace is being deleted (or is gone), and when it

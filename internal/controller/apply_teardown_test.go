@@ -27,8 +27,9 @@ import (
 	"pkgsync.dev/pkgsync/apply"
 )
 
-// TestTeardownFailureIsRetried: a teardown pass that fails concludes through the one outcome
-// mapping, as every failure that is tried again: Ready=False with the failure's reason,
+// TestTeardownFailureIsRetried: a teardown pass that fails returns its error, saying that it
+// happened while deleting, and the lifecycle concludes it through the one outcome mapping
+// (failure), as every failure that is tried again: Ready=False with the failure's reason,
 // Reconciling=ProgressingWithRetry, no Stalled left from before the deletion.
 func TestTeardownFailureIsRetried(t *testing.T) {
 	t.Parallel()
@@ -38,9 +39,10 @@ func TestTeardownFailureIsRetried(t *testing.T) {
 	status := &obj.Status.ApplyStatus
 	status.Inventory = &v1alpha1.Inventory{Phases: []v1alpha1.InventoryPhase{{Name: "deploy", Objects: []string{"not-an-id"}}}}
 
-	done, err := teardownPass(t.Context(), &applier{}, nil, obj, apply.Owner{Kind: v1alpha1.ClusterPackageKind, Name: "p"}, "", status, Options{}.withDefaults())
+	waiting, err := teardownPass(t.Context(), &applier{}, nil, obj, apply.Owner{Kind: v1alpha1.ClusterPackageKind, Name: "p"}, "", status, Options{}.withDefaults())
 	require.Error(t, err)
-	assert.False(t, done)
+	assert.Nil(t, waiting)
+	markOutcome(obj, failure(err))
 	ready := conditions.Get(obj, meta.ReadyCondition)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
@@ -109,7 +111,7 @@ func TestFinalize(t *testing.T) {
 		{name: "an object with a finalizer of its own: deleted, waited for at the progress interval", inventory: inventory("", "a"),
 			objects:    []client.Object{live, cm("a", func(c *corev1.ConfigMap) { c.Finalizers = []string{"example.com/hold"} })},
 			wantResult: ctrl.Result{RequeueAfter: progress}, wantFinalizer: true, wantLeft: []string{"a"}, wantReady: v1alpha1.DeletingReason},
-		{name: "deletion refused in a live namespace: the error, retried, the finalizer stays", inventory: inventory("", "a"), objects: []client.Object{live, cm("a")}, funcs: &forbidDeletes,
+		{name: "deletion refused in a live namespace: the error (for the lifecycle to report), the finalizer stays", inventory: inventory("", "a"), objects: []client.Object{live, cm("a")}, funcs: &forbidDeletes,
 			wantErr: true, wantFinalizer: true, wantLeft: []string{"a"}, wantReady: v1alpha1.ForbiddenReason},
 		{name: "deletion refused in a terminating namespace: let go, the finalizer goes", inventory: inventory("", "a"), objects: []client.Object{terminating, cm("a")}, funcs: &forbidDeletes,
 			wantLeft: []string{"a"}, wantEvent: "let 1 object(s) go"},
@@ -154,6 +156,8 @@ func TestFinalize(t *testing.T) {
 			res, err := finalize(t.Context(), r, c, pkg, owner, "", &pkg.Status.ApplyStatus, opts)
 			if tt.wantErr {
 				require.Error(t, err)
+				// What the lifecycle reports of it (lifecycle.failed).
+				markOutcome(pkg, failure(err))
 			} else {
 				require.NoError(t, err)
 			}

@@ -66,9 +66,11 @@ type fleetSteps struct {
 // steps returns the fleet steps for the lifecycle. A fleet's status is what its rollout
 // decides from (target, stable revision, partition times) and every member's change wakes it,
 // often before the cache shows the status it wrote last: the lifecycle keeps that
-// (copyStatus). Every reconcile that returns no error has acted on the fleet's spec: the
-// members are what the plan says, and what follows is their progress, which the status tells
-// without a new generation; so each such reconcile observes the generation.
+// (copyStatus). Every reconcile that did not fail (the lifecycle leaves out the failures it
+// retries) has acted on the fleet's spec: the members are what the plan says, and what follows
+// is their progress, which the status tells without a new generation; so each such reconcile
+// observes the generation. A pass whose tag cannot be resolved or verified is one of them: it
+// keeps the members on the target the fleet has (chooseTarget).
 func (r *fleetSteps) steps() kindSteps[*v1alpha1.HostedClusterPackage] {
 	return kindSteps[*v1alpha1.HostedClusterPackage]{
 		status: func(f *v1alpha1.HostedClusterPackage) commonStatus {
@@ -78,6 +80,7 @@ func (r *fleetSteps) steps() kindSteps[*v1alpha1.HostedClusterPackage] {
 		observed:   func(*v1alpha1.HostedClusterPackage) bool { return true },
 		pass:       r.pass,
 		finalize:   r.finalize,
+		intervals:  r.intervals,
 		announce:   announceFleet,
 		copyStatus: func(dst, src *v1alpha1.HostedClusterPackage) { dst.Status = *src.Status.DeepCopy() },
 		gone: func(key types.NamespacedName) {
@@ -91,44 +94,35 @@ func (r *fleetSteps) steps() kindSteps[*v1alpha1.HostedClusterPackage] {
 }
 
 // pass keeps the fleet's members: choose the target revision, plan the rollout from what the
-// members show, write the members the plan moves, and set the status and outcome.
+// members show, write the members the plan moves, and set the status and outcome. An error is a
+// failure the lifecycle reports (lifecycle.failed): a refused spec (a *stageError whose reason
+// stalls) is Stalled, anything else retried.
 func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, _ *report, lastHandled string) (ctrl.Result, error) {
+	iv := r.intervals(fleet)
 	if !r.hostedClusterAPI {
-		markOutcome(fleet, outcome{state: outcomeStalled, reason: v1alpha1.HostedClusterAPIMissingReason,
-			message: "the HostedCluster API (hypershift.openshift.io/v1beta1) is not installed on this cluster: a HostedClusterPackage needs HyperShift"})
-		return ctrl.Result{}, nil
+		// Looked at again at the interval like every stall, although only a restart of the
+		// controller (which checks for the API when it starts) can help.
+		return settle(fleet, outcome{state: outcomeStalled, reason: v1alpha1.HostedClusterAPIMissingReason,
+			message: "the HostedCluster API (hypershift.openshift.io/v1beta1) is not installed on this cluster: a HostedClusterPackage needs HyperShift"}, iv), nil
 	}
-	// A stall is concluded anew by every pass, a transient error included.
-	conditions.Delete(fleet, meta.StalledCondition)
 	spec := &fleet.Spec
 	target, held, err := r.chooseTarget(ctx, fleet, lastHandled)
-	var refused *stageError
 	switch {
-	case errors.As(err, &refused):
-		markOutcome(fleet, outcome{state: outcomeStalled, reason: refused.reason, message: err.Error()})
-		return ctrl.Result{}, nil
 	case err != nil:
-		return ctrl.Result{}, err // retried
+		return ctrl.Result{}, err
 	case target == nil:
-		// No target yet: wait for one.
-		markOutcome(fleet, *held)
-		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
+		// No target yet: wait for one, retried at the retry interval.
+		return settle(fleet, *held, iv), nil
 	}
-
 	windows, err := parseWindows(spec.Rollout.Windows)
 	if err != nil {
-		markOutcome(fleet, outcome{state: outcomeStalled, reason: v1alpha1.InvalidSpecReason, message: err.Error()})
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, &stageError{reason: v1alpha1.InvalidSpecReason, err: err}
 	}
 	owned, err := r.ownedMembers(ctx, fleet)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	members, collisions, err := r.members(ctx, fleet, owned)
-	if errors.As(err, &refused) {
-		markOutcome(fleet, outcome{state: outcomeStalled, reason: refused.reason, message: err.Error()})
-		return ctrl.Result{}, nil
-	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -153,8 +147,15 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 		// The members are kept on the target the fleet has; Ready says why it is not the tag's.
 		o = *held
 	}
-	markOutcome(fleet, o)
-	return ctrl.Result{RequeueAfter: fleetRequeue(spec.Template.Spec.GetInterval(), plan.wakeAfter, len(problems) > 0 || held != nil, r.options.RetryInterval)}, nil
+	o.wake = fleetRequeue(iv.interval, plan.wakeAfter, len(problems) > 0 || held != nil, iv.retry)
+	return settle(fleet, o, iv), nil
+}
+
+// intervals are the fleet's intervals for the requeue rule (requeueFor): its template's
+// interval (how often it resolves the tag), and the controller's retry and progress intervals
+// (a template's retryInterval is its members').
+func (r *fleetSteps) intervals(fleet *v1alpha1.HostedClusterPackage) intervals {
+	return intervals{interval: fleet.Spec.Template.Spec.GetInterval(), retry: r.options.RetryInterval, progress: r.options.ProgressInterval}
 }
 
 // plan plans the rollout from what the members show, with its gates: a standing rejection,
@@ -297,8 +298,10 @@ func (r *fleetSteps) keepMembers(ctx context.Context, fleet *v1alpha1.HostedClus
 	return problems
 }
 
-// fleetRequeue says when to come back: at the interval (jittered), sooner when the plan changes
-// by itself (a soak or a progress deadline ends), at the retry interval when something failed.
+// fleetRequeue is the wake of a pass that kept the members, whatever its outcome: a rollout goes
+// on when its members change (each change wakes the fleet), so it comes back at the interval
+// (jittered), sooner when the plan changes by itself (a soak or a progress deadline ends), at
+// the retry interval when a member could not be kept or the tag's revision is held.
 func fleetRequeue(interval, wakeAfter time.Duration, failed bool, retry time.Duration) time.Duration {
 	requeue := jittered(interval)
 	if wakeAfter > 0 {
@@ -317,7 +320,8 @@ func fleetRequeue(interval, wakeAfter time.Duration, failed bool, retry time.Dur
 // the fleet), and removes the finalizer. Orphan releases the members and their copies
 // (orphan) instead. The members are waited for in the cache; what is deleted or released last
 // and the finalizer are decided on fresh reads, so that nothing written moments before the
-// deletion, which the cache may not show yet, is left with the fleet's label.
+// deletion, which the cache may not show yet, is left with the fleet's label. An error is a
+// failure the lifecycle reports and retries (lifecycle.failed), as a failed pass is.
 func (r *fleetSteps) finalize(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(fleet, v1alpha1.FinalizerName) {
 		// Deleted before its first reconcile wrote the finalizer, so before any member, or
@@ -344,8 +348,9 @@ func (r *fleetSteps) finalize(ctx context.Context, fleet *v1alpha1.HostedCluster
 		}
 	}
 	if left := len(owned); left > 0 {
-		markOutcome(fleet, outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason, message: fmt.Sprintf("waiting for %d member(s) to be torn down", left)})
-		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
+		// Each member's deletion wakes the fleet; the progress interval bounds a wake missed.
+		return settle(fleet, outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason,
+			message: fmt.Sprintf("waiting for %d member(s) to be torn down", left)}, r.intervals(fleet)), nil
 	}
 	if r.secrets != nil {
 		if err := r.secrets.deleteAll(ctx, fleet); err != nil {
@@ -378,9 +383,9 @@ func (r *fleetSteps) orphan(ctx context.Context, fleet *v1alpha1.HostedClusterPa
 		}
 	}
 	if deleting > 0 {
-		markOutcome(fleet, outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason,
-			message: fmt.Sprintf("waiting for %d member(s) of clusters that left the fleet to be torn down; then the others are released (spec.deletionPolicy=Orphan)", deleting)})
-		return ctrl.Result{RequeueAfter: r.options.RetryInterval}, nil
+		return settle(fleet, outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason,
+			message: fmt.Sprintf("waiting for %d member(s) of clusters that left the fleet to be torn down; then the others are released (spec.deletionPolicy=Orphan)", deleting)},
+			r.intervals(fleet)), nil
 	}
 	if r.secrets != nil {
 		if err := r.secrets.release(ctx, fleet, live); err != nil {

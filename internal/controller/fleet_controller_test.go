@@ -99,7 +99,7 @@ func (f *fleetFixture) steps(t *testing.T, require bool, objs ...client.Object) 
 	return &fleetSteps{
 		client: c, apiReader: c, source: f.src, verifier: newSignatureVerifier(c, c, f.src, controllerNamespace, require),
 		recorder: record.NewFakeRecorder(10), own: newMetrics(), hostedClusterAPI: true, now: time.Now,
-		options: Options{Namespace: controllerNamespace, RetryInterval: 7 * time.Second},
+		options: Options{Namespace: controllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
 	}, c
 }
 
@@ -189,8 +189,9 @@ func TestFleetTargetChoice(t *testing.T) {
 	}
 }
 
-// TestFleetPassStops: the passes that stop before any member is looked at, and what they make
-// of the fleet's conditions and requeue.
+// TestFleetPassStops: the passes that stop before any member is looked at, and what the
+// lifecycle makes of them: the fleet's conditions and when it comes back (stalls at the
+// interval, like every stall; a wait for a first target at the retry interval).
 func TestFleetPassStops(t *testing.T) {
 	t.Parallel()
 	f := newFleetFixture(t)
@@ -204,10 +205,12 @@ func TestFleetPassStops(t *testing.T) {
 		want       wantConditions
 		wantResult ctrl.Result
 	}{
-		{name: "no HostedCluster API: stalled, no requeue (installing it restarts nothing, a spec change does)", fleet: fleetOn(signedTag, nil, nil), noAPI: true,
-			want: wantConditions{metav1.ConditionFalse, v1alpha1.HostedClusterAPIMissingReason, "", v1alpha1.HostedClusterAPIMissingReason}},
-		{name: "the spec refused: stalled, no requeue", fleet: fleetOn(signedTag, nil, nil), require: true,
-			want: wantConditions{metav1.ConditionFalse, v1alpha1.VerificationRequiredReason, "", v1alpha1.VerificationRequiredReason}},
+		{name: "no HostedCluster API: stalled, looked at again at the interval", fleet: fleetOn(signedTag, nil, nil), noAPI: true,
+			want:       wantConditions{metav1.ConditionFalse, v1alpha1.HostedClusterAPIMissingReason, "", v1alpha1.HostedClusterAPIMissingReason},
+			wantResult: ctrl.Result{RequeueAfter: time.Hour}},
+		{name: "the spec refused: stalled, looked at again at the interval", fleet: fleetOn(signedTag, nil, nil), require: true,
+			want:       wantConditions{metav1.ConditionFalse, v1alpha1.VerificationRequiredReason, "", v1alpha1.VerificationRequiredReason},
+			wantResult: ctrl.Result{RequeueAfter: time.Hour}},
 		{name: "no target yet: retried at the retry interval", fleet: fleetOn(signedTag, keysOf("keys-b"), nil),
 			want:       wantConditions{metav1.ConditionFalse, v1alpha1.VerificationFailedReason, v1alpha1.ProgressingWithRetryReason, ""},
 			wantResult: ctrl.Result{RequeueAfter: 7 * time.Second}},
@@ -215,15 +218,28 @@ func TestFleetPassStops(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r, _ := f.steps(t, tt.require)
-			r.hostedClusterAPI = !tt.noAPI
+			tt.fleet.Finalizers = []string{v1alpha1.FinalizerName}
+			tt.fleet.Spec.Template.Spec.Interval = &metav1.Duration{Duration: time.Hour}
 			conditions.MarkStalled(tt.fleet, "Earlier", "earlier")
-			res, err := r.pass(t.Context(), tt.fleet, nil, "")
+			r, c := f.stepsWith(t, nil, tt.fleet)
+			r.verifier.require = tt.require
+			r.hostedClusterAPI = !tt.noAPI
+			res, err := reconcileFleet(t, r, c, tt.fleet)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantResult, res)
-			assertConditions(t, tt.fleet, tt.want)
+			got := &v1alpha1.HostedClusterPackage{}
+			require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(tt.fleet), got))
+			assertConditions(t, got, tt.want)
 		})
 	}
+}
+
+// reconcileFleet runs one reconcile of fleet, as stored in c, through the lifecycle with r's steps.
+func reconcileFleet(t *testing.T, r *fleetSteps, c client.Client, fleet *v1alpha1.HostedClusterPackage) (ctrl.Result, error) {
+	t.Helper()
+	l := newLifecycle(lifecycleBase{client: c, recorder: record.NewFakeRecorder(10)}, v1alpha1.HostedClusterPackageKind,
+		func() *v1alpha1.HostedClusterPackage { return &v1alpha1.HostedClusterPackage{} }, r.steps())
+	return l.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fleet)})
 }
 
 // TestFleetFinalize: a fleet being deleted deletes its members (only its own) and waits for
@@ -247,8 +263,8 @@ func TestFleetFinalize(t *testing.T) {
 		wantKept      []string
 	}{
 		{name: "no member: the finalizer goes"},
-		{name: "members: deleted, waited for at the retry interval", members: []client.Object{member("clusters-a", "fleet-uid"), member("clusters-b", "fleet-uid")},
-			wantResult: ctrl.Result{RequeueAfter: 7 * time.Second}, wantFinalizer: true, wantDeleted: []string{"clusters-a", "clusters-b"}},
+		{name: "members: deleted, waited for at the progress interval", members: []client.Object{member("clusters-a", "fleet-uid"), member("clusters-b", "fleet-uid")},
+			wantResult: ctrl.Result{RequeueAfter: 3 * time.Second}, wantFinalizer: true, wantDeleted: []string{"clusters-a", "clusters-b"}},
 		{name: "a Package with the fleet's label it does not own is left alone", members: []client.Object{member("clusters-a", "other-uid")},
 			wantKept: []string{"clusters-a"}},
 	}

@@ -231,7 +231,7 @@ func (f *fleetFixture) stepsWith(t *testing.T, funcs *interceptor.Funcs, objs ..
 	return &fleetSteps{
 		client: c, apiReader: c, source: f.src, verifier: newSignatureVerifier(c, c, f.src, controllerNamespace, false),
 		recorder: record.NewFakeRecorder(10), own: newMetrics(), hostedClusterAPI: true, now: time.Now,
-		options: Options{Namespace: controllerNamespace, RetryInterval: 7 * time.Second},
+		options: Options{Namespace: controllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
 		secrets: &fleetSecrets{client: c, apiReader: c, copies: c, namespace: controllerNamespace},
 	}, c
 }

@@ -38,12 +38,15 @@ type kindSteps[T statusObject] struct {
 	observed func(obj T) bool
 	// pass reconciles a resource that is neither being deleted nor suspended, and concludes.
 	// lastHandled is the reconcile request handled before this reconcile acknowledged the
-	// current one.
+	// current one. An error it returns is a failure the lifecycle reports (failed).
 	pass func(ctx context.Context, obj T, rep *report, lastHandled string) (ctrl.Result, error)
 	// finalize makes one deletion pass for a resource being deleted and removes pkgsync's
 	// finalizer once nothing of it is left: the kinds that apply objects tear down their
-	// inventory (teardownInventory), a fleet deletes its members and waits for them.
+	// inventory (teardownInventory), a fleet deletes its members and waits for them. An error
+	// it returns is reported as pass's are.
 	finalize func(ctx context.Context, obj T) (ctrl.Result, error)
+	// intervals are the resource's intervals, for the requeue rule (requeueFor).
+	intervals func(obj T) intervals
 	// announce, when set, replaces announce: the event emitted when Ready changes.
 	announce func(rec record.EventRecorder, obj T, old *metav1.Condition)
 	// copyStatus, when set, copies the status of src to dst, and the lifecycle then remembers
@@ -108,9 +111,11 @@ func (l *lifecycle[T]) Reconcile(ctx context.Context, req ctrl.Request) (result 
 	}()
 
 	if !obj.GetDeletionTimestamp().IsZero() {
-		return l.steps.finalize(ctx, obj)
+		res, err := l.steps.finalize(ctx, obj)
+		return l.failed(ctx, obj, rep, res, err)
 	}
 	if err := rep.ensureFinalizer(ctx); err != nil {
+		// The lifecycle's own write of the resource: status cannot report it (see failed).
 		return ctrl.Result{}, err
 	}
 	suspended := l.steps.suspended(obj)
@@ -123,7 +128,34 @@ func (l *lifecycle[T]) Reconcile(ctx context.Context, req ctrl.Request) (result 
 		ctrl.LoggerFrom(ctx).V(1).Info("suspended, nothing written")
 		return ctrl.Result{}, nil
 	}
-	return l.steps.pass(ctx, obj, rep, lastHandled)
+	res, err := l.steps.pass(ctx, obj, rep, lastHandled)
+	return l.failed(ctx, obj, rep, res, err)
+}
+
+// failed reports a step that failed with err, for every kind the way conclude reports a failed
+// apply pass: Ready=False with the reason the error maps to (failure), and Reconciling=
+// ProgressingWithRetry and the retry interval, or Stalled and the interval (requeueFor). The
+// error is not returned: the work queue's backoff (5 ms doubling to 16 minutes) would retry a
+// registry outage in milliseconds and a long one after a quarter of an hour, and leave Ready as
+// it was (True, for a fleet that had converged). A retried failure is not the generation's
+// outcome, whatever the kind says (report.finish).
+//
+// What goes to the work queue is only what the resource's status cannot report, as it did
+// before for every kind: a read of the resource that failed (Reconcile), and the lifecycle's
+// own writes of it (adding the finalizer, the status patch of report.finish), whose condition
+// would go in the very request that failed. Those writes are merge patches without a
+// resourceVersion, so a concurrent writer never makes them conflict (optimistic concurrency has
+// nothing to retry there); what fails them is an API server that is unavailable or refuses,
+// which the backoff retries at once and then less often. A conflict of a write a step guards by
+// resourceVersion (a fleet's finalizer removal, a member's release) is retried by the step on a
+// fresh read, a few times, before the step fails with it; that failure is reported as any other.
+func (l *lifecycle[T]) failed(ctx context.Context, obj T, rep *report, res ctrl.Result, err error) (ctrl.Result, error) {
+	if err == nil {
+		return res, nil
+	}
+	o := failure(err)
+	rep.failed = o.state == outcomeRetrying
+	return settleFailure(ctx, obj, o, l.steps.intervals(obj)), nil
 }
 
 // recall puts the status last written of obj in place of the cache's, for kinds that keep it.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,6 +86,8 @@ func TestLifecycle(t *testing.T) {
 		wantFinalizer   bool
 		wantObserved    int64
 		wantLastHandled string
+		// wantReady, wantReconciling and wantStalled are the reasons stored ("" for none).
+		wantReady, wantReconciling, wantStalled string
 	}{
 		{name: "gone: nothing to do, what is kept for it is dropped", gone: true, wantForgotten: true, wantDeleted: true},
 		{name: "new: the finalizer is written, then the pass runs in the same reconcile",
@@ -96,9 +99,19 @@ func TestLifecycle(t *testing.T) {
 		{name: "not settled: acknowledged, the generation not observed",
 			pass: step{result: ctrl.Result{RequeueAfter: time.Second}}, observed: false,
 			wantResult: ctrl.Result{RequeueAfter: time.Second}, wantPass: true, wantFinalizer: true, wantObserved: 1, wantLastHandled: token},
-		{name: "transient error: returned for the work queue's backoff, the generation not observed",
+		{name: "a failure: reported in Ready, retried at the retry interval (not the work queue's backoff), the generation not observed",
 			pass: step{err: errTransient}, observed: true,
-			wantErr: errTransient, wantPass: true, wantFinalizer: true, wantObserved: 1, wantLastHandled: token},
+			wantResult: ctrl.Result{RequeueAfter: time.Minute}, wantPass: true, wantFinalizer: true, wantObserved: 1, wantLastHandled: token,
+			wantReady: v1alpha1.ApplyFailedReason, wantReconciling: v1alpha1.ProgressingWithRetryReason},
+		{name: "a failure only a change can help: Stalled, at the interval, the generation observed",
+			pass: step{err: &stageError{reason: v1alpha1.InvalidSpecReason, err: errors.New("no")}}, observed: true,
+			wantResult: ctrl.Result{RequeueAfter: time.Hour}, wantPass: true, wantFinalizer: true, wantObserved: 3, wantLastHandled: token,
+			wantReady: v1alpha1.InvalidSpecReason, wantStalled: v1alpha1.InvalidSpecReason},
+		{name: "a deletion that fails: reported and retried the same way",
+			obj: func(p *v1alpha1.Package) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} }, observed: true,
+			finalize:   step{err: errTransient},
+			wantResult: ctrl.Result{RequeueAfter: time.Minute}, wantFinalize: true, wantFinalizer: true, wantObserved: 1,
+			wantReady: v1alpha1.ApplyFailedReason, wantReconciling: v1alpha1.ProgressingWithRetryReason},
 		{name: "suspended: no pass, no requeue, the request acknowledged",
 			obj: func(p *v1alpha1.Package) { p.Spec.Suspend = true }, observed: true,
 			wantFinalizer: true, wantObserved: 3, wantLastHandled: token},
@@ -154,6 +167,9 @@ func TestLifecycle(t *testing.T) {
 					}
 					return tt.finalize.result, tt.finalize.err
 				},
+				intervals: func(*v1alpha1.Package) intervals {
+					return intervals{interval: time.Hour, retry: time.Minute, progress: time.Second}
+				},
 				copyStatus: func(dst, src *v1alpha1.Package) { dst.Status = *src.Status.DeepCopy() },
 				gone:       func(types.NamespacedName) { forgotten = true },
 			}
@@ -185,6 +201,9 @@ func TestLifecycle(t *testing.T) {
 			assert.Equal(t, tt.wantFinalizer, controllerutil.ContainsFinalizer(&stored, v1alpha1.FinalizerName), "finalizer stored")
 			assert.Equal(t, tt.wantObserved, stored.Status.ObservedGeneration, "observedGeneration")
 			assert.Equal(t, tt.wantLastHandled, stored.Status.LastHandledReconcileAt, "request acknowledged")
+			assert.Equal(t, tt.wantReady, conditions.GetReason(&stored, meta.ReadyCondition), "Ready")
+			assert.Equal(t, tt.wantReconciling, conditions.GetReason(&stored, meta.ReconcilingCondition), "Reconciling")
+			assert.Equal(t, tt.wantStalled, conditions.GetReason(&stored, meta.StalledCondition), "Stalled")
 		})
 	}
 }

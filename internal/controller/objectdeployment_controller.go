@@ -36,7 +36,7 @@ type objectDeploymentSteps[T objectDeploymentObject] struct {
 func (r *objectDeploymentSteps[T]) steps() kindSteps[T] {
 	return kindSteps[T]{
 		status:    func(obj T) commonStatus { return applyCommon(r.applyStatus(obj)) },
-		suspended: r.suspended, observed: func(obj T) bool { return settled(obj) }, pass: r.pass,
+		suspended: r.suspended, observed: func(obj T) bool { return settled(obj) }, pass: r.pass, intervals: r.intervals,
 		finalize: teardownInventory(r.applier, r.apiReader, r.options, r.kind, r.applyStatus, r.serviceAccount),
 	}
 }

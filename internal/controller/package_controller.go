@@ -50,7 +50,7 @@ func (r *packageSteps[T]) steps() kindSteps[T] {
 	teardown := teardownInventory(r.applier, r.apiReader, r.options, r.kind, r.applyStatus, r.serviceAccount)
 	return kindSteps[T]{
 		status:    func(obj T) commonStatus { return applyCommon(r.applyStatus(obj)) },
-		suspended: r.suspended, observed: func(obj T) bool { return settled(obj) }, pass: r.pass,
+		suspended: r.suspended, observed: func(obj T) bool { return settled(obj) }, pass: r.pass, intervals: r.intervals,
 		finalize: func(ctx context.Context, obj T) (ctrl.Result, error) {
 			// The render cache drops the resource's render when no other resource uses it
 			// (teardown works from the inventory, not from a render).

@@ -40,6 +40,9 @@ type report struct {
 	announce func(old *metav1.Condition)
 	// written is set once the final patch succeeded.
 	written bool
+	// failed is set when a step of the kind failed and is retried (lifecycle.failed): the
+	// outcome is not the generation's, whatever the kind says.
+	failed bool
 }
 
 func beginReport(c client.Client, obj statusObject, status commonStatus, m runtimectrl.Metrics, rec record.EventRecorder) *report {
@@ -75,20 +78,23 @@ func (r *report) save(ctx context.Context) error {
 }
 
 // finish patches the status and returns the reconcile error joined with any patch error. The
-// generation is recorded as observed (the one rule for every kind) when the reconcile returned
-// no error and the kind calls its outcome the generation's.
+// generation is recorded as observed (the one rule for every kind) when the reconcile neither
+// returned an error nor ended in a failure that is retried, and the kind calls its outcome the
+// generation's.
 func (r *report) finish(ctx context.Context, retErr error) error {
 	if r.acknowledge {
 		acknowledgeRequest(r.obj, r.status)
 	}
-	if retErr == nil && r.observed != nil && r.observed() {
+	if retErr == nil && !r.failed && r.observed != nil && r.observed() {
 		*r.status.observedGeneration = r.obj.GetGeneration()
 	}
 	keepTransitionTimes(r.obj, r.oldConditions)
 	err := r.patcher.patch(ctx, r.obj)
 	r.written = err == nil
 	if err != nil {
-		// A resource whose finalizer was just removed is gone: nothing to report on.
+		// Returned to the work queue: a status write that fails cannot report itself in status
+		// (lifecycle.failed). A resource whose finalizer was just removed is gone: nothing to
+		// report on.
 		if !r.obj.GetDeletionTimestamp().IsZero() && apierrors.IsNotFound(err) {
 			err = nil
 		}
