@@ -72,7 +72,7 @@ func TestFailureEveryKind(t *testing.T) {
 	}
 	tests := []struct {
 		kind failureKind
-		// want is what each case leaves; a case the kind does not have is left out.
+		// want is what each case leaves of the conditions (failStatusWrite: none, nothing is written).
 		want map[failureCase]wantConditions
 	}{
 		{packageKind(v1alpha1.PackageKind, func() *v1alpha1.Package { return &v1alpha1.Package{} }), map[failureCase]wantConditions{
