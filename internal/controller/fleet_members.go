@@ -6,19 +6,25 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
 // fleetFieldOwner is the field manager of the fleet's writes to member Packages.
@@ -294,3 +300,135 @@ func (w *memberWrites) view(fleet *v1alpha1.HostedClusterPackage, namespace stri
 
 // forget drops what is remembered of a fleet's members, when the fleet is gone.
 func (w *memberWrites) forget(fleet string) { w.written.forget(fleet) }
+
+// members lists the selected HostedClusters with their member Packages, and the clusters that
+// get no member: those whose namespace holds a Package of the member's name that is not this
+// fleet's, and those whose hosted-control-plane namespace another HostedCluster maps to too
+// (a-x/b and a/x-b both map to a-x-b) when HyperShift's HostedControlPlane there does not name
+// them. One namespace never gets a member written for two clusters.
+func (r *fleetSteps) members(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, owned []*v1alpha1.Package) ([]*fleetMember, []v1alpha1.MemberStatus, error) {
+	selector := labels.Everything()
+	if fleet.Spec.HostedClusterSelector != nil {
+		var err error
+		if selector, err = metav1.LabelSelectorAsSelector(fleet.Spec.HostedClusterSelector); err != nil {
+			return nil, nil, &stageError{reason: v1alpha1.InvalidSpecReason, err: fmt.Errorf("spec.hostedClusterSelector: %w", err)}
+		}
+	}
+	hcs := &unstructured.UnstructuredList{}
+	hcs.SetGroupVersionKind(hosted.HostedClusterGVK.GroupVersion().WithKind(hosted.HostedClusterGVK.Kind + "List"))
+	// Every HostedCluster, selected or not: an unselected one may own the namespace a selected
+	// one maps to.
+	if err := r.client.List(ctx, hcs, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, nil, fmt.Errorf("list HostedClusters: %w", err)
+	}
+	mapped := map[string][]types.NamespacedName{}
+	for i := range hcs.Items {
+		hc := &hcs.Items[i]
+		ns := hosted.ControlPlaneNamespace(hc.GetNamespace(), hc.GetName())
+		mapped[ns] = append(mapped[ns], types.NamespacedName{Namespace: hc.GetNamespace(), Name: hc.GetName()})
+	}
+	owners := namespaceOwners{}
+	byNamespace := map[string]*v1alpha1.Package{}
+	for _, p := range owned {
+		byNamespace[p.Namespace] = p
+	}
+	var (
+		members    []*fleetMember
+		collisions []v1alpha1.MemberStatus
+	)
+	for i := range hcs.Items {
+		hc := &hcs.Items[i]
+		if !hc.GetDeletionTimestamp().IsZero() || !selector.Matches(labels.Set(hc.GetLabels())) {
+			continue
+		}
+		m := &fleetMember{namespace: hosted.ControlPlaneNamespace(hc.GetNamespace(), hc.GetName()), labels: hc.GetLabels(), cluster: hosted.HostedClusterOf(hc)}
+		if p := fleet.Spec.Rollout.Partitions; p != nil {
+			m.partition = hc.GetLabels()[p.LabelKey]
+		}
+		self := types.NamespacedName{Namespace: hc.GetNamespace(), Name: hc.GetName()}
+		msg, err := owners.collision(ctx, r.apiReader, m.namespace, self, mapped[m.namespace])
+		if err != nil {
+			return nil, nil, err
+		}
+		if msg != "" {
+			collisions = append(collisions, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: v1alpha1.CollisionReason,
+				Message: msg + "; no member is written for it, and a member there is left as it is"})
+			continue
+		}
+		m.pkg, m.pending = r.writes.view(fleet, m.namespace, byNamespace[m.namespace])
+		if m.pkg == nil {
+			other := &v1alpha1.Package{}
+			err := r.client.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: fleet.Name}, other)
+			switch {
+			case err == nil:
+				collisions = append(collisions, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: v1alpha1.CollisionReason,
+					Message: fmt.Sprintf("Package %s/%s exists and is not this fleet's (label %s=%q): it is left alone; delete or rename it",
+						m.namespace, fleet.Name, v1alpha1.FleetLabel, other.Labels[v1alpha1.FleetLabel])})
+				continue
+			case !apierrors.IsNotFound(err):
+				return nil, nil, fmt.Errorf("read Package %s/%s: %w", m.namespace, fleet.Name, err)
+			}
+		}
+		members = append(members, m)
+	}
+	slices.SortFunc(members, func(a, b *fleetMember) int { return strings.Compare(a.namespace, b.namespace) })
+	return members, collisions, nil
+}
+
+// namespaceOwners remembers, within one reconcile, which HostedCluster owns a namespace
+// several map to (or why that cannot be told).
+type namespaceOwners map[string]namespaceOwner
+
+type namespaceOwner struct {
+	owner types.NamespacedName
+	err   error
+}
+
+// collision says why the HostedCluster self gets no member in namespace, which candidates map
+// to: another one's HostedControlPlane names it, or none can be told apart. "" when self may
+// have it.
+func (o namespaceOwners) collision(ctx context.Context, reader client.Reader, namespace string, self types.NamespacedName, candidates []types.NamespacedName) (string, error) {
+	if len(candidates) <= 1 {
+		return "", nil
+	}
+	known, seen := o[namespace]
+	if !seen {
+		// Uncached and metadata only, for the rare namespace several clusters map to.
+		owner, err := hosted.OwnerOfNamespace(ctx, reader, namespace, candidates)
+		var ambiguous *hosted.AmbiguousError
+		if err != nil && !errors.As(err, &ambiguous) {
+			return "", err
+		}
+		known = namespaceOwner{owner: owner, err: err}
+		o[namespace] = known
+	}
+	switch {
+	case known.err != nil:
+		return known.err.Error(), nil
+	case known.owner != self:
+		return fmt.Sprintf("HostedCluster %s maps to namespace %s, which belongs to HostedCluster %s (its HostedControlPlane names it)", self, namespace, known.owner), nil
+	}
+	return "", nil
+}
+
+// ownedMembers lists the fleet's members from the cache (IsFleetMember). Read once per
+// reconcile and shared by its steps.
+func (r *fleetSteps) ownedMembers(ctx context.Context, fleet *v1alpha1.HostedClusterPackage) ([]*v1alpha1.Package, error) {
+	return r.listMembers(ctx, r.client, fleet)
+}
+
+// listMembers lists the fleet's members as reader has them: the Packages labelled with the
+// fleet (a selection the API server or the cache makes) that are its members.
+func (r *fleetSteps) listMembers(ctx context.Context, reader client.Reader, fleet *v1alpha1.HostedClusterPackage) ([]*v1alpha1.Package, error) {
+	list := &v1alpha1.PackageList{}
+	if err := reader.List(ctx, list, client.MatchingLabels{v1alpha1.FleetLabel: fleet.Name}); err != nil {
+		return nil, fmt.Errorf("list members: %w", err)
+	}
+	var owned []*v1alpha1.Package
+	for i := range list.Items {
+		if p := &list.Items[i]; IsFleetMember(p, fleet) {
+			owned = append(owned, p)
+		}
+	}
+	return owned, nil
+}

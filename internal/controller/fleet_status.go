@@ -1,0 +1,175 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+)
+
+// setStatus sets the fleet's status from the plan, with events and metrics for what changed; the
+// lifecycle's report writes it.
+func (r *fleetSteps) setStatus(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, problems []v1alpha1.MemberStatus, now time.Time) {
+	st := &fleet.Status
+	r.announcePartitions(fleet, st.Partitions, plan.partitions, now)
+	st.Partitions = plan.partitions
+	st.MemberCounts = plan.counts
+	st.Progress = fmt.Sprintf("%d/%d/%d", plan.counts.Updated, plan.counts.Ready, plan.counts.Total)
+	st.CurrentPartition = plan.current
+	st.InProgress = bounded(plan.inProgress)
+	st.FailedMembers = bounded(append(slices.Clone(plan.failed), problems...))
+	st.BlockedMembers = bounded(plan.blocked)
+	st.HeldMembers = bounded(plan.held)
+	for state, n := range map[string]int32{"total": plan.counts.Total, "updated": plan.counts.Updated, "ready": plan.counts.Ready, "failed": plan.counts.Failed,
+		"blocked": plan.counts.Blocked, "held": plan.counts.Held} {
+		r.own.fleetMembers.WithLabelValues(fleet.Name, state).Set(float64(n))
+	}
+	if plan.complete && (st.Stable == nil || st.Stable.Name != st.Target.Name) {
+		st.Stable = &v1alpha1.FleetStableRevision{FleetRevision: *st.Target, Template: *fleet.Spec.Template.DeepCopy()}
+		for _, o := range fleet.Spec.ConfigOverrides {
+			st.Stable.ConfigOverrides = append(st.Stable.ConfigOverrides, *o.DeepCopy())
+		}
+	}
+}
+
+// fleetOutcome is what the plan and the members that could not be kept make of the fleet's
+// conditions.
+func fleetOutcome(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, problems []v1alpha1.MemberStatus) outcome {
+	target, progress := fleet.Status.Target.Name, fleet.Status.Progress
+	where := ""
+	if plan.current != "" {
+		where = fmt.Sprintf("partition %s: ", partitionName(plan.current))
+	}
+	switch {
+	case plan.rollingBack:
+		return rollbackOutcome(fleet, plan)
+	case plan.halted:
+		return outcome{state: outcomeStalled, reason: v1alpha1.RolloutHaltedReason, message: fmt.Sprintf("rollout of %s halted in partition %s: %d member(s) failed (spec.rollout.failureThreshold): %s",
+			target, partitionName(plan.current), len(plan.failed), describeMembers(plan.failed))}
+	case plan.counts.Total == 0 && len(problems) == 0:
+		return outcome{state: outcomeSucceeded, message: "no HostedCluster matches spec.hostedClusterSelector: 0 members"}
+	case len(problems) > 0:
+		return outcome{state: outcomeProgressing, reason: v1alpha1.MembersFailedReason, message: fmt.Sprintf("%d member(s) cannot be kept: %s", len(problems), describeMembers(problems))}
+	case plan.complete && plan.counts.Blocked+plan.counts.Held > 0:
+		return outcome{state: outcomeSucceeded, message: fmt.Sprintf("%d member(s) Ready on revision %s; %d blocked, %d held (status.blockedMembers, status.heldMembers): each moves once unblocked or released",
+			plan.counts.Total-plan.counts.Blocked-plan.counts.Held, target, plan.counts.Blocked, plan.counts.Held)}
+	case plan.complete:
+		return outcome{state: outcomeSucceeded, message: fmt.Sprintf("%d member(s) Ready on revision %s", plan.counts.Total, target)}
+	case fleet.Spec.Rollout.Paused:
+		return outcome{state: outcomeWaiting, reason: v1alpha1.RolloutPausedReason, message: fmt.Sprintf("%srollout of %s paused (spec.rollout.paused): %s updated/ready/total", where, target, progress)}
+	default:
+		return outcome{state: outcomeProgressing, reason: v1alpha1.RolloutProgressingReason, message: fmt.Sprintf("%srolling out %s: %s updated/ready/total", where, target, progress)}
+	}
+}
+
+// rollbackOutcome says where the rollback of a rejected revision is: moving members back, or
+// done and waiting for another digest or a reconcile request.
+func rollbackOutcome(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan) outcome {
+	rejected, stable := fleet.Status.Rejected, stableName(fleet)
+	name, why := "", ""
+	if rejected != nil {
+		name, why = rejected.Name, rejected.Message
+	}
+	if plan.current != "" {
+		return outcome{state: outcomeProgressing, reason: v1alpha1.RollingBackReason, message: fmt.Sprintf(
+			"revision %s rejected (spec.rollout.onFailure=Rollback): partition %s: moving members back to stable revision %s, %s updated/ready/total: %s",
+			name, partitionName(plan.current), stable, fleet.Status.Progress, why)}
+	}
+	aside := ""
+	if n := plan.counts.Blocked + plan.counts.Held; n > 0 {
+		aside = fmt.Sprintf(" (%d blocked or held member(s) stay where they are until unblocked or released)", n)
+	}
+	return outcome{state: outcomeStalled, reason: v1alpha1.RolledBackReason, message: fmt.Sprintf(
+		"revision %s rejected (spec.rollout.onFailure=Rollback): members are back on stable revision %s%s; it is not rolled out again until the tag resolves to another digest or a reconcile is requested: %s",
+		name, stable, aside, why)}
+}
+
+// announceFleet emits an event when Ready changes status or reason: progress within a rollout
+// is told by the partition events, not by one event per member.
+func announceFleet(rec record.EventRecorder, fleet *v1alpha1.HostedClusterPackage, old *metav1.Condition) {
+	now := conditions.Get(fleet, meta.ReadyCondition)
+	if rec == nil || now == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason) {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	switch now.Reason {
+	case v1alpha1.RolloutProgressingReason, v1alpha1.RolloutPausedReason, v1alpha1.DeletingReason, v1alpha1.ReconciliationSucceededReason:
+	default:
+		eventType = corev1.EventTypeWarning
+	}
+	rec.Event(fleet, eventType, now.Reason, now.Message)
+}
+
+// announcePartitions emits an event per partition transition: start, finish, halt, resume.
+func (r *fleetSteps) announcePartitions(fleet *v1alpha1.HostedClusterPackage, before, after []v1alpha1.PartitionStatus, now time.Time) {
+	old := map[string]v1alpha1.PartitionStatus{}
+	for _, p := range before {
+		old[p.Name] = p
+	}
+	target := fleet.Status.Target.Name
+	for _, p := range after {
+		prev, seen := old[p.Name]
+		if seen && prev.State == p.State {
+			continue
+		}
+		name := partitionName(p.Name)
+		switch p.State {
+		case v1alpha1.PartitionProgressing:
+			if seen && prev.State == v1alpha1.PartitionHalted {
+				r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.RolloutResumedReason, "partition %s: rollout of %s resumed", name, target)
+			} else {
+				r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.PartitionStartedReason, "partition %s: rolling out %s", name, target)
+			}
+		case v1alpha1.PartitionHalted:
+			r.recorder.Eventf(fleet, corev1.EventTypeWarning, v1alpha1.RolloutHaltedReason, "partition %s: rollout of %s halted", name, target)
+		case v1alpha1.PartitionRollingBack:
+			r.recorder.Eventf(fleet, corev1.EventTypeWarning, v1alpha1.RollingBackReason, "partition %s: moving members back to stable revision %s", name, stableName(fleet))
+		case v1alpha1.PartitionComplete:
+			if seen && prev.State != v1alpha1.PartitionPending {
+				r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.PartitionCompleteReason, "partition %s: every member Ready on %s", name, target)
+				if p.StartedAt != nil {
+					r.own.partitionDuration.WithLabelValues(fleet.Name).Observe(now.Sub(p.StartedAt.Time).Seconds())
+				}
+			}
+		}
+	}
+}
+
+func partitionName(name string) string {
+	if name == "" {
+		return "(unlabelled)"
+	}
+	return name
+}
+
+func describeMembers(ms []v1alpha1.MemberStatus) string {
+	parts := make([]string, 0, min(len(ms), 3))
+	for i, m := range ms {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ms)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s: %s", m.Namespace, m.Reason, m.Message))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// bounded keeps the first maxListedMembers members, each message bounded the way condition
+// messages are (boundMessage).
+func bounded(ms []v1alpha1.MemberStatus) []v1alpha1.MemberStatus {
+	if len(ms) > maxListedMembers {
+		ms = ms[:maxListedMembers]
+	}
+	for i := range ms {
+		ms[i].Message = boundMessage(ms[i].Message, maxMemberMessage)
+	}
+	return ms
+}
