@@ -115,20 +115,6 @@ func TestRealClusterDeploymentThatNeverFits(t *testing.T) {
 	env.ready(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "")
 }
 
-// requestReconcileOn asks the controller to reconcile obj now, as `flux reconcile` does.
-func requestReconcileOn(t *testing.T, c client.Client, obj client.Object) {
-	t.Helper()
-	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj))
-	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	annotations := obj.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[meta.ReconcileRequestAnnotation] = time.Now().Format(time.RFC3339Nano)
-	obj.SetAnnotations(annotations)
-	require.NoError(t, c.Patch(t.Context(), obj, patch))
-}
-
 // TestRealClusterFleetFailsAMemberThatNeverFits: a fleet member whose Deployment passes its
 // progress deadline fails at once, halting the rollout, long before the fleet's own
 // progressDeadline (10 minutes by default).

@@ -122,18 +122,26 @@ func waitForHandledRequest(t *testing.T, pkg *v1alpha1.Package) {
 	}, "reconcile request %s handled", token)
 }
 
-// requestReconcile sets Flux's reconcile-now annotation.
+// requestReconcile sets Flux's reconcile-now annotation on a resource of the suite's
+// management cluster.
 func requestReconcile(t *testing.T, obj client.Object) {
 	t.Helper()
-	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(obj), obj))
+	requestReconcileOn(t, suite.mgmtClient, obj)
+}
+
+// requestReconcileOn asks the controller to reconcile obj on the cluster of c now, as `flux
+// reconcile` does.
+func requestReconcileOn(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj))
 	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	ann := obj.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
-	ann[meta.ReconcileRequestAnnotation] = time.Now().Format(time.RFC3339Nano)
-	obj.SetAnnotations(ann)
-	require.NoError(t, suite.mgmtClient.Patch(t.Context(), obj, patch))
+	annotations[meta.ReconcileRequestAnnotation] = time.Now().Format(time.RFC3339Nano)
+	obj.SetAnnotations(annotations)
+	require.NoError(t, c.Patch(t.Context(), obj, patch))
 }
 
 func TestPackageLifecycle(t *testing.T) {
