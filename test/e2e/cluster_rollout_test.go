@@ -47,6 +47,19 @@ spec:
 	}
 }
 
+// installDeployment creates a namespace on the cluster with a Package "app" of
+// deploymentPackage(replicas, cpu, deadline), both deleted when the test ends, and returns the
+// Package and its image.
+func (e *clusterEnv) installDeployment(t *testing.T, replicas int, cpu string, deadline int) (*v1alpha1.Package, string) {
+	t.Helper()
+	ns := e.namespace(t, nil)
+	image := suite.registry.Host + "/e2e/cluster/" + ns + "/app:v1"
+	pushPackageTo(t, writePackage(t, deploymentPackage(replicas, cpu, deadline)), image)
+	pkg := newPackage(ns, "app", image, "")
+	e.create(t, pkg)
+	return pkg, image
+}
+
 // TestRealClusterDeploymentBecomesAvailable: on a cluster with its controllers, a Package's
 // Deployment rolls out by itself, through a ReplicaSet and pods the scheduler places on nodes,
 // and the Package turns Ready within a second or two of its becoming available (with the
@@ -55,11 +68,8 @@ spec:
 func TestRealClusterDeploymentBecomesAvailable(t *testing.T) {
 	t.Parallel()
 	env := useCluster(t)
-	ns := env.namespace(t, nil)
-	image := suite.registry.Host + "/e2e/cluster/" + ns + "/app:v1"
-	pushPackageTo(t, writePackage(t, deploymentPackage(2, "100m", 600)), image)
-	pkg := newPackage(ns, "app", image, "")
-	env.create(t, pkg)
+	pkg, _ := env.installDeployment(t, 2, "100m", 600)
+	ns := pkg.Namespace
 
 	env.ready(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "")
 	var dep appsv1.Deployment
@@ -92,11 +102,8 @@ func TestRealClusterDeploymentBecomesAvailable(t *testing.T) {
 func TestRealClusterDeploymentThatNeverFits(t *testing.T) {
 	t.Parallel()
 	env := useCluster(t)
-	ns := env.namespace(t, nil)
-	image := suite.registry.Host + "/e2e/cluster/" + ns + "/app:v1"
-	pushPackageTo(t, writePackage(t, deploymentPackage(1, "64", 5)), image)
-	pkg := newPackage(ns, "app", image, "")
-	env.create(t, pkg)
+	pkg, image := env.installDeployment(t, 1, "64", 5)
+	ns := pkg.Namespace
 
 	cond := env.ready(t, pkg, metav1.ConditionFalse, v1alpha1.ObjectsFailedReason, "Progressing=False ProgressDeadlineExceeded")
 	assert.Contains(t, cond.Message, "Deployment")

@@ -67,11 +67,8 @@ spec:
 func TestRealClusterPackageDeletionLeavesNothing(t *testing.T) {
 	t.Parallel()
 	env := useCluster(t)
-	ns := env.namespace(t, nil)
-	image := suite.registry.Host + "/e2e/cluster/" + ns + "/app:v1"
-	pushPackageTo(t, writePackage(t, deploymentPackage(2, "100m", 600)), image)
-	pkg := newPackage(ns, "app", image, "")
-	require.NoError(t, env.client.Create(t.Context(), pkg))
+	pkg, _ := env.installDeployment(t, 2, "100m", 600)
+	ns := pkg.Namespace
 	env.ready(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "")
 	var sets appsv1.ReplicaSetList
 	require.NoError(t, env.client.List(t.Context(), &sets, client.InNamespace(ns)))
