@@ -126,22 +126,7 @@ type appliedObject struct {
 // answering (every further object would wait out its own timeout, holding the caller's worker
 // for nothing).
 func (e *Engine) applyStep(ctx context.Context, p *pass, s *phaseState, objs []*unstructured.Unstructured) (stop bool, err error) {
-	results := make([]appliedObject, len(objs))
-	var fresh []intendedRef
-	for i, obj := range objs {
-		r := &results[i]
-		r.obj = obj
-		gk := obj.GroupVersionKind().GroupKind()
-		if crd, ok := s.crdOf[gk]; ok && !s.established[gk] {
-			r.crd = crd.String()
-			continue
-		}
-		if resolveNamespace(p.req, s.target, obj) == nil {
-			r.resolved = true
-			r.availableBefore = p.availableBefore(s, obj)
-			fresh = append(fresh, intendedRef{phase: s.key, ref: RefOf(obj)})
-		}
-	}
+	results, fresh := p.stepObjects(s, objs)
 	// Kinds served since the pass began (a CRD of an earlier phase): recorded before their write.
 	if err := p.recordIntended(fresh); err != nil {
 		return true, err
@@ -168,27 +153,10 @@ func (e *Engine) applyStep(ctx context.Context, p *pass, s *phaseState, objs []*
 		go func() {
 			defer wg.Done()
 			defer e.release(slots)
-			r.ran = true
-			var ran *v1alpha1.InventoryJob
-			if r.resolved {
-				ran = ranBefore(p.ranJobs, s.ph.Class, r.obj)
-			}
-			// A Job that ran may be gone: it is read, never created unread.
-			isNew := r.resolved && ran == nil && p.isNew(RefOf(r.obj).key(s.ph.Class))
-			r.out, r.err = e.applyObject(ctx, p.req, s.ph.Class, s.target, r.obj, isNew, ran)
+			e.applyOne(ctx, p, s, r)
 			var unavailable *TargetUnavailableError
 			if errors.As(r.err, &unavailable) {
 				stopped.Store(true)
-			}
-			if r.err == nil && r.out.job != nil {
-				// A Job that ran to an end, gone or going: available as it finished, whatever
-				// kstatus makes of an object being deleted.
-				r.reasons, r.failed = jobReasons(*r.out.job)
-			} else if r.err == nil && r.out.live != nil && r.out.waiting == "" && !p.req.DryRun {
-				r.reasons, r.failed, r.err = availability(ctx, r.out.live, p.probes)
-				if r.err != nil {
-					r.err = &availabilityError{err: fmt.Errorf("check availability of %s: %w", RefOf(r.obj), r.err)}
-				}
 			}
 		}()
 	}
@@ -205,6 +173,53 @@ func (e *Engine) applyStep(ctx context.Context, p *pass, s *phaseState, objs []*
 		}
 	}
 	return stopped.Load(), errors.Join(errs...)
+}
+
+// stepObjects returns the objects of a step as the step will treat them: waiting for their CRD,
+// with their namespace resolved, found available by an earlier pass; and the ones to record as
+// intended before anything is written.
+func (p *pass) stepObjects(s *phaseState, objs []*unstructured.Unstructured) ([]appliedObject, []intendedRef) {
+	results := make([]appliedObject, len(objs))
+	var fresh []intendedRef
+	for i, obj := range objs {
+		r := &results[i]
+		r.obj = obj
+		gk := obj.GroupVersionKind().GroupKind()
+		if crd, ok := s.crdOf[gk]; ok && !s.established[gk] {
+			r.crd = crd.String()
+			continue
+		}
+		if resolveNamespace(p.req, s.target, obj) == nil {
+			r.resolved = true
+			r.availableBefore = p.availableBefore(s, obj)
+			fresh = append(fresh, intendedRef{phase: s.key, ref: RefOf(obj)})
+		}
+	}
+	return results, fresh
+}
+
+// applyOne applies one object of a step and checks its availability, into r.
+func (e *Engine) applyOne(ctx context.Context, p *pass, s *phaseState, r *appliedObject) {
+	r.ran = true
+	var ran *v1alpha1.InventoryJob
+	if r.resolved {
+		ran = ranBefore(p.ranJobs, s.ph.Class, r.obj)
+	}
+	// A Job that ran may be gone: it is read, never created unread.
+	isNew := r.resolved && ran == nil && p.isNew(RefOf(r.obj).key(s.ph.Class))
+	r.out, r.err = e.applyObject(ctx, p.req, s.ph.Class, s.target, r.obj, isNew, ran)
+	switch {
+	case r.err != nil:
+	case r.out.job != nil:
+		// A Job that ran to an end, gone or going: available as it finished, whatever kstatus
+		// makes of an object being deleted.
+		r.reasons, r.failed = jobReasons(*r.out.job)
+	case r.out.live != nil && r.out.waiting == "" && !p.req.DryRun:
+		r.reasons, r.failed, r.err = availability(ctx, r.out.live, p.probes)
+		if r.err != nil {
+			r.err = &availabilityError{err: fmt.Errorf("check availability of %s: %w", RefOf(r.obj), r.err)}
+		}
+	}
 }
 
 // report adds what applying one object came to to the pass's result, in the step's order.
