@@ -49,6 +49,20 @@ func (p *process) exited() bool {
 	}
 }
 
+// kill ends the process at once (SIGKILL) and waits for it: for components with nothing to
+// shut down cleanly, such as a registry whose storage the test throws away.
+func (p *process) kill() error {
+	if p == nil || p.cmd == nil {
+		return nil
+	}
+	defer func() { p.cmd = nil }()
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("stop %s: %w", p.name, err)
+	}
+	<-p.done
+	return p.log.Close()
+}
+
 // processStopGrace is how long a component has to exit after SIGTERM before it is killed.
 const processStopGrace = 5 * time.Second
 

@@ -10,12 +10,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -52,9 +50,7 @@ type Registry struct {
 	// htpasswd is the file the registry reads the credentials from, when Htpasswd.
 	htpasswd string
 
-	cmd  *exec.Cmd
-	done chan struct{}
-	logs *os.File
+	proc *process
 }
 
 // StartRegistry starts a CNCF Distribution registry on a free loopback port, storing blobs and
@@ -71,7 +67,7 @@ func StartRegistry(ctx context.Context, dir string, opts RegistryOptions) (*Regi
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan struct{})}
+	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", port)}
 
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n")
@@ -107,22 +103,10 @@ func StartRegistry(ctx context.Context, dir string, opts RegistryOptions) (*Regi
 	if err := os.WriteFile(configFile, []byte(cfg.String()), 0o600); err != nil {
 		return nil, fmt.Errorf("write registry config: %w", err)
 	}
-	r.logs, err = os.Create(filepath.Join(dir, "registry.log"))
-	if err != nil {
-		return nil, fmt.Errorf("create registry log: %w", err)
-	}
-
-	r.cmd = exec.Command(bin, "serve", configFile)
-	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
 	// Its own process group, and killed with its parent, so a crashed test leaks no registry.
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := r.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start registry: %w", err)
+	if r.proc, err = startProcess("registry", filepath.Join(dir, "registry.log"), bin, "serve", configFile); err != nil {
+		return nil, err
 	}
-	go func() {
-		_ = r.cmd.Wait()
-		close(r.done)
-	}()
 	if err := r.waitReady(ctx); err != nil {
 		_ = r.Stop()
 		return nil, err
@@ -280,10 +264,10 @@ func (r *Registry) waitReady(ctx context.Context) error {
 			}
 		}
 		select {
-		case <-r.done:
-			return fmt.Errorf("registry exited before it was ready; see %s", r.logs.Name())
+		case <-r.proc.done:
+			return fmt.Errorf("registry exited before it was ready; see %s", r.proc.log.Name())
 		case <-ctx.Done():
-			return fmt.Errorf("registry at %s not ready: %w (see %s)", r.Host, ctx.Err(), r.logs.Name())
+			return fmt.Errorf("registry at %s not ready: %w (see %s)", r.Host, ctx.Err(), r.proc.log.Name())
 		case <-tick.C:
 		}
 	}
@@ -291,15 +275,10 @@ func (r *Registry) waitReady(ctx context.Context) error {
 
 // Stop kills the registry process and waits for it to exit.
 func (r *Registry) Stop() error {
-	if r.cmd == nil || r.cmd.Process == nil {
-		return nil
-	}
-	if err := r.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := r.proc.kill(); err != nil {
 		return fmt.Errorf("stop registry: %w", err)
 	}
-	<-r.done
-	r.cmd = nil
-	return r.logs.Close()
+	return nil
 }
 
 // freePort asks the kernel for a free loopback port. The port is released before the registry

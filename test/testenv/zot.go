@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 )
 
 // ZotRegistry is the value of $PKGSYNC_TEST_REGISTRY that starts zot (bin/zot, built by
@@ -30,7 +28,7 @@ func StartZot(ctx context.Context, dir string) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan struct{})}
+	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", port)}
 	config, err := json.Marshal(map[string]any{
 		"distSpecVersion": "1.1.1",
 		"storage":         map[string]any{"rootDirectory": filepath.Join(dir, "storage")},
@@ -44,23 +42,13 @@ func StartZot(ctx context.Context, dir string) (*Registry, error) {
 	if err := os.WriteFile(configFile, config, 0o600); err != nil {
 		return nil, fmt.Errorf("write zot config: %w", err)
 	}
-	if r.logs, err = os.Create(filepath.Join(dir, "zot.log")); err != nil {
-		return nil, fmt.Errorf("create zot log: %w", err)
-	}
-	r.cmd = exec.Command(bin, "serve", configFile)
-	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
 	// Its own process group, and killed with its parent, so a crashed test leaks no registry.
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := r.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start zot: %w", err)
+	if r.proc, err = startProcess("zot", filepath.Join(dir, "zot.log"), bin, "serve", configFile); err != nil {
+		return nil, err
 	}
-	go func() {
-		_ = r.cmd.Wait()
-		close(r.done)
-	}()
 	if err := r.waitReady(ctx); err != nil {
 		_ = r.Stop()
-		return nil, fmt.Errorf("zot: %w (its log: %s)", err, r.logs.Name())
+		return nil, fmt.Errorf("zot: %w (its log: %s)", err, r.proc.log.Name())
 	}
 	return r, nil
 }
