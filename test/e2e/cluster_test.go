@@ -183,21 +183,7 @@ func (e *clusterEnv) waitGone(t *testing.T, obj client.Object) {
 // message contains text, and returns it.
 func (e *clusterEnv) ready(t *testing.T, obj client.Object, status metav1.ConditionStatus, reason, text string) *metav1.Condition {
 	t.Helper()
-	ctx := t.Context()
-	var last *metav1.Condition
-	eventuallyFor(t, ctx, clusterTimeout, func(a *attempt) {
-		if !assert.NoError(a, e.client.Get(ctx, client.ObjectKeyFromObject(obj), obj)) {
-			return
-		}
-		getter := obj.(interface{ GetConditions() []metav1.Condition })
-		last = apimeta.FindStatusCondition(getter.GetConditions(), "Ready")
-		if assert.NotNil(a, last, "no Ready condition yet") {
-			assert.Equal(a, status, last.Status, "Ready: %s", last.Message)
-			assert.Equal(a, reason, last.Reason, "Ready: %s", last.Message)
-			assert.Contains(a, last.Message, text)
-		}
-	}, "%T %s Ready=%s %s", obj, client.ObjectKeyFromObject(obj), status, reason)
-	return last
+	return waitForReadyOn(t, e.client, clusterTimeout, obj, status, reason, text)
 }
 
 // hostedControlPlane makes an Available HostedCluster "guest" on the cluster and its

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -246,17 +245,9 @@ func putConnectorSecret(t *testing.T, namespace string, kubeconfig []byte) {
 // server of kubeconfig, when there are both.
 func advertiseServer(t *testing.T, namespace string, kubeconfig []byte) {
 	t.Helper()
-	cfg, err := clientcmd.Load(kubeconfig)
-	if err != nil || cfg.Contexts[cfg.CurrentContext] == nil || cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster] == nil {
+	endpoint := endpointOf(kubeconfig)
+	if endpoint == nil {
 		return // a kubeconfig the test breaks on purpose
-	}
-	u, err := url.Parse(cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster].Server)
-	if err != nil {
-		return
-	}
-	port, err := strconv.ParseInt(u.Port(), 10, 32)
-	if err != nil {
-		return
 	}
 	list := hostedClusterList()
 	require.NoError(t, suite.mgmtClient.List(t.Context(), list))
@@ -265,7 +256,7 @@ func advertiseServer(t *testing.T, namespace string, kubeconfig []byte) {
 		if hosted.ControlPlaneNamespace(hc.GetNamespace(), hc.GetName()) != namespace {
 			continue
 		}
-		require.NoError(t, unstructured.SetNestedField(hc.Object, map[string]any{"host": u.Hostname(), "port": port}, "status", "controlPlaneEndpoint"))
+		require.NoError(t, unstructured.SetNestedField(hc.Object, endpoint, "status", "controlPlaneEndpoint"))
 		require.NoError(t, suite.mgmtClient.Status().Update(t.Context(), hc))
 	}
 }
@@ -340,7 +331,13 @@ func markDeploymentAvailable(t *testing.T, c client.Client, namespace, name stri
 // it has none.
 func readyCondition(t testingT, obj client.Object) *metav1.Condition {
 	t.Helper()
-	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(obj), obj))
+	return readyConditionOn(t, suite.mgmtClient, obj)
+}
+
+// readyConditionOn is readyCondition on the cluster of c.
+func readyConditionOn(t testingT, c client.Client, obj client.Object) *metav1.Condition {
+	t.Helper()
+	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj))
 	getter, ok := obj.(interface{ GetConditions() []metav1.Condition })
 	require.True(t, ok)
 	return apimeta.FindStatusCondition(getter.GetConditions(), meta.ReadyCondition)
@@ -355,15 +352,21 @@ func waitForReady(t *testing.T, obj client.Object, status metav1.ConditionStatus
 // waitForReadyMessage waits until Ready has the status and reason and its message contains text.
 func waitForReadyMessage(t *testing.T, obj client.Object, status metav1.ConditionStatus, reason, text string) *metav1.Condition {
 	t.Helper()
+	return waitForReadyOn(t, suite.mgmtClient, timeout, obj, status, reason, text)
+}
+
+// waitForReadyOn is waitForReadyMessage on the cluster of c, waiting at most wait.
+func waitForReadyOn(t *testing.T, c client.Client, wait time.Duration, obj client.Object, status metav1.ConditionStatus, reason, text string) *metav1.Condition {
+	t.Helper()
 	var last *metav1.Condition
-	eventually(t, func(a *attempt) {
-		last = readyCondition(a, obj)
+	eventuallyFor(t, t.Context(), wait, func(a *attempt) {
+		last = readyConditionOn(a, c, obj)
 		if assert.NotNil(a, last, "no Ready condition yet") {
 			assert.Equal(a, status, last.Status, "Ready: %s", last.Message)
 			assert.Equal(a, reason, last.Reason, "Ready: %s", last.Message)
 			assert.Contains(a, last.Message, text)
 		}
-	})
+	}, "%T %s Ready=%s %s", obj, client.ObjectKeyFromObject(obj), status, reason)
 	return last
 }
 
