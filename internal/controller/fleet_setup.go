@@ -27,7 +27,7 @@ func setupFleets(ctx context.Context, s *services) error {
 	_, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version)
 	hostedClusterAPI := err == nil
 	steps := &fleetSteps{
-		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), source: s.cfg.Source, verifier: s.verifier, recorder: s.recorder,
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), source: s.source, verifier: s.verifier, recorder: s.recorder,
 		own: s.metrics, options: s.opts, hostedClusterAPI: hostedClusterAPI, now: time.Now, applier: s.applier,
 	}
 	secrets, secretCaches, err := setupFleetSecrets(ctx, s)

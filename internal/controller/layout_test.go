@@ -33,7 +33,7 @@ func mayUse(fromFile, from, to, name string) bool {
 	case from == to || to == "shared":
 		return true
 	case to == "apply":
-		return from != "shared" || fromFile == "setup.go"
+		return from != "shared" || fromFile == "setup.go" || fromFile == "services.go"
 	}
 	return fromFile == "setup.go" && strings.HasPrefix(name, "setup")
 }

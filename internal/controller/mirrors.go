@@ -7,14 +7,6 @@ import (
 	"pkgsync.dev/pkgsync/source"
 )
 
-// relocateImage returns the rewrite of the .images templates see, or nil without overrides.
-func (o Options) relocateImage() func(string) string {
-	if o.ImageOverrides.IsZero() {
-		return nil
-	}
-	return o.ImageOverrides.Image
-}
-
 // hostedMirrors are the mirrors of the HostedCluster behind a resource's namespace
 // (spec.imageContentSources), for that resource's reads alone: HyperShift makes digest mirrors
 // of them (ImageDigestMirrorSets in the hosted cluster, without mirrorSourcePolicy), and so does

@@ -89,3 +89,11 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
+
+// relocateImage returns the rewrite of the .images templates see, or nil without overrides.
+func (o Options) relocateImage() func(string) string {
+	if o.ImageOverrides.IsZero() {
+		return nil
+	}
+	return o.ImageOverrides.Image
+}

@@ -38,7 +38,7 @@ func setupPackages(ctx context.Context, s *services) error {
 	}
 	deps := &dependencies{reader: s.mgr.GetClient(), exprs: newReadyExprs()}
 
-	namespaced := &packageSteps[*v1alpha1.Package]{apiReader: s.mgr.GetAPIReader(), source: s.cfg.Source, options: s.opts,
+	namespaced := &packageSteps[*v1alpha1.Package]{apiReader: s.mgr.GetAPIReader(), source: s.source, options: s.opts,
 		applier: s.applier, renders: renders, verifier: s.verifier, versions: versions, kind: v1alpha1.PackageKind, deps: deps}
 	b := s.controllerFor("package", &v1alpha1.Package{})
 	b = watchDependencies(b, s.mgr.GetClient(), v1alpha1.PackageKind)
@@ -53,7 +53,7 @@ func setupPackages(ctx context.Context, s *services) error {
 		return fmt.Errorf("set up package controller: %w", err)
 	}
 
-	cluster := &packageSteps[*v1alpha1.ClusterPackage]{apiReader: s.mgr.GetAPIReader(), source: s.cfg.Source, options: s.opts,
+	cluster := &packageSteps[*v1alpha1.ClusterPackage]{apiReader: s.mgr.GetAPIReader(), source: s.source, options: s.opts,
 		applier: s.applier, renders: renders, verifier: s.verifier, versions: versions, kind: v1alpha1.ClusterPackageKind, deps: deps}
 	b = s.controllerFor("clusterpackage", &v1alpha1.ClusterPackage{})
 	b = watchDependencies(b, s.mgr.GetClient(), v1alpha1.ClusterPackageKind)

@@ -1,0 +1,162 @@
+package controller
+
+import (
+	"context"
+
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/source"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// services are what Setup makes once and every kind's setup uses.
+type services struct {
+	mgr ctrl.Manager
+	// source pulls packages (Config.Source).
+	source *source.Client
+	// hosted reaches hosted clusters; nil without hosted-cluster phases (Config.Hosted).
+	hosted *hosted.Clients
+	// runtimeMetrics records Flux-style readiness, suspend and duration metrics (Config.Metrics).
+	runtimeMetrics runtimectrl.Metrics
+	opts           Options
+	recorder       record.EventRecorder
+	metrics        *metrics
+	applier        *applier
+	verifier       *signatureVerifier
+	// trustSecrets is the metadata cache of the controller namespace's Secrets that wakes a
+	// TrustPolicy's resources when its Secret rotates (nil without a namespace).
+	trustSecrets cache.Cache
+	ctrlOpts     controller.Options
+	// hostedClusterAPI says the HostedCluster API was installed when the hosted prober started
+	// (false without hosted clients).
+	hostedClusterAPI bool
+	// specChanged lets a resource's own events through when its spec changed or a reconcile
+	// was requested.
+	specChanged predicate.Predicate
+}
+
+// lifecycleBase is the part of every kind's lifecycle that the services give.
+func (s *services) lifecycleBase() lifecycleBase {
+	return lifecycleBase{client: s.mgr.GetClient(), recorder: s.recorder, metrics: s.runtimeMetrics}
+}
+
+// controllerFor starts the controller of one kind, woken by its own spec changes.
+func (s *services) controllerFor(name string, object client.Object) *builder.Builder {
+	return ctrl.NewControllerManagedBy(s.mgr).Named(name).For(object, builder.WithPredicates(s.specChanged)).WithOptions(s.ctrlOpts)
+}
+
+// watchTrustPolicies wakes the resources of a kind whose image a TrustPolicy covers when the
+// policy is created, changed or deleted (coveredResources), or its Secret is (watchTrustSecrets).
+func (s *services) watchTrustPolicies(b *builder.Builder, newList func() client.ObjectList, image func(client.Object) string) *builder.Builder {
+	b = b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(s.mgr.GetClient(), newList, image)),
+		builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	if s.trustSecrets == nil {
+		return b
+	}
+	return watchTrustSecrets(b, s.trustSecrets, s.opts.Namespace, s.mgr.GetClient(), newList, image)
+}
+
+// watchRegistryWakes wakes the resources of a kind that follow a repository when a registry
+// notification names it (Options.Wakes; nothing without a receiver). follows says what a
+// resource follows: its image and semver range.
+func (s *services) watchRegistryWakes(ctx context.Context, b *builder.Builder, object client.Object, newList func() client.ObjectList,
+	follows func(client.Object) (image, semver string)) (*builder.Builder, error) {
+	if s.opts.Wakes == nil {
+		return b, nil
+	}
+	wakes, err := s.opts.Wakes.watch(ctx, s.mgr, object, newList, follows)
+	if err != nil {
+		return nil, err
+	}
+	return b.WatchesRawSource(wakes), nil
+}
+
+// watchHostedInputs wakes the resources of a namespaced kind when the hosted inputs of their
+// namespace change (the package-level watchHostedInputs).
+func (s *services) watchHostedInputs(b *builder.Builder, newList func() client.ObjectList, readsHostedCluster func(namespace, name string) bool) *builder.Builder {
+	return watchHostedInputs(b, s.hosted, s.hostedClusterAPI, listInNamespace(s.mgr.GetClient(), newList), readsHostedCluster)
+}
+
+// watchHostedInputs wakes the resources of a hosted-control-plane namespace when its connector
+// Secret appears or rotates, when its HostedCluster changes what pkgsync gates on or what their
+// templates read (hostedClusterEvents), and when its hosted API server answers a probe again
+// after it did not. readsHostedCluster is nil for kinds without templates.
+func watchHostedInputs(b *builder.Builder, hc *hosted.Clients, hostedClusterAPI bool, inNamespace func(context.Context, string) []reconcile.Request,
+	readsHostedCluster func(namespace, name string) bool) *builder.Builder {
+	if hc == nil {
+		return b
+	}
+	recovered := make(chan event.GenericEvent, 1024)
+	hc.OnRecovered(func(namespace string) {
+		ev := event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: namespace}}}
+		select {
+		case recovered <- ev:
+		default:
+			// Never block the prober: the resources' requeue at the next probe time covers it.
+		}
+	})
+	b = b.WatchesRawSource(crsource.Channel(recovered, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return inNamespace(ctx, o.GetNamespace())
+	})))
+	b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		if o.GetName() != hc.SecretName() {
+			return nil
+		}
+		return inNamespace(ctx, o.GetNamespace())
+	}))
+	if hostedClusterAPI {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(hosted.HostedClusterGVK)
+		b = b.Watches(obj, hostedClusterEvents{
+			inNamespace:        inNamespace,
+			readsHostedCluster: readsHostedCluster,
+			// HyperShift says the control plane is back: try it at once.
+			available: hc.Reset,
+		})
+	}
+	return b
+}
+
+// listInNamespace maps a namespace to reconcile requests for every resource of one kind in it.
+func listInNamespace(c client.Client, newList func() client.ObjectList) func(context.Context, string) []reconcile.Request {
+	return func(ctx context.Context, ns string) []reconcile.Request {
+		return requestsFor(ctx, c, newList(), "a connector Secret change in namespace "+ns, client.InNamespace(ns))
+	}
+}
+
+// requestsFor lists the resources opts select into list and maps them to reconcile requests;
+// why names the change that wakes them, for the log when the list fails (nothing is woken then:
+// the resources are still looked at on their interval).
+func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, why string, opts ...client.ListOption) []reconcile.Request {
+	if err := c.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list resources for "+why)
+		return nil
+	}
+	items, err := apimeta.ExtractList(list)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "read list of resources for "+why)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(items))
+	for _, item := range items {
+		if o, ok := item.(client.Object); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+		}
+	}
+	return reqs
+}
