@@ -381,3 +381,32 @@ func TestFleetPass(t *testing.T) {
 		})
 	}
 }
+
+func TestStandingRejection(t *testing.T) {
+	t.Parallel()
+	target := &v1alpha1.FleetRevision{Name: "abc-123", Digest: "sha256:abc"}
+	now := time.Now()
+	tests := []struct {
+		name        string
+		target      *v1alpha1.FleetRevision
+		annotation  string
+		lastHandled string
+		want        string
+	}{
+		{"holds while the tag resolves to it and no request waits", target, "t1", "t1", "abc-123"},
+		{"dropped when the tag moves to another digest", &v1alpha1.FleetRevision{Name: "def-123", Digest: "sha256:def"}, "", "", ""},
+		{"dropped when a reconcile is requested", target, "t2", "t1", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fleet := &v1alpha1.HostedClusterPackage{}
+			if tt.annotation != "" {
+				fleet.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": tt.annotation}
+			}
+			fleet.Status.Rejected = &v1alpha1.FleetRejectedRevision{FleetRevision: *target, Reason: v1alpha1.RolloutHaltedReason}
+			assert.Equal(t, tt.want, standingRejection(fleet, tt.target, tt.lastHandled, now))
+			assert.Equal(t, tt.want == "", fleet.Status.Rejected == nil, "the status keeps a rejection exactly while it holds")
+		})
+	}
+}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/stretchr/testify/assert"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -202,18 +201,6 @@ func TestPlanRollout(t *testing.T) {
 		assert.False(t, plan.complete, "the new cluster's member is not Ready yet")
 	})
 }
-
-func TestMergedConfig(t *testing.T) {
-	t.Parallel()
-	got, err := mergedConfig(jsonOf(`{"a":{"x":1,"y":2},"b":"keep"}`), []v1alpha1.ConfigOverride{
-		{HostedClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}, Config: jsonOf(`{"a":{"y":3}}`)},
-		{HostedClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "silver"}}, Config: jsonOf(`{"b":"no"}`)},
-	}, map[string]string{"tier": "gold"})
-	assert.NoError(t, err)
-	assert.JSONEq(t, `{"a":{"x":1,"y":3},"b":"keep"}`, string(got.Raw))
-}
-
-func jsonOf(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
 
 // onCluster gives a member a HostedCluster, Available unless changed.
 func onCluster(m *fleetMember, change func(*hosted.HostedCluster)) *fleetMember {

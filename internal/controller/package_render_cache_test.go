@@ -14,6 +14,7 @@ import (
 
 	"pkgsync.dev/pkgsync/desired"
 	"pkgsync.dev/pkgsync/render"
+	"pkgsync.dev/pkgsync/source"
 )
 
 // resultOf is a render of n ConfigMaps holding size bytes of data each.
@@ -211,4 +212,20 @@ func TestRenderCacheForgetsDeletedResources(t *testing.T) {
 	assert.Equal(t, 0, entries, "nobody uses it any more")
 	assert.Empty(t, c.users)
 	assert.Empty(t, c.refs)
+}
+
+// TestRenderKeyWithOverrides: the .images rewrite of --registry-host-overrides leaves render
+// keys apart. A func field that failed to marshal once made every key the same, sharing one
+// namespace's render with every other.
+func TestRenderKeyWithOverrides(t *testing.T) {
+	t.Parallel()
+	o := Options{ImageOverrides: source.Overrides{Hosts: map[string]string{"quay.io": "mirror.example.com"}}}
+	relocate := o.relocateImage()
+	assert.Equal(t, "mirror.example.com/team/app@sha256:x", relocate("quay.io/team/app@sha256:x"))
+	assert.Nil(t, Options{}.relocateImage())
+
+	in := render.Inputs{Package: true}
+	a := renderKey("r/p@sha256:a", "c", in, render.Options{Namespace: "a", RelocateImage: relocate})
+	b := renderKey("r/p@sha256:a", "c", in, render.Options{Namespace: "b", RelocateImage: relocate})
+	assert.NotEqual(t, a, b)
 }

@@ -35,7 +35,7 @@ func newTestWakes(t *testing.T, pkgs ...*v1alpha1.Package) *testWakes {
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	b := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.Package{}, repositoryField, func(o client.Object) []string {
-		image, _ := followedImage(o)
+		image, _ := packageFollows(o)
 		return followedRepository(image)
 	})
 	for _, p := range pkgs {
@@ -48,7 +48,7 @@ func newTestWakes(t *testing.T, pkgs ...*v1alpha1.Package) *testWakes {
 		tw.timers = append(tw.timers, func() { tw.now = deadline; f() })
 	}
 	tw.reader = b.Build()
-	tw.targets = []wakeTarget{{list: func() client.ObjectList { return &v1alpha1.PackageList{} }, follow: followedImage, events: tw.events}}
+	tw.targets = []wakeTarget{{list: func() client.ObjectList { return &v1alpha1.PackageList{} }, follow: packageFollows, events: tw.events}}
 	return tw
 }
 
@@ -265,4 +265,10 @@ func TestWakeListsOncePerWindow(t *testing.T) {
 	assert.Equal(t, 1, counter.take())
 	assert.True(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: "2.0.0"}))
 	assert.Zero(t, counter.take(), "nothing is listed within the window it started")
+}
+
+// packageFollows is what a Package follows: its image and semver range.
+func packageFollows(o client.Object) (image, semver string) {
+	p := o.(*v1alpha1.Package)
+	return p.Spec.Image, p.Spec.Semver
 }
