@@ -31,6 +31,7 @@ import (
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/receiver"
 	"pkgsync.dev/pkgsync/internal/version"
+	"pkgsync.dev/pkgsync/internal/wakes"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -291,7 +292,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 
 // setupReceiver adds the receiver of registry notifications to the manager when
 // --webhook-bind-address is set, and returns what it wakes (nil when it is not).
-func setupReceiver(mgr ctrl.Manager, o *controllerOptions) (*controller.RegistryWakes, error) {
+func setupReceiver(mgr ctrl.Manager, o *controllerOptions) (*wakes.RegistryWakes, error) {
 	if o.webhookAddr == "" || o.webhookAddr == "0" {
 		return nil, nil
 	}
@@ -310,7 +311,7 @@ func setupReceiver(mgr ctrl.Manager, o *controllerOptions) (*controller.Registry
 	if err != nil {
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
 	}
-	wakes := controller.NewRegistryWakes()
+	wakes := wakes.NewRegistryWakes()
 	srv := &receiver.Server{Addr: o.webhookAddr, CertDir: o.webhookCertDir, Handler: receiver.New(receiver.Options{
 		Keys:       &receiver.SecretKeys{Reader: mgr.GetAPIReader(), Secret: secret},
 		Waker:      wakes,

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -104,7 +105,7 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 		// No target yet: wait for one, retried at the retry interval.
 		return settle(fleet, *held, iv), nil
 	}
-	windows, err := parseWindows(spec.Rollout.Windows)
+	windows, err := rollout.ParseWindows(spec.Rollout.Windows)
 	if err != nil {
 		return ctrl.Result{}, &stageError{reason: v1alpha1.InvalidSpecReason, err: err}
 	}
@@ -137,7 +138,7 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 		// The members are kept on the target the fleet has; Ready says why it is not the tag's.
 		o = *held
 	}
-	o.wake = fleetRequeue(iv.interval, plan.wakeAfter, len(problems) > 0 || held != nil, iv.retry)
+	o.wake = fleetRequeue(iv.interval, plan.WakeAfter, len(problems) > 0 || held != nil, iv.retry)
 	return settle(fleet, o, iv), nil
 }
 
@@ -151,22 +152,22 @@ func (r *fleetSteps) intervals(fleet *v1alpha1.HostedClusterPackage) intervals {
 // plan plans the rollout from what the members show, with its gates: a standing rejection,
 // the maintenance windows, and (spec.rollout.preflight) the members a new target fails the
 // preflight for, which it returns. A plan that rejects the target records the rejection.
-func (r *fleetSteps) plan(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.FleetRevision, members []*fleetMember,
-	windows []fleetWindow, lastHandled string, now time.Time) (rolloutPlan, []v1alpha1.MemberStatus, error) {
-	rollout := fleet.Spec.Rollout
-	gates := planGates{rejected: standingRejection(fleet, target, lastHandled, now), windows: windows}
+func (r *fleetSteps) plan(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.FleetRevision, members []*rollout.Member,
+	windows []rollout.Window, lastHandled string, now time.Time) (rollout.Plan, []v1alpha1.MemberStatus, error) {
+	strategy := fleet.Spec.Rollout
+	gates := rollout.Gates{Rejected: standingRejection(fleet, target, lastHandled, now), Windows: windows}
 	var preflight []v1alpha1.MemberStatus
-	if rollout.Preflight && gates.rejected == "" && target.Name != stableName(fleet) {
+	if strategy.Preflight && gates.Rejected == "" && target.Name != stableName(fleet) {
 		var err error
 		if preflight, err = r.preflight(ctx, fleet, target, members, now); err != nil {
-			return rolloutPlan{}, nil, err
+			return rollout.Plan{}, nil, err
 		}
-		gates.preflightFailed = len(preflight) > 0
+		gates.PreflightFailed = len(preflight) > 0
 	}
-	plan := planRollout(members, memberPartitions(members, rollout.Partitions), target.Name, stableName(fleet), rollout, fleet.Status.Partitions, now, gates)
-	if plan.rejects {
+	plan := rollout.Decide(members, memberPartitions(members, strategy.Partitions), target.Name, stableName(fleet), strategy, fleet.Status.Partitions, now, gates)
+	if plan.Rejects {
 		fleet.Status.Rejected = &v1alpha1.FleetRejectedRevision{FleetRevision: *target, Reason: v1alpha1.RolloutHaltedReason,
-			Message:    boundMessage(fmt.Sprintf("%d member(s) failed (spec.rollout.failureThreshold): %s", len(plan.failed), describeMembers(plan.failed)), maxMemberMessage),
+			Message:    boundMessage(fmt.Sprintf("%d member(s) failed (spec.rollout.failureThreshold): %s", len(plan.Failed), describeMembers(plan.Failed)), maxMemberMessage),
 			RejectedAt: metav1.NewTime(now.Truncate(time.Second))}
 		ctrl.LoggerFrom(ctx).Info("rollout halted: revision rejected, members go back to the stable revision", "revision", target.Name, "stable", stableName(fleet))
 	}
@@ -176,8 +177,8 @@ func (r *fleetSteps) plan(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 // write carries the plan out: the Secret copies first (a member moved in this pass pulls with
 // them), then the members the plan keeps or moves, then the removal of members no cluster
 // selects any more. It returns the members it could not keep, after the collisions.
-func (r *fleetSteps) write(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, target *v1alpha1.FleetRevision,
-	members []*fleetMember, collisions []v1alpha1.MemberStatus, owned []*v1alpha1.Package, now time.Time) ([]v1alpha1.MemberStatus, error) {
+func (r *fleetSteps) write(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan, target *v1alpha1.FleetRevision,
+	members []*rollout.Member, collisions []v1alpha1.MemberStatus, owned []*v1alpha1.Package, now time.Time) ([]v1alpha1.MemberStatus, error) {
 	problems := slices.Clone(collisions)
 	if r.secrets != nil {
 		copyProblems, err := r.secrets.sync(ctx, fleet, members, owned)
@@ -242,12 +243,12 @@ func standingRejection(fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.Fl
 }
 
 // memberPartitions orders the partitions the members are in.
-func memberPartitions(members []*fleetMember, p *v1alpha1.FleetPartitions) []string {
+func memberPartitions(members []*rollout.Member, p *v1alpha1.FleetPartitions) []string {
 	present := make([]string, 0, len(members))
 	for _, m := range members {
-		present = append(present, m.partition)
+		present = append(present, m.Partition)
 	}
-	return partitionOrder(present, p)
+	return rollout.PartitionOrder(present, p)
 }
 
 func stableName(fleet *v1alpha1.HostedClusterPackage) string {
@@ -302,12 +303,12 @@ func (r *fleetSteps) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedCl
 	if age, pending := requestAge(fleet, lastHandled, r.now()); pending {
 		maxAge = age
 	}
-	maxAge = r.options.Wakes.bound(ref, false, maxAge, r.now())
+	maxAge = r.options.Wakes.Bound(ref, false, maxAge, r.now())
 	digest, err := r.source.ResolveWithin(ctx, ref, creds, maxAge)
 	if err != nil {
 		return nil, none, nil, pullFailed(err)
 	}
-	r.options.Wakes.resolved(ref, false, digest, r.now())
+	r.options.Wakes.Resolved(ref, false, digest, r.now())
 	td, err := templateDigest(&fleet.Spec)
 	if err != nil {
 		return nil, none, nil, err

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
@@ -33,19 +34,19 @@ func TestFleetOutcome(t *testing.T) {
 	failed := []v1alpha1.MemberStatus{{Namespace: "clusters-a", Reason: v1alpha1.CollisionReason, Message: "taken"}}
 	cases := []struct {
 		name     string
-		plan     rolloutPlan
+		plan     rollout.Plan
 		problems []v1alpha1.MemberStatus
 		paused   bool
 		state    outcomeState
 		reason   string
 	}{
-		{"halted wins over problems", rolloutPlan{halted: true, current: "canary", failed: failed, counts: v1alpha1.MemberCounts{Total: 2}}, failed, false, outcomeStalled, v1alpha1.RolloutHaltedReason},
-		{"no member selected", rolloutPlan{complete: true}, nil, false, outcomeSucceeded, v1alpha1.ReconciliationSucceededReason},
-		{"no member but a collision", rolloutPlan{complete: true}, failed, false, outcomeProgressing, v1alpha1.MembersFailedReason},
-		{"members not kept", rolloutPlan{counts: v1alpha1.MemberCounts{Total: 2}}, failed, false, outcomeProgressing, v1alpha1.MembersFailedReason},
-		{"complete", rolloutPlan{complete: true, counts: v1alpha1.MemberCounts{Total: 2, Ready: 2, Updated: 2}}, nil, true, outcomeSucceeded, v1alpha1.ReconciliationSucceededReason},
-		{"paused", rolloutPlan{current: "late", counts: v1alpha1.MemberCounts{Total: 2}}, nil, true, outcomeWaiting, v1alpha1.RolloutPausedReason},
-		{"rolling out", rolloutPlan{current: "late", counts: v1alpha1.MemberCounts{Total: 2}}, nil, false, outcomeProgressing, v1alpha1.RolloutProgressingReason},
+		{"halted wins over problems", rollout.Plan{Halted: true, Current: "canary", Failed: failed, Counts: v1alpha1.MemberCounts{Total: 2}}, failed, false, outcomeStalled, v1alpha1.RolloutHaltedReason},
+		{"no member selected", rollout.Plan{Complete: true}, nil, false, outcomeSucceeded, v1alpha1.ReconciliationSucceededReason},
+		{"no member but a collision", rollout.Plan{Complete: true}, failed, false, outcomeProgressing, v1alpha1.MembersFailedReason},
+		{"members not kept", rollout.Plan{Counts: v1alpha1.MemberCounts{Total: 2}}, failed, false, outcomeProgressing, v1alpha1.MembersFailedReason},
+		{"complete", rollout.Plan{Complete: true, Counts: v1alpha1.MemberCounts{Total: 2, Ready: 2, Updated: 2}}, nil, true, outcomeSucceeded, v1alpha1.ReconciliationSucceededReason},
+		{"paused", rollout.Plan{Current: "late", Counts: v1alpha1.MemberCounts{Total: 2}}, nil, true, outcomeWaiting, v1alpha1.RolloutPausedReason},
+		{"rolling out", rollout.Plan{Current: "late", Counts: v1alpha1.MemberCounts{Total: 2}}, nil, false, outcomeProgressing, v1alpha1.RolloutProgressingReason},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

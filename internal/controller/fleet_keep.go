@@ -11,11 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 )
 
 // keepMembers writes each member the plan assigns a revision, and the ownership of the others
 // (keepOwnership), and returns the members that could not be written.
-func (r *fleetSteps) keepMembers(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, members []*fleetMember,
+func (r *fleetSteps) keepMembers(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan, members []*rollout.Member,
 	target *v1alpha1.FleetRevision, now time.Time) []v1alpha1.MemberStatus {
 	spec := &fleet.Spec
 	targetSource := fleetRevisionSource{name: target.Name, image: target.Image, template: &spec.Template, overrides: spec.ConfigOverrides}
@@ -26,19 +27,19 @@ func (r *fleetSteps) keepMembers(ctx context.Context, fleet *v1alpha1.HostedClus
 	var problems []v1alpha1.MemberStatus
 	for _, m := range members {
 		var src fleetRevisionSource
-		switch plan.assign[m.namespace] {
-		case toTarget:
+		switch plan.Assign[m.Namespace] {
+		case rollout.ToTarget:
 			src = targetSource
-		case toStable:
+		case rollout.ToStable:
 			src = stableSource
 		default:
 			if err := keepOwnership(ctx, r.client, m, fleet); err != nil {
-				problems = append(problems, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: memberErrorReason(err), Message: err.Error()})
+				problems = append(problems, v1alpha1.MemberStatus{Namespace: m.Namespace, Partition: m.Partition, Reason: memberErrorReason(err), Message: err.Error()})
 			}
 			continue
 		}
 		if err := r.keepMember(ctx, fleet, src, m, now); err != nil {
-			problems = append(problems, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: memberErrorReason(err), Message: err.Error()})
+			problems = append(problems, v1alpha1.MemberStatus{Namespace: m.Namespace, Partition: m.Partition, Reason: memberErrorReason(err), Message: err.Error()})
 		}
 	}
 	return problems
@@ -46,25 +47,25 @@ func (r *fleetSteps) keepMembers(ctx context.Context, fleet *v1alpha1.HostedClus
 
 // keepMember creates or corrects one member; a member that already is what it should be costs
 // no request.
-func (r *fleetSteps) keepMember(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, src fleetRevisionSource, m *fleetMember, now time.Time) error {
+func (r *fleetSteps) keepMember(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, src fleetRevisionSource, m *rollout.Member, now time.Time) error {
 	desired, err := desiredMember(fleet, src, m, now)
 	if err != nil {
 		return &stageError{reason: v1alpha1.InvalidConfigReason, err: err}
 	}
 	withShardLabels(desired, fleet, r.options.ShardLabelKeys)
-	if m.pending && m.revision() == src.name {
+	if m.Pending && m.Revision() == src.name {
 		return nil // written moments ago; the cache has not caught up
 	}
-	if m.pkg != nil && !m.pending && memberUpToDate(m.pkg, desired, fleet) {
+	if m.Pkg != nil && !m.Pending && memberUpToDate(m.Pkg, desired, fleet) {
 		return nil
 	}
-	existing := m.pkg
-	if m.pending {
+	existing := m.Pkg
+	if m.Pending {
 		// The cache is behind the fleet's own write: read the member as it is now.
 		existing = &v1alpha1.Package{}
-		if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: fleet.Name}, existing); err != nil {
+		if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: fleet.Name}, existing); err != nil {
 			if !apierrors.IsNotFound(err) {
-				return fmt.Errorf("read member %s/%s: %w", m.namespace, fleet.Name, err)
+				return fmt.Errorf("read member %s/%s: %w", m.Namespace, fleet.Name, err)
 			}
 			existing = nil
 		}
@@ -73,7 +74,7 @@ func (r *fleetSteps) keepMember(ctx context.Context, fleet *v1alpha1.HostedClust
 	if err != nil {
 		return err
 	}
-	r.writes.record(fleet, m.namespace, generation, src.name)
+	r.writes.record(fleet, m.Namespace, generation, src.name)
 	return nil
 }
 
@@ -81,10 +82,10 @@ func (r *fleetSteps) keepMember(ctx context.Context, fleet *v1alpha1.HostedClust
 // selected. Each one's finalizer tears its objects down. A member in a namespace of a collision
 // stays: which HostedCluster it serves cannot be told, and deleting it would tear down what it
 // installed because someone created a HostedCluster with a colliding name.
-func (r *fleetSteps) removeStrayMembers(ctx context.Context, members []*fleetMember, collisions []v1alpha1.MemberStatus, owned []*v1alpha1.Package) error {
+func (r *fleetSteps) removeStrayMembers(ctx context.Context, members []*rollout.Member, collisions []v1alpha1.MemberStatus, owned []*v1alpha1.Package) error {
 	keep := map[string]bool{}
 	for _, m := range members {
-		keep[m.namespace] = true
+		keep[m.Namespace] = true
 	}
 	for _, c := range collisions {
 		keep[c.Namespace] = true

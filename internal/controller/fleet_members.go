@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
@@ -65,10 +66,10 @@ func revisionName(digest, templateDigest string) string {
 }
 
 // desiredMember is the member Package of a fleet for one hosted cluster, on one revision.
-func desiredMember(fleet *v1alpha1.HostedClusterPackage, rev fleetRevisionSource, m *fleetMember, now time.Time) (*v1alpha1.Package, error) {
+func desiredMember(fleet *v1alpha1.HostedClusterPackage, rev fleetRevisionSource, m *rollout.Member, now time.Time) (*v1alpha1.Package, error) {
 	spec := rev.template.Spec.DeepCopy()
 	spec.Image = rev.image
-	config, err := mergedConfig(spec.Config, rev.overrides, m.labels)
+	config, err := mergedConfig(spec.Config, rev.overrides, m.Labels)
 	if err != nil {
 		return nil, err
 	}
@@ -87,8 +88,8 @@ func desiredMember(fleet *v1alpha1.HostedClusterPackage, rev fleetRevisionSource
 	annotations[v1alpha1.FleetUIDAnnotation] = string(fleet.UID)
 	annotations[v1alpha1.FleetRevisionAnnotation] = rev.name
 	since := now.UTC().Format(time.RFC3339)
-	if m.pkg != nil && m.revision() == rev.name {
-		if t, ok := m.pkg.GetAnnotations()[v1alpha1.FleetRevisionTimeAnnotation]; ok {
+	if m.Pkg != nil && m.Revision() == rev.name {
+		if t, ok := m.Pkg.GetAnnotations()[v1alpha1.FleetRevisionTimeAnnotation]; ok {
 			since = t
 		}
 	}
@@ -96,7 +97,7 @@ func desiredMember(fleet *v1alpha1.HostedClusterPackage, rev fleetRevisionSource
 	return &v1alpha1.Package{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.PackageKind},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: fleet.Name, Namespace: m.namespace, Labels: lbls, Annotations: annotations,
+			Name: fleet.Name, Namespace: m.Namespace, Labels: lbls, Annotations: annotations,
 			OwnerReferences: fleetOwners(nil, fleet),
 		},
 		Spec: *spec,
@@ -306,7 +307,7 @@ func (w *memberWrites) forget(fleet string) { w.written.forget(fleet) }
 // fleet's, and those whose hosted-control-plane namespace another HostedCluster maps to too
 // (a-x/b and a/x-b both map to a-x-b) when HyperShift's HostedControlPlane there does not name
 // them. One namespace never gets a member written for two clusters.
-func (r *fleetSteps) members(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, owned []*v1alpha1.Package) ([]*fleetMember, []v1alpha1.MemberStatus, error) {
+func (r *fleetSteps) members(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, owned []*v1alpha1.Package) ([]*rollout.Member, []v1alpha1.MemberStatus, error) {
 	selector := labels.Everything()
 	if fleet.Spec.HostedClusterSelector != nil {
 		var err error
@@ -333,7 +334,7 @@ func (r *fleetSteps) members(ctx context.Context, fleet *v1alpha1.HostedClusterP
 		byNamespace[p.Namespace] = p
 	}
 	var (
-		members    []*fleetMember
+		members    []*rollout.Member
 		collisions []v1alpha1.MemberStatus
 	)
 	for i := range hcs.Items {
@@ -341,37 +342,37 @@ func (r *fleetSteps) members(ctx context.Context, fleet *v1alpha1.HostedClusterP
 		if !hc.GetDeletionTimestamp().IsZero() || !selector.Matches(labels.Set(hc.GetLabels())) {
 			continue
 		}
-		m := &fleetMember{namespace: hosted.ControlPlaneNamespace(hc.GetNamespace(), hc.GetName()), labels: hc.GetLabels(), cluster: hosted.HostedClusterOf(hc)}
+		m := &rollout.Member{Namespace: hosted.ControlPlaneNamespace(hc.GetNamespace(), hc.GetName()), Labels: hc.GetLabels(), Cluster: hosted.HostedClusterOf(hc)}
 		if p := fleet.Spec.Rollout.Partitions; p != nil {
-			m.partition = hc.GetLabels()[p.LabelKey]
+			m.Partition = hc.GetLabels()[p.LabelKey]
 		}
 		self := types.NamespacedName{Namespace: hc.GetNamespace(), Name: hc.GetName()}
-		msg, err := owners.collision(ctx, r.apiReader, m.namespace, self, mapped[m.namespace])
+		msg, err := owners.collision(ctx, r.apiReader, m.Namespace, self, mapped[m.Namespace])
 		if err != nil {
 			return nil, nil, err
 		}
 		if msg != "" {
-			collisions = append(collisions, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: v1alpha1.CollisionReason,
+			collisions = append(collisions, v1alpha1.MemberStatus{Namespace: m.Namespace, Partition: m.Partition, Reason: v1alpha1.CollisionReason,
 				Message: msg + "; no member is written for it, and a member there is left as it is"})
 			continue
 		}
-		m.pkg, m.pending = r.writes.view(fleet, m.namespace, byNamespace[m.namespace])
-		if m.pkg == nil {
+		m.Pkg, m.Pending = r.writes.view(fleet, m.Namespace, byNamespace[m.Namespace])
+		if m.Pkg == nil {
 			other := &v1alpha1.Package{}
-			err := r.client.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: fleet.Name}, other)
+			err := r.client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: fleet.Name}, other)
 			switch {
 			case err == nil:
-				collisions = append(collisions, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: v1alpha1.CollisionReason,
+				collisions = append(collisions, v1alpha1.MemberStatus{Namespace: m.Namespace, Partition: m.Partition, Reason: v1alpha1.CollisionReason,
 					Message: fmt.Sprintf("Package %s/%s exists and is not this fleet's (label %s=%q): it is left alone; delete or rename it",
-						m.namespace, fleet.Name, v1alpha1.FleetLabel, other.Labels[v1alpha1.FleetLabel])})
+						m.Namespace, fleet.Name, v1alpha1.FleetLabel, other.Labels[v1alpha1.FleetLabel])})
 				continue
 			case !apierrors.IsNotFound(err):
-				return nil, nil, fmt.Errorf("read Package %s/%s: %w", m.namespace, fleet.Name, err)
+				return nil, nil, fmt.Errorf("read Package %s/%s: %w", m.Namespace, fleet.Name, err)
 			}
 		}
 		members = append(members, m)
 	}
-	slices.SortFunc(members, func(a, b *fleetMember) int { return strings.Compare(a.namespace, b.namespace) })
+	slices.SortFunc(members, func(a, b *rollout.Member) int { return strings.Compare(a.Namespace, b.Namespace) })
 	return members, collisions, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 )
 
 // A member Package or a copied Secret is the fleet's when it carries the fleet's label and the
@@ -98,9 +99,9 @@ func fleetOwnersUpToDate(refs []metav1.OwnerReference, fleet *v1alpha1.HostedClu
 // would be deleted by kubectl delete --cascade=foreground). A member that has them costs no
 // request; the write is guarded by the member's resourceVersion (the ownerReferences are a
 // list, replaced whole), and one that conflicts is retried on the next pass.
-func keepOwnership(ctx context.Context, c client.Client, m *fleetMember, fleet *v1alpha1.HostedClusterPackage) error {
-	p := m.pkg
-	if p == nil || m.pending || p.UID == "" || !p.DeletionTimestamp.IsZero() ||
+func keepOwnership(ctx context.Context, c client.Client, m *rollout.Member, fleet *v1alpha1.HostedClusterPackage) error {
+	p := m.Pkg
+	if p == nil || m.Pending || p.UID == "" || !p.DeletionTimestamp.IsZero() ||
 		(p.Annotations[v1alpha1.FleetUIDAnnotation] == string(fleet.UID) && fleetOwnersUpToDate(p.OwnerReferences, fleet)) {
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 )
 
 // TestFleetRecognition is the rule by which a fleet's deletion (and its pass) tells its own
@@ -90,7 +91,7 @@ func TestFleetOwnersFollowTheDeletionPolicy(t *testing.T) {
 			fleet := fleetOn("example.com/addon:v1", nil, nil)
 			fleet.Spec.DeletionPolicy = from
 			src := fleetRevisionSource{name: "abc-def", image: "example.com/addon:v1@sha256:0000", template: &fleet.Spec.Template}
-			m := &fleetMember{namespace: "clusters-a"}
+			m := &rollout.Member{Namespace: "clusters-a"}
 			desired, err := desiredMember(fleet, src, m, time.Now())
 			require.NoError(t, err)
 			assert.Equal(t, "fleet-uid", desired.Annotations[v1alpha1.FleetUIDAnnotation])
@@ -163,9 +164,9 @@ func TestFleetOwnershipOfMembersLeftAsTheyAre(t *testing.T) {
 			patches++
 			return c.Patch(ctx, obj, patch, opts...)
 		}}).Build()
-	m := &fleetMember{namespace: "clusters-a", pkg: &v1alpha1.Package{}}
-	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(held), m.pkg))
-	before := m.pkg.DeepCopy()
+	m := &rollout.Member{Namespace: "clusters-a", Pkg: &v1alpha1.Package{}}
+	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(held), m.Pkg))
+	before := m.Pkg.DeepCopy()
 
 	require.NoError(t, keepOwnership(t.Context(), c, m, fleet))
 	got := &v1alpha1.Package{}
@@ -178,8 +179,8 @@ func TestFleetOwnershipOfMembersLeftAsTheyAre(t *testing.T) {
 	assert.Equal(t, before.Annotations, got.Annotations, "the revision and the hold are left as they are")
 	assert.Equal(t, 1, patches)
 
-	m.pkg = got
-	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(held), m.pkg))
+	m.Pkg = got
+	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(held), m.Pkg))
 	require.NoError(t, keepOwnership(t.Context(), c, m, fleet))
 	assert.Equal(t, 1, patches, "nothing more to write")
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -33,7 +34,7 @@ import (
 // changes with every move and which a template has no business reading, and with the
 // configuration's render key (a keyed HMAC when a Secret contributed) in place of the
 // configuration, so that no plain digest of a Secret's value is kept.
-func (r *fleetSteps) preflightOptions(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, src fleetRevisionSource, m *fleetMember, now time.Time) (render.Options, string, *configInput, error) {
+func (r *fleetSteps) preflightOptions(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, src fleetRevisionSource, m *rollout.Member, now time.Time) (render.Options, string, *configInput, error) {
 	desired, err := desiredMember(fleet, src, m, now)
 	if err != nil {
 		return render.Options{}, "", nil, &stageError{reason: v1alpha1.InvalidConfigReason, err: err}
@@ -43,14 +44,14 @@ func (r *fleetSteps) preflightOptions(ctx context.Context, fleet *v1alpha1.Hoste
 	if err != nil {
 		return render.Options{}, "", nil, err
 	}
-	ro := renderOptions(r.options, desired.Name, desired.Namespace, desired.Labels, desired.Annotations, &desired.Spec, src.image, config.raw, m.cluster)
+	ro := renderOptions(r.options, desired.Name, desired.Namespace, desired.Labels, desired.Annotations, &desired.Spec, src.image, config.raw, m.Cluster)
 	keyed := ro
 	keyed.Config = nil
 	keyed.Annotations = maps.Clone(ro.Annotations)
 	delete(keyed.Annotations, v1alpha1.FleetRevisionTimeAnnotation)
 	data, err := json.Marshal(keyed)
 	if err != nil {
-		return render.Options{}, "", nil, fmt.Errorf("fingerprint the render options of member %s: %w", m.namespace, err)
+		return render.Options{}, "", nil, fmt.Errorf("fingerprint the render options of member %s: %w", m.Namespace, err)
 	}
 	h := sha256.New()
 	h.Write(data)
@@ -131,7 +132,7 @@ func (c *preflightResults) forget(fleet string) {
 // the members it fails for. The package is pulled (through the source cache) only when a
 // member has no verdict yet. A pull that fails, or a render cut short, is an error: retried,
 // never a verdict.
-func (r *fleetSteps) preflight(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.FleetRevision, members []*fleetMember, now time.Time) ([]v1alpha1.MemberStatus, error) {
+func (r *fleetSteps) preflight(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.FleetRevision, members []*rollout.Member, now time.Time) ([]v1alpha1.MemberStatus, error) {
 	spec := &fleet.Spec
 	src := fleetRevisionSource{name: target.Name, image: target.Image, template: &spec.Template, overrides: spec.ConfigOverrides}
 	known := r.preflights.get(fleet.Name, target.Name)
@@ -144,7 +145,7 @@ func (r *fleetSteps) preflight(ctx context.Context, fleet *v1alpha1.HostedCluste
 		var seen bool
 		switch {
 		case err != nil && configReadFailed(err):
-			return nil, fmt.Errorf("preflight of member %s: %w", m.namespace, err)
+			return nil, fmt.Errorf("preflight of member %s: %w", m.Namespace, err)
 		case err != nil && apierrors.IsForbidden(err):
 			// The member's identity may not read its configuration: the member reports
 			// Forbidden and is blocked; that is no verdict on the revision.
@@ -168,7 +169,7 @@ func (r *fleetSteps) preflight(ctx context.Context, fleet *v1alpha1.HostedCluste
 			verdicts[key] = v
 		}
 		if v.reason != "" {
-			failed = append(failed, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: v.reason, Message: "preflight: " + v.message})
+			failed = append(failed, v1alpha1.MemberStatus{Namespace: m.Namespace, Partition: m.Partition, Reason: v.reason, Message: "preflight: " + v.message})
 		}
 	}
 	r.preflights.put(fleet.Name, target.Name, verdicts)
@@ -249,16 +250,16 @@ func PreflightFleet(ctx context.Context, c client.Client, opts Options, fleet *v
 	out := &Preflight{Revision: revisionName(image.Digest, td), Partitions: memberPartitions(members, fleet.Spec.Rollout.Partitions), Collisions: collisions}
 	src := fleetRevisionSource{name: out.Revision, image: image.String(), template: &fleet.Spec.Template, overrides: fleet.Spec.ConfigOverrides}
 	for _, m := range members {
-		pm := PreflightMember{Namespace: m.namespace, Partition: m.partition, Revision: m.revision()}
-		if m.cluster != nil {
-			pm.HostedCluster = m.cluster.Namespace + "/" + m.cluster.Name
+		pm := PreflightMember{Namespace: m.Namespace, Partition: m.Partition, Revision: m.Revision()}
+		if m.Cluster != nil {
+			pm.HostedCluster = m.Cluster.Namespace + "/" + m.Cluster.Name
 		}
 		ro, _, config, err := r.preflightOptions(ctx, fleet, src, m, now)
 		if err == nil {
 			pm.Result, err = preflightRender(ctx, fsys, ro)
 			err = config.redact(err)
 		} else if configReadFailed(err) {
-			return nil, fmt.Errorf("preflight of member %s: %w", m.namespace, err)
+			return nil, fmt.Errorf("preflight of member %s: %w", m.Namespace, err)
 		}
 		if err != nil {
 			if errors.Is(err, errTransient) {

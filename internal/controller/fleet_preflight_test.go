@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
@@ -27,9 +28,9 @@ func TestPreflightKeepsVerdicts(t *testing.T) {
 	}
 	target := &v1alpha1.FleetRevision{Name: "aaaaaaaaaaaa-bbbbbbbb", Image: "r.example/addon:stable@sha256:aaaa"}
 	src := fleetRevisionSource{name: target.Name, image: target.Image, template: &fleet.Spec.Template}
-	member := func(ns, tier string) *fleetMember {
+	member := func(ns, tier string) *rollout.Member {
 		lbls := map[string]string{"tier": tier}
-		return &fleetMember{namespace: ns, labels: lbls, cluster: &hosted.HostedCluster{Name: ns, Namespace: "clusters", ControlPlaneNamespace: ns, Labels: lbls}}
+		return &rollout.Member{Namespace: ns, Labels: lbls, Cluster: &hosted.HostedCluster{Name: ns, Namespace: "clusters", ControlPlaneNamespace: ns, Labels: lbls}}
 	}
 	good, bad := member("clusters-a", "gold"), member("clusters-b", "bronze")
 
@@ -44,7 +45,7 @@ func TestPreflightKeepsVerdicts(t *testing.T) {
 
 	r := &fleetSteps{}
 	r.preflights.put(fleet.Name, target.Name, map[string]preflightVerdict{k1: {}, kBad: {reason: v1alpha1.RenderFailedReason, message: "no bronze"}})
-	failed, err := r.preflight(t.Context(), fleet, target, []*fleetMember{good, bad}, now)
+	failed, err := r.preflight(t.Context(), fleet, target, []*rollout.Member{good, bad}, now)
 	require.NoError(t, err)
 	require.Len(t, failed, 1)
 	assert.Equal(t, "clusters-b", failed[0].Namespace)
@@ -76,8 +77,8 @@ func TestPreflightReadsConfigFrom(t *testing.T) {
 	}
 	target := &v1alpha1.FleetRevision{Name: "aaaaaaaaaaaa-bbbbbbbb", Image: "r.example/addon:stable@sha256:aaaa"}
 	src := fleetRevisionSource{name: target.Name, image: target.Image, template: &fleet.Spec.Template}
-	member := func(ns string) *fleetMember {
-		return &fleetMember{namespace: ns, cluster: &hosted.HostedCluster{Name: ns, Namespace: "clusters", ControlPlaneNamespace: ns}}
+	member := func(ns string) *rollout.Member {
+		return &rollout.Member{Namespace: ns, Cluster: &hosted.HostedCluster{Name: ns, Namespace: "clusters", ControlPlaneNamespace: ns}}
 	}
 	configMap := func(ns, values string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "addon-config"}, Data: map[string]string{"config.yaml": values}}

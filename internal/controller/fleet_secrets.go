@@ -24,6 +24,7 @@ import (
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 )
 
 // fleetSecretField indexes HostedClusterPackages by the names of the Secrets their members
@@ -187,10 +188,10 @@ type secretCaches struct {
 	copies, sources cache.Cache
 }
 
-// watch wakes a fleet when a Secret it names changes in the controller's namespace (a
+// Watch wakes a fleet when a Secret it names changes in the controller's namespace (a
 // rotation), and when one of its copies changes or goes (drift, put back): a copy as
 // wakes.copy recognises it, never any Secret that merely carries the label.
-func (c *secretCaches) watch(b *builder.Builder, fleets client.Reader, wakes fleetWakes, namespace string) *builder.Builder {
+func (c *secretCaches) Watch(b *builder.Builder, fleets client.Reader, wakes fleetWakes, namespace string) *builder.Builder {
 	source := &metav1.PartialObjectMetadata{}
 	source.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	b = b.WatchesRawSource(crsource.Kind(c.sources, source, handler.TypedEnqueueRequestsFromMapFunc(
@@ -269,7 +270,7 @@ func (s *fleetSecrets) ownedCopies(ctx context.Context, reader client.Reader, fl
 // a write the API server refused (SecretCopyFailed). Copies are removed where the fleet no
 // longer names their Secret, and from namespaces that have neither a member nor a member
 // Package still being torn down (owned). A copy that is what it should be costs no request.
-func (s *fleetSecrets) sync(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, members []*fleetMember, owned []*v1alpha1.Package) ([]v1alpha1.MemberStatus, error) {
+func (s *fleetSecrets) sync(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, members []*rollout.Member, owned []*v1alpha1.Package) ([]v1alpha1.MemberStatus, error) {
 	names := fleetSecretNames(fleet)
 	sources, err := s.sources(ctx, names)
 	if err != nil {
@@ -282,20 +283,20 @@ func (s *fleetSecrets) sync(ctx context.Context, fleet *v1alpha1.HostedClusterPa
 	var problems []v1alpha1.MemberStatus
 	for _, m := range members {
 		for _, src := range sources {
-			key := copyKey{fleet.Name, m.namespace, src.name}
+			key := copyKey{fleet.Name, m.Namespace, src.name}
 			if err := s.keepCopy(ctx, fleet, key, src, existing[key]); err != nil {
 				reason := v1alpha1.SecretCopyFailedReason
 				var collision *secretCollisionError
 				if errors.As(err, &collision) {
 					reason = v1alpha1.SecretCollisionReason
 				}
-				problems = append(problems, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: m.partition, Reason: reason, Message: err.Error()})
+				problems = append(problems, v1alpha1.MemberStatus{Namespace: m.Namespace, Partition: m.Partition, Reason: reason, Message: err.Error()})
 			}
 		}
 	}
 	keep := map[string]bool{}
 	for _, m := range members {
-		keep[m.namespace] = true
+		keep[m.Namespace] = true
 	}
 	for _, p := range owned {
 		keep[p.Namespace] = true

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -11,14 +12,14 @@ import (
 // (REGISTRY/REPOSITORY) that served the target revision to the members that applied it, when
 // not where the template's image names it (their status.lastAppliedFrom); at most
 // maxListedMembers.
-func targetAppliedFrom(members []*fleetMember, target string) []string {
+func targetAppliedFrom(members []*rollout.Member, target string) []string {
 	var out []string
 	for _, m := range members {
-		if m.pkg == nil || m.revision() != target {
+		if m.Pkg == nil || m.Revision() != target {
 			continue
 		}
-		st := &m.pkg.Status
-		if from := st.LastAppliedFrom; from != "" && !slices.Contains(out, from) && memberApplied(st, m.pkg.Spec.Image) {
+		st := &m.Pkg.Status
+		if from := st.LastAppliedFrom; from != "" && !slices.Contains(out, from) && memberApplied(st, m.Pkg.Spec.Image) {
 			out = append(out, from)
 		}
 	}

@@ -52,7 +52,7 @@ func setupFleets(ctx context.Context, s *services) error {
 		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(wakes.member), builder.WithPredicates(isMember))
 	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, fleetImage)
 	if secretCaches != nil {
-		b = secretCaches.watch(b, mgr.GetClient(), wakes, s.opts.Namespace)
+		b = secretCaches.Watch(b, mgr.GetClient(), wakes, s.opts.Namespace)
 	}
 	b, err = s.watchRegistryWakes(ctx, b, &v1alpha1.HostedClusterPackage{}, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, followedFleetImage)
 	if err != nil {

@@ -13,26 +13,27 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 )
 
 // setStatus sets the fleet's status from the plan, with events and metrics for what changed; the
 // lifecycle's report writes it.
-func (r *fleetSteps) setStatus(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, problems []v1alpha1.MemberStatus, now time.Time) {
+func (r *fleetSteps) setStatus(fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan, problems []v1alpha1.MemberStatus, now time.Time) {
 	st := &fleet.Status
-	r.announcePartitions(fleet, st.Partitions, plan.partitions, now)
-	st.Partitions = plan.partitions
-	st.MemberCounts = plan.counts
-	st.Progress = fmt.Sprintf("%d/%d/%d", plan.counts.Updated, plan.counts.Ready, plan.counts.Total)
-	st.CurrentPartition = plan.current
-	st.InProgress = bounded(plan.inProgress)
-	st.FailedMembers = bounded(append(slices.Clone(plan.failed), problems...))
-	st.BlockedMembers = bounded(plan.blocked)
-	st.HeldMembers = bounded(plan.held)
-	for state, n := range map[string]int32{"total": plan.counts.Total, "updated": plan.counts.Updated, "ready": plan.counts.Ready, "failed": plan.counts.Failed,
-		"blocked": plan.counts.Blocked, "held": plan.counts.Held} {
+	r.announcePartitions(fleet, st.Partitions, plan.Partitions, now)
+	st.Partitions = plan.Partitions
+	st.MemberCounts = plan.Counts
+	st.Progress = fmt.Sprintf("%d/%d/%d", plan.Counts.Updated, plan.Counts.Ready, plan.Counts.Total)
+	st.CurrentPartition = plan.Current
+	st.InProgress = bounded(plan.InProgress)
+	st.FailedMembers = bounded(append(slices.Clone(plan.Failed), problems...))
+	st.BlockedMembers = bounded(plan.Blocked)
+	st.HeldMembers = bounded(plan.Held)
+	for state, n := range map[string]int32{"total": plan.Counts.Total, "updated": plan.Counts.Updated, "ready": plan.Counts.Ready, "failed": plan.Counts.Failed,
+		"blocked": plan.Counts.Blocked, "held": plan.Counts.Held} {
 		r.own.fleetMembers.WithLabelValues(fleet.Name, state).Set(float64(n))
 	}
-	if plan.complete && (st.Stable == nil || st.Stable.Name != st.Target.Name) {
+	if plan.Complete && (st.Stable == nil || st.Stable.Name != st.Target.Name) {
 		st.Stable = &v1alpha1.FleetStableRevision{FleetRevision: *st.Target, Template: *fleet.Spec.Template.DeepCopy()}
 		for _, o := range fleet.Spec.ConfigOverrides {
 			st.Stable.ConfigOverrides = append(st.Stable.ConfigOverrides, *o.DeepCopy())
@@ -42,27 +43,27 @@ func (r *fleetSteps) setStatus(fleet *v1alpha1.HostedClusterPackage, plan rollou
 
 // fleetOutcome is what the plan and the members that could not be kept make of the fleet's
 // conditions.
-func fleetOutcome(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, problems []v1alpha1.MemberStatus) outcome {
+func fleetOutcome(fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan, problems []v1alpha1.MemberStatus) outcome {
 	target, progress := fleet.Status.Target.Name, fleet.Status.Progress
 	where := ""
-	if plan.current != "" {
-		where = fmt.Sprintf("partition %s: ", partitionName(plan.current))
+	if plan.Current != "" {
+		where = fmt.Sprintf("partition %s: ", partitionName(plan.Current))
 	}
 	switch {
-	case plan.rollingBack:
+	case plan.RollingBack:
 		return rollbackOutcome(fleet, plan)
-	case plan.halted:
+	case plan.Halted:
 		return outcome{state: outcomeStalled, reason: v1alpha1.RolloutHaltedReason, message: fmt.Sprintf("rollout of %s halted in partition %s: %d member(s) failed (spec.rollout.failureThreshold): %s",
-			target, partitionName(plan.current), len(plan.failed), describeMembers(plan.failed))}
-	case plan.counts.Total == 0 && len(problems) == 0:
+			target, partitionName(plan.Current), len(plan.Failed), describeMembers(plan.Failed))}
+	case plan.Counts.Total == 0 && len(problems) == 0:
 		return outcome{state: outcomeSucceeded, message: "no HostedCluster matches spec.hostedClusterSelector: 0 members"}
 	case len(problems) > 0:
 		return outcome{state: outcomeProgressing, reason: v1alpha1.MembersFailedReason, message: fmt.Sprintf("%d member(s) cannot be kept: %s", len(problems), describeMembers(problems))}
-	case plan.complete && plan.counts.Blocked+plan.counts.Held > 0:
+	case plan.Complete && plan.Counts.Blocked+plan.Counts.Held > 0:
 		return outcome{state: outcomeSucceeded, message: fmt.Sprintf("%d member(s) Ready on revision %s; %d blocked, %d held (status.blockedMembers, status.heldMembers): each moves once unblocked or released",
-			plan.counts.Total-plan.counts.Blocked-plan.counts.Held, target, plan.counts.Blocked, plan.counts.Held)}
-	case plan.complete:
-		return outcome{state: outcomeSucceeded, message: fmt.Sprintf("%d member(s) Ready on revision %s", plan.counts.Total, target)}
+			plan.Counts.Total-plan.Counts.Blocked-plan.Counts.Held, target, plan.Counts.Blocked, plan.Counts.Held)}
+	case plan.Complete:
+		return outcome{state: outcomeSucceeded, message: fmt.Sprintf("%d member(s) Ready on revision %s", plan.Counts.Total, target)}
 	case fleet.Spec.Rollout.Paused:
 		return outcome{state: outcomeWaiting, reason: v1alpha1.RolloutPausedReason, message: fmt.Sprintf("%srollout of %s paused (spec.rollout.paused): %s updated/ready/total", where, target, progress)}
 	default:
@@ -72,19 +73,19 @@ func fleetOutcome(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan, proble
 
 // rollbackOutcome says where the rollback of a rejected revision is: moving members back, or
 // done and waiting for another digest or a reconcile request.
-func rollbackOutcome(fleet *v1alpha1.HostedClusterPackage, plan rolloutPlan) outcome {
+func rollbackOutcome(fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan) outcome {
 	rejected, stable := fleet.Status.Rejected, stableName(fleet)
 	name, why := "", ""
 	if rejected != nil {
 		name, why = rejected.Name, rejected.Message
 	}
-	if plan.current != "" {
+	if plan.Current != "" {
 		return outcome{state: outcomeProgressing, reason: v1alpha1.RollingBackReason, message: fmt.Sprintf(
 			"revision %s rejected (spec.rollout.onFailure=Rollback): partition %s: moving members back to stable revision %s, %s updated/ready/total: %s",
-			name, partitionName(plan.current), stable, fleet.Status.Progress, why)}
+			name, partitionName(plan.Current), stable, fleet.Status.Progress, why)}
 	}
 	aside := ""
-	if n := plan.counts.Blocked + plan.counts.Held; n > 0 {
+	if n := plan.Counts.Blocked + plan.Counts.Held; n > 0 {
 		aside = fmt.Sprintf(" (%d blocked or held member(s) stay where they are until unblocked or released)", n)
 	}
 	return outcome{state: outcomeStalled, reason: v1alpha1.RolledBackReason, message: fmt.Sprintf(

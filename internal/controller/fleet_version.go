@@ -2,6 +2,7 @@ package controller
 
 import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -17,7 +18,7 @@ func carryVersion(next, prev *v1alpha1.FleetRevision) {
 // the members: the first member that reports a version for the digest (status.lastAttempted-
 // Version of status.lastAttemptedRevision, which its controller read from the image it pulled).
 // What a member's status says is checked as anything from the API server is.
-func learnVersions(st *v1alpha1.HostedClusterPackageStatus, members []*fleetMember) {
+func learnVersions(st *v1alpha1.HostedClusterPackageStatus, members []*rollout.Member) {
 	revisions := []*v1alpha1.FleetRevision{st.Target}
 	if st.Stable != nil {
 		revisions = append(revisions, &st.Stable.FleetRevision)
@@ -30,10 +31,10 @@ func learnVersions(st *v1alpha1.HostedClusterPackageStatus, members []*fleetMemb
 			continue
 		}
 		for _, m := range members {
-			if m.pkg == nil || m.pkg.Status.LastAttemptedRevision != rev.Digest {
+			if m.Pkg == nil || m.Pkg.Status.LastAttemptedRevision != rev.Digest {
 				continue
 			}
-			if v := source.CleanVersion(m.pkg.Status.LastAttemptedVersion); v != "" {
+			if v := source.CleanVersion(m.Pkg.Status.LastAttemptedVersion); v != "" {
 				rev.Version = v
 				break
 			}

@@ -53,7 +53,7 @@ func (h hostedClusterEvents) Update(ctx context.Context, e event.UpdateEvent, q 
 		// wakes the namespace, without closing its circuit as Available=True does.
 		h.enqueue(ctx, e.ObjectNew, q, nil)
 	case imageContentSources(e.ObjectOld) != imageContentSources(e.ObjectNew):
-		// Where the namespace's packages are read from (hostedMirrors): every resource there
+		// Where the namespace's packages are read from (mirrors.OfHostedCluster): every resource there
 		// reads again, through the new mirrors.
 		h.enqueue(ctx, e.ObjectNew, q, nil)
 	case h.readsHostedCluster != nil && templateView(e.ObjectOld) != templateView(e.ObjectNew):

@@ -3,6 +3,7 @@ package controller
 import (
 	"time"
 
+	"pkgsync.dev/pkgsync/internal/wakes"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -48,7 +49,7 @@ type Options struct {
 	// Wakes, when set, is woken by registry notifications (NewRegistryWakes): Packages,
 	// ClusterPackages and HostedClusterPackages that follow a pushed repository reconcile at
 	// once and resolve the tag afresh.
-	Wakes *RegistryWakes
+	Wakes *wakes.RegistryWakes
 	// ImageOverrides relocate the .images templates see (--registry-host-overrides,
 	// --image-prefix-overrides); the source client reads packages through the same overrides.
 	ImageOverrides source.Overrides

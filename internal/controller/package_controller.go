@@ -15,6 +15,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/mirrors"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -101,7 +102,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		return nil, err
 	}
 	// Its reads by digest go through its own HostedCluster's mirrors too, and no other's.
-	ctx = source.WithCallerMirrors(ctx, hostedMirrors(hc.cluster))
+	ctx = source.WithCallerMirrors(ctx, mirrors.OfHostedCluster(hc.cluster))
 	ref, err := r.resolve(ctx, spec, image, creds, maxAge)
 	if err != nil {
 		return nil, err
@@ -198,13 +199,13 @@ func (r *packageSteps[T]) passRequest(obj T, rendered *render.Result, hc hostedB
 // request does: to a resolution made after it.
 func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpec, ref source.Reference, creds source.Credentials, maxAge time.Duration) (source.Reference, error) {
 	byRange := spec.Semver != ""
-	maxAge = r.options.Wakes.bound(ref, byRange, maxAge, time.Now())
+	maxAge = r.options.Wakes.Bound(ref, byRange, maxAge, time.Now())
 	if !byRange {
 		digest, err := r.source.ResolveWithin(ctx, ref, creds, maxAge)
 		if err != nil {
 			return source.Reference{}, pullFailed(err)
 		}
-		r.options.Wakes.resolved(ref, false, digest, time.Now())
+		r.options.Wakes.Resolved(ref, false, digest, time.Now())
 		return ref.WithDigest(digest), nil
 	}
 	rng, err := source.ParseVersionRange(spec.Semver)
@@ -220,7 +221,7 @@ func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpe
 	if err != nil {
 		return source.Reference{}, pullFailed(err)
 	}
-	r.options.Wakes.resolved(ref, true, chosen.Digest, time.Now())
+	r.options.Wakes.Resolved(ref, true, chosen.Digest, time.Now())
 	return chosen, nil
 }
 

@@ -79,7 +79,7 @@ func (s *services) watchRegistryWakes(ctx context.Context, b *builder.Builder, o
 	if s.opts.Wakes == nil {
 		return b, nil
 	}
-	wakes, err := s.opts.Wakes.watch(ctx, s.mgr, object, newList, follows)
+	wakes, err := s.opts.Wakes.Watch(ctx, s.mgr, object, newList, follows)
 	if err != nil {
 		return nil, err
 	}

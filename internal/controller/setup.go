@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/mirrors"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -73,7 +74,7 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, 
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	if opts.Wakes != nil {
-		opts.Wakes.observe = func(d time.Duration) { m.wakeResolution.Observe(d.Seconds()) }
+		opts.Wakes.Observe = func(d time.Duration) { m.wakeResolution.Observe(d.Seconds()) }
 	}
 	ro := newApplier(mgr, opts, cfg.Hosted, m, recorder)
 	hostedClusterAPI, err := startHosted(ctx, mgr, cfg.Hosted, m)
@@ -82,7 +83,7 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, 
 	}
 	ro.hostedClustersIndexed = hostedClusterAPI
 	opts.hyperShift = hostedClusterAPI
-	if err := watchMirrorSets(ctx, mgr, cfg.Source); err != nil {
+	if err := mirrors.WatchSets(ctx, mgr, cfg.Source); err != nil {
 		return nil, err
 	}
 	trustSecrets, err := trustSecretsCache(mgr, opts.Namespace)

@@ -21,6 +21,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/receiver"
+	"pkgsync.dev/pkgsync/internal/wakes"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -58,7 +59,7 @@ func TestNotificationKeyBoundToRegistry(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pkgsync-webhook"},
 		Data: map[string][]byte{"distribution": []byte(key)}}
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), secret))
-	wakes := controller.NewRegistryWakes()
+	wakes := wakes.NewRegistryWakes()
 	runShardController(t, shard, func(o *controller.Options) { o.Wakes = wakes })
 
 	// The receiver is made once A's host is known; until then it answers 503.

@@ -18,6 +18,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/receiver"
+	"pkgsync.dev/pkgsync/internal/wakes"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -40,7 +41,7 @@ func startNotifyEnv(t *testing.T, shard string) *notifyEnv {
 		Data: map[string][]byte{"distribution": []byte(env.distribution), "generic": []byte(env.generic)}}
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), secret))
 
-	wakes := controller.NewRegistryWakes()
+	wakes := wakes.NewRegistryWakes()
 	runShardController(t, shard, func(o *controller.Options) { o.Wakes = wakes })
 	m, err := receiver.NewMetrics(env.metrics)
 	require.NoError(t, err)

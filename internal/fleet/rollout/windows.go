@@ -1,4 +1,4 @@
-package controller
+package rollout
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
-// fleetWindow is a maintenance window of spec.rollout.windows, its schedule parsed.
-type fleetWindow struct {
+// Window is a maintenance window of spec.rollout.windows, its schedule parsed.
+type Window struct {
 	schedule cron.Schedule
 	duration time.Duration
 	location *time.Location
@@ -26,10 +26,10 @@ type fleetWindow struct {
 // cronParser reads the five fields of crontab(5) and its descriptors (@daily, @weekly...).
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// parseWindows reads spec.rollout.windows. An error names the window and field: the spec
+// ParseWindows reads spec.rollout.windows. An error names the window and field: the spec
 // cannot be acted on until it is fixed.
-func parseWindows(windows []v1alpha1.FleetWindow) ([]fleetWindow, error) {
-	out := make([]fleetWindow, 0, len(windows))
+func ParseWindows(windows []v1alpha1.FleetWindow) ([]Window, error) {
+	out := make([]Window, 0, len(windows))
 	for i, w := range windows {
 		field := fmt.Sprintf("spec.rollout.windows[%d]", i)
 		loc := time.UTC
@@ -50,7 +50,7 @@ func parseWindows(windows []v1alpha1.FleetWindow) ([]fleetWindow, error) {
 		if w.Duration.Duration <= 0 {
 			return nil, fmt.Errorf("%s.duration must be positive", field)
 		}
-		out = append(out, fleetWindow{schedule: sched, duration: w.Duration.Duration, location: loc, partitions: w.Partitions})
+		out = append(out, Window{schedule: sched, duration: w.Duration.Duration, location: loc, partitions: w.Partitions})
 	}
 	return out, nil
 }
@@ -67,8 +67,8 @@ type windowState struct {
 // changes; ok is false when none applies (the partition moves at any time). A window opened
 // at a time t the schedule names is open during [t, t+duration). Overlapping windows join:
 // the state closes at the end of the last one open.
-func windowAt(windows []fleetWindow, partition string, now time.Time) (windowState, bool) {
-	var applying []fleetWindow
+func windowAt(windows []Window, partition string, now time.Time) (windowState, bool) {
+	var applying []Window
 	for _, w := range windows {
 		if w.partitions == nil || slices.Contains(w.partitions, partition) {
 			applying = append(applying, w)

@@ -1,4 +1,4 @@
-package controller
+package rollout
 
 import (
 	"time"
@@ -8,12 +8,12 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
-func newPlanner(targetName, stableName string, strategy v1alpha1.FleetRolloutStrategy, previous []v1alpha1.PartitionStatus, now time.Time, gates planGates) *planner {
+func newPlanner(targetName, stableName string, strategy v1alpha1.FleetRolloutStrategy, previous []v1alpha1.PartitionStatus, now time.Time, gates Gates) *planner {
 	p := &planner{
-		plan:   rolloutPlan{assign: map[string]assignment{}, complete: true},
+		plan:   Plan{Assign: map[string]assignment{}, Complete: true},
 		target: targetName, stable: stableName, rollingOut: stableName != targetName,
 		strategy: strategy, deadline: strategy.GetProgressDeadline(), prevState: map[string]v1alpha1.PartitionStatus{}, now: now,
-		windows: gates.windows, preflightFailed: gates.preflightFailed,
+		windows: gates.Windows, preflightFailed: gates.PreflightFailed,
 	}
 	for _, ps := range previous {
 		p.prevState[ps.Name] = ps
@@ -21,17 +21,17 @@ func newPlanner(targetName, stableName string, strategy v1alpha1.FleetRolloutStr
 	return p
 }
 
-// planner holds what planRollout decides from and what it has decided so far.
+// planner holds what Decide decides from and what it has decided so far.
 type planner struct {
-	plan           rolloutPlan
+	plan           Plan
 	target, stable string
 	rollingOut     bool
 	strategy       v1alpha1.FleetRolloutStrategy
 	deadline       time.Duration
 	prevState      map[string]v1alpha1.PartitionStatus
 	now            time.Time
-	windows        []fleetWindow
-	// preflightFailed holds the rollout (planGates).
+	windows        []Window
+	// preflightFailed holds the rollout (Gates).
 	preflightFailed bool
 	// proved: a member of this or an earlier partition is Ready on the target.
 	proved bool
@@ -52,17 +52,17 @@ func (p *planner) transition(name string, state v1alpha1.PartitionState) metav1.
 
 // wake brings the time the plan changes by itself forward to d from now.
 func (p *planner) wake(d time.Duration) {
-	if d > 0 && (p.plan.wakeAfter == 0 || d < p.plan.wakeAfter) {
-		p.plan.wakeAfter = d
+	if d > 0 && (p.plan.WakeAfter == 0 || d < p.plan.WakeAfter) {
+		p.plan.WakeAfter = d
 	}
 }
 
 // observe counts a partition's members and reads their health.
-func (p *planner) observe(name string, ms []*fleetMember) (v1alpha1.PartitionStatus, []memberHealth) {
+func (p *planner) observe(name string, ms []*Member) (v1alpha1.PartitionStatus, []memberHealth) {
 	ps := v1alpha1.PartitionStatus{Name: name}
 	health := make([]memberHealth, len(ms))
 	for i, m := range ms {
-		onTarget := m.revision() == p.target
+		onTarget := m.Revision() == p.target
 		health[i] = healthOf(m, p.deadline, p.now)
 		ps.Total++
 		switch {
@@ -84,7 +84,7 @@ func (p *planner) observe(name string, ms []*fleetMember) (v1alpha1.PartitionSta
 			ps.Ready++
 		}
 		if onTarget && health[i].inFlight() {
-			if since, err := time.Parse(time.RFC3339, m.pkg.GetAnnotations()[v1alpha1.FleetRevisionTimeAnnotation]); err == nil {
+			if since, err := time.Parse(time.RFC3339, m.Pkg.GetAnnotations()[v1alpha1.FleetRevisionTimeAnnotation]); err == nil {
 				p.wake(since.Add(p.deadline).Sub(p.now) + time.Second)
 			}
 		}
@@ -100,10 +100,10 @@ func (p *planner) observe(name string, ms []*fleetMember) (v1alpha1.PartitionSta
 // partition of blocked members from waving a revision through: while no member of it or of an
 // earlier partition is Ready on the target (nothing has proved the revision yet), a partition
 // with a blocked member is not done.
-func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*fleetMember, health []memberHealth, reached bool) bool {
+func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*Member, health []memberHealth, reached bool) bool {
 	movableDone := true
 	for i, m := range ms {
-		onTarget := m.revision() == p.target
+		onTarget := m.Revision() == p.target
 		if onTarget && health[i].ready {
 			p.proved = p.proved || reached
 		}
@@ -115,18 +115,18 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*fleetMember, health
 	switch {
 	case !reached:
 		ps.State = v1alpha1.PartitionPending
-		p.assignAll(ms, health, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, p.rollingOut) })
+		p.assignAll(ms, health, func(m *Member) assignment { return keepOrStable(m, p.target, p.stable, p.rollingOut) })
 		return false
 	case !p.rollingOut:
 		// Nothing to roll out: every member is kept on the one revision, new ones created on it,
 		// and a member that was blocked or held catches up at once, as a cluster that joins,
 		// unless the partition's windows are closed.
 		closed := p.windowClosed(ps.Name)
-		p.assignAll(ms, health, func(m *fleetMember) assignment {
-			if closed && m.pkg != nil && m.revision() != p.target {
+		p.assignAll(ms, health, func(m *Member) assignment {
+			if closed && m.Pkg != nil && m.Revision() != p.target {
 				return keepAsIs
 			}
-			return toTarget
+			return ToTarget
 		})
 		ps.State = v1alpha1.PartitionComplete
 		if !movableDone {
@@ -134,7 +134,7 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*fleetMember, health
 		}
 		return true
 	case done:
-		p.assignAll(ms, health, func(*fleetMember) assignment { return toTarget })
+		p.assignAll(ms, health, func(*Member) assignment { return ToTarget })
 		ps.State = v1alpha1.PartitionComplete
 		if soak := soakOf(p.strategy); soak > 0 {
 			prev, ok := p.prevState[ps.Name]
@@ -145,27 +145,27 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*fleetMember, health
 				ps.State = v1alpha1.PartitionSoaking
 				since := p.transition(ps.Name, v1alpha1.PartitionSoaking).Time
 				p.wake(since.Add(soak).Sub(p.now) + time.Second)
-				p.plan.current = ps.Name
+				p.plan.Current = ps.Name
 				return false
 			}
 		}
 		return true
 	}
-	p.plan.current = ps.Name
+	p.plan.Current = ps.Name
 	threshold := scaledCount(p.strategy.FailureThreshold, int(ps.Total), 1, true)
 	for i, m := range ms {
-		if m.revision() == p.target && health[i].failed {
-			p.plan.failed = append(p.plan.failed, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: ps.Name, Reason: health[i].reason, Message: health[i].message})
+		if m.Revision() == p.target && health[i].failed {
+			p.plan.Failed = append(p.plan.Failed, v1alpha1.MemberStatus{Namespace: m.Namespace, Partition: ps.Name, Reason: health[i].reason, Message: health[i].message})
 		}
 	}
 	switch {
 	case int(ps.Failed) >= threshold:
 		ps.State = v1alpha1.PartitionHalted
-		p.plan.halted = true
-		p.assignAll(ms, health, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, true) })
+		p.plan.Halted = true
+		p.assignAll(ms, health, func(m *Member) assignment { return keepOrStable(m, p.target, p.stable, true) })
 	case p.strategy.Paused || p.preflightFailed:
 		ps.State = v1alpha1.PartitionProgressing
-		p.assignAll(ms, health, func(m *fleetMember) assignment { return keepOrStable(m, p.target, p.stable, true) })
+		p.assignAll(ms, health, func(m *Member) assignment { return keepOrStable(m, p.target, p.stable, true) })
 	case p.windowClosed(ps.Name):
 		// Members moved while the window was open finish; none is moved now. A new cluster
 		// still gets its first install, as maxUnavailable allows.
@@ -192,13 +192,13 @@ func (p *planner) windowClosed(partition string) bool {
 }
 
 // assignAll assigns each member what to says, held and blocked members aside (standAside).
-func (p *planner) assignAll(ms []*fleetMember, health []memberHealth, to func(*fleetMember) assignment) {
+func (p *planner) assignAll(ms []*Member, health []memberHealth, to func(*Member) assignment) {
 	for i, m := range ms {
 		if a, ok := p.standAside(m, health[i]); ok {
-			p.plan.assign[m.namespace] = a
+			p.plan.Assign[m.Namespace] = a
 			continue
 		}
-		p.plan.assign[m.namespace] = to(m)
+		p.plan.Assign[m.Namespace] = to(m)
 	}
 }
 
@@ -207,11 +207,11 @@ func (p *planner) assignAll(ms []*fleetMember, health []memberHealth, to func(*f
 // on the revision it has (kept on it when that is the target or the stable revision), and a
 // blocked cluster without a member gets none until it is unblocked: a HostedCluster being
 // created is not Available, and its namespace may not exist yet.
-func (p *planner) standAside(m *fleetMember, h memberHealth) (assignment, bool) {
+func (p *planner) standAside(m *Member, h memberHealth) (assignment, bool) {
 	switch {
 	case !h.held && !h.blocked:
 		return 0, false
-	case m.pkg == nil:
+	case m.Pkg == nil:
 		return noMember, true
 	case h.held:
 		return keepAsIs, true
@@ -222,31 +222,31 @@ func (p *planner) standAside(m *fleetMember, h memberHealth) (assignment, bool) 
 // moveWithinBudget moves the members of the partition being rolled out to the target as
 // maxUnavailable allows (unavailableBudget). With closed set (a maintenance window is closed),
 // only members on the target and new members are written to it.
-func (p *planner) moveWithinBudget(ms []*fleetMember, health []memberHealth, closed bool) {
+func (p *planner) moveWithinBudget(ms []*Member, health []memberHealth, closed bool) {
 	budget := newUnavailableBudget(p.strategy.MaxUnavailable, ms, health)
 	for i, m := range ms {
 		if a, ok := p.standAside(m, health[i]); ok {
-			p.plan.assign[m.namespace] = a
+			p.plan.Assign[m.Namespace] = a
 			continue
 		}
 		switch {
-		case m.revision() == p.target:
-			p.plan.assign[m.namespace] = toTarget
-		case closed && m.pkg != nil:
-			p.plan.assign[m.namespace] = keepOrStable(m, p.target, p.stable, true)
+		case m.Revision() == p.target:
+			p.plan.Assign[m.Namespace] = ToTarget
+		case closed && m.Pkg != nil:
+			p.plan.Assign[m.Namespace] = keepOrStable(m, p.target, p.stable, true)
 		case budget.allow(m, health[i]):
-			p.plan.assign[m.namespace] = toTarget
+			p.plan.Assign[m.Namespace] = ToTarget
 		default:
-			p.plan.assign[m.namespace] = keepOrStable(m, p.target, p.stable, true)
+			p.plan.Assign[m.Namespace] = keepOrStable(m, p.target, p.stable, true)
 		}
 	}
 }
 
 // record builds a decided partition's status (times, members in progress) and adds it to the
 // plan's counts.
-func (p *planner) record(ps v1alpha1.PartitionStatus, ms []*fleetMember, health []memberHealth) {
+func (p *planner) record(ps v1alpha1.PartitionStatus, ms []*Member, health []memberHealth) {
 	if ps.State != v1alpha1.PartitionComplete {
-		p.plan.complete = false
+		p.plan.Complete = false
 	}
 	ps.LastTransitionTime = p.transition(ps.Name, ps.State)
 	if st, ok := p.window(ps.Name); ok {
@@ -263,21 +263,21 @@ func (p *planner) record(ps v1alpha1.PartitionStatus, ms []*fleetMember, health 
 		ps.StartedAt = &started
 	}
 	for i, m := range ms {
-		st := v1alpha1.MemberStatus{Namespace: m.namespace, Partition: ps.Name, Reason: health[i].reason, Message: health[i].message}
+		st := v1alpha1.MemberStatus{Namespace: m.Namespace, Partition: ps.Name, Reason: health[i].reason, Message: health[i].message}
 		switch {
 		case health[i].held:
-			p.plan.held = append(p.plan.held, st)
+			p.plan.Held = append(p.plan.Held, st)
 		case health[i].blocked:
-			p.plan.blocked = append(p.plan.blocked, st)
-		case m.revision() == p.target && health[i].inFlight() && m.pkg != nil:
-			p.plan.inProgress = append(p.plan.inProgress, st)
+			p.plan.Blocked = append(p.plan.Blocked, st)
+		case m.Revision() == p.target && health[i].inFlight() && m.Pkg != nil:
+			p.plan.InProgress = append(p.plan.InProgress, st)
 		}
 	}
-	p.plan.counts.Total += ps.Total
-	p.plan.counts.Updated += ps.Updated
-	p.plan.counts.Ready += ps.Ready
-	p.plan.counts.Failed += ps.Failed
-	p.plan.counts.Blocked += ps.Blocked
-	p.plan.counts.Held += ps.Held
-	p.plan.partitions = append(p.plan.partitions, ps)
+	p.plan.Counts.Total += ps.Total
+	p.plan.Counts.Updated += ps.Updated
+	p.plan.Counts.Ready += ps.Ready
+	p.plan.Counts.Failed += ps.Failed
+	p.plan.Counts.Blocked += ps.Blocked
+	p.plan.Counts.Held += ps.Held
+	p.plan.Partitions = append(p.plan.Partitions, ps)
 }

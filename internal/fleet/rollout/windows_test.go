@@ -1,4 +1,4 @@
-package controller
+package rollout
 
 import (
 	"fmt"
@@ -13,9 +13,9 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
-func windowsOf(t *testing.T, ws ...v1alpha1.FleetWindow) []fleetWindow {
+func windowsOf(t *testing.T, ws ...v1alpha1.FleetWindow) []Window {
 	t.Helper()
-	parsed, err := parseWindows(ws)
+	parsed, err := ParseWindows(ws)
 	require.NoError(t, err)
 	return parsed
 }
@@ -72,7 +72,7 @@ func TestParseWindows(t *testing.T) {
 		{Schedule: "0 9 * * *", Duration: metav1.Duration{Duration: time.Hour}, TimeZone: "Mars/Olympus"},
 		{Schedule: "0 9 * * *"},
 	} {
-		_, err := parseWindows([]v1alpha1.FleetWindow{w})
+		_, err := ParseWindows([]v1alpha1.FleetWindow{w})
 		assert.Error(t, err, "%+v", w)
 	}
 }
@@ -88,8 +88,8 @@ func TestPlanWindows(t *testing.T) {
 	two := intstr.FromInt32(2)
 	strategy := v1alpha1.FleetRolloutStrategy{MaxUnavailable: &two, ProgressDeadline: &metav1.Duration{Duration: 24 * time.Hour}}
 	// members: canaries c0 (on "new", not Ready yet), c1 c2 c3 Ready on "old"; prod p0 p1 on "old".
-	members := func() []*fleetMember {
-		ms := []*fleetMember{planMember("c0", "canary", "new", false, now)}
+	members := func() []*Member {
+		ms := []*Member{planMember("c0", "canary", "new", false, now)}
 		for i := 1; i < 4; i++ {
 			ms = append(ms, planMember(fmt.Sprintf("c%d", i), "canary", "old", true, now))
 		}
@@ -97,71 +97,71 @@ func TestPlanWindows(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		members func() []*fleetMember
+		members func() []*Member
 		windows []v1alpha1.FleetWindow
-		check   func(t *testing.T, plan rolloutPlan)
+		check   func(t *testing.T, plan Plan)
 	}{{
 		name: "an open window moves members as the budget allows", members: members, windows: []v1alpha1.FleetWindow{open},
-		check: func(t *testing.T, plan rolloutPlan) {
-			assert.Equal(t, 2, countAssigned(plan, toTarget))
-			assert.True(t, plan.partitions[0].Window.Open)
-			assert.InDelta(t, 30*time.Minute, plan.wakeAfter, float64(2*time.Second), "woken when the window closes")
+		check: func(t *testing.T, plan Plan) {
+			assert.Equal(t, 2, countAssigned(plan, ToTarget))
+			assert.True(t, plan.Partitions[0].Window.Open)
+			assert.InDelta(t, 30*time.Minute, plan.WakeAfter, float64(2*time.Second), "woken when the window closes")
 		},
 	}, {
 		name: "a closed window moves no new member; the one in flight finishes", members: members, windows: []v1alpha1.FleetWindow{closed},
-		check: func(t *testing.T, plan rolloutPlan) {
-			assert.Equal(t, toTarget, plan.assign["c0"], "in flight: kept on the target")
-			assert.Equal(t, 1, countAssigned(plan, toTarget))
-			assert.False(t, plan.partitions[0].Window.Open)
-			assert.Equal(t, time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC), plan.partitions[0].Window.OpensAt.UTC())
-			assert.InDelta(t, 11*time.Hour+30*time.Minute, plan.wakeAfter, float64(2*time.Second), "woken when the window opens")
+		check: func(t *testing.T, plan Plan) {
+			assert.Equal(t, ToTarget, plan.Assign["c0"], "in flight: kept on the target")
+			assert.Equal(t, 1, countAssigned(plan, ToTarget))
+			assert.False(t, plan.Partitions[0].Window.Open)
+			assert.Equal(t, time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC), plan.Partitions[0].Window.OpensAt.UTC())
+			assert.InDelta(t, 11*time.Hour+30*time.Minute, plan.WakeAfter, float64(2*time.Second), "woken when the window opens")
 		},
 	}, {
 		name: "a closed window does not hold a member not Ready on the old revision either",
-		members: func() []*fleetMember {
+		members: func() []*Member {
 			ms := members()
 			ms[1] = planMember("c1", "canary", "old", false, now)
 			return ms
 		},
 		windows: []v1alpha1.FleetWindow{closed},
-		check: func(t *testing.T, plan rolloutPlan) {
-			assert.Equal(t, toStable, plan.assign["c1"], "not moved: moving it would be a move")
+		check: func(t *testing.T, plan Plan) {
+			assert.Equal(t, ToStable, plan.Assign["c1"], "not moved: moving it would be a move")
 		},
 	}, {
 		name: "a new cluster's first install is not held by a closed window",
-		members: func() []*fleetMember {
+		members: func() []*Member {
 			ms := members()
 			ms[0] = planMember("c0", "canary", "new", true, now)
-			return append(ms, &fleetMember{namespace: "c9", partition: "canary"})
+			return append(ms, &Member{Namespace: "c9", Partition: "canary"})
 		},
 		windows: []v1alpha1.FleetWindow{closed},
-		check: func(t *testing.T, plan rolloutPlan) {
-			assert.Equal(t, toTarget, plan.assign["c9"])
-			assert.Equal(t, toStable, plan.assign["c1"])
+		check: func(t *testing.T, plan Plan) {
+			assert.Equal(t, ToTarget, plan.Assign["c9"])
+			assert.Equal(t, ToStable, plan.Assign["c1"])
 		},
 	}, {
 		name: "a window for other partitions does not hold this one", members: members,
 		windows: []v1alpha1.FleetWindow{{Schedule: closed.Schedule, Duration: hour, Partitions: []string{"prod"}}},
-		check: func(t *testing.T, plan rolloutPlan) {
-			assert.Equal(t, 2, countAssigned(plan, toTarget))
-			assert.Nil(t, plan.partitions[0].Window)
-			assert.NotNil(t, plan.partitions[1].Window)
+		check: func(t *testing.T, plan Plan) {
+			assert.Equal(t, 2, countAssigned(plan, ToTarget))
+			assert.Nil(t, plan.Partitions[0].Window)
+			assert.NotNil(t, plan.Partitions[1].Window)
 		},
 	}, {
 		name: "drift correction is not held: a member on the stable revision of a later partition is kept there", members: members,
 		windows: []v1alpha1.FleetWindow{closed},
-		check: func(t *testing.T, plan rolloutPlan) {
-			assert.Equal(t, toStable, plan.assign["p0"])
+		check: func(t *testing.T, plan Plan) {
+			assert.Equal(t, ToStable, plan.Assign["p0"])
 		},
 	}, {
 		name: "with nothing to roll out, a closed window keeps a member on another revision where it is",
-		members: func() []*fleetMember {
-			return []*fleetMember{planMember("c0", "canary", "new", true, now), planMember("c1", "canary", "old", true, now)}
+		members: func() []*Member {
+			return []*Member{planMember("c0", "canary", "new", true, now), planMember("c1", "canary", "old", true, now)}
 		},
 		windows: []v1alpha1.FleetWindow{closed},
-		check: func(t *testing.T, plan rolloutPlan) {
-			assert.Equal(t, keepAsIs, plan.assign["c1"])
-			assert.Equal(t, toTarget, plan.assign["c0"])
+		check: func(t *testing.T, plan Plan) {
+			assert.Equal(t, keepAsIs, plan.Assign["c1"])
+			assert.Equal(t, ToTarget, plan.Assign["c0"])
 		},
 	}}
 	for _, tt := range tests {
@@ -171,7 +171,7 @@ func TestPlanWindows(t *testing.T) {
 			if tt.name == "with nothing to roll out, a closed window keeps a member on another revision where it is" {
 				stable = "new"
 			}
-			plan := planRollout(tt.members(), order, "new", stable, strategy, nil, now, planGates{windows: windowsOf(t, tt.windows...)})
+			plan := Decide(tt.members(), order, "new", stable, strategy, nil, now, Gates{Windows: windowsOf(t, tt.windows...)})
 			tt.check(t, plan)
 		})
 	}

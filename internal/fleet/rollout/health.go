@@ -1,4 +1,4 @@
-package controller
+package rollout
 
 import (
 	"time"
@@ -45,7 +45,7 @@ var blockingReasons = map[string]bool{
 
 // healthOf reads a member: held (by the hold annotation), blocked (blockedBy), or what its
 // status says of its revision (statusHealth).
-func healthOf(m *fleetMember, deadline time.Duration, now time.Time) memberHealth {
+func healthOf(m *Member, deadline time.Duration, now time.Time) memberHealth {
 	h := statusHealth(m, deadline, now)
 	if why, ok := m.holdReason(); ok {
 		h.held, h.failed = true, false
@@ -62,8 +62,8 @@ func healthOf(m *fleetMember, deadline time.Duration, now time.Time) memberHealt
 // blockedBy says whether a member is blocked, and why: its HostedCluster is paused (as
 // HostedCluster.PausedAt reads it) or not Available, or its Ready condition (any generation:
 // the reason is about the cluster, not the spec) is False with a blocking reason.
-func blockedBy(m *fleetMember, now time.Time) (memberHealth, bool) {
-	if hc := m.cluster; hc != nil {
+func blockedBy(m *Member, now time.Time) (memberHealth, bool) {
+	if hc := m.Cluster; hc != nil {
 		name := hc.Namespace + "/" + hc.Name
 		if paused, until := hc.PausedAt(now); paused {
 			msg := "HostedCluster " + name + " is paused (ReconciliationActive=False or spec.pausedUntil)"
@@ -76,10 +76,10 @@ func blockedBy(m *fleetMember, now time.Time) (memberHealth, bool) {
 			return memberHealth{blocked: true, reason: v1alpha1.HostedClusterUnavailableReason, message: "HostedCluster " + name + " is not Available: " + hc.Message}, true
 		}
 	}
-	if m.pkg == nil {
+	if m.Pkg == nil {
 		return memberHealth{}, false
 	}
-	if ready := conditions.Get(m.pkg, meta.ReadyCondition); ready != nil && ready.Status == metav1.ConditionFalse && blockingReasons[ready.Reason] {
+	if ready := conditions.Get(m.Pkg, meta.ReadyCondition); ready != nil && ready.Status == metav1.ConditionFalse && blockingReasons[ready.Reason] {
 		return memberHealth{blocked: true, reason: ready.Reason, message: ready.Message}, true
 	}
 	return memberHealth{}, false
@@ -88,11 +88,11 @@ func blockedBy(m *fleetMember, now time.Time) (memberHealth, bool) {
 // statusHealth reads a member's status. A member is Ready when its controller has seen its
 // current spec and says Ready; it has failed when it is Stalled, or when it has been on its
 // revision for longer than the progress deadline without becoming Ready.
-func statusHealth(m *fleetMember, deadline time.Duration, now time.Time) memberHealth {
-	if m.pkg == nil {
+func statusHealth(m *Member, deadline time.Duration, now time.Time) memberHealth {
+	if m.Pkg == nil {
 		return memberHealth{reason: v1alpha1.MemberNotCreatedReason, message: "no member Package yet"}
 	}
-	p := m.pkg
+	p := m.Pkg
 	ready := conditions.Get(p, meta.ReadyCondition)
 	h := memberHealth{reason: v1alpha1.ProgressingReason, message: "waiting for the member's controller"}
 	if ready != nil {

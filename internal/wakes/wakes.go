@@ -1,4 +1,4 @@
-package controller
+package wakes
 
 import (
 	"context"
@@ -43,8 +43,8 @@ const wakeBuffer = 4096
 type RegistryWakes struct {
 	reader  client.Reader
 	targets []wakeTarget
-	// observe is told the time from a notification to the first resolution made for it.
-	observe func(time.Duration)
+	// Observe is told the time from a notification to the first resolution made for it.
+	Observe func(time.Duration)
 	now     func() time.Time
 	after   func(time.Duration, func())
 
@@ -119,9 +119,9 @@ func followedRepository(image string) []string {
 	return []string{ref.Repository, ref.Name()}
 }
 
-// watch indexes a kind by the repository it follows and returns the source of its wakes, for
+// Watch indexes a kind by the repository it follows and returns the source of its wakes, for
 // the kind's controller.
-func (w *RegistryWakes) watch(ctx context.Context, mgr ctrl.Manager, obj client.Object, list func() client.ObjectList,
+func (w *RegistryWakes) Watch(ctx context.Context, mgr ctrl.Manager, obj client.Object, list func() client.ObjectList,
 	follow func(client.Object) (image, semver string)) (crsource.Source, error) {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, obj, repositoryField, func(o client.Object) []string {
 		image, _ := follow(o)
@@ -334,21 +334,21 @@ func (w *RegistryWakes) forgetLocked(now time.Time) {
 	}
 }
 
-// bound narrows maxAge, how old a tag resolution may be for a resource following ref (by a
+// Bound narrows maxAge, how old a tag resolution may be for a resource following ref (by a
 // range when byRange), to the time since the repository's last wake: a wake asks for a
 // resolution made after it, as a reconcile request does, and a fleet following one tag then
 // shares one. Nil wakes change nothing.
-func (w *RegistryWakes) bound(ref source.Reference, byRange bool, maxAge time.Duration, now time.Time) time.Duration {
+func (w *RegistryWakes) Bound(ref source.Reference, byRange bool, maxAge time.Duration, now time.Time) time.Duration {
 	if r := w.latest(ref, byRange); r != nil {
 		return min(maxAge, max(now.Sub(r.at), 0))
 	}
 	return maxAge
 }
 
-// resolved is told that a resource following ref resolved it to digest (after bound). The
+// Resolved is told that a resource following ref resolved it to digest (after bound). The
 // first resolution that shows the digest the wake expected (any, when it expected none) is
 // observed; one that does not yet schedules a wake to look again, maxRechecks times at most.
-func (w *RegistryWakes) resolved(ref source.Reference, byRange bool, digest string, now time.Time) {
+func (w *RegistryWakes) Resolved(ref source.Reference, byRange bool, digest string, now time.Time) {
 	if w == nil {
 		return
 	}
@@ -361,8 +361,8 @@ func (w *RegistryWakes) resolved(ref source.Reference, byRange bool, digest stri
 	if r.hint.digest == "" || r.hint.digest == digest {
 		r.done = true
 		w.mu.Unlock()
-		if w.observe != nil {
-			w.observe(now.Sub(r.at))
+		if w.Observe != nil {
+			w.Observe(now.Sub(r.at))
 		}
 		return
 	}

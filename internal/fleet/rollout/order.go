@@ -1,4 +1,4 @@
-package controller
+package rollout
 
 import (
 	"slices"
@@ -7,10 +7,10 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
-// partitionOrder orders the partitions present: static values first in the order given ("*"
+// PartitionOrder orders the partitions present: static values first in the order given ("*"
 // standing for every value not listed), then, alphanumerically, values the static list does
 // not cover, and clusters without the label ("") last.
-func partitionOrder(present []string, p *v1alpha1.FleetPartitions) []string {
+func PartitionOrder(present []string, p *v1alpha1.FleetPartitions) []string {
 	values := slices.Clone(present)
 	slices.SortFunc(values, compareAlphanumeric)
 	values = slices.Compact(values)

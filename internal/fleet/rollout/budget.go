@@ -1,4 +1,4 @@
-package controller
+package rollout
 
 import "k8s.io/apimachinery/pkg/util/intstr"
 
@@ -15,10 +15,10 @@ type unavailableBudget struct {
 
 // newUnavailableBudget is maxUnavailable of the partition's members (ms, read as health says),
 // less those already unavailable.
-func newUnavailableBudget(maxUnavailable *intstr.IntOrString, ms []*fleetMember, health []memberHealth) unavailableBudget {
+func newUnavailableBudget(maxUnavailable *intstr.IntOrString, ms []*Member, health []memberHealth) unavailableBudget {
 	unavailable := 0
 	for i, m := range ms {
-		if m.pkg != nil && !health[i].ready && !health[i].held && !health[i].blocked {
+		if m.Pkg != nil && !health[i].ready && !health[i].held && !health[i].blocked {
 			unavailable++
 		}
 	}
@@ -27,8 +27,8 @@ func newUnavailableBudget(maxUnavailable *intstr.IntOrString, ms []*fleetMember,
 
 // allow reports whether m may be moved (or created) now and, like rate.Limiter's Allow, takes
 // what that costs when it may: nothing for a member that is unavailable already, one otherwise.
-func (b *unavailableBudget) allow(m *fleetMember, h memberHealth) bool {
-	if m.pkg != nil && !h.ready {
+func (b *unavailableBudget) allow(m *Member, h memberHealth) bool {
+	if m.Pkg != nil && !h.ready {
 		return true
 	}
 	if b.left > 0 {

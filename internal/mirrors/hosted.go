@@ -1,4 +1,4 @@
-package controller
+package mirrors
 
 import (
 	"slices"
@@ -7,13 +7,13 @@ import (
 	"pkgsync.dev/pkgsync/source"
 )
 
-// hostedMirrors are the mirrors of the HostedCluster behind a resource's namespace
+// OfHostedCluster are the mirrors of the HostedCluster behind a resource's namespace
 // (spec.imageContentSources), for that resource's reads alone: HyperShift makes digest mirrors
 // of them (ImageDigestMirrorSets in the hosted cluster, without mirrorSourcePolicy), and so does
 // pkgsync, tried after the management cluster's own mirror sets and before the source. An entry
 // pkgsync cannot follow (a source or mirror that is not REGISTRY[/REPOSITORY], *.domain for a
 // source) is left out, as in mirror sets. Nil without a HostedCluster.
-func hostedMirrors(hc *hosted.HostedCluster) []source.MirrorSet {
+func OfHostedCluster(hc *hosted.HostedCluster) []source.MirrorSet {
 	if hc == nil {
 		return nil
 	}

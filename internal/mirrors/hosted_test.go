@@ -1,4 +1,4 @@
-package controller
+package mirrors
 
 import (
 	"testing"
@@ -13,7 +13,7 @@ import (
 // the entries pkgsync cannot follow; no HostedCluster, no mirrors.
 func TestHostedMirrors(t *testing.T) {
 	t.Parallel()
-	assert.Nil(t, hostedMirrors(nil))
+	assert.Nil(t, OfHostedCluster(nil))
 	hc := &hosted.HostedCluster{ImageContentSources: []hosted.ImageContentSource{
 		{Source: "quay.io/team", Mirrors: []string{"mirror.example.com/team"}},
 		{Source: "*.example.com", Mirrors: []string{"mirror.example.com/ex"}},
@@ -23,5 +23,5 @@ func TestHostedMirrors(t *testing.T) {
 	assert.Equal(t, []source.MirrorSet{
 		{Source: "quay.io/team", Mirrors: []string{"mirror.example.com/team"}},
 		{Source: "*.example.com", Mirrors: []string{"mirror.example.com/ex"}},
-	}, hostedMirrors(hc))
+	}, OfHostedCluster(hc))
 }

@@ -1,4 +1,4 @@
-package controller
+package wakes
 
 import (
 	"context"
@@ -136,28 +136,28 @@ func TestWakeBound(t *testing.T) {
 	ref, err := source.ParseReference("registry.example.com/team/app:v1")
 	require.NoError(t, err)
 	interval := 10 * time.Minute
-	assert.Equal(t, interval/2, tw.bound(ref, false, interval/2, tw.now), "no wake, no change")
+	assert.Equal(t, interval/2, tw.Bound(ref, false, interval/2, tw.now), "no wake, no change")
 	var observed []time.Duration
-	tw.observe = func(d time.Duration) { observed = append(observed, d) }
+	tw.Observe = func(d time.Duration) { observed = append(observed, d) }
 
 	woken := tw.now
 	require.True(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: "v1"}))
 	now := woken.Add(300 * time.Millisecond)
-	assert.Equal(t, 300*time.Millisecond, tw.bound(ref, false, interval/2, now), "a resolution made after the wake")
-	assert.Equal(t, 300*time.Millisecond, tw.bound(ref, true, interval/2, now), "for a range too")
-	assert.Zero(t, tw.bound(ref, false, 0, now), "a stricter rule stays")
+	assert.Equal(t, 300*time.Millisecond, tw.Bound(ref, false, interval/2, now), "a resolution made after the wake")
+	assert.Equal(t, 300*time.Millisecond, tw.Bound(ref, true, interval/2, now), "for a range too")
+	assert.Zero(t, tw.Bound(ref, false, 0, now), "a stricter rule stays")
 	other := ref
 	other.Tag = "v9"
-	assert.Equal(t, interval/2, tw.bound(other, false, interval/2, now), "another tag is not woken")
+	assert.Equal(t, interval/2, tw.Bound(other, false, interval/2, now), "another tag is not woken")
 
-	tw.resolved(ref, false, "sha256:any", now)
-	tw.resolved(ref, false, "sha256:any", now.Add(time.Second))
+	tw.Resolved(ref, false, "sha256:any", now)
+	tw.Resolved(ref, false, "sha256:any", now.Add(time.Second))
 	assert.Equal(t, []time.Duration{300 * time.Millisecond}, observed, "the first resolution after a wake is observed, once")
 
-	assert.Equal(t, interval/2, tw.bound(ref, false, interval/2, woken.Add(interval)), "an old wake changes nothing")
+	assert.Equal(t, interval/2, tw.Bound(ref, false, interval/2, woken.Add(interval)), "an old wake changes nothing")
 	var none *RegistryWakes
-	assert.Equal(t, interval/2, none.bound(ref, false, interval/2, now), "without wakes nothing changes")
-	none.resolved(ref, false, "sha256:any", now)
+	assert.Equal(t, interval/2, none.Bound(ref, false, interval/2, now), "without wakes nothing changes")
+	none.Resolved(ref, false, "sha256:any", now)
 }
 
 func repeat64(s string) string {
@@ -177,20 +177,20 @@ func TestWakeRechecks(t *testing.T) {
 	ref, err := source.ParseReference("registry.example.com/team/app:v1")
 	require.NoError(t, err)
 	var observed int
-	tw.observe = func(time.Duration) { observed++ }
+	tw.Observe = func(time.Duration) { observed++ }
 	pushed, old := "sha256:"+repeat64("b"), "sha256:"+repeat64("a")
 
 	require.True(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: "v1", Digest: pushed}))
 	assert.Equal(t, []string{"v1"}, tw.drain())
-	tw.resolved(ref, false, old, tw.now)
-	tw.resolved(ref, false, old, tw.now)
+	tw.Resolved(ref, false, old, tw.now)
+	tw.Resolved(ref, false, old, tw.now)
 	require.Len(t, tw.timers, 1, "one look again, however many followers saw the old digest")
 	tw.now = tw.now.Add(coalesceWindow)
 	tw.timers[0]()
 	assert.Equal(t, []string{"v1"}, tw.drain(), "woken again")
-	tw.resolved(ref, false, pushed, tw.now)
+	tw.Resolved(ref, false, pushed, tw.now)
 	assert.Equal(t, 1, observed, "the resolution that shows the pushed digest is observed")
-	tw.resolved(ref, false, pushed, tw.now)
+	tw.Resolved(ref, false, pushed, tw.now)
 	assert.Len(t, tw.timers, 1, "done")
 
 	// A digest the registry never shows costs maxRechecks more wakes.
@@ -198,7 +198,7 @@ func TestWakeRechecks(t *testing.T) {
 	require.True(t, tw.notify(t.Context(), receiver.Notification{Repository: "team/app", Tag: "v1", Digest: "sha256:" + repeat64("f")}))
 	wakes, next := len(tw.drain()), len(tw.timers)
 	for {
-		tw.resolved(ref, false, pushed, tw.now)
+		tw.Resolved(ref, false, pushed, tw.now)
 		if len(tw.timers) == next {
 			break
 		}

@@ -1,4 +1,4 @@
-package controller
+package mirrors
 
 import (
 	"context"
@@ -30,11 +30,11 @@ type mirrorSetter interface {
 	SetMirrorSets(source.MirrorSets)
 }
 
-// watchMirrorSets gives src the cluster's ImageDigestMirrorSets and ImageTagMirrorSets, where
+// WatchSets gives src the cluster's ImageDigestMirrorSets and ImageTagMirrorSets, where
 // the cluster serves them: read once before any reconcile runs (so that a NeverContactSource
 // holds from the first pull, not only once a cache has synced), then again on every change.
 // Without either API, src keeps what it has (the overrides alone).
-func watchMirrorSets(ctx context.Context, mgr ctrl.Manager, src mirrorSetter) error {
+func WatchSets(ctx context.Context, mgr ctrl.Manager, src mirrorSetter) error {
 	var served []schema.GroupVersionKind
 	for _, gvk := range []schema.GroupVersionKind{imageDigestMirrorSetGVK, imageTagMirrorSetGVK} {
 		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {

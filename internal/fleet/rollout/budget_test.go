@@ -1,4 +1,4 @@
-package controller
+package rollout
 
 import (
 	"testing"
@@ -44,12 +44,12 @@ func TestUnavailableBudget(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ms := make([]*fleetMember, len(tt.members))
+			ms := make([]*Member, len(tt.members))
 			health := make([]memberHealth, len(tt.members))
 			for i, m := range tt.members {
-				ms[i] = &fleetMember{}
+				ms[i] = &Member{}
 				if m.exists {
-					ms[i].pkg = &v1alpha1.Package{}
+					ms[i].Pkg = &v1alpha1.Package{}
 				}
 				health[i] = m.health
 			}

@@ -1,4 +1,4 @@
-package controller
+package rollout
 
 import (
 	"math"
@@ -12,33 +12,33 @@ import (
 	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
-// fleetMember is one selected HostedCluster and what the fleet knows of its member Package.
-type fleetMember struct {
-	// namespace is the hosted-control-plane namespace, where the member lives.
-	namespace string
-	partition string
-	// labels of the HostedCluster, for config overrides.
-	labels map[string]string
-	// pkg is the member Package; nil when there is none yet.
-	pkg *v1alpha1.Package
-	// cluster is what the fleet read of the HostedCluster: its availability, its pause, its
+// Member is one selected HostedCluster and what the fleet knows of its member Package.
+type Member struct {
+	// Namespace is the hosted-control-plane namespace, where the member lives.
+	Namespace string
+	Partition string
+	// Labels of the HostedCluster, for config overrides.
+	Labels map[string]string
+	// Pkg is the member Package; nil when there is none yet.
+	Pkg *v1alpha1.Package
+	// Cluster is what the fleet read of the HostedCluster: its availability, its pause, its
 	// annotations (a hold). Nil in tests that do not need one.
-	cluster *hosted.HostedCluster
-	// pending is set while the cache has not caught up with the fleet's last write of pkg.
-	pending bool
+	Cluster *hosted.HostedCluster
+	// Pending is set while the cache has not caught up with the fleet's last write of pkg.
+	Pending bool
 }
 
-// revision is the fleet revision the member's spec was made from ("" when none).
-func (m *fleetMember) revision() string {
-	if m.pkg == nil {
+// Revision is the fleet revision the member's spec was made from ("" when none).
+func (m *Member) Revision() string {
+	if m.Pkg == nil {
 		return ""
 	}
-	return m.pkg.GetAnnotations()[v1alpha1.FleetRevisionAnnotation]
+	return m.Pkg.GetAnnotations()[v1alpha1.FleetRevisionAnnotation]
 }
 
 // holdReason returns the reason of a pkgsync.dev/hold annotation on the member's HostedCluster
 // or on the member itself, and whether either holds it.
-func (m *fleetMember) holdReason() (string, bool) {
+func (m *Member) holdReason() (string, bool) {
 	for _, from := range []struct {
 		kind        string
 		annotations map[string]string
@@ -53,18 +53,18 @@ func (m *fleetMember) holdReason() (string, bool) {
 	return "", false
 }
 
-func (m *fleetMember) clusterAnnotations() map[string]string {
-	if m.cluster == nil {
+func (m *Member) clusterAnnotations() map[string]string {
+	if m.Cluster == nil {
 		return nil
 	}
-	return m.cluster.Annotations
+	return m.Cluster.Annotations
 }
 
-func (m *fleetMember) pkgAnnotations() map[string]string {
-	if m.pkg == nil {
+func (m *Member) pkgAnnotations() map[string]string {
+	if m.Pkg == nil {
 		return nil
 	}
-	return m.pkg.GetAnnotations()
+	return m.Pkg.GetAnnotations()
 }
 
 // assignment says which revision a member should be kept at.
@@ -74,54 +74,54 @@ const (
 	// keepAsIs leaves a member's spec alone: it is on a revision the fleet no longer holds
 	// (an earlier target) and the rollout has not reached it.
 	keepAsIs assignment = iota
-	// toStable keeps the member on the stable revision (and creates it there).
-	toStable
-	// toTarget moves the member to the target revision.
-	toTarget
+	// ToStable keeps the member on the stable revision (and creates it there).
+	ToStable
+	// ToTarget moves the member to the target revision.
+	ToTarget
 	// noMember creates no member yet: there is no stable revision and the rollout has not
 	// reached it, or the rollout is paused.
 	noMember
 )
 
-// rolloutPlan is what one reconcile of a fleet decides.
-type rolloutPlan struct {
-	// assign maps a member's namespace to the revision it is kept at.
-	assign     map[string]assignment
-	partitions []v1alpha1.PartitionStatus
-	current    string
-	// complete: every member is Ready on the target revision, every partition done.
-	complete bool
-	halted   bool
-	// failed members of the current partition, for the halt message.
-	failed []v1alpha1.MemberStatus
-	// inProgress members: on the target revision, not Ready, not failed, neither blocked nor held.
-	inProgress []v1alpha1.MemberStatus
-	// blocked and held members, with why.
-	blocked, held []v1alpha1.MemberStatus
-	// wakeAfter is when the plan changes by itself (a soak, a progress deadline or a pause
+// Plan is what one reconcile of a fleet decides.
+type Plan struct {
+	// Assign maps a member's namespace to the revision it is kept at.
+	Assign     map[string]assignment
+	Partitions []v1alpha1.PartitionStatus
+	Current    string
+	// Complete: every member is Ready on the target revision, every partition done.
+	Complete bool
+	Halted   bool
+	// Failed members of the current partition, for the halt message.
+	Failed []v1alpha1.MemberStatus
+	// InProgress members: on the target revision, not Ready, not failed, neither blocked nor held.
+	InProgress []v1alpha1.MemberStatus
+	// Blocked and held members, with why.
+	Blocked, Held []v1alpha1.MemberStatus
+	// WakeAfter is when the plan changes by itself (a soak, a progress deadline or a pause
 	// ends, a maintenance window opens or closes).
-	wakeAfter time.Duration
-	counts    v1alpha1.MemberCounts
-	// rejects: the rollout halted and spec.rollout.onFailure is Rollback: the target is to be
+	WakeAfter time.Duration
+	Counts    v1alpha1.MemberCounts
+	// Rejects: the rollout halted and spec.rollout.onFailure is Rollback: the target is to be
 	// rejected (status.rejected), and the plan is the rollback's (rollingBack).
-	rejects bool
-	// rollingBack: the plan takes the rejected revision off the members (planRollback).
-	rollingBack bool
+	Rejects bool
+	// RollingBack: the plan takes the rejected revision off the members (planRollback).
+	RollingBack bool
 }
 
-// planGates are what the plan decides from besides the members and the spec's strategy.
-type planGates struct {
-	// rejected names the revision a rollback rejected (status.rejected) while it still holds
+// Gates are what the plan decides from besides the members and the spec's strategy.
+type Gates struct {
+	// Rejected names the revision a rollback rejected (status.rejected) while it still holds
 	// (the tag resolves to it and no reconcile was requested since); "" when none.
-	rejected string
-	// windows are spec.rollout.windows, parsed.
-	windows []fleetWindow
-	// preflightFailed: spec.rollout.preflight found members the target fails for. The rollout
+	Rejected string
+	// Windows are spec.rollout.windows, parsed.
+	Windows []Window
+	// PreflightFailed: spec.rollout.preflight found members the target fails for. The rollout
 	// holds as a paused one does: no member moves to the target, new ones get the stable revision.
-	preflightFailed bool
+	PreflightFailed bool
 }
 
-// planRollout decides, from the members' state, which revision each member is kept at.
+// Decide decides, from the members' state, which revision each member is kept at.
 // Partitions are walked in order; every partition before the first unfinished one is on the
 // target; in that one, members that are not Ready move to the target at once (they cost no
 // availability), and Ready members move and new members are created as maxUnavailable allows;
@@ -131,10 +131,10 @@ type planGates struct {
 // With spec.rollout.onFailure Rollback and a stable revision, a halt rejects the target and
 // the plan becomes its rollback (planRollback); so is the plan while gates.rejected holds. The
 // plan is a function of what is observed, so a controller restart resumes it.
-func planRollout(members []*fleetMember, order []string, targetName, stableName string, strategy v1alpha1.FleetRolloutStrategy,
-	previous []v1alpha1.PartitionStatus, now time.Time, gates planGates) rolloutPlan {
-	if gates.rejected != "" && stableName != "" && gates.rejected != stableName {
-		return planRollback(members, order, gates.rejected, stableName, strategy, previous, now, gates)
+func Decide(members []*Member, order []string, targetName, stableName string, strategy v1alpha1.FleetRolloutStrategy,
+	previous []v1alpha1.PartitionStatus, now time.Time, gates Gates) Plan {
+	if gates.Rejected != "" && stableName != "" && gates.Rejected != stableName {
+		return planRollback(members, order, gates.Rejected, stableName, strategy, previous, now, gates)
 	}
 	p := newPlanner(targetName, stableName, strategy, previous, now, gates)
 	byPartition := partitionMembers(members)
@@ -145,18 +145,18 @@ func planRollout(members []*fleetMember, order []string, targetName, stableName 
 		reached = p.decide(&ps, ms, health, reached)
 		p.record(ps, ms, health)
 	}
-	if p.plan.halted && strategy.GetOnFailure() == v1alpha1.FleetFailureRollback && p.rollingOut && stableName != "" {
+	if p.plan.Halted && strategy.GetOnFailure() == v1alpha1.FleetFailureRollback && p.rollingOut && stableName != "" {
 		plan := planRollback(members, order, targetName, stableName, strategy, previous, now, gates)
-		plan.rejects, plan.failed = true, p.plan.failed
+		plan.Rejects, plan.Failed = true, p.plan.Failed
 		return plan
 	}
 	return p.plan
 }
 
-func partitionMembers(members []*fleetMember) map[string][]*fleetMember {
-	byPartition := map[string][]*fleetMember{}
+func partitionMembers(members []*Member) map[string][]*Member {
+	byPartition := map[string][]*Member{}
 	for _, m := range members {
-		byPartition[m.partition] = append(byPartition[m.partition], m)
+		byPartition[m.Partition] = append(byPartition[m.Partition], m)
 	}
 	return byPartition
 }
@@ -169,19 +169,19 @@ func partitionMembers(members []*fleetMember) map[string][]*fleetMember {
 // windows do not hold a rollback. The plan is never complete: the stable revision stays, and
 // the fleet waits for another digest or a reconcile request. Its counts are about the stable
 // revision: updated counts the members on it.
-func planRollback(members []*fleetMember, order []string, rejected, stableName string, strategy v1alpha1.FleetRolloutStrategy,
-	previous []v1alpha1.PartitionStatus, now time.Time, gates planGates) rolloutPlan {
+func planRollback(members []*Member, order []string, rejected, stableName string, strategy v1alpha1.FleetRolloutStrategy,
+	previous []v1alpha1.PartitionStatus, now time.Time, gates Gates) Plan {
 	p := newPlanner(stableName, stableName, strategy, previous, now, gates)
-	p.plan.complete, p.plan.rollingBack = false, true
+	p.plan.Complete, p.plan.RollingBack = false, true
 	byPartition := partitionMembers(members)
 	for _, name := range order {
 		ms := byPartition[name]
 		ps, health := p.observe(name, ms)
 		ps.Failed = 0
 		for i, m := range ms {
-			if m.revision() == rejected && health[i].failed {
+			if m.Revision() == rejected && health[i].failed {
 				ps.Failed++
-				p.plan.failed = append(p.plan.failed, v1alpha1.MemberStatus{Namespace: m.namespace, Partition: name, Reason: health[i].reason, Message: health[i].message})
+				p.plan.Failed = append(p.plan.Failed, v1alpha1.MemberStatus{Namespace: m.Namespace, Partition: name, Reason: health[i].reason, Message: health[i].message})
 			}
 		}
 		budget := newUnavailableBudget(strategy.MaxUnavailable, ms, health)
@@ -189,46 +189,46 @@ func planRollback(members []*fleetMember, order []string, rejected, stableName s
 		for i, m := range ms {
 			h := health[i]
 			switch {
-			case m.pkg == nil && (h.held || h.blocked):
-				p.plan.assign[m.namespace] = noMember
-			case m.pkg == nil || m.revision() == stableName:
-				p.plan.assign[m.namespace] = toStable
-			case h.held || h.blocked || m.revision() != rejected:
-				p.plan.assign[m.namespace] = keepAsIs
+			case m.Pkg == nil && (h.held || h.blocked):
+				p.plan.Assign[m.Namespace] = noMember
+			case m.Pkg == nil || m.Revision() == stableName:
+				p.plan.Assign[m.Namespace] = ToStable
+			case h.held || h.blocked || m.Revision() != rejected:
+				p.plan.Assign[m.Namespace] = keepAsIs
 			case budget.allow(m, h):
-				p.plan.assign[m.namespace] = toStable
+				p.plan.Assign[m.Namespace] = ToStable
 				left++
 			default:
-				p.plan.assign[m.namespace] = keepAsIs
+				p.plan.Assign[m.Namespace] = keepAsIs
 				left++
 			}
 		}
 		ps.State = v1alpha1.PartitionRolledBack
 		if left > 0 {
 			ps.State = v1alpha1.PartitionRollingBack
-			if p.plan.current == "" {
-				p.plan.current = name
+			if p.plan.Current == "" {
+				p.plan.Current = name
 			}
 		}
 		p.record(ps, ms, health)
 	}
-	p.plan.complete = false
+	p.plan.Complete = false
 	return p.plan
 }
 
 // keepOrStable is where a member the rollout has not reached stays: on the stable revision,
 // or as it is when it is on an earlier target, or nowhere when there is no stable revision yet.
-func keepOrStable(m *fleetMember, targetName, stableName string, rollingOut bool) assignment {
+func keepOrStable(m *Member, targetName, stableName string, rollingOut bool) assignment {
 	switch {
-	case !rollingOut || (m.pkg != nil && m.revision() == targetName):
-		return toTarget
+	case !rollingOut || (m.Pkg != nil && m.Revision() == targetName):
+		return ToTarget
 	case stableName == "":
-		if m.pkg != nil {
+		if m.Pkg != nil {
 			return keepAsIs
 		}
 		return noMember
-	case m.pkg == nil || m.revision() == stableName:
-		return toStable
+	case m.Pkg == nil || m.Revision() == stableName:
+		return ToStable
 	default:
 		return keepAsIs
 	}
