@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"pkgsync.dev/pkgsync/apply"
@@ -165,6 +166,11 @@ func (m *metrics) observeHosted(c *hosted.Clients) {
 			}
 			m.probeDuration.WithLabelValues(outcome).Observe(took.Seconds())
 		})
+}
+
+// refreshHostedStates refreshes the hosted-cluster gauges from c while the manager runs.
+func (m *metrics) refreshHostedStates(c *hosted.Clients) manager.Runnable {
+	return hostedStatesRunnable{m: m, c: c}
 }
 
 // hostedStatesRunnable refreshes pkgsync_hosted_clusters and

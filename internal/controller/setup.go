@@ -110,7 +110,7 @@ func startHosted(ctx context.Context, mgr ctrl.Manager, hc *hosted.Clients, m *m
 	if err := mgr.Add(hc); err != nil {
 		return false, fmt.Errorf("add hosted-cluster prober: %w", err)
 	}
-	if err := mgr.Add(hostedStatesRunnable{m: m, c: hc}); err != nil {
+	if err := mgr.Add(m.refreshHostedStates(hc)); err != nil {
 		return false, fmt.Errorf("add hosted-cluster metrics: %w", err)
 	}
 	if _, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version); err != nil {
