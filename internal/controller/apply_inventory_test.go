@@ -85,7 +85,7 @@ func TestLargeInventoryGroups(t *testing.T) {
 	pkg := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "large", Finalizers: []string{v1alpha1.FinalizerName}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pkg).WithStatusSubresource(pkg).Build()
 	rep := beginReport(c, pkg, applyCommon(&pkg.Status.ApplyStatus), runtimectrl.Metrics{}, nil)
-	require.NoError(t, rep.recordInventory(&pkg.Status.ApplyStatus)(t.Context(), inv))
+	require.NoError(t, recordInventory(rep, &pkg.Status.ApplyStatus)(t.Context(), inv))
 
 	var got v1alpha1.Package
 	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(pkg), &got))

@@ -121,8 +121,8 @@ func settled(obj statusObject) bool {
 	return conditions.IsReady(obj) || conditions.IsStalled(obj)
 }
 
-// recordInventory returns the apply engine's Record hook for a resource's status.
-func (r *report) recordInventory(status *v1alpha1.ApplyStatus) func(context.Context, apply.Inventory) error {
+// recordInventory returns the apply engine's Record hook for a resource's status, saved through r.
+func recordInventory(r *report, status *v1alpha1.ApplyStatus) func(context.Context, apply.Inventory) error {
 	return func(ctx context.Context, inv apply.Inventory) error {
 		status.Inventory = inventoryToStatus(inv)
 		return r.save(ctx)

@@ -74,7 +74,7 @@ func (r *objectDeploymentSteps[T]) pass(ctx context.Context, obj T, rep *report,
 		adopt:    spec.AdoptionPolicy,
 		prune:    true,
 		previous: status.Inventory,
-		record:   rep.recordInventory(status),
+		record:   recordInventory(rep, status),
 	})
 	recordPass(status, res)
 	if err == nil && res.Complete() {

@@ -78,7 +78,7 @@ func (r *packageSteps[T]) pass(ctx context.Context, obj T, rep *report, lastHand
 	// The deferred status patch runs after cancel, so it keeps the parent context.
 	rctx, cancel := context.WithTimeout(ctx, spec.GetTimeout())
 	defer cancel()
-	res, err := r.reconcile(rctx, obj, maxAge, rep.recordInventory(r.applyStatus(obj)))
+	res, err := r.reconcile(rctx, obj, maxAge, recordInventory(rep, r.applyStatus(obj)))
 	return r.outcome(ctx, obj, res, err), nil
 }
 

@@ -44,7 +44,7 @@ func TestRequestAcknowledgedOnlyAtTheEnd(t *testing.T) {
 	ks.pass = func(ctx context.Context, obj *v1alpha1.Package, rep *report, lastHandled string) (ctrl.Result, error) {
 		assert.Empty(t, lastHandled, "the request was not handled before")
 		inv := apply.Inventory{Phases: []apply.InventoryPhase{{Name: "one", Objects: []apply.ObjectRef{{Version: "v1", Kind: "ConfigMap", Namespace: "team", Name: "a"}}}}}
-		return ctrl.Result{}, rep.recordInventory(&obj.Status.ApplyStatus)(ctx, inv)
+		return ctrl.Result{}, recordInventory(rep, &obj.Status.ApplyStatus)(ctx, inv)
 	}
 	l := newLifecycle(lifecycleBase{client: c}, "Package", func() *v1alpha1.Package { return &v1alpha1.Package{} }, ks)
 	_, err := l.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pkg)})
