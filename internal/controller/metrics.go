@@ -168,6 +168,12 @@ func (m *metrics) observeHosted(c *hosted.Clients) {
 		})
 }
 
+// observeRenderCache records the render cache's size: its entries and their estimated bytes.
+func (m *metrics) observeRenderCache(entries int, bytes int64) {
+	m.renderCacheEntries.Set(float64(entries))
+	m.renderCacheBytes.Set(float64(bytes))
+}
+
 // refreshHostedStates refreshes the hosted-cluster gauges from c while the manager runs.
 func (m *metrics) refreshHostedStates(c *hosted.Clients) manager.Runnable {
 	return hostedStatesRunnable{m: m, c: c}

@@ -364,11 +364,3 @@ func renderKey(content, configDigest string, in render.Inputs, opts render.Optio
 	h.Write(data)
 	return hex.EncodeToString(h.Sum(nil))
 }
-
-// observeRenderCache reports the render cache's size whenever it changes.
-func (m *metrics) observeRenderCache(c *renderCache) {
-	c.observe = func(entries int, bytes int64) {
-		m.renderCacheEntries.Set(float64(entries))
-		m.renderCacheBytes.Set(float64(bytes))
-	}
-}

@@ -18,7 +18,7 @@ import (
 func setupPackages(ctx context.Context, s *services) error {
 	renders := newRenderCache(s.opts.RenderCacheBytes)
 	versions := newImageVersions()
-	s.metrics.observeRenderCache(renders)
+	renders.observe = s.metrics.observeRenderCache
 	// readsHostedCluster tells whether a Package's last render read its HostedCluster; one that
 	// has not rendered yet may.
 	readsHostedCluster := func(namespace, name string) bool {
