@@ -30,6 +30,7 @@ import (
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/receiver"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/internal/version"
 	"pkgsync.dev/pkgsync/internal/wakes"
 	"pkgsync.dev/pkgsync/source"
@@ -116,7 +117,7 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 	fs.BoolVar(&o.requireSignatures, "require-signatures", false, "Refuse Packages and ClusterPackages without spec.verify, and HostedClusterPackages without spec.template.spec.verify (reason VerificationRequired)")
 	fs.DurationVar(&o.verifyInterval, "verify-interval", 10*time.Minute, "How long a signature verdict (a digest verified with a key set, or a trusted root and identities) is remembered; after it the signatures are read again, so a deleted signature counts within it")
 	fs.StringVar(&o.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the resource's own namespace) impersonated by namespaced resources that name none, and by every ObjectDeployment; empty means the controller's own identity")
-	fs.StringVar(&o.hostedNamespaceRule, "hosted-namespace-rule", string(controller.HostedNamespaceByHostedCluster),
+	fs.StringVar(&o.hostedNamespaceRule, "hosted-namespace-rule", string(reconciler.HostedNamespaceByHostedCluster),
 		"Which namespaces may have hosted-cluster phases: HostedCluster (a HyperShift HostedCluster maps to the namespace) or Label (the namespace is labelled hypershift.openshift.io/hosted-control-plane=true; only where tenants cannot label namespaces)")
 	fs.BoolVar(&o.kubeconfigPolicy.AllowExec, "insecure-kubeconfig-exec", false, "Allow exec credential plugins in connector kubeconfigs (they run commands inside the controller)")
 	fs.BoolVar(&o.kubeconfigPolicy.AllowInsecureTLS, "insecure-kubeconfig-tls", false, "Allow connector kubeconfigs to disable TLS verification or use plain http")
@@ -155,9 +156,9 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 	if err != nil {
 		return err
 	}
-	rule := controller.HostedNamespaceRule(o.hostedNamespaceRule)
-	if rule != controller.HostedNamespaceByHostedCluster && rule != controller.HostedNamespaceByLabel {
-		return usageError("--hosted-namespace-rule: %q is not a rule, want %s or %s", o.hostedNamespaceRule, controller.HostedNamespaceByHostedCluster, controller.HostedNamespaceByLabel)
+	rule := reconciler.HostedNamespaceRule(o.hostedNamespaceRule)
+	if rule != reconciler.HostedNamespaceByHostedCluster && rule != reconciler.HostedNamespaceByLabel {
+		return usageError("--hosted-namespace-rule: %q is not a rule, want %s or %s", o.hostedNamespaceRule, reconciler.HostedNamespaceByHostedCluster, reconciler.HostedNamespaceByLabel)
 	}
 	restConfig, err := loadConfig(o.kubeconfig)
 	if err != nil {
@@ -259,7 +260,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		return err
 	}
 	err = controller.Setup(ctx, mgr, controller.Config{
-		Options: controller.Options{
+		Options: reconciler.Options{
 			Namespace:             o.namespace,
 			KubernetesVersion:     kubeVersion,
 			OpenShiftVersion:      openShiftVersion,

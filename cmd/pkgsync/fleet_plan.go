@@ -26,6 +26,7 @@ import (
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/desired"
 	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -195,23 +196,23 @@ func runFleetPlan(cmd *cobra.Command, o *fleetPlanOptions, name string) error {
 
 // managementEnvironment is what the controller knows of the management cluster for templates:
 // its Kubernetes and OpenShift versions, its proxy, and the image overrides (the flags).
-func managementEnvironment(ctx context.Context, o *overrideOptions, cfg *rest.Config) (controller.Options, error) {
+func managementEnvironment(ctx context.Context, o *overrideOptions, cfg *rest.Config) (reconciler.Options, error) {
 	overrides, err := o.overrides()
 	if err != nil {
-		return controller.Options{}, err
+		return reconciler.Options{}, err
 	}
-	opts := controller.Options{ImageOverrides: overrides}
+	opts := reconciler.Options{ImageOverrides: overrides}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return controller.Options{}, fmt.Errorf("read the Kubernetes version of %s: %w", cfg.Host, err)
+		return reconciler.Options{}, fmt.Errorf("read the Kubernetes version of %s: %w", cfg.Host, err)
 	}
 	v, err := dc.ServerVersion()
 	if err != nil {
-		return controller.Options{}, fmt.Errorf("read the Kubernetes version of %s: %w", cfg.Host, err)
+		return reconciler.Options{}, fmt.Errorf("read the Kubernetes version of %s: %w", cfg.Host, err)
 	}
 	opts.KubernetesVersion = v.GitVersion
 	if opts.OpenShiftVersion, opts.Proxy, err = openShiftEnvironment(ctx, cfg); err != nil {
-		return controller.Options{}, err
+		return reconciler.Options{}, err
 	}
 	return opts, nil
 }

@@ -21,6 +21,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
@@ -91,12 +92,12 @@ func readConfig(ctx context.Context, reader configSourceReader, namespace string
 				digest.Write([]byte("absent"))
 				continue
 			}
-			return nil, &stageError{reason: v1alpha1.ConfigSourceNotFoundReason, err: fmt.Errorf("spec.configFrom[%d]: %s", i, id)}
+			return nil, &reconciler.StageError{Reason: v1alpha1.ConfigSourceNotFoundReason, Err: fmt.Errorf("spec.configFrom[%d]: %s", i, id)}
 		}
 		secret := src.Kind == "Secret"
 		if total += len(value); total > maxConfigFromBytes {
-			return nil, &stageError{reason: v1alpha1.InvalidConfigSourceReason,
-				err: fmt.Errorf("spec.configFrom[%d]: the data read are over %d bytes", i, maxConfigFromBytes)}
+			return nil, &reconciler.StageError{Reason: v1alpha1.InvalidConfigSourceReason,
+				Err: fmt.Errorf("spec.configFrom[%d]: the data read are over %d bytes", i, maxConfigFromBytes)}
 		}
 		if secret {
 			secretRead = true
@@ -106,8 +107,8 @@ func readConfig(ctx context.Context, reader configSourceReader, namespace string
 		}
 		values, err := mergeSource(merged, value, src)
 		if err != nil {
-			return nil, &stageError{reason: v1alpha1.InvalidConfigSourceReason,
-				err: fmt.Errorf("spec.configFrom[%d]: key %q of %s %s/%s: %w", i, key, src.Kind, namespace, src.Name, err)}
+			return nil, &reconciler.StageError{Reason: v1alpha1.InvalidConfigSourceReason,
+				Err: fmt.Errorf("spec.configFrom[%d]: key %q of %s %s/%s: %w", i, key, src.Kind, namespace, src.Name, err)}
 		}
 		if secret {
 			secrets = append(secrets, values...)
@@ -116,7 +117,7 @@ func readConfig(ctx context.Context, reader configSourceReader, namespace string
 	if spec.Config != nil && len(spec.Config.Raw) > 0 {
 		explicit, err := parseConfigObject(spec.Config.Raw)
 		if err != nil {
-			return nil, &stageError{reason: v1alpha1.InvalidConfigReason, err: fmt.Errorf("spec.config: %w", err)}
+			return nil, &reconciler.StageError{Reason: v1alpha1.InvalidConfigReason, Err: fmt.Errorf("spec.config: %w", err)}
 		}
 		mergeConfig(merged, explicit)
 	}
@@ -192,7 +193,7 @@ func readConfigSource(ctx context.Context, reader configSourceReader, namespace 
 		err = reader.Get(ctx, name, s)
 		data = s.Data
 	default:
-		return nil, false, "", &stageError{reason: v1alpha1.InvalidConfigSourceReason, err: fmt.Errorf("spec.configFrom: kind %q is neither ConfigMap nor Secret", src.Kind)}
+		return nil, false, "", &reconciler.StageError{Reason: v1alpha1.InvalidConfigSourceReason, Err: fmt.Errorf("spec.configFrom: kind %q is neither ConfigMap nor Secret", src.Kind)}
 	}
 	if apierrors.IsNotFound(err) {
 		return nil, false, fmt.Sprintf("%s %s/%s not found", src.Kind, namespace, src.Name), nil
@@ -303,7 +304,7 @@ func redactionForms(values []string) []string {
 }
 
 // redact removes the values of Secrets from an error's message (what status, events and logs
-// show of it), keeping the error's types for reasonFor. A render error may quote a value of
+// show of it), keeping the error's types for reconciler.ReasonFor. A render error may quote a value of
 // the configuration: the schema validator does ("Invalid value: ..."), and so may a template
 // function that fails on it.
 func (in *configInput) redact(err error) error {

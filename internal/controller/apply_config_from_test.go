@@ -17,6 +17,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/render"
 )
 
@@ -131,7 +132,7 @@ func TestReadConfigErrors(t *testing.T) {
 			t.Parallel()
 			_, err := readConfig(t.Context(), c, "ns", &v1alpha1.PackageSpec{ConfigFrom: []v1alpha1.ConfigSource{tt.source}})
 			require.Error(t, err)
-			assert.Equal(t, tt.reason, reasonFor(err))
+			assert.Equal(t, tt.reason, reconciler.ReasonFor(err))
 			assert.Contains(t, err.Error(), tt.text)
 			assert.NotContains(t, err.Error(), "hunter2")
 		})
@@ -146,7 +147,7 @@ func TestRedact(t *testing.T) {
 	assert.NotContains(t, err.Error(), "hun")
 	assert.Contains(t, err.Error(), "[redacted]")
 	// The reason stays that of the error redacted.
-	assert.Equal(t, v1alpha1.InvalidConfigReason, reasonFor(err))
+	assert.Equal(t, v1alpha1.InvalidConfigReason, reconciler.ReasonFor(err))
 	// Without Secret values the error is left as it is.
 	plain := errors.New("x")
 	assert.Same(t, plain, (&configInput{}).redact(plain))

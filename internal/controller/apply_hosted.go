@@ -12,6 +12,7 @@ import (
 
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // hostedBehind is what is behind a namespace: its HostedCluster (nil for cluster-scoped owners,
@@ -45,16 +46,16 @@ func (r *applier) findHostedCluster(ctx context.Context, namespace string) (host
 // cluster the connector Secret reaches, pkgsync cannot tell which HostedCluster it is.
 func (r *applier) admitHosted(ctx context.Context, namespace string, behind hostedBehind) error {
 	if behind.ambiguous != nil {
-		return &notHostedError{namespace: namespace, why: behind.ambiguous.Error()}
+		return &reconciler.NotHostedError{Namespace: namespace, Why: behind.ambiguous.Error()}
 	}
 	switch r.hostedNamespaceRule {
-	case HostedNamespaceByLabel:
+	case reconciler.HostedNamespaceByLabel:
 		var ns corev1.Namespace
 		if err := r.apiReader.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
 			return fmt.Errorf("read namespace %s: %w", namespace, err)
 		}
-		if ns.Labels[hostedControlPlaneLabel] != "true" {
-			return &notHostedError{namespace: namespace, why: fmt.Sprintf("it is not labelled %s=true", hostedControlPlaneLabel)}
+		if ns.Labels[reconciler.HostedControlPlaneLabel] != "true" {
+			return &reconciler.NotHostedError{Namespace: namespace, Why: fmt.Sprintf("it is not labelled %s=true", reconciler.HostedControlPlaneLabel)}
 		}
 		return nil
 	default:
@@ -65,7 +66,7 @@ func (r *applier) admitHosted(ctx context.Context, namespace string, behind host
 		if !r.hostedClustersIndexed {
 			why = "the HostedCluster API (hypershift.openshift.io/v1beta1) was not installed when the controller started; start it with --hosted-namespace-rule=Label where only administrators can label namespaces"
 		}
-		return &notHostedError{namespace: namespace, why: why}
+		return &reconciler.NotHostedError{Namespace: namespace, Why: why}
 	}
 }
 

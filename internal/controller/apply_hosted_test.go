@@ -11,6 +11,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // TestPausedUntilWakesWhenItEnds: a hosted phase held by spec.pausedUntil is tried again when
@@ -39,7 +40,7 @@ func TestPausedUntilWakesWhenItEnds(t *testing.T) {
 			err := gateOnHostedCluster(&tt.hc, "clusters-guest", now)
 			require.Error(t, err)
 			pkg := &v1alpha1.Package{}
-			res := conclude(t.Context(), pkg, nil, err, intervals{interval: time.Hour, retry: time.Minute, progress: time.Second}, "")
+			res := conclude(t.Context(), pkg, nil, err, reconciler.Intervals{Interval: time.Hour, Retry: time.Minute, Progress: time.Second}, "")
 			assert.Equal(t, v1alpha1.HostedClusterUnavailableReason, conditions.GetReason(pkg, meta.ReadyCondition))
 			assert.Contains(t, conditions.GetMessage(pkg, meta.ReadyCondition), "paused")
 			assert.Positive(t, res.RequeueAfter)

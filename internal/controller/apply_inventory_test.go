@@ -14,6 +14,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 func TestInventoryRoundTrip(t *testing.T) {
@@ -84,7 +85,7 @@ func TestLargeInventoryGroups(t *testing.T) {
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	pkg := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "large", Finalizers: []string{v1alpha1.FinalizerName}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pkg).WithStatusSubresource(pkg).Build()
-	rep := beginReport(c, pkg, applyCommon(&pkg.Status.ApplyStatus), runtimectrl.Metrics{}, nil)
+	rep := reconciler.BeginReport(c, pkg, applyCommon(&pkg.Status.ApplyStatus), runtimectrl.Metrics{}, nil)
 	require.NoError(t, recordInventory(rep, &pkg.Status.ApplyStatus)(t.Context(), inv))
 
 	var got v1alpha1.Package

@@ -16,6 +16,7 @@ import (
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/desired"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 const classHosted = v1alpha1.ClassHostedCluster
@@ -26,7 +27,7 @@ type applier struct {
 	targets *targets
 	// reader reads HostedClusters (from the manager's cache).
 	reader  client.Reader
-	metrics *metrics
+	metrics *reconciler.Metrics
 	// hostedClustersIndexed says reader indexes HostedClusters by control-plane namespace.
 	hostedClustersIndexed bool
 	// controllerNamespace holds the ServiceAccounts cluster-scoped resources impersonate.
@@ -37,7 +38,7 @@ type applier struct {
 	// apiReader reads namespaces without caching them all.
 	apiReader client.Reader
 	// hostedNamespaceRule decides which namespaces may have hosted-cluster phases.
-	hostedNamespaceRule HostedNamespaceRule
+	hostedNamespaceRule reconciler.HostedNamespaceRule
 	// defaultServiceAccount is impersonated by namespaced resources that name none.
 	defaultServiceAccount string
 	// recorder reports objects let go during deletion.
@@ -84,7 +85,7 @@ func (r *applier) apply(ctx context.Context, req passRequest) (*apply.Result, er
 	}
 
 	if req.serviceAccount != "" && req.owner.Namespace == "" && r.controllerNamespace == "" {
-		return nil, &stageError{reason: v1alpha1.ApplyFailedReason, err: fmt.Errorf("spec.serviceAccountName %q: a cluster-scoped resource impersonates a ServiceAccount of the controller's namespace, and the controller was started without --namespace", req.serviceAccount)}
+		return nil, &reconciler.StageError{Reason: v1alpha1.ApplyFailedReason, Err: fmt.Errorf("spec.serviceAccountName %q: a cluster-scoped resource impersonates a ServiceAccount of the controller's namespace, and the controller was started without --namespace", req.serviceAccount)}
 	}
 	tgts, hostedErr := r.targets.forPass(ctx, req.owner.Namespace, req.hosted.cluster, r.serviceAccountNamespace(req.owner), r.serviceAccountFor(req.owner, req.serviceAccount), classes)
 	if hostedErr != nil && tgts == nil {
@@ -125,7 +126,7 @@ func (r *applier) apply(ctx context.Context, req passRequest) (*apply.Result, er
 	if res != nil && err == nil && res.Complete() {
 		r.progress.done(req.uid)
 	}
-	r.metrics.recordPass(req.owner.Kind, res)
+	r.metrics.RecordPass(req.owner.Kind, res)
 	var confined *apply.ConfinementError
 	if errors.As(err, &confined) {
 		err = fmt.Errorf("%w; a namespaced resource may only create objects in its own namespace on the management cluster: use a ClusterPackage, or start the controller with --allow-cross-namespace", err)
@@ -171,7 +172,7 @@ func ownerOf(obj client.Object, kind string) apply.Owner {
 }
 
 // newApplier makes what applies a pass for every kind that applies objects.
-func newApplier(mgr ctrl.Manager, opts Options, hc *hosted.Clients, m *metrics, recorder record.EventRecorder) *applier {
+func newApplier(mgr ctrl.Manager, opts reconciler.Options, hc *hosted.Clients, m *reconciler.Metrics, recorder record.EventRecorder) *applier {
 	return &applier{
 		engine:                apply.NewEngine(apply.Options{Concurrency: opts.ApplyConcurrency, MaxInFlight: opts.MaxConcurrentApplies}),
 		targets:               newTargets(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), hc),

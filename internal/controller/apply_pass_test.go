@@ -13,6 +13,7 @@ import (
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/desired"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // TestGateOnHostedCluster: which HostedClusters hold hosted-cluster phases, and what they say.
@@ -53,7 +54,7 @@ func TestGateOnHostedCluster(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.says)
 			var paused *pausedError
 			assert.Equal(t, tt.paused, errors.As(err, &paused), "a pause")
-			assert.Equal(t, v1alpha1.HostedClusterUnavailableReason, reasonFor(err))
+			assert.Equal(t, v1alpha1.HostedClusterUnavailableReason, reconciler.ReasonFor(err))
 		})
 	}
 }
@@ -133,8 +134,8 @@ func TestServiceAccountChoice(t *testing.T) {
 	// A cluster-scoped resource naming a ServiceAccount needs the controller's namespace.
 	r.controllerNamespace = ""
 	_, err := r.apply(t.Context(), passRequest{owner: cluster, serviceAccount: "own", phases: []desired.Phase{{Name: "p"}}})
-	var stage *stageError
+	var stage *reconciler.StageError
 	require.ErrorAs(t, err, &stage)
-	assert.Equal(t, v1alpha1.ApplyFailedReason, stage.reason)
+	assert.Equal(t, v1alpha1.ApplyFailedReason, stage.Reason)
 	assert.Contains(t, err.Error(), "--namespace")
 }

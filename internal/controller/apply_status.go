@@ -14,6 +14,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // setMappedConditions sets the conditions a pass mapped from applied objects (Package
@@ -21,7 +22,7 @@ import (
 // resource's own conditions never have. Once every phase was reached, a mapped condition no
 // object reports any more is removed; until then the ones of phases not reached stay as they
 // were last seen.
-func setMappedConditions(obj statusObject, res *apply.Result) {
+func setMappedConditions(obj reconciler.Object, res *apply.Result) {
 	if res == nil {
 		return
 	}
@@ -55,32 +56,32 @@ func recordPass(status *v1alpha1.ApplyStatus, res *apply.Result) {
 // the one rule (requeueFor): complete → the interval; waiting on availability → iv.progress
 // (applier.progressCheck); failures → the retry interval, with Stalled and the interval when
 // only a change of spec or package can help. It never returns an error for the work queue.
-func conclude(ctx context.Context, obj statusObject, res *apply.Result, err error, iv intervals, successMsg string) ctrl.Result {
+func conclude(ctx context.Context, obj reconciler.Object, res *apply.Result, err error, iv reconciler.Intervals, successMsg string) ctrl.Result {
 	setMappedConditions(obj, res)
 	switch {
 	case err != nil:
-		o := failure(err)
-		o.wake = retryWake(err, o, iv)
-		return settleFailure(ctx, obj, o, iv)
+		o := reconciler.Failure(err)
+		o.Wake = retryWake(err, o, iv)
+		return reconciler.SettleFailure(ctx, obj, o, iv)
 	case res != nil && !res.Complete() && len(res.Failed()) > 0:
 		// The object says waiting will not help (kstatus Failed): reported as a failure at once,
 		// not as progress until someone's deadline, and still looked at every progress interval,
 		// since a Deployment past its deadline recovers when its pods become ready.
-		return settle(obj, outcome{state: outcomeStalled, reason: v1alpha1.ObjectsFailedReason, message: failedSummary(res), wake: iv.progress}, iv)
+		return reconciler.Settle(obj, reconciler.Outcome{State: reconciler.OutcomeStalled, Reason: v1alpha1.ObjectsFailedReason, Message: failedSummary(res), Wake: iv.Progress}, iv)
 	case res != nil && !res.Complete():
-		return settle(obj, outcome{state: outcomeProgressing, reason: v1alpha1.PhaseProgressingReason, message: res.Summary()}, iv)
+		return reconciler.Settle(obj, reconciler.Outcome{State: reconciler.OutcomeProgressing, Reason: v1alpha1.PhaseProgressingReason, Message: res.Summary()}, iv)
 	default:
-		return settle(obj, outcome{state: outcomeSucceeded, message: successMsg}, iv)
+		return reconciler.Settle(obj, reconciler.Outcome{State: reconciler.OutcomeSucceeded, Message: successMsg}, iv)
 	}
 }
 
 // retryWake is when a failed apply pass is tried again where its error says more than the retry
 // interval does; 0 for a failure that stalls.
-func retryWake(err error, o outcome, iv intervals) time.Duration {
-	if o.state != outcomeRetrying {
+func retryWake(err error, o reconciler.Outcome, iv reconciler.Intervals) time.Duration {
+	if o.State != reconciler.OutcomeRetrying {
 		return 0
 	}
-	retry := iv.retry
+	retry := iv.Retry
 	var down *hosted.UnavailableError
 	if errors.As(err, &down) {
 		// Nothing is sent to the hosted cluster before its next probe; a probe that
@@ -93,8 +94,8 @@ func retryWake(err error, o outcome, iv intervals) time.Duration {
 		// HyperShift's operator reports it.
 		retry = min(retry, time.Until(paused.until)+time.Second)
 	}
-	if isWaitingForInterval(o.reason) {
-		retry = jittered(iv.interval)
+	if reconciler.IsWaitingForInterval(o.Reason) {
+		retry = reconciler.Jittered(iv.Interval)
 	}
 	return retry
 }
@@ -111,21 +112,21 @@ func failedSummary(res *apply.Result) string {
 }
 
 // applyCommon points into the common part of the status of the kinds that apply objects.
-func applyCommon(s *v1alpha1.ApplyStatus) commonStatus {
-	return commonStatus{request: &s.ReconcileRequestStatus, observedGeneration: &s.ObservedGeneration}
+func applyCommon(s *v1alpha1.ApplyStatus) reconciler.CommonStatus {
+	return reconciler.CommonStatus{Request: &s.ReconcileRequestStatus, ObservedGeneration: &s.ObservedGeneration}
 }
 
 // settled reports whether the outcome of an apply pass is final (Ready or Stalled): the kinds
 // that apply objects record their generation as observed then, not while they still work on it.
-func settled(obj statusObject) bool {
+func settled(obj reconciler.Object) bool {
 	return conditions.IsReady(obj) || conditions.IsStalled(obj)
 }
 
 // recordInventory returns the apply engine's Record hook for a resource's status, saved through r.
-func recordInventory(r *report, status *v1alpha1.ApplyStatus) func(context.Context, apply.Inventory) error {
+func recordInventory(r *reconciler.Report, status *v1alpha1.ApplyStatus) func(context.Context, apply.Inventory) error {
 	return func(ctx context.Context, inv apply.Inventory) error {
 		status.Inventory = inventoryToStatus(inv)
-		return r.save(ctx)
+		return r.Save(ctx)
 	}
 }
 
@@ -146,7 +147,7 @@ func phasesToStatus(res *apply.Result) (phases []v1alpha1.PhaseStatus, current s
 				break
 			}
 			// The reason quotes the object's status, which whoever writes the object writes.
-			ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: na.Ref.String(), Reason: boundMessage(na.Reason, maxNotAvailableReason)})
+			ps.NotAvailable = append(ps.NotAvailable, v1alpha1.ObjectStatus{Object: na.Ref.String(), Reason: reconciler.BoundMessage(na.Reason, maxNotAvailableReason)})
 		}
 		if p.State != v1alpha1.PhaseComplete && current == "Complete" {
 			current = p.Name

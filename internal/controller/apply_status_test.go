@@ -16,6 +16,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/render"
 )
 
@@ -103,14 +104,14 @@ func TestConclude(t *testing.T) {
 			wantConditions{metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "", ""}, interval * 9 / 10, interval * 11 / 10},
 		{"waiting on availability: the progress interval", waiting, nil,
 			wantConditions{metav1.ConditionFalse, v1alpha1.PhaseProgressingReason, v1alpha1.PhaseProgressingReason, ""}, progress, progress},
-		{"transient: the retry interval", nil, fixed(pullFailed(errors.New("connection refused"))), retrying(v1alpha1.PullFailedReason), retry, retry},
+		{"transient: the retry interval", nil, fixed(reconciler.PullFailed(errors.New("connection refused"))), retrying(v1alpha1.PullFailedReason), retry, retry},
 		{"transient with a partial result: the retry interval", waiting, fixed(&apply.ConflictError{}), retrying(v1alpha1.ConflictReason), retry, retry},
 		{"invalid config stalls until the spec changes", nil, fixed(&render.ConfigError{Field: "replicas"}), stalled(v1alpha1.InvalidConfigReason), interval * 9 / 10, interval * 11 / 10},
 		{"a broken package stalls", nil, fixed(render.Errors{&render.Error{File: "a.yaml", Err: errors.New("bad")}}), stalled(v1alpha1.RenderFailedReason), interval * 9 / 10, interval * 11 / 10},
-		{"signatures required stalls", nil, fixed(&stageError{reason: v1alpha1.VerificationRequiredReason, err: errors.New("no spec.verify")}), stalled(v1alpha1.VerificationRequiredReason), interval * 9 / 10, interval * 11 / 10},
-		{"a bad range stalls", nil, fixed(&stageError{reason: v1alpha1.InvalidVersionRangeReason, err: errors.New("not a range")}), stalled(v1alpha1.InvalidVersionRangeReason), interval * 9 / 10, interval * 11 / 10},
-		{"a failed verification is retried", nil, fixed(&stageError{reason: v1alpha1.VerificationFailedReason, err: errors.New("unsigned")}), retrying(v1alpha1.VerificationFailedReason), retry, retry},
-		{"no matching version waits for the interval", nil, fixed(&stageError{reason: v1alpha1.NoMatchingVersionReason, err: errors.New("none")}), retrying(v1alpha1.NoMatchingVersionReason), interval * 9 / 10, interval * 11 / 10},
+		{"signatures required stalls", nil, fixed(&reconciler.StageError{Reason: v1alpha1.VerificationRequiredReason, Err: errors.New("no spec.verify")}), stalled(v1alpha1.VerificationRequiredReason), interval * 9 / 10, interval * 11 / 10},
+		{"a bad range stalls", nil, fixed(&reconciler.StageError{Reason: v1alpha1.InvalidVersionRangeReason, Err: errors.New("not a range")}), stalled(v1alpha1.InvalidVersionRangeReason), interval * 9 / 10, interval * 11 / 10},
+		{"a failed verification is retried", nil, fixed(&reconciler.StageError{Reason: v1alpha1.VerificationFailedReason, Err: errors.New("unsigned")}), retrying(v1alpha1.VerificationFailedReason), retry, retry},
+		{"no matching version waits for the interval", nil, fixed(&reconciler.StageError{Reason: v1alpha1.NoMatchingVersionReason, Err: errors.New("none")}), retrying(v1alpha1.NoMatchingVersionReason), interval * 9 / 10, interval * 11 / 10},
 		{"an open circuit waits for its next probe", nil, circuitOpen(10 * time.Minute), retrying(v1alpha1.HostedClusterUnavailableReason), 10*time.Minute - time.Second, 10*time.Minute + time.Second},
 		{"an open circuit probed soon: the retry interval", nil, circuitOpen(time.Second), retrying(v1alpha1.HostedClusterUnavailableReason), retry, retry},
 		{"a pause that ends before the retry: its end", nil, paused(10 * time.Second), retrying(v1alpha1.HostedClusterUnavailableReason), 9 * time.Second, 11 * time.Second},
@@ -127,7 +128,7 @@ func TestConclude(t *testing.T) {
 			if tt.err != nil {
 				passErr = tt.err()
 			}
-			res := conclude(t.Context(), pkg, tt.res, passErr, intervals{interval: interval, retry: retry, progress: progress}, "applied")
+			res := conclude(t.Context(), pkg, tt.res, passErr, reconciler.Intervals{Interval: interval, Retry: retry, Progress: progress}, "applied")
 			assert.GreaterOrEqual(t, res.RequeueAfter, tt.min)
 			assert.LessOrEqual(t, res.RequeueAfter, tt.max)
 			assertConditions(t, pkg, tt.want)
@@ -144,7 +145,7 @@ func TestConclude(t *testing.T) {
 func TestReasonForEveryTypedError(t *testing.T) {
 	t.Parallel()
 	stage := func(reason string) error {
-		return fmt.Errorf("wrapped: %w", &stageError{reason: reason, err: errors.New("cause")})
+		return fmt.Errorf("wrapped: %w", &reconciler.StageError{Reason: reason, Err: errors.New("cause")})
 	}
 	tests := []struct {
 		err    error
@@ -164,17 +165,17 @@ func TestReasonForEveryTypedError(t *testing.T) {
 		{constraintViolated(&render.ConstraintError{Constraint: render.ConstraintPlatformVersion}), v1alpha1.PlatformVersionConstraintViolatedReason, false},
 		{constraintViolated(&render.ConstraintError{Constraint: render.ConstraintUniqueInScope}), v1alpha1.UniqueInScopeConstraintViolatedReason, false},
 		// The type of the error wins over the step that tagged it.
-		{&stageError{reason: v1alpha1.PullFailedReason, err: &render.ConfigError{Field: "x"}}, v1alpha1.InvalidConfigReason, true},
-		{&notHostedError{namespace: "team", why: "ambiguous"}, v1alpha1.NotHostedControlPlaneReason, true},
+		{&reconciler.StageError{Reason: v1alpha1.PullFailedReason, Err: &render.ConfigError{Field: "x"}}, v1alpha1.InvalidConfigReason, true},
+		{&reconciler.NotHostedError{Namespace: "team", Why: "ambiguous"}, v1alpha1.NotHostedControlPlaneReason, true},
 		{&apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &pausedError{cluster: "c/a"}}, v1alpha1.HostedClusterUnavailableReason, false},
 		{&apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &hosted.UnavailableError{Err: errors.New("timeout")}}, v1alpha1.HostedClusterUnavailableReason, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
 			t.Parallel()
-			got := reasonFor(tt.err)
+			got := reconciler.ReasonFor(tt.err)
 			assert.Equal(t, tt.reason, got)
-			assert.Equal(t, tt.stalls, isStalling(got), "stalls")
+			assert.Equal(t, tt.stalls, reconciler.IsStalling(got), "stalls")
 		})
 	}
 }

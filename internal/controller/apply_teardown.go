@@ -17,11 +17,12 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
-// teardownInventory is the finalize step (kindSteps.finalize) of the kinds that apply objects:
+// teardownInventory is the finalize step (reconciler.Steps.finalize) of the kinds that apply objects:
 // one teardown pass over what their inventory holds.
-func teardownInventory[T statusObject](ro *applier, reader client.Reader, opts Options, kind string,
+func teardownInventory[T reconciler.Object](ro *applier, reader client.Reader, opts reconciler.Options, kind string,
 	status func(T) *v1alpha1.ApplyStatus, serviceAccount func(T) string) func(context.Context, T) (ctrl.Result, error) {
 	return func(ctx context.Context, obj T) (ctrl.Result, error) {
 		return finalize(ctx, ro, reader, obj, ownerOf(obj, kind), serviceAccount(obj), status(obj), opts)
@@ -34,25 +35,25 @@ func teardownInventory[T statusObject](ro *applier, reader client.Reader, opts O
 // cluster has not answered for HostedTeardownTimeout, they are let go so that deletion never
 // hangs. A pass that fails returns its error, which the lifecycle reports and retries as every
 // failure of a step (lifecycle.failed); only an unreachable hosted cluster has a wake of its own.
-func finalize(ctx context.Context, r *applier, reader client.Reader, obj statusObject, owner apply.Owner,
-	serviceAccount string, status *v1alpha1.ApplyStatus, opts Options) (ctrl.Result, error) {
+func finalize(ctx context.Context, r *applier, reader client.Reader, obj reconciler.Object, owner apply.Owner,
+	serviceAccount string, status *v1alpha1.ApplyStatus, opts reconciler.Options) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
 		return ctrl.Result{}, nil
 	}
 	r.progress.done(obj.GetUID())
 	waiting, err := teardownPass(ctx, r, reader, obj, owner, serviceAccount, status, opts)
 	// The controller's intervals, which the teardown has always used, whatever the resource's.
-	iv := intervals{retry: opts.RetryInterval, progress: opts.ProgressInterval}
+	iv := reconciler.Intervals{Retry: opts.RetryInterval, Progress: opts.ProgressInterval}
 	var down *hosted.UnavailableError
 	switch {
 	case errors.As(err, &down):
-		o := failure(err)
-		o.wake = hostedTeardownWait(down.NextProbe, obj.GetDeletionTimestamp().Time, time.Now(), opts)
-		return settle(obj, o, iv), nil
+		o := reconciler.Failure(err)
+		o.Wake = hostedTeardownWait(down.NextProbe, obj.GetDeletionTimestamp().Time, time.Now(), opts)
+		return reconciler.Settle(obj, o, iv), nil
 	case err != nil:
 		return ctrl.Result{}, err
 	case waiting != nil:
-		return settle(obj, *waiting, iv), nil
+		return reconciler.Settle(obj, *waiting, iv), nil
 	}
 	controllerutil.RemoveFinalizer(obj, v1alpha1.FinalizerName)
 	r.forgetHostedIfUnused(ctx, owner.Namespace, obj)
@@ -63,7 +64,7 @@ func finalize(ctx context.Context, r *applier, reader client.Reader, obj statusO
 // nothing is sent to the hosted cluster before its next probe (a probe that succeeds wakes the
 // resource at once), and no later than when the teardown timeout, counted from deleted, lets
 // its objects go.
-func hostedTeardownWait(nextProbe, deleted, now time.Time, opts Options) time.Duration {
+func hostedTeardownWait(nextProbe, deleted, now time.Time, opts reconciler.Options) time.Duration {
 	wait := max(nextProbe.Sub(now)+time.Second, opts.RetryInterval)
 	if letGo := deleted.Add(opts.HostedTeardownTimeout).Sub(now); letGo > 0 {
 		wait = min(wait, letGo+time.Second)
@@ -98,8 +99,8 @@ func (r *applier) forgetHostedIfUnused(ctx context.Context, namespace string, de
 // teardownPass deletes what the inventory holds, a phase at a time. It returns the outcome of a
 // pass that waits for objects to go, nil once all is gone, and an error (saying that it
 // happened while deleting) when the pass failed.
-func teardownPass(ctx context.Context, r *applier, reader client.Reader, obj statusObject, owner apply.Owner,
-	serviceAccount string, status *v1alpha1.ApplyStatus, opts Options) (*outcome, error) {
+func teardownPass(ctx context.Context, r *applier, reader client.Reader, obj reconciler.Object, owner apply.Owner,
+	serviceAccount string, status *v1alpha1.ApplyStatus, opts reconciler.Options) (*reconciler.Outcome, error) {
 	if status.Inventory == nil || len(status.Inventory.Phases) == 0 {
 		return nil, nil
 	}
@@ -129,8 +130,8 @@ func teardownPass(ctx context.Context, r *applier, reader client.Reader, obj sta
 	}
 	if !res.Done() {
 		status.Phase = "Deleting " + res.Phase
-		return &outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason,
-			message: fmt.Sprintf("deleting phase %s: waiting for %d object(s) to go: %s", res.Phase, len(res.Remaining), refList(res.Remaining))}, nil
+		return &reconciler.Outcome{State: reconciler.OutcomeProgressing, Reason: v1alpha1.DeletingReason,
+			Message: fmt.Sprintf("deleting phase %s: waiting for %d object(s) to go: %s", res.Phase, len(res.Remaining), refList(res.Remaining))}, nil
 	}
 	return nil, nil
 }

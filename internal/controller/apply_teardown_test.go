@@ -25,6 +25,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // TestTeardownFailureIsRetried: a teardown pass that fails returns its error, saying that it
@@ -35,14 +36,14 @@ func TestTeardownFailureIsRetried(t *testing.T) {
 	t.Parallel()
 	obj := &v1alpha1.ClusterPackage{}
 	obj.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	markOutcome(obj, outcome{state: outcomeStalled, reason: v1alpha1.RenderFailedReason, message: "before the deletion"})
+	reconciler.MarkOutcome(obj, reconciler.Outcome{State: reconciler.OutcomeStalled, Reason: v1alpha1.RenderFailedReason, Message: "before the deletion"})
 	status := &obj.Status.ApplyStatus
 	status.Inventory = &v1alpha1.Inventory{Phases: []v1alpha1.InventoryPhase{{Name: "deploy", Objects: []string{"not-an-id"}}}}
 
-	waiting, err := teardownPass(t.Context(), &applier{}, nil, obj, apply.Owner{Kind: v1alpha1.ClusterPackageKind, Name: "p"}, "", status, Options{}.withDefaults())
+	waiting, err := teardownPass(t.Context(), &applier{}, nil, obj, apply.Owner{Kind: v1alpha1.ClusterPackageKind, Name: "p"}, "", status, reconciler.Options{}.WithDefaults())
 	require.Error(t, err)
 	assert.Nil(t, waiting)
-	markOutcome(obj, failure(err))
+	reconciler.MarkOutcome(obj, reconciler.Failure(err))
 	ready := conditions.Get(obj, meta.ReadyCondition)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
@@ -142,7 +143,7 @@ func TestFinalize(t *testing.T) {
 				targets:   &targets{management: c},
 				reader:    c,
 				apiReader: c,
-				metrics:   newMetrics(),
+				metrics:   reconciler.NewMetrics(),
 				recorder:  recorder,
 			}
 			pkg := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "addon", Finalizers: []string{v1alpha1.FinalizerName},
@@ -151,13 +152,13 @@ func TestFinalize(t *testing.T) {
 				pkg.Finalizers = nil
 			}
 			pkg.Status.Inventory = tt.inventory
-			opts := Options{ProgressInterval: progress, RetryInterval: retry, HostedTeardownTimeout: time.Hour}
+			opts := reconciler.Options{ProgressInterval: progress, RetryInterval: retry, HostedTeardownTimeout: time.Hour}
 
 			res, err := finalize(t.Context(), r, c, pkg, owner, "", &pkg.Status.ApplyStatus, opts)
 			if tt.wantErr {
 				require.Error(t, err)
 				// What the lifecycle reports of it (lifecycle.failed).
-				markOutcome(pkg, failure(err))
+				reconciler.MarkOutcome(pkg, reconciler.Failure(err))
 			} else {
 				require.NoError(t, err)
 			}
@@ -193,7 +194,7 @@ func TestFinalize(t *testing.T) {
 func TestHostedTeardownWait(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	opts := Options{RetryInterval: 30 * time.Second, HostedTeardownTimeout: 2 * time.Minute}
+	opts := reconciler.Options{RetryInterval: 30 * time.Second, HostedTeardownTimeout: 2 * time.Minute}
 	tests := []struct {
 		name      string
 		nextProbe time.Duration // from now

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -20,15 +21,15 @@ func readPullCredentials(ctx context.Context, reader client.Reader, ns string, r
 	}
 	var secret corev1.Secret
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &secret); err != nil {
-		return nil, &stageError{reason: v1alpha1.AuthenticationFailedReason, err: fmt.Errorf("read pull secret %s/%s: %w", ns, ref.Name, err)}
+		return nil, &reconciler.StageError{Reason: v1alpha1.AuthenticationFailedReason, Err: fmt.Errorf("read pull secret %s/%s: %w", ns, ref.Name, err)}
 	}
 	data, ok := secret.Data[corev1.DockerConfigJsonKey]
 	if !ok {
-		return nil, &stageError{reason: v1alpha1.AuthenticationFailedReason, err: fmt.Errorf("pull secret %s/%s has no %s key: it must be of type %s", ns, ref.Name, corev1.DockerConfigJsonKey, corev1.SecretTypeDockerConfigJson)}
+		return nil, &reconciler.StageError{Reason: v1alpha1.AuthenticationFailedReason, Err: fmt.Errorf("pull secret %s/%s has no %s key: it must be of type %s", ns, ref.Name, corev1.DockerConfigJsonKey, corev1.SecretTypeDockerConfigJson)}
 	}
 	creds, err := source.CredentialsFromDockerConfigJSON(data)
 	if err != nil {
-		return nil, &stageError{reason: v1alpha1.AuthenticationFailedReason, err: fmt.Errorf("pull secret %s/%s: %w", ns, ref.Name, err)}
+		return nil, &reconciler.StageError{Reason: v1alpha1.AuthenticationFailedReason, Err: fmt.Errorf("pull secret %s/%s: %w", ns, ref.Name, err)}
 	}
 	return creds, nil
 }

@@ -11,9 +11,9 @@
 //     and targets of its hosted phases, its conclusion into status and outcome (conclude), and
 //     the teardown on deletion;
 //   - the lifecycle every kind runs, in the other files: one Reconcile (lifecycle.go) that runs
-//     each kind's kindSteps, one status writer (report.go, status_patch.go), one
-//     observedGeneration rule, one outcome → conditions mapping (outcome.go, markOutcome), one
-//     error → reason mapping (reasons.go, reasonFor), and the verification, credentials,
+//     each kind's reconciler.Steps, one status writer (report.go, status_patch.go), one
+//     observedGeneration rule, one outcome → conditions mapping (outcome.go, reconciler.MarkOutcome), one
+//     error → reason mapping (reasons.go, reconciler.ReasonFor), and the verification, credentials,
 //     requeue and metrics every kind uses.
 //
 // Setup (setup.go) makes what the kinds share and calls each kind's setup.

@@ -11,6 +11,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // maxDriftedObjects bounds the drifted objects listed in status (each with at most
@@ -24,7 +25,7 @@ const maxDriftInMessage = 3
 // driftReport records what an apply pass found drifted.
 type driftReport struct {
 	recorder record.EventRecorder
-	metrics  *metrics
+	metrics  *reconciler.Metrics
 	kind     string
 }
 
@@ -34,7 +35,7 @@ type driftReport struct {
 // pkgsync_drift_corrected_objects_total. A pass that did not run (res nil) changes nothing.
 // status.drift lists what the last pass reached: a pass that stops at a phase that is not
 // complete does not see the objects of later phases.
-func (d driftReport) record(obj statusObject, status *v1alpha1.ApplyStatus, policy v1alpha1.DriftPolicy, res *apply.Result) {
+func (d driftReport) record(obj reconciler.Object, status *v1alpha1.ApplyStatus, policy v1alpha1.DriftPolicy, res *apply.Result) {
 	if res == nil {
 		return
 	}
@@ -48,14 +49,14 @@ func (d driftReport) record(obj statusObject, status *v1alpha1.ApplyStatus, poli
 		}
 	}
 	if d.metrics != nil && corrected > 0 {
-		d.metrics.driftCorrected.WithLabelValues(d.kind).Add(float64(corrected))
+		d.metrics.DriftCorrected.WithLabelValues(d.kind).Add(float64(corrected))
 	}
 	if d.metrics != nil {
 		labels := prometheus.Labels{"kind": d.kind, "namespace": obj.GetNamespace(), "name": obj.GetName()}
 		if policy == v1alpha1.DriftReport {
-			d.metrics.drifted.With(labels).Set(float64(len(left)))
+			d.metrics.Drifted.With(labels).Set(float64(len(left)))
 		} else {
-			d.metrics.drifted.Delete(labels)
+			d.metrics.Drifted.Delete(labels)
 		}
 	}
 
@@ -79,9 +80,9 @@ func (d driftReport) record(obj statusObject, status *v1alpha1.ApplyStatus, poli
 }
 
 // forget drops the gauge of a resource that is gone.
-func (d driftReport) forget(obj statusObject) {
+func (d driftReport) forget(obj reconciler.Object) {
 	if d.metrics != nil {
-		d.metrics.drifted.Delete(prometheus.Labels{"kind": d.kind, "namespace": obj.GetNamespace(), "name": obj.GetName()})
+		d.metrics.Drifted.Delete(prometheus.Labels{"kind": d.kind, "namespace": obj.GetNamespace(), "name": obj.GetName()})
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -38,8 +39,8 @@ type fleetSteps struct {
 	// members verify it.
 	verifier *signatureVerifier
 	recorder record.EventRecorder
-	own      *metrics
-	options  Options
+	own      *reconciler.Metrics
+	options  reconciler.Options
 	// hostedClusterAPI is false when the HostedCluster API is not installed.
 	hostedClusterAPI bool
 	now              func() time.Time
@@ -57,24 +58,24 @@ type fleetSteps struct {
 // steps returns the fleet steps for the lifecycle. A fleet's status is what its rollout
 // decides from (target, stable revision, partition times) and every member's change wakes it,
 // often before the cache shows the status it wrote last: the lifecycle keeps that
-// (copyStatus). Every reconcile that did not fail (the lifecycle leaves out the failures it
+// (reconciler.CopyStatus). Every reconcile that did not fail (the lifecycle leaves out the failures it
 // retries) has acted on the fleet's spec: the members are what the plan says, and what follows
 // is their progress, which the status tells without a new generation; so each such reconcile
 // observes the generation. A pass whose tag cannot be resolved or verified is one of them: it
 // keeps the members on the target the fleet has (chooseTarget).
-func (r *fleetSteps) steps() kindSteps[*v1alpha1.HostedClusterPackage] {
-	return kindSteps[*v1alpha1.HostedClusterPackage]{
-		status: func(f *v1alpha1.HostedClusterPackage) commonStatus {
-			return commonStatus{request: &f.Status.ReconcileRequestStatus, observedGeneration: &f.Status.ObservedGeneration}
+func (r *fleetSteps) steps() reconciler.Steps[*v1alpha1.HostedClusterPackage] {
+	return reconciler.Steps[*v1alpha1.HostedClusterPackage]{
+		Status: func(f *v1alpha1.HostedClusterPackage) reconciler.CommonStatus {
+			return reconciler.CommonStatus{Request: &f.Status.ReconcileRequestStatus, ObservedGeneration: &f.Status.ObservedGeneration}
 		},
-		suspended:  func(f *v1alpha1.HostedClusterPackage) bool { return f.Spec.Suspend },
-		observed:   func(*v1alpha1.HostedClusterPackage) bool { return true },
-		pass:       r.pass,
-		finalize:   r.finalize,
-		intervals:  r.intervals,
-		announce:   announceFleet,
-		copyStatus: func(dst, src *v1alpha1.HostedClusterPackage) { dst.Status = *src.Status.DeepCopy() },
-		gone: func(key types.NamespacedName) {
+		Suspended:  func(f *v1alpha1.HostedClusterPackage) bool { return f.Spec.Suspend },
+		Observed:   func(*v1alpha1.HostedClusterPackage) bool { return true },
+		Pass:       r.pass,
+		Finalize:   r.finalize,
+		Intervals:  r.intervals,
+		Announce:   announceFleet,
+		CopyStatus: func(dst, src *v1alpha1.HostedClusterPackage) { dst.Status = *src.Status.DeepCopy() },
+		Gone: func(key types.NamespacedName) {
 			r.writes.forget(key.Name)
 			r.preflights.forget(key.Name)
 			if r.secrets != nil {
@@ -86,15 +87,15 @@ func (r *fleetSteps) steps() kindSteps[*v1alpha1.HostedClusterPackage] {
 
 // pass keeps the fleet's members: choose the target revision, plan the rollout from what the
 // members show, write the members the plan moves, and set the status and outcome. An error is a
-// failure the lifecycle reports (lifecycle.failed): a refused spec (a *stageError whose reason
+// failure the lifecycle reports (lifecycle.failed): a refused spec (a *reconciler.StageError whose reason
 // stalls) is Stalled, anything else retried.
-func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, _ *report, lastHandled string) (ctrl.Result, error) {
+func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, _ *reconciler.Report, lastHandled string) (ctrl.Result, error) {
 	iv := r.intervals(fleet)
 	if !r.hostedClusterAPI {
 		// Looked at again at the interval like every stall, although only a restart of the
 		// controller (which checks for the API when it starts) can help.
-		return settle(fleet, outcome{state: outcomeStalled, reason: v1alpha1.HostedClusterAPIMissingReason,
-			message: "the HostedCluster API (hypershift.openshift.io/v1beta1) is not installed on this cluster: a HostedClusterPackage needs HyperShift"}, iv), nil
+		return reconciler.Settle(fleet, reconciler.Outcome{State: reconciler.OutcomeStalled, Reason: v1alpha1.HostedClusterAPIMissingReason,
+			Message: "the HostedCluster API (hypershift.openshift.io/v1beta1) is not installed on this cluster: a HostedClusterPackage needs HyperShift"}, iv), nil
 	}
 	spec := &fleet.Spec
 	target, held, err := r.chooseTarget(ctx, fleet, lastHandled)
@@ -103,11 +104,11 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 		return ctrl.Result{}, err
 	case target == nil:
 		// No target yet: wait for one, retried at the retry interval.
-		return settle(fleet, *held, iv), nil
+		return reconciler.Settle(fleet, *held, iv), nil
 	}
 	windows, err := rollout.ParseWindows(spec.Rollout.Windows)
 	if err != nil {
-		return ctrl.Result{}, &stageError{reason: v1alpha1.InvalidSpecReason, err: err}
+		return ctrl.Result{}, &reconciler.StageError{Reason: v1alpha1.InvalidSpecReason, Err: err}
 	}
 	owned, err := r.ownedMembers(ctx, fleet)
 	if err != nil {
@@ -138,15 +139,15 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 		// The members are kept on the target the fleet has; Ready says why it is not the tag's.
 		o = *held
 	}
-	o.wake = fleetRequeue(iv.interval, plan.WakeAfter, len(problems) > 0 || held != nil, iv.retry)
-	return settle(fleet, o, iv), nil
+	o.Wake = fleetRequeue(iv.Interval, plan.WakeAfter, len(problems) > 0 || held != nil, iv.Retry)
+	return reconciler.Settle(fleet, o, iv), nil
 }
 
 // intervals are the fleet's intervals for the requeue rule (requeueFor): its template's
 // interval (how often it resolves the tag), and the controller's retry and progress intervals
 // (a template's retryInterval is its members').
-func (r *fleetSteps) intervals(fleet *v1alpha1.HostedClusterPackage) intervals {
-	return intervals{interval: fleet.Spec.Template.Spec.GetInterval(), retry: r.options.RetryInterval, progress: r.options.ProgressInterval}
+func (r *fleetSteps) intervals(fleet *v1alpha1.HostedClusterPackage) reconciler.Intervals {
+	return reconciler.Intervals{Interval: fleet.Spec.Template.Spec.GetInterval(), Retry: r.options.RetryInterval, Progress: r.options.ProgressInterval}
 }
 
 // plan plans the rollout from what the members show, with its gates: a standing rejection,
@@ -167,7 +168,7 @@ func (r *fleetSteps) plan(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 	plan := rollout.Decide(members, memberPartitions(members, strategy.Partitions), target.Name, stableName(fleet), strategy, fleet.Status.Partitions, now, gates)
 	if plan.Rejects {
 		fleet.Status.Rejected = &v1alpha1.FleetRejectedRevision{FleetRevision: *target, Reason: v1alpha1.RolloutHaltedReason,
-			Message:    boundMessage(fmt.Sprintf("%d member(s) failed (spec.rollout.failureThreshold): %s", len(plan.Failed), describeMembers(plan.Failed)), maxMemberMessage),
+			Message:    reconciler.BoundMessage(fmt.Sprintf("%d member(s) failed (spec.rollout.failureThreshold): %s", len(plan.Failed), describeMembers(plan.Failed)), maxMemberMessage),
 			RejectedAt: metav1.NewTime(now.Truncate(time.Second))}
 		ctrl.LoggerFrom(ctx).Info("rollout halted: revision rejected, members go back to the stable revision", "revision", target.Name, "stable", stableName(fleet))
 	}
@@ -197,10 +198,10 @@ func (r *fleetSteps) write(ctx context.Context, fleet *v1alpha1.HostedClusterPac
 // chooseTarget returns the revision to roll out: the template's tag resolved and verified, or,
 // when that fails (held says why), the target the fleet has, so that neither a registry outage
 // nor an unsigned push freezes the fleet (it goes on adding clusters that join, removing those
-// that leave, reverting drift); with no target yet, target is nil. A *stageError refuses the
+// that leave, reverting drift); with no target yet, target is nil. A *reconciler.StageError refuses the
 // spec: members would be refused without spec.verify, so the fleet refuses first, before any
 // request.
-func (r *fleetSteps) chooseTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (*v1alpha1.FleetRevision, *outcome, error) {
+func (r *fleetSteps) chooseTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (*v1alpha1.FleetRevision, *reconciler.Outcome, error) {
 	verify := fleet.Spec.Template.Spec.Verify
 	if err := r.verifier.required(ctx, verify, fleetVerifyField, fleet.Spec.Template.Spec.Image); err != nil {
 		return nil, nil, err
@@ -222,12 +223,12 @@ func (r *fleetSteps) chooseTarget(ctx context.Context, fleet *v1alpha1.HostedClu
 		return target, nil, nil
 	}
 	// Retried whatever the reason: the tag may move, the registry come back, a signature appear.
-	return fleet.Status.Target, &outcome{state: outcomeRetrying, reason: reasonFor(err), message: held.Error()}, nil
+	return fleet.Status.Target, &reconciler.Outcome{State: reconciler.OutcomeRetrying, Reason: reconciler.ReasonFor(err), Message: held.Error()}, nil
 }
 
 // standingRejection returns the name of the revision status.rejected names while the rejection
 // holds: the target is that revision (the tag resolves to the same digest, the template and
-// overrides are the same) and no reconcile request is waiting (lastHandled, as requestAge reads
+// overrides are the same) and no reconcile request is waiting (lastHandled, as reconciler.RequestAge reads
 // it). Otherwise the rejection is dropped from the status and "" returned: the target is
 // rolled out again.
 func standingRejection(fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.FleetRevision, lastHandled string, now time.Time) string {
@@ -235,7 +236,7 @@ func standingRejection(fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.Fl
 	if rejected == nil {
 		return ""
 	}
-	if _, requested := requestAge(fleet, lastHandled, now); requested || rejected.Name != target.Name {
+	if _, requested := reconciler.RequestAge(fleet, lastHandled, now); requested || rejected.Name != target.Name {
 		fleet.Status.Rejected = nil
 		return ""
 	}
@@ -260,10 +261,10 @@ func stableName(fleet *v1alpha1.HostedClusterPackage) string {
 
 // fleetRequeue is the wake of a pass that kept the members, whatever its outcome: a rollout goes
 // on when its members change (each change wakes the fleet), so it comes back at the interval
-// (jittered), sooner when the plan changes by itself (a soak or a progress deadline ends), at
+// (reconciler.Jittered), sooner when the plan changes by itself (a soak or a progress deadline ends), at
 // the retry interval when a member could not be kept or the tag's revision is held.
 func fleetRequeue(interval, wakeAfter time.Duration, failed bool, retry time.Duration) time.Duration {
-	requeue := jittered(interval)
+	requeue := reconciler.Jittered(interval)
 	if wakeAfter > 0 {
 		requeue = min(requeue, wakeAfter)
 	}
@@ -293,20 +294,20 @@ func (r *fleetSteps) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedCl
 	tmpl := &fleet.Spec.Template.Spec
 	ref, err := source.ParseReference(tmpl.Image)
 	if err != nil {
-		return nil, none, nil, &stageError{reason: v1alpha1.PullFailedReason, err: fmt.Errorf("spec.template.spec.image: %w", err)}
+		return nil, none, nil, &reconciler.StageError{Reason: v1alpha1.PullFailedReason, Err: fmt.Errorf("spec.template.spec.image: %w", err)}
 	}
 	creds, err := readPullCredentials(ctx, r.apiReader, r.options.Namespace, tmpl.PullSecretRef)
 	if err != nil {
 		return nil, none, nil, err
 	}
 	maxAge := tmpl.GetInterval() / 2
-	if age, pending := requestAge(fleet, lastHandled, r.now()); pending {
+	if age, pending := reconciler.RequestAge(fleet, lastHandled, r.now()); pending {
 		maxAge = age
 	}
 	maxAge = r.options.Wakes.Bound(ref, false, maxAge, r.now())
 	digest, err := r.source.ResolveWithin(ctx, ref, creds, maxAge)
 	if err != nil {
-		return nil, none, nil, pullFailed(err)
+		return nil, none, nil, reconciler.PullFailed(err)
 	}
 	r.options.Wakes.Resolved(ref, false, digest, r.now())
 	td, err := templateDigest(&fleet.Spec)

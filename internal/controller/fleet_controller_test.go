@@ -26,6 +26,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // TestFleetOutcome: what a fleet's plan and the members it could not keep make of its Ready.
@@ -37,16 +38,16 @@ func TestFleetOutcome(t *testing.T) {
 		plan     rollout.Plan
 		problems []v1alpha1.MemberStatus
 		paused   bool
-		state    outcomeState
+		state    reconciler.OutcomeState
 		reason   string
 	}{
-		{"halted wins over problems", rollout.Plan{Halted: true, Current: "canary", Failed: failed, Counts: v1alpha1.MemberCounts{Total: 2}}, failed, false, outcomeStalled, v1alpha1.RolloutHaltedReason},
-		{"no member selected", rollout.Plan{Complete: true}, nil, false, outcomeSucceeded, v1alpha1.ReconciliationSucceededReason},
-		{"no member but a collision", rollout.Plan{Complete: true}, failed, false, outcomeProgressing, v1alpha1.MembersFailedReason},
-		{"members not kept", rollout.Plan{Counts: v1alpha1.MemberCounts{Total: 2}}, failed, false, outcomeProgressing, v1alpha1.MembersFailedReason},
-		{"complete", rollout.Plan{Complete: true, Counts: v1alpha1.MemberCounts{Total: 2, Ready: 2, Updated: 2}}, nil, true, outcomeSucceeded, v1alpha1.ReconciliationSucceededReason},
-		{"paused", rollout.Plan{Current: "late", Counts: v1alpha1.MemberCounts{Total: 2}}, nil, true, outcomeWaiting, v1alpha1.RolloutPausedReason},
-		{"rolling out", rollout.Plan{Current: "late", Counts: v1alpha1.MemberCounts{Total: 2}}, nil, false, outcomeProgressing, v1alpha1.RolloutProgressingReason},
+		{"halted wins over problems", rollout.Plan{Halted: true, Current: "canary", Failed: failed, Counts: v1alpha1.MemberCounts{Total: 2}}, failed, false, reconciler.OutcomeStalled, v1alpha1.RolloutHaltedReason},
+		{"no member selected", rollout.Plan{Complete: true}, nil, false, reconciler.OutcomeSucceeded, v1alpha1.ReconciliationSucceededReason},
+		{"no member but a collision", rollout.Plan{Complete: true}, failed, false, reconciler.OutcomeProgressing, v1alpha1.MembersFailedReason},
+		{"members not kept", rollout.Plan{Counts: v1alpha1.MemberCounts{Total: 2}}, failed, false, reconciler.OutcomeProgressing, v1alpha1.MembersFailedReason},
+		{"complete", rollout.Plan{Complete: true, Counts: v1alpha1.MemberCounts{Total: 2, Ready: 2, Updated: 2}}, nil, true, reconciler.OutcomeSucceeded, v1alpha1.ReconciliationSucceededReason},
+		{"paused", rollout.Plan{Current: "late", Counts: v1alpha1.MemberCounts{Total: 2}}, nil, true, reconciler.OutcomeWaiting, v1alpha1.RolloutPausedReason},
+		{"rolling out", rollout.Plan{Current: "late", Counts: v1alpha1.MemberCounts{Total: 2}}, nil, false, reconciler.OutcomeProgressing, v1alpha1.RolloutProgressingReason},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,11 +55,11 @@ func TestFleetOutcome(t *testing.T) {
 			f.Spec.Rollout.Paused = c.paused
 			f.Status.Target = &v1alpha1.FleetRevision{Name: "abc-def"}
 			o := fleetOutcome(f, c.plan, c.problems)
-			assert.Equal(t, c.state, o.state)
-			if c.state != outcomeSucceeded {
-				assert.Equal(t, c.reason, o.reason)
+			assert.Equal(t, c.state, o.State)
+			if c.state != reconciler.OutcomeSucceeded {
+				assert.Equal(t, c.reason, o.Reason)
 			}
-			assert.NotEmpty(t, o.message)
+			assert.NotEmpty(t, o.Message)
 		})
 	}
 }
@@ -99,8 +100,8 @@ func (f *fleetFixture) steps(t *testing.T, require bool, objs ...client.Object) 
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(copies(objs)...).Build()
 	return &fleetSteps{
 		client: c, apiReader: c, source: f.src, verifier: newSignatureVerifier(c, c, f.src, controllerNamespace, require),
-		recorder: record.NewFakeRecorder(10), own: newMetrics(), hostedClusterAPI: true, now: time.Now,
-		options: Options{Namespace: controllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
+		recorder: record.NewFakeRecorder(10), own: reconciler.NewMetrics(), hostedClusterAPI: true, now: time.Now,
+		options: reconciler.Options{Namespace: controllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
 	}, c
 }
 
@@ -161,9 +162,9 @@ func TestFleetTargetChoice(t *testing.T) {
 			r, _ := f.steps(t, tt.require)
 			target, held, err := r.chooseTarget(t.Context(), tt.fleet, "")
 			if tt.refusedWith != "" {
-				var stage *stageError
+				var stage *reconciler.StageError
 				require.ErrorAs(t, err, &stage)
-				assert.Equal(t, tt.refusedWith, stage.reason)
+				assert.Equal(t, tt.refusedWith, stage.Reason)
 			} else {
 				require.NoError(t, err)
 			}
@@ -182,9 +183,9 @@ func TestFleetTargetChoice(t *testing.T) {
 				return
 			}
 			if assert.NotNil(t, held) {
-				assert.Equal(t, outcomeRetrying, held.state)
-				assert.Equal(t, tt.heldReason, held.reason)
-				assert.Contains(t, held.message, tt.heldSays)
+				assert.Equal(t, reconciler.OutcomeRetrying, held.State)
+				assert.Equal(t, tt.heldReason, held.Reason)
+				assert.Contains(t, held.Message, tt.heldSays)
 			}
 		})
 	}
@@ -238,7 +239,7 @@ func TestFleetPassStops(t *testing.T) {
 // reconcileFleet runs one reconcile of fleet, as stored in c, through the lifecycle with r's steps.
 func reconcileFleet(t *testing.T, r *fleetSteps, c client.Client, fleet *v1alpha1.HostedClusterPackage) (ctrl.Result, error) {
 	t.Helper()
-	l := newLifecycle(lifecycleBase{client: c, recorder: record.NewFakeRecorder(10)}, v1alpha1.HostedClusterPackageKind,
+	l := reconciler.New(reconciler.Base{Client: c, Recorder: record.NewFakeRecorder(10)}, v1alpha1.HostedClusterPackageKind,
 		func() *v1alpha1.HostedClusterPackage { return &v1alpha1.HostedClusterPackage{} }, r.steps())
 	return l.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fleet)})
 }

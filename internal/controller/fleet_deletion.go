@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // finalize carries out spec.deletionPolicy, whatever kubectl delete's --cascade was (see
@@ -47,8 +48,8 @@ func (r *fleetSteps) finalize(ctx context.Context, fleet *v1alpha1.HostedCluster
 	}
 	if left := len(owned); left > 0 {
 		// Each member's deletion wakes the fleet; the progress interval bounds a wake missed.
-		return settle(fleet, outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason,
-			message: fmt.Sprintf("waiting for %d member(s) to be torn down", left)}, r.intervals(fleet)), nil
+		return reconciler.Settle(fleet, reconciler.Outcome{State: reconciler.OutcomeProgressing, Reason: v1alpha1.DeletingReason,
+			Message: fmt.Sprintf("waiting for %d member(s) to be torn down", left)}, r.intervals(fleet)), nil
 	}
 	if r.secrets != nil {
 		if err := r.secrets.deleteAll(ctx, fleet); err != nil {
@@ -81,8 +82,8 @@ func (r *fleetSteps) orphan(ctx context.Context, fleet *v1alpha1.HostedClusterPa
 		}
 	}
 	if deleting > 0 {
-		return settle(fleet, outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason,
-			message: fmt.Sprintf("waiting for %d member(s) of clusters that left the fleet to be torn down; then the others are released (spec.deletionPolicy=Orphan)", deleting)},
+		return reconciler.Settle(fleet, reconciler.Outcome{State: reconciler.OutcomeProgressing, Reason: v1alpha1.DeletingReason,
+			Message: fmt.Sprintf("waiting for %d member(s) of clusters that left the fleet to be torn down; then the others are released (spec.deletionPolicy=Orphan)", deleting)},
 			r.intervals(fleet)), nil
 	}
 	if r.secrets != nil {
@@ -107,6 +108,6 @@ func (r *fleetSteps) finished(ctx context.Context, fleet *v1alpha1.HostedCluster
 	}
 	r.writes.forget(fleet.Name)
 	r.preflights.forget(fleet.Name)
-	r.own.fleetMembers.DeletePartialMatch(map[string]string{"fleet": fleet.Name})
+	r.own.FleetMembers.DeletePartialMatch(map[string]string{"fleet": fleet.Name})
 	return ctrl.Result{}, nil
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // deletingFleet is fleetOn's fleet being deleted with policy, as kubectl delete --cascade=orphan
@@ -192,7 +193,7 @@ func TestFleetFinalizerBesideTheCollector(t *testing.T) {
 		return c.Patch(ctx, obj, patch, opts...)
 	}}
 	r, c := f.stepsWith(t, &funcs, fleet)
-	l := newLifecycle(lifecycleBase{client: c, recorder: record.NewFakeRecorder(10)}, v1alpha1.HostedClusterPackageKind,
+	l := reconciler.New(reconciler.Base{Client: c, Recorder: record.NewFakeRecorder(10)}, v1alpha1.HostedClusterPackageKind,
 		func() *v1alpha1.HostedClusterPackage { return &v1alpha1.HostedClusterPackage{} }, r.steps())
 	_, err := l.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fleet)})
 	require.NoError(t, err)
@@ -230,8 +231,8 @@ func (f *fleetFixture) stepsWith(t *testing.T, funcs *interceptor.Funcs, objs ..
 	c := b.Build()
 	return &fleetSteps{
 		client: c, apiReader: c, source: f.src, verifier: newSignatureVerifier(c, c, f.src, controllerNamespace, false),
-		recorder: record.NewFakeRecorder(10), own: newMetrics(), hostedClusterAPI: true, now: time.Now,
-		options: Options{Namespace: controllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
+		recorder: record.NewFakeRecorder(10), own: reconciler.NewMetrics(), hostedClusterAPI: true, now: time.Now,
+		options: reconciler.Options{Namespace: controllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
 		secrets: &fleetSecrets{client: c, apiReader: c, copies: c, namespace: controllerNamespace},
 	}, c
 }

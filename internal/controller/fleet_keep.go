@@ -12,6 +12,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // keepMembers writes each member the plan assigns a revision, and the ownership of the others
@@ -50,7 +51,7 @@ func (r *fleetSteps) keepMembers(ctx context.Context, fleet *v1alpha1.HostedClus
 func (r *fleetSteps) keepMember(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, src fleetRevisionSource, m *rollout.Member, now time.Time) error {
 	desired, err := desiredMember(fleet, src, m, now)
 	if err != nil {
-		return &stageError{reason: v1alpha1.InvalidConfigReason, err: err}
+		return &reconciler.StageError{Reason: v1alpha1.InvalidConfigReason, Err: err}
 	}
 	withShardLabels(desired, fleet, r.options.ShardLabelKeys)
 	if m.Pending && m.Revision() == src.name {
@@ -103,10 +104,10 @@ func (r *fleetSteps) removeStrayMembers(ctx context.Context, members []*rollout.
 }
 
 func memberErrorReason(err error) string {
-	var stage *stageError
+	var stage *reconciler.StageError
 	switch {
 	case errors.As(err, &stage):
-		return stage.reason
+		return stage.Reason
 	case apierrors.IsNotFound(err):
 		return v1alpha1.NamespaceNotFoundReason
 	}

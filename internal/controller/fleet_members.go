@@ -26,6 +26,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // fleetFieldOwner is the field manager of the fleet's writes to member Packages.
@@ -312,7 +313,7 @@ func (r *fleetSteps) members(ctx context.Context, fleet *v1alpha1.HostedClusterP
 	if fleet.Spec.HostedClusterSelector != nil {
 		var err error
 		if selector, err = metav1.LabelSelectorAsSelector(fleet.Spec.HostedClusterSelector); err != nil {
-			return nil, nil, &stageError{reason: v1alpha1.InvalidSpecReason, err: fmt.Errorf("spec.hostedClusterSelector: %w", err)}
+			return nil, nil, &reconciler.StageError{Reason: v1alpha1.InvalidSpecReason, Err: fmt.Errorf("spec.hostedClusterSelector: %w", err)}
 		}
 	}
 	hcs := &unstructured.UnstructuredList{}

@@ -15,6 +15,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // A member Package or a copied Secret is the fleet's when it carries the fleet's label and the
@@ -200,7 +201,7 @@ func removeFleetFinalizer(ctx context.Context, c client.Client, fresh client.Rea
 		}
 		patch := client.MergeFromWithOptions(current.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.RemoveFinalizer(current, v1alpha1.FinalizerName)
-		err := c.Patch(ctx, current, patch, client.FieldOwner(fieldOwner))
+		err := c.Patch(ctx, current, patch, client.FieldOwner(reconciler.FieldOwner))
 		if !apierrors.IsConflict(err) || attempt == maxFleetWriteAttempts {
 			if err = client.IgnoreNotFound(err); err != nil {
 				return fmt.Errorf("remove the finalizer: %w", err)

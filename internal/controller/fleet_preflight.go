@@ -17,6 +17,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -37,7 +38,7 @@ import (
 func (r *fleetSteps) preflightOptions(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, src fleetRevisionSource, m *rollout.Member, now time.Time) (render.Options, string, *configInput, error) {
 	desired, err := desiredMember(fleet, src, m, now)
 	if err != nil {
-		return render.Options{}, "", nil, &stageError{reason: v1alpha1.InvalidConfigReason, err: err}
+		return render.Options{}, "", nil, &reconciler.StageError{Reason: v1alpha1.InvalidConfigReason, Err: err}
 	}
 	withShardLabels(desired, fleet, r.options.ShardLabelKeys)
 	config, err := r.memberConfig(ctx, desired)
@@ -77,10 +78,10 @@ func (r *fleetSteps) memberConfig(ctx context.Context, member *v1alpha1.Package)
 
 // configReadFailed tells a failed read of a member's spec.configFrom (the API server did not
 // answer), which is retried, from a verdict: a missing or unusable source carries its reason (a
-// stageError) and fails the member as it would fail the member Package, and a Forbidden read is
+// reconciler.StageError) and fails the member as it would fail the member Package, and a Forbidden read is
 // the member's own (it reports Forbidden and is blocked).
 func configReadFailed(err error) bool {
-	var se *stageError
+	var se *reconciler.StageError
 	return !errors.As(err, &se) && !apierrors.IsForbidden(err)
 }
 
@@ -150,7 +151,7 @@ func (r *fleetSteps) preflight(ctx context.Context, fleet *v1alpha1.HostedCluste
 			// The member's identity may not read its configuration: the member reports
 			// Forbidden and is blocked; that is no verdict on the revision.
 		case err != nil:
-			v = preflightVerdict{reason: reasonFor(err), message: err.Error()}
+			v = preflightVerdict{reason: reconciler.ReasonFor(err), message: err.Error()}
 		default:
 			if v, seen = known[key]; !seen {
 				if fsys == nil {
@@ -163,7 +164,7 @@ func (r *fleetSteps) preflight(ctx context.Context, fleet *v1alpha1.HostedCluste
 						return nil, err
 					}
 					// The message goes to the fleet's status: no value of a member's Secret.
-					v = preflightVerdict{reason: reasonFor(err), message: config.redact(err).Error()}
+					v = preflightVerdict{reason: reconciler.ReasonFor(err), message: config.redact(err).Error()}
 				}
 			}
 			verdicts[key] = v
@@ -181,7 +182,7 @@ func (r *fleetSteps) preflight(ctx context.Context, fleet *v1alpha1.HostedCluste
 func (r *fleetSteps) pullTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.FleetRevision) (fs.FS, error) {
 	ref, err := source.ParseReference(target.Image)
 	if err != nil {
-		return nil, &stageError{reason: v1alpha1.PullFailedReason, err: fmt.Errorf("status.target.image: %w", err)}
+		return nil, &reconciler.StageError{Reason: v1alpha1.PullFailedReason, Err: fmt.Errorf("status.target.image: %w", err)}
 	}
 	creds, err := readPullCredentials(ctx, r.apiReader, r.options.Namespace, fleet.Spec.Template.Spec.PullSecretRef)
 	if err != nil {
@@ -189,15 +190,15 @@ func (r *fleetSteps) pullTarget(ctx context.Context, fleet *v1alpha1.HostedClust
 	}
 	artifact, err := r.source.Pull(ctx, ref, creds)
 	if err != nil {
-		return nil, pullFailed(fmt.Errorf("preflight of %s: %w", target.Name, err))
+		return nil, reconciler.PullFailed(fmt.Errorf("preflight of %s: %w", target.Name, err))
 	}
 	return artifact.FS, nil
 }
 
 // preflightOutcome halts the rollout before the target moves: the members it fails for named,
 // the message bounded as every condition message is.
-func preflightOutcome(target string, failed []v1alpha1.MemberStatus) outcome {
-	return outcome{state: outcomeStalled, reason: v1alpha1.PreflightFailedReason, message: fmt.Sprintf(
+func preflightOutcome(target string, failed []v1alpha1.MemberStatus) reconciler.Outcome {
+	return reconciler.Outcome{State: reconciler.OutcomeStalled, Reason: v1alpha1.PreflightFailedReason, Message: fmt.Sprintf(
 		"revision %s fails the preflight (spec.rollout.preflight) for %d member(s); no member is moved to it: %s",
 		target, len(failed), describeMembers(failed))}
 }
@@ -230,7 +231,7 @@ type Preflight struct {
 // fleet as the fleet's member Packages would render it, and validates each render. It reads
 // the HostedClusters and member Packages through c and writes nothing. opts supplies the
 // management cluster's environment (versions, proxy, image overrides) as the controller has it.
-func PreflightFleet(ctx context.Context, c client.Client, opts Options, fleet *v1alpha1.HostedClusterPackage, image source.Reference, fsys fs.FS, now time.Time) (*Preflight, error) {
+func PreflightFleet(ctx context.Context, c client.Client, opts reconciler.Options, fleet *v1alpha1.HostedClusterPackage, image source.Reference, fsys fs.FS, now time.Time) (*Preflight, error) {
 	if image.Digest == "" {
 		return nil, fmt.Errorf("preflight of %s: the image is not pinned to a digest", image)
 	}
@@ -265,7 +266,7 @@ func PreflightFleet(ctx context.Context, c client.Client, opts Options, fleet *v
 			if errors.Is(err, errTransient) {
 				return nil, err
 			}
-			pm.Reason, pm.Message = reasonFor(err), err.Error()
+			pm.Reason, pm.Message = reconciler.ReasonFor(err), err.Error()
 		}
 		out.Members = append(out.Members, pm)
 	}

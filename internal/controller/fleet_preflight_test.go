@@ -14,6 +14,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // TestPreflightKeepsVerdicts: a member's verdict is kept under its environment, which the
@@ -54,8 +55,8 @@ func TestPreflightKeepsVerdicts(t *testing.T) {
 	assert.Nil(t, r.preflights.get(fleet.Name, "another-revision"), "verdicts are about one revision")
 
 	o := preflightOutcome(target.Name, failed)
-	assert.Equal(t, v1alpha1.PreflightFailedReason, o.reason)
-	assert.Contains(t, o.message, "clusters-b: RenderFailed: preflight: no bronze")
+	assert.Equal(t, v1alpha1.PreflightFailedReason, o.Reason)
+	assert.Contains(t, o.Message, "clusters-b: RenderFailed: preflight: no bronze")
 }
 
 // TestPreflightReadsConfigFrom: a member's preflight merges the template's spec.configFrom as
@@ -96,7 +97,7 @@ func TestPreflightReadsConfigFrom(t *testing.T) {
 
 	_, _, _, err = r.preflightOptions(t.Context(), fleet, src, member("clusters-none"), now)
 	require.Error(t, err)
-	assert.Equal(t, v1alpha1.ConfigSourceNotFoundReason, reasonFor(err))
+	assert.Equal(t, v1alpha1.ConfigSourceNotFoundReason, reconciler.ReasonFor(err))
 
 	changed := configMap("clusters-a", "greeting: hola\n")
 	require.NoError(t, c.Update(t.Context(), changed))

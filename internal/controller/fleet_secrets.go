@@ -25,6 +25,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // fleetSecretField indexes HostedClusterPackages by the names of the Secrets their members
@@ -172,7 +173,7 @@ func setupFleetSecrets(ctx context.Context, s *services) (*fleetSecrets, *secret
 		return nil, nil, fmt.Errorf("create the cache of fleet Secret sources: %w", err)
 	}
 	for _, c := range []cache.Cache{copies, sources} {
-		if err := mgr.Add(managedCache{c}); err != nil {
+		if err := mgr.Add(reconciler.ManagedCache{Cache: c}); err != nil {
 			return nil, nil, fmt.Errorf("start fleet Secret caches: %w", err)
 		}
 	}

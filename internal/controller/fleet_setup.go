@@ -14,6 +14,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // setupFleets registers the HostedClusterPackage reconciler: woken by its own spec, by any
@@ -35,7 +36,7 @@ func setupFleets(ctx context.Context, s *services) error {
 		return err
 	}
 	steps.secrets = secrets
-	r := newLifecycle(s.lifecycleBase(), v1alpha1.HostedClusterPackageKind, func() *v1alpha1.HostedClusterPackage { return &v1alpha1.HostedClusterPackage{} }, steps.steps())
+	r := reconciler.New(s.lifecycleBase(), v1alpha1.HostedClusterPackageKind, func() *v1alpha1.HostedClusterPackage { return &v1alpha1.HostedClusterPackage{} }, steps.steps())
 	if hostedClusterAPI && !s.hostedClusterAPI {
 		// Without hosted clients, startHosted did not index HostedClusters; fleetWakes reads
 		// them by that index rather than listing them all at each labelled object's change.

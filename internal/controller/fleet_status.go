@@ -14,6 +14,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // setStatus sets the fleet's status from the plan, with events and metrics for what changed; the
@@ -31,7 +32,7 @@ func (r *fleetSteps) setStatus(fleet *v1alpha1.HostedClusterPackage, plan rollou
 	st.HeldMembers = bounded(plan.Held)
 	for state, n := range map[string]int32{"total": plan.Counts.Total, "updated": plan.Counts.Updated, "ready": plan.Counts.Ready, "failed": plan.Counts.Failed,
 		"blocked": plan.Counts.Blocked, "held": plan.Counts.Held} {
-		r.own.fleetMembers.WithLabelValues(fleet.Name, state).Set(float64(n))
+		r.own.FleetMembers.WithLabelValues(fleet.Name, state).Set(float64(n))
 	}
 	if plan.Complete && (st.Stable == nil || st.Stable.Name != st.Target.Name) {
 		st.Stable = &v1alpha1.FleetStableRevision{FleetRevision: *st.Target, Template: *fleet.Spec.Template.DeepCopy()}
@@ -43,7 +44,7 @@ func (r *fleetSteps) setStatus(fleet *v1alpha1.HostedClusterPackage, plan rollou
 
 // fleetOutcome is what the plan and the members that could not be kept make of the fleet's
 // conditions.
-func fleetOutcome(fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan, problems []v1alpha1.MemberStatus) outcome {
+func fleetOutcome(fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan, problems []v1alpha1.MemberStatus) reconciler.Outcome {
 	target, progress := fleet.Status.Target.Name, fleet.Status.Progress
 	where := ""
 	if plan.Current != "" {
@@ -53,34 +54,34 @@ func fleetOutcome(fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan, probl
 	case plan.RollingBack:
 		return rollbackOutcome(fleet, plan)
 	case plan.Halted:
-		return outcome{state: outcomeStalled, reason: v1alpha1.RolloutHaltedReason, message: fmt.Sprintf("rollout of %s halted in partition %s: %d member(s) failed (spec.rollout.failureThreshold): %s",
+		return reconciler.Outcome{State: reconciler.OutcomeStalled, Reason: v1alpha1.RolloutHaltedReason, Message: fmt.Sprintf("rollout of %s halted in partition %s: %d member(s) failed (spec.rollout.failureThreshold): %s",
 			target, partitionName(plan.Current), len(plan.Failed), describeMembers(plan.Failed))}
 	case plan.Counts.Total == 0 && len(problems) == 0:
-		return outcome{state: outcomeSucceeded, message: "no HostedCluster matches spec.hostedClusterSelector: 0 members"}
+		return reconciler.Outcome{State: reconciler.OutcomeSucceeded, Message: "no HostedCluster matches spec.hostedClusterSelector: 0 members"}
 	case len(problems) > 0:
-		return outcome{state: outcomeProgressing, reason: v1alpha1.MembersFailedReason, message: fmt.Sprintf("%d member(s) cannot be kept: %s", len(problems), describeMembers(problems))}
+		return reconciler.Outcome{State: reconciler.OutcomeProgressing, Reason: v1alpha1.MembersFailedReason, Message: fmt.Sprintf("%d member(s) cannot be kept: %s", len(problems), describeMembers(problems))}
 	case plan.Complete && plan.Counts.Blocked+plan.Counts.Held > 0:
-		return outcome{state: outcomeSucceeded, message: fmt.Sprintf("%d member(s) Ready on revision %s; %d blocked, %d held (status.blockedMembers, status.heldMembers): each moves once unblocked or released",
+		return reconciler.Outcome{State: reconciler.OutcomeSucceeded, Message: fmt.Sprintf("%d member(s) Ready on revision %s; %d blocked, %d held (status.blockedMembers, status.heldMembers): each moves once unblocked or released",
 			plan.Counts.Total-plan.Counts.Blocked-plan.Counts.Held, target, plan.Counts.Blocked, plan.Counts.Held)}
 	case plan.Complete:
-		return outcome{state: outcomeSucceeded, message: fmt.Sprintf("%d member(s) Ready on revision %s", plan.Counts.Total, target)}
+		return reconciler.Outcome{State: reconciler.OutcomeSucceeded, Message: fmt.Sprintf("%d member(s) Ready on revision %s", plan.Counts.Total, target)}
 	case fleet.Spec.Rollout.Paused:
-		return outcome{state: outcomeWaiting, reason: v1alpha1.RolloutPausedReason, message: fmt.Sprintf("%srollout of %s paused (spec.rollout.paused): %s updated/ready/total", where, target, progress)}
+		return reconciler.Outcome{State: reconciler.OutcomeWaiting, Reason: v1alpha1.RolloutPausedReason, Message: fmt.Sprintf("%srollout of %s paused (spec.rollout.paused): %s updated/ready/total", where, target, progress)}
 	default:
-		return outcome{state: outcomeProgressing, reason: v1alpha1.RolloutProgressingReason, message: fmt.Sprintf("%srolling out %s: %s updated/ready/total", where, target, progress)}
+		return reconciler.Outcome{State: reconciler.OutcomeProgressing, Reason: v1alpha1.RolloutProgressingReason, Message: fmt.Sprintf("%srolling out %s: %s updated/ready/total", where, target, progress)}
 	}
 }
 
 // rollbackOutcome says where the rollback of a rejected revision is: moving members back, or
 // done and waiting for another digest or a reconcile request.
-func rollbackOutcome(fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan) outcome {
+func rollbackOutcome(fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan) reconciler.Outcome {
 	rejected, stable := fleet.Status.Rejected, stableName(fleet)
 	name, why := "", ""
 	if rejected != nil {
 		name, why = rejected.Name, rejected.Message
 	}
 	if plan.Current != "" {
-		return outcome{state: outcomeProgressing, reason: v1alpha1.RollingBackReason, message: fmt.Sprintf(
+		return reconciler.Outcome{State: reconciler.OutcomeProgressing, Reason: v1alpha1.RollingBackReason, Message: fmt.Sprintf(
 			"revision %s rejected (spec.rollout.onFailure=Rollback): partition %s: moving members back to stable revision %s, %s updated/ready/total: %s",
 			name, partitionName(plan.Current), stable, fleet.Status.Progress, why)}
 	}
@@ -88,7 +89,7 @@ func rollbackOutcome(fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan) ou
 	if n := plan.Counts.Blocked + plan.Counts.Held; n > 0 {
 		aside = fmt.Sprintf(" (%d blocked or held member(s) stay where they are until unblocked or released)", n)
 	}
-	return outcome{state: outcomeStalled, reason: v1alpha1.RolledBackReason, message: fmt.Sprintf(
+	return reconciler.Outcome{State: reconciler.OutcomeStalled, Reason: v1alpha1.RolledBackReason, Message: fmt.Sprintf(
 		"revision %s rejected (spec.rollout.onFailure=Rollback): members are back on stable revision %s%s; it is not rolled out again until the tag resolves to another digest or a reconcile is requested: %s",
 		name, stable, aside, why)}
 }
@@ -137,7 +138,7 @@ func (r *fleetSteps) announcePartitions(fleet *v1alpha1.HostedClusterPackage, be
 			if seen && prev.State != v1alpha1.PartitionPending {
 				r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.PartitionCompleteReason, "partition %s: every member Ready on %s", name, target)
 				if p.StartedAt != nil {
-					r.own.partitionDuration.WithLabelValues(fleet.Name).Observe(now.Sub(p.StartedAt.Time).Seconds())
+					r.own.PartitionDuration.WithLabelValues(fleet.Name).Observe(now.Sub(p.StartedAt.Time).Seconds())
 				}
 			}
 		}
@@ -164,13 +165,13 @@ func describeMembers(ms []v1alpha1.MemberStatus) string {
 }
 
 // bounded keeps the first maxListedMembers members, each message bounded the way condition
-// messages are (boundMessage).
+// messages are (reconciler.BoundMessage).
 func bounded(ms []v1alpha1.MemberStatus) []v1alpha1.MemberStatus {
 	if len(ms) > maxListedMembers {
 		ms = ms[:maxListedMembers]
 	}
 	for i := range ms {
-		ms[i].Message = boundMessage(ms[i].Message, maxMemberMessage)
+		ms[i].Message = reconciler.BoundMessage(ms[i].Message, maxMemberMessage)
 	}
 	return ms
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // The intervals of every resource in TestFailureEveryKind: the controller's retry and progress
@@ -105,7 +106,7 @@ func TestFailureEveryKind(t *testing.T) {
 				obj, c, r := tt.kind.build(t, fc, funcs)
 				res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
 
-				stored := obj.DeepCopyObject().(statusObject)
+				stored := obj.DeepCopyObject().(reconciler.Object)
 				require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(obj), stored))
 				generation := observedGeneration(t, stored)
 				if fc == failStatusWrite {
@@ -170,12 +171,12 @@ func applyKindClient(t *testing.T, funcs interceptor.Funcs, objs ...client.Objec
 		WithIndex(&v1alpha1.ClusterPackage{}, dependsOnIndex, indexDependsOn(v1alpha1.ClusterPackageKind)).Build()
 }
 
-func failureOptions() Options {
-	return Options{Namespace: controllerNamespace, RetryInterval: failureRetry, ProgressInterval: failureProgress, HostedTeardownTimeout: time.Hour}
+func failureOptions() reconciler.Options {
+	return reconciler.Options{Namespace: controllerNamespace, RetryInterval: failureRetry, ProgressInterval: failureProgress, HostedTeardownTimeout: time.Hour}
 }
 
 func failureApplier(c client.Client) *applier {
-	return &applier{reader: c, apiReader: c, targets: &targets{management: c}, metrics: newMetrics(), recorder: record.NewFakeRecorder(100)}
+	return &applier{reader: c, apiReader: c, targets: &targets{management: c}, metrics: reconciler.NewMetrics(), recorder: record.NewFakeRecorder(100)}
 }
 
 // packageKind is Package or ClusterPackage: a spec.image that does not parse is retried (a
@@ -200,7 +201,7 @@ func packageKind[T packageObject](kind string, newObject func() T) failureKind {
 		steps := &packageSteps[T]{apiReader: c, options: failureOptions(), applier: failureApplier(c), renders: newRenderCache(1 << 20),
 			verifier: newSignatureVerifier(c, c, nil, controllerNamespace, false), versions: newImageVersions(), kind: kind,
 			deps: &dependencies{reader: c, exprs: newReadyExprs()}}
-		return obj, c, newLifecycle(lifecycleBase{client: c, recorder: record.NewFakeRecorder(100)}, kind, newObject, steps.steps())
+		return obj, c, reconciler.New(reconciler.Base{Client: c, Recorder: record.NewFakeRecorder(100)}, kind, newObject, steps.steps())
 	}}
 }
 
@@ -222,7 +223,7 @@ func objectDeploymentKind[T objectDeploymentObject](kind string, newObject func(
 		}
 		c := applyKindClient(t, funcs, obj)
 		steps := &objectDeploymentSteps[T]{apiReader: c, options: failureOptions(), applier: failureApplier(c), kind: kind}
-		return obj, c, newLifecycle(lifecycleBase{client: c, recorder: record.NewFakeRecorder(100)}, kind, newObject, steps.steps())
+		return obj, c, reconciler.New(reconciler.Base{Client: c, Recorder: record.NewFakeRecorder(100)}, kind, newObject, steps.steps())
 	}}
 }
 
@@ -256,7 +257,7 @@ func fleetKind(f *fleetFixture) failureKind {
 			Annotations: map[string]string{v1alpha1.FleetUIDAnnotation: "fleet-uid"}}}
 		steps, c := f.stepsWith(t, &funcs, fleet, member)
 		steps.options = failureOptions()
-		return fleet, c, newLifecycle(lifecycleBase{client: c, recorder: record.NewFakeRecorder(100)}, v1alpha1.HostedClusterPackageKind,
+		return fleet, c, reconciler.New(reconciler.Base{Client: c, Recorder: record.NewFakeRecorder(100)}, v1alpha1.HostedClusterPackageKind,
 			func() *v1alpha1.HostedClusterPackage { return &v1alpha1.HostedClusterPackage{} }, steps.steps())
 	}}
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // TestRequestAge: a pending reconcile request takes a resolution made after it; one handled
@@ -48,7 +49,7 @@ func TestRequestAge(t *testing.T) {
 		{"from the future", now.Add(time.Minute).Format(time.RFC3339Nano), "", 0, true},
 	}
 	for _, c := range cases {
-		age, pending := requestAge(obj(c.token), c.last, now)
+		age, pending := reconciler.RequestAge(obj(c.token), c.last, now)
 		assert.Equal(t, c.pending, pending, c.name)
 		assert.Equal(t, c.age, age, c.name)
 	}
@@ -104,7 +105,7 @@ func TestLifecycle(t *testing.T) {
 			wantResult: ctrl.Result{RequeueAfter: time.Minute}, wantPass: true, wantFinalizer: true, wantObserved: 1, wantLastHandled: token,
 			wantReady: v1alpha1.ApplyFailedReason, wantReconciling: v1alpha1.ProgressingWithRetryReason},
 		{name: "a failure only a change can help: Stalled, at the interval, the generation observed",
-			pass: step{err: &stageError{reason: v1alpha1.InvalidSpecReason, err: errors.New("no")}}, observed: true,
+			pass: step{err: &reconciler.StageError{Reason: v1alpha1.InvalidSpecReason, Err: errors.New("no")}}, observed: true,
 			wantResult: ctrl.Result{RequeueAfter: time.Hour}, wantPass: true, wantFinalizer: true, wantObserved: 3, wantLastHandled: token,
 			wantReady: v1alpha1.InvalidSpecReason, wantStalled: v1alpha1.InvalidSpecReason},
 		{name: "a deletion that fails: reported and retried the same way",
@@ -150,30 +151,30 @@ func TestLifecycle(t *testing.T) {
 			}
 			c := b.Build()
 			var passed, finalized, forgotten bool
-			steps := kindSteps[*v1alpha1.Package]{
-				status:    func(p *v1alpha1.Package) commonStatus { return applyCommon(&p.Status.ApplyStatus) },
-				suspended: func(p *v1alpha1.Package) bool { return p.Spec.Suspend },
-				observed:  func(*v1alpha1.Package) bool { return tt.observed },
-				pass: func(_ context.Context, p *v1alpha1.Package, _ *report, lastHandled string) (ctrl.Result, error) {
+			steps := reconciler.Steps[*v1alpha1.Package]{
+				Status:    func(p *v1alpha1.Package) reconciler.CommonStatus { return applyCommon(&p.Status.ApplyStatus) },
+				Suspended: func(p *v1alpha1.Package) bool { return p.Spec.Suspend },
+				Observed:  func(*v1alpha1.Package) bool { return tt.observed },
+				Pass: func(_ context.Context, p *v1alpha1.Package, _ *reconciler.Report, lastHandled string) (ctrl.Result, error) {
 					passed = true
 					assert.Empty(t, lastHandled, "handled before this reconcile")
 					assert.True(t, controllerutil.ContainsFinalizer(p, v1alpha1.FinalizerName), "the finalizer is in place before the pass")
 					return tt.pass.result, tt.pass.err
 				},
-				finalize: func(_ context.Context, p *v1alpha1.Package) (ctrl.Result, error) {
+				Finalize: func(_ context.Context, p *v1alpha1.Package) (ctrl.Result, error) {
 					finalized = true
 					if tt.finalize == (step{}) {
 						controllerutil.RemoveFinalizer(p, v1alpha1.FinalizerName)
 					}
 					return tt.finalize.result, tt.finalize.err
 				},
-				intervals: func(*v1alpha1.Package) intervals {
-					return intervals{interval: time.Hour, retry: time.Minute, progress: time.Second}
+				Intervals: func(*v1alpha1.Package) reconciler.Intervals {
+					return reconciler.Intervals{Interval: time.Hour, Retry: time.Minute, Progress: time.Second}
 				},
-				copyStatus: func(dst, src *v1alpha1.Package) { dst.Status = *src.Status.DeepCopy() },
-				gone:       func(types.NamespacedName) { forgotten = true },
+				CopyStatus: func(dst, src *v1alpha1.Package) { dst.Status = *src.Status.DeepCopy() },
+				Gone:       func(types.NamespacedName) { forgotten = true },
 			}
-			l := newLifecycle(lifecycleBase{client: c}, "Package", func() *v1alpha1.Package { return &v1alpha1.Package{} }, steps)
+			l := reconciler.New(reconciler.Base{Client: c}, "Package", func() *v1alpha1.Package { return &v1alpha1.Package{} }, steps)
 			key := client.ObjectKeyFromObject(pkg)
 			res, err := l.Reconcile(t.Context(), ctrl.Request{NamespacedName: key})
 			switch {
@@ -188,7 +189,7 @@ func TestLifecycle(t *testing.T) {
 			assert.Equal(t, tt.wantPass, passed, "pass")
 			assert.Equal(t, tt.wantFinalize, finalized, "finalize")
 			assert.Equal(t, tt.wantForgotten, forgotten, "gone")
-			_, kept := l.written.Load(key)
+			_, kept := l.Written.Load(key)
 			assert.Equal(t, !tt.wantDeleted && !tt.statusPatchFails, kept, "the status written is remembered")
 
 			var stored v1alpha1.Package

@@ -12,6 +12,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/desired"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // objectDeploymentObject is what ObjectDeployment and ClusterObjectDeployment have in common.
@@ -27,17 +28,17 @@ type objectDeploymentObject interface {
 type objectDeploymentSteps[T objectDeploymentObject] struct {
 	// apiReader reads namespaces at teardown without caching them.
 	apiReader client.Reader
-	options   Options
+	options   reconciler.Options
 	applier   *applier
 	kind      string
 }
 
 // steps returns the ObjectDeployment steps for the lifecycle.
-func (r *objectDeploymentSteps[T]) steps() kindSteps[T] {
-	return kindSteps[T]{
-		status:    func(obj T) commonStatus { return applyCommon(r.applyStatus(obj)) },
-		suspended: r.suspended, observed: func(obj T) bool { return settled(obj) }, pass: r.pass, intervals: r.intervals,
-		finalize: teardownInventory(r.applier, r.apiReader, r.options, r.kind, r.applyStatus, r.serviceAccount),
+func (r *objectDeploymentSteps[T]) steps() reconciler.Steps[T] {
+	return reconciler.Steps[T]{
+		Status:    func(obj T) reconciler.CommonStatus { return applyCommon(r.applyStatus(obj)) },
+		Suspended: r.suspended, Observed: func(obj T) bool { return settled(obj) }, Pass: r.pass, Intervals: r.intervals,
+		Finalize: teardownInventory(r.applier, r.apiReader, r.options, r.kind, r.applyStatus, r.serviceAccount),
 	}
 }
 
@@ -49,11 +50,11 @@ func (r *objectDeploymentSteps[T]) suspended(obj T) bool    { return obj.GetSpec
 
 // intervals are the resource's intervals for the requeue rule (requeueFor): ObjectDeployments
 // have no retryInterval of their own.
-func (r *objectDeploymentSteps[T]) intervals(obj T) intervals {
-	return intervals{interval: obj.GetSpec().GetInterval(), retry: r.options.RetryInterval, progress: r.options.ProgressInterval}
+func (r *objectDeploymentSteps[T]) intervals(obj T) reconciler.Intervals {
+	return reconciler.Intervals{Interval: obj.GetSpec().GetInterval(), Retry: r.options.RetryInterval, Progress: r.options.ProgressInterval}
 }
 
-func (r *objectDeploymentSteps[T]) pass(ctx context.Context, obj T, rep *report, _ string) (ctrl.Result, error) {
+func (r *objectDeploymentSteps[T]) pass(ctx context.Context, obj T, rep *reconciler.Report, _ string) (ctrl.Result, error) {
 	spec := obj.GetSpec()
 	status := &obj.GetStatus().ApplyStatus
 	iv := r.intervals(obj)
@@ -83,7 +84,7 @@ func (r *objectDeploymentSteps[T]) pass(ctx context.Context, obj T, rep *report,
 			status.History = pushHistory(status.History, revision, "")
 		}
 	}
-	iv.progress = r.applier.progressCheck(obj.GetUID(), res, r.options.ProgressInterval)
+	iv.Progress = r.applier.progressCheck(obj.GetUID(), res, r.options.ProgressInterval)
 	return conclude(ctx, obj, res, err, iv, fmt.Sprintf("applied generation %d", obj.GetGeneration())), nil
 }
 
@@ -95,7 +96,7 @@ func phasesOf(spec v1alpha1.ObjectSetTemplateSpec) ([]desired.Phase, error) {
 		for i, o := range ph.Objects {
 			u := &unstructured.Unstructured{}
 			if err := u.UnmarshalJSON(o.Object.Raw); err != nil {
-				return nil, &stageError{reason: v1alpha1.RenderFailedReason, err: fmt.Errorf("spec.template.spec.phases[%s].objects[%d]: %w", ph.Name, i, err)}
+				return nil, &reconciler.StageError{Reason: v1alpha1.RenderFailedReason, Err: fmt.Errorf("spec.template.spec.phases[%s].objects[%d]: %w", ph.Name, i, err)}
 			}
 			out.Objects = append(out.Objects, u)
 		}

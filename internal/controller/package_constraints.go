@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // constraintReasons are the Ready reasons of the constraints a package's manifest declares.
@@ -23,7 +23,7 @@ var constraintReasons = map[string]string{
 func constraintViolated(err error) error {
 	var ce *render.ConstraintError
 	if errors.As(err, &ce) {
-		return &stageError{reason: constraintReasons[ce.Constraint], err: err}
+		return &reconciler.StageError{Reason: constraintReasons[ce.Constraint], Err: err}
 	}
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/mirrors"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -35,7 +36,7 @@ type packageSteps[T packageObject] struct {
 	// apiReader reads pull secrets without caching every Secret of the cluster.
 	apiReader client.Reader
 	source    *source.Client
-	options   Options
+	options   reconciler.Options
 	applier   *applier
 	renders   *renderCache
 	verifier  *signatureVerifier
@@ -47,12 +48,12 @@ type packageSteps[T packageObject] struct {
 }
 
 // steps returns the package steps for the lifecycle.
-func (r *packageSteps[T]) steps() kindSteps[T] {
+func (r *packageSteps[T]) steps() reconciler.Steps[T] {
 	teardown := teardownInventory(r.applier, r.apiReader, r.options, r.kind, r.applyStatus, r.serviceAccount)
-	return kindSteps[T]{
-		status:    func(obj T) commonStatus { return applyCommon(r.applyStatus(obj)) },
-		suspended: r.suspended, observed: func(obj T) bool { return settled(obj) }, pass: r.pass, intervals: r.intervals,
-		finalize: func(ctx context.Context, obj T) (ctrl.Result, error) {
+	return reconciler.Steps[T]{
+		Status:    func(obj T) reconciler.CommonStatus { return applyCommon(r.applyStatus(obj)) },
+		Suspended: r.suspended, Observed: func(obj T) bool { return settled(obj) }, Pass: r.pass, Intervals: r.intervals,
+		Finalize: func(ctx context.Context, obj T) (ctrl.Result, error) {
 			// The render cache drops the resource's render when no other resource uses it
 			// (teardown works from the inventory, not from a render).
 			r.renders.forget(renderUser(obj.GetNamespace(), obj.GetName()))
@@ -72,7 +73,7 @@ func (r *packageSteps[T]) applyStatus(obj T) *v1alpha1.ApplyStatus {
 func (r *packageSteps[T]) serviceAccount(obj T) string { return obj.GetSpec().ServiceAccountName }
 func (r *packageSteps[T]) suspended(obj T) bool        { return obj.GetSpec().Suspend }
 
-func (r *packageSteps[T]) pass(ctx context.Context, obj T, rep *report, lastHandled string) (ctrl.Result, error) {
+func (r *packageSteps[T]) pass(ctx context.Context, obj T, rep *reconciler.Report, lastHandled string) (ctrl.Result, error) {
 	spec := obj.GetSpec()
 	maxAge := resolveMaxAge(obj, lastHandled, spec.GetInterval(), time.Now())
 	// The deferred status patch runs after cancel, so it keeps the parent context.
@@ -126,7 +127,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		// Its templates cannot be told which HostedCluster they render for: rendered without
 		// one, a management phase could be as wrong as one rendered with the other's labels.
 		// The whole Package waits, not only its hosted-cluster phases.
-		return nil, &notHostedError{namespace: obj.GetNamespace(), why: hc.ambiguous.Error()}
+		return nil, &reconciler.NotHostedError{Namespace: obj.GetNamespace(), Why: hc.ambiguous.Error()}
 	}
 	rendered, err := r.render(ctx, obj, ref, creds, config, hc.cluster)
 	if err != nil {
@@ -162,11 +163,11 @@ func (r *packageSteps[T]) admit(ctx context.Context, obj T) (source.Reference, e
 	}
 	spec := obj.GetSpec()
 	if err := v1alpha1.ValidateIgnoreFields("spec.ignoreFields", spec.IgnoreFields); err != nil {
-		return source.Reference{}, &stageError{reason: v1alpha1.InvalidSpecReason, err: err}
+		return source.Reference{}, &reconciler.StageError{Reason: v1alpha1.InvalidSpecReason, Err: err}
 	}
 	ref, err := source.ParseReference(spec.Image)
 	if err != nil {
-		return source.Reference{}, &stageError{reason: v1alpha1.PullFailedReason, err: fmt.Errorf("spec.image: %w", err)}
+		return source.Reference{}, &reconciler.StageError{Reason: v1alpha1.PullFailedReason, Err: fmt.Errorf("spec.image: %w", err)}
 	}
 	return ref, nil
 }
@@ -203,23 +204,23 @@ func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpe
 	if !byRange {
 		digest, err := r.source.ResolveWithin(ctx, ref, creds, maxAge)
 		if err != nil {
-			return source.Reference{}, pullFailed(err)
+			return source.Reference{}, reconciler.PullFailed(err)
 		}
 		r.options.Wakes.Resolved(ref, false, digest, time.Now())
 		return ref.WithDigest(digest), nil
 	}
 	rng, err := source.ParseVersionRange(spec.Semver)
 	if err != nil {
-		return source.Reference{}, &stageError{reason: v1alpha1.InvalidVersionRangeReason,
-			err: fmt.Errorf("spec.semver: %w (write a range such as \">=1.4.0 <2.0.0\", \"~1.4\" or \"^1\")", err)}
+		return source.Reference{}, &reconciler.StageError{Reason: v1alpha1.InvalidVersionRangeReason,
+			Err: fmt.Errorf("spec.semver: %w (write a range such as \">=1.4.0 <2.0.0\", \"~1.4\" or \"^1\")", err)}
 	}
 	chosen, err := r.source.ResolveVersion(ctx, ref, rng, creds, maxAge)
 	if errors.Is(err, source.ErrNoMatchingVersion) {
-		return source.Reference{}, &stageError{reason: v1alpha1.NoMatchingVersionReason,
-			err: fmt.Errorf("spec.semver: %w; looked at again in %s", err, spec.GetInterval())}
+		return source.Reference{}, &reconciler.StageError{Reason: v1alpha1.NoMatchingVersionReason,
+			Err: fmt.Errorf("spec.semver: %w; looked at again in %s", err, spec.GetInterval())}
 	}
 	if err != nil {
-		return source.Reference{}, pullFailed(err)
+		return source.Reference{}, reconciler.PullFailed(err)
 	}
 	r.options.Wakes.Resolved(ref, true, chosen.Digest, time.Now())
 	return chosen, nil
@@ -232,16 +233,16 @@ func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpe
 // Errors have the values of Secrets that spec.configFrom read removed from their messages.
 func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, config *configInput, hc *hosted.HostedCluster) (*render.Result, error) {
 	opts := renderOptions(r.options, obj.GetName(), obj.GetNamespace(), obj.GetLabels(), obj.GetAnnotations(), obj.GetSpec(), ref.String(), config.raw, hc)
-	pulls := r.applier.metrics.pulls
+	pulls := r.applier.metrics.Pulls
 	renderFn := func() (*render.Result, error) {
 		start := time.Now()
 		artifact, err := r.source.Pull(ctx, ref, creds)
 		if err != nil {
 			pulls.WithLabelValues("failed").Inc()
-			return nil, pullFailed(err)
+			return nil, reconciler.PullFailed(err)
 		}
-		r.applier.metrics.pullDuration.WithLabelValues(ref.Registry).Observe(time.Since(start).Seconds())
-		r.applier.metrics.pullBytes.WithLabelValues(ref.Registry).Add(float64(artifact.Size()))
+		r.applier.metrics.PullDuration.WithLabelValues(ref.Registry).Observe(time.Since(start).Seconds())
+		r.applier.metrics.PullBytes.WithLabelValues(ref.Registry).Add(float64(artifact.Size()))
 		pulls.WithLabelValues("rendered").Inc()
 		r.versions.add(ref.Content(), artifact.Version())
 		// Templates stop at this bound whatever spec.timeout says: one resource must not hold a
@@ -265,7 +266,7 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 		// pulled from, which the render key names.
 		if err := r.source.Authorize(ctx, ref, creds); err != nil {
 			if !source.HasCallerMirrors(ctx) {
-				return nil, pullFailed(err)
+				return nil, reconciler.PullFailed(err)
 			}
 			// Its HostedCluster's own mirrors prove access only to what is read from them
 			// (source.WithCallerMirrors): it pulls and renders for itself.
@@ -308,16 +309,16 @@ func (r *packageSteps[T]) outcome(ctx context.Context, obj T, res *apply.Result,
 	var dep *dependencyError
 	if errors.As(err, &dep) && dep.reason == v1alpha1.DependencyNotReadyReason {
 		ctrl.LoggerFrom(ctx).V(1).Info("waiting for dependencies", "message", dep.msg)
-		return settle(obj, outcome{state: outcomeProgressing, reason: dep.reason, message: dep.msg, wake: jittered(iv.interval)}, iv)
+		return reconciler.Settle(obj, reconciler.Outcome{State: reconciler.OutcomeProgressing, Reason: dep.reason, Message: dep.msg, Wake: reconciler.Jittered(iv.Interval)}, iv)
 	}
-	iv.progress = r.applier.progressCheck(obj.GetUID(), res, r.options.ProgressInterval)
+	iv.Progress = r.applier.progressCheck(obj.GetUID(), res, r.options.ProgressInterval)
 	return conclude(ctx, obj, res, err, iv, appliedMessage(obj.GetStatus()))
 }
 
 // intervals are the resource's intervals for the requeue rule (requeueFor).
-func (r *packageSteps[T]) intervals(obj T) intervals {
+func (r *packageSteps[T]) intervals(obj T) reconciler.Intervals {
 	spec := obj.GetSpec()
-	return intervals{interval: spec.GetInterval(), retry: r.retryInterval(spec), progress: r.options.ProgressInterval}
+	return reconciler.Intervals{Interval: spec.GetInterval(), Retry: r.retryInterval(spec), Progress: r.options.ProgressInterval}
 }
 
 func (r *packageSteps[T]) retryInterval(spec *v1alpha1.PackageSpec) time.Duration {
@@ -330,12 +331,12 @@ func (r *packageSteps[T]) retryInterval(spec *v1alpha1.PackageSpec) time.Duratio
 // resolveMaxAge says how old a tag resolution (made by any resource) may be for this reconcile.
 // An interval reconcile takes one from the last half interval, so a fleet of resources naming
 // one tag costs one HEAD request per interval. A reconcile request takes one made after the
-// request (requestAge, the rule a fleet follows too), and a new resource one made after its
+// request (reconciler.RequestAge, the rule a fleet follows too), and a new resource one made after its
 // creation: a whole wave of them then shares one answer that is still newer than what was
 // asked for. A changed spec always asks the registry. Ages are measured from now.
 func resolveMaxAge(obj packageObject, lastHandled string, interval time.Duration, now time.Time) time.Duration {
 	status := obj.GetStatus()
-	if age, pending := requestAge(obj, lastHandled, now); pending {
+	if age, pending := reconciler.RequestAge(obj, lastHandled, now); pending {
 		return age
 	}
 	switch {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -122,7 +123,7 @@ func TestPackageRevisionChoice(t *testing.T) {
 			got, err := r.resolve(t.Context(), spec, ref, creds, 0)
 			if tt.reason != "" {
 				require.Error(t, err)
-				assert.Equal(t, tt.reason, reasonFor(err))
+				assert.Equal(t, tt.reason, reconciler.ReasonFor(err))
 				return
 			}
 			require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // dependsOnIndex indexes Packages and ClusterPackages by the installations their spec.dependsOn
@@ -128,13 +129,13 @@ func (d *dependencies) get(ctx context.Context, ref dependencyRef) (packageObjec
 }
 
 // check returns nil when every dependency of obj is ready, a *dependencyError when one is not
-// (reason DependencyNotReady), a stageError when spec.dependsOn cannot be used (a cycle, an
+// (reason DependencyNotReady), a reconciler.StageError when spec.dependsOn cannot be used (a cycle, an
 // invalid readyExpr: they stall), or the error of a read.
 func (d *dependencies) check(ctx context.Context, obj packageObject, ownKind string) error {
 	err := d.checkAll(ctx, obj, ownKind)
 	var de *dependencyError
 	if errors.As(err, &de) && de.reason != v1alpha1.DependencyNotReadyReason {
-		return &stageError{reason: de.reason, err: err}
+		return &reconciler.StageError{Reason: de.reason, Err: err}
 	}
 	return err
 }
@@ -329,8 +330,8 @@ func (r *packageSteps[T]) dependentsFirst(ctx context.Context, obj T) (res ctrl.
 	if err != nil || len(waiting) == 0 {
 		return ctrl.Result{}, false, err
 	}
-	return settle(obj, outcome{state: outcomeProgressing, reason: v1alpha1.DeletingReason,
-		message: fmt.Sprintf("deleting: waiting for %s, which depend on this one and are being deleted, to be torn down first (at most until %s)",
+	return reconciler.Settle(obj, reconciler.Outcome{State: reconciler.OutcomeProgressing, Reason: v1alpha1.DeletingReason,
+		Message: fmt.Sprintf("deleting: waiting for %s, which depend on this one and are being deleted, to be torn down first (at most until %s)",
 			strings.Join(waiting, ", "), deadline.UTC().Format(time.RFC3339)),
-		wake: time.Until(deadline) + time.Second}, r.intervals(obj)), true, nil
+		Wake: time.Until(deadline) + time.Second}, r.intervals(obj)), true, nil
 }

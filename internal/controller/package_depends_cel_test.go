@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // The attack of issue 41 (hole 1): a tenant's readyExpr matches a 64 KiB annotation of its own
@@ -29,7 +30,7 @@ func TestReadyExprSelfMatchIsRefused(t *testing.T) {
 	defer cancel()
 	err := d.check(ctx, self, v1alpha1.PackageKind)
 	require.Error(t, err)
-	assert.Equal(t, v1alpha1.InvalidDependencyReason, reasonFor(err))
+	assert.Equal(t, v1alpha1.InvalidDependencyReason, reconciler.ReasonFor(err))
 	assert.NotContains(t, err.Error(), "stopped", "the evaluation is refused, not stopped by the deadline")
 	assert.NotContains(t, err.Error(), "x?x?", "the error names no runtime value")
 
@@ -38,7 +39,7 @@ func TestReadyExprSelfMatchIsRefused(t *testing.T) {
 	self.Annotations["pkgsync.dev/hold"] = strings.Repeat("ab", 10_000)
 	err = d.check(ctx, self, v1alpha1.PackageKind)
 	require.Error(t, err)
-	assert.Equal(t, v1alpha1.InvalidDependencyReason, reasonFor(err))
+	assert.Equal(t, v1alpha1.InvalidDependencyReason, reconciler.ReasonFor(err))
 	assert.Contains(t, err.Error(), "cost")
 }
 
@@ -89,7 +90,7 @@ func TestReadyExprSeesAnAllowList(t *testing.T) {
 	} {
 		err := ready(expr)
 		require.Error(t, err, expr)
-		assert.Equal(t, v1alpha1.InvalidDependencyReason, reasonFor(err), expr)
+		assert.Equal(t, v1alpha1.InvalidDependencyReason, reconciler.ReasonFor(err), expr)
 		assert.NotContains(t, err.Error(), "stable", expr)
 	}
 	// What the allow-list keeps.

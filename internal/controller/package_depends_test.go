@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 func depPackage(name string, ready bool, deps ...v1alpha1.Dependency) *v1alpha1.Package {
@@ -113,8 +114,8 @@ func TestDependencyCheck(t *testing.T) {
 			require.True(t, errors.As(err, &de), "%v", err)
 			assert.Equal(t, tt.reason, de.reason)
 			if tt.reason != v1alpha1.DependencyNotReadyReason {
-				assert.Equal(t, tt.reason, reasonFor(err))
-				assert.True(t, isStalling(reasonFor(err)))
+				assert.Equal(t, tt.reason, reconciler.ReasonFor(err))
+				assert.True(t, reconciler.IsStalling(reconciler.ReasonFor(err)))
 			}
 			assert.Contains(t, err.Error(), tt.text)
 		})
@@ -129,7 +130,7 @@ func TestDependencyChainTooDeep(t *testing.T) {
 	}
 	d := &dependencies{reader: dependencyClient(t, objs...), exprs: newReadyExprs()}
 	err := d.check(t.Context(), depPackage("me", false, on("a")), v1alpha1.PackageKind)
-	assert.Equal(t, v1alpha1.InvalidDependencyReason, reasonFor(err))
+	assert.Equal(t, v1alpha1.InvalidDependencyReason, reconciler.ReasonFor(err))
 }
 
 func TestDependentsBeingDeleted(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pkgsync.dev/pkgsync/desired"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -219,10 +220,10 @@ func TestRenderCacheForgetsDeletedResources(t *testing.T) {
 // namespace's render with every other.
 func TestRenderKeyWithOverrides(t *testing.T) {
 	t.Parallel()
-	o := Options{ImageOverrides: source.Overrides{Hosts: map[string]string{"quay.io": "mirror.example.com"}}}
-	relocate := o.relocateImage()
+	o := reconciler.Options{ImageOverrides: source.Overrides{Hosts: map[string]string{"quay.io": "mirror.example.com"}}}
+	relocate := o.RelocateImage()
 	assert.Equal(t, "mirror.example.com/team/app@sha256:x", relocate("quay.io/team/app@sha256:x"))
-	assert.Nil(t, Options{}.relocateImage())
+	assert.Nil(t, reconciler.Options{}.RelocateImage())
 
 	in := render.Inputs{Package: true}
 	a := renderKey("r/p@sha256:a", "c", in, render.Options{Namespace: "a", RelocateImage: relocate})

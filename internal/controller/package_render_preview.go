@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // RenderedPackage is a Package rendered as its reconciler would render it (RenderPackage).
@@ -36,7 +36,7 @@ func (p *RenderedPackage) Redact(err error) error { return p.config.redact(err) 
 // c reads the HostedClusters and the ConfigMaps and Secrets of spec.configFrom as whoever c
 // authenticates as, not as the Package's ServiceAccount. Errors have the Secrets' values
 // removed; the rendered objects hold them as the package puts them.
-func RenderPackage(ctx context.Context, c client.Reader, opts Options, pkg *v1alpha1.Package, image source.Reference, fsys fs.FS) (*RenderedPackage, error) {
+func RenderPackage(ctx context.Context, c client.Reader, opts reconciler.Options, pkg *v1alpha1.Package, image source.Reference, fsys fs.FS) (*RenderedPackage, error) {
 	if image.Digest == "" {
 		return nil, fmt.Errorf("render %s: the image is not pinned to a digest", image)
 	}
@@ -44,7 +44,7 @@ func RenderPackage(ctx context.Context, c client.Reader, opts Options, pkg *v1al
 	var ambiguous *hosted.AmbiguousError
 	switch {
 	case errors.As(err, &ambiguous):
-		// The reconciler renders nothing then (notHostedError): neither does a preview.
+		// The reconciler renders nothing then (reconciler.NotHostedError): neither does a preview.
 		return nil, fmt.Errorf("the controller does not render Package %s/%s: %w", pkg.Namespace, pkg.Name, ambiguous)
 	case err != nil:
 		return nil, fmt.Errorf("find the HostedCluster behind namespace %s: %w", pkg.Namespace, err)

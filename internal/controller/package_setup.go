@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // setupPackages registers the Package and ClusterPackage reconcilers, which share one render
@@ -18,7 +19,7 @@ import (
 func setupPackages(ctx context.Context, s *services) error {
 	renders := newRenderCache(s.opts.RenderCacheBytes)
 	versions := newImageVersions()
-	renders.observe = s.metrics.observeRenderCache
+	renders.observe = s.metrics.ObserveRenderCache
 	// readsHostedCluster tells whether a Package's last render read its HostedCluster; one that
 	// has not rendered yet may.
 	readsHostedCluster := func(namespace, name string) bool {
@@ -48,7 +49,7 @@ func setupPackages(ctx context.Context, s *services) error {
 	if b, err = s.watchRegistryWakes(ctx, b, &v1alpha1.Package{}, func() client.ObjectList { return &v1alpha1.PackageList{} }, followedImage); err != nil {
 		return err
 	}
-	if err := b.Complete(newLifecycle(s.lifecycleBase(), v1alpha1.PackageKind,
+	if err := b.Complete(reconciler.New(s.lifecycleBase(), v1alpha1.PackageKind,
 		func() *v1alpha1.Package { return &v1alpha1.Package{} }, namespaced.steps())); err != nil {
 		return fmt.Errorf("set up package controller: %w", err)
 	}
@@ -69,7 +70,7 @@ func setupPackages(ctx context.Context, s *services) error {
 	if b, err = s.watchRegistryWakes(ctx, b, &v1alpha1.ClusterPackage{}, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }, followedImage); err != nil {
 		return err
 	}
-	if err := b.Complete(newLifecycle(s.lifecycleBase(), v1alpha1.ClusterPackageKind,
+	if err := b.Complete(reconciler.New(s.lifecycleBase(), v1alpha1.ClusterPackageKind,
 		func() *v1alpha1.ClusterPackage { return &v1alpha1.ClusterPackage{} }, cluster.steps())); err != nil {
 		return fmt.Errorf("set up clusterpackage controller: %w", err)
 	}

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
-
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/render"
 )
 
@@ -28,7 +28,7 @@ const maxRenderTime = 30 * time.Second
 // config is the configuration as readConfig makes it, spec.config merged over what
 // spec.configFrom read: spec.config alone is not what a Package renders with, so it is not
 // read here.
-func renderOptions(opts Options, name, namespace string, lbls, annotations map[string]string, spec *v1alpha1.PackageSpec, image string, config []byte, hc *hosted.HostedCluster) render.Options {
+func renderOptions(opts reconciler.Options, name, namespace string, lbls, annotations map[string]string, spec *v1alpha1.PackageSpec, image string, config []byte, hc *hosted.HostedCluster) render.Options {
 	return render.Options{
 		Name:        name,
 		Namespace:   namespace,
@@ -39,16 +39,16 @@ func renderOptions(opts Options, name, namespace string, lbls, annotations map[s
 		Config:      config,
 		Environment: templateEnvironment(opts, hc),
 		// The same for every resource: the render cache need not key on it.
-		RelocateImage: opts.relocateImage(),
+		RelocateImage: opts.RelocateImage(),
 	}
 }
 
 // templateEnvironment is what a package's templates see under .environment: the management
 // cluster's versions and proxy, and the HostedCluster behind a hosted-control-plane namespace
 // with its labels, annotations and node selector (as findHostedCluster read them).
-func templateEnvironment(opts Options, hc *hosted.HostedCluster) render.Environment {
+func templateEnvironment(opts reconciler.Options, hc *hosted.HostedCluster) render.Environment {
 	return render.Environment{KubernetesVersion: opts.KubernetesVersion, OpenShiftVersion: opts.OpenShiftVersion, Proxy: opts.Proxy,
-		HyperShift: opts.hyperShift, HostedCluster: templateHostedCluster(hc)}
+		HyperShift: opts.HyperShift, HostedCluster: templateHostedCluster(hc)}
 }
 
 // templateHostedCluster is what templates see of a HostedCluster as .environment.hyperShift.
@@ -90,7 +90,7 @@ func checkScopes(m *v1alpha1.PackageManifest, namespaced bool) error {
 			return nil
 		}
 	}
-	return &stageError{reason: v1alpha1.RenderFailedReason, err: fmt.Errorf("package %s does not support the %s scope (manifest spec.scopes: %v)", m.Name, want, m.Spec.Scopes)}
+	return &reconciler.StageError{Reason: v1alpha1.RenderFailedReason, Err: fmt.Errorf("package %s does not support the %s scope (manifest spec.scopes: %v)", m.Name, want, m.Spec.Scopes)}
 }
 
 // preflightRender renders and validates one member's package. A render that ran out of time,

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/render"
 )
 
@@ -28,7 +29,7 @@ data:
 `)},
 	}
 	for served, want := range map[bool]string{true: "served", false: "absent"} {
-		opts := render.Options{Name: "p", Namespace: "ns", Environment: templateEnvironment(Options{hyperShift: served}, nil)}
+		opts := render.Options{Name: "p", Namespace: "ns", Environment: templateEnvironment(reconciler.Options{HyperShift: served}, nil)}
 		res, err := render.Render(t.Context(), fsys, opts)
 		require.NoError(t, err)
 		data := res.Phases[0].Objects[0].Object["data"].(map[string]any)

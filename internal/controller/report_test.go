@@ -19,6 +19,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // TestRequestAcknowledgedOnlyAtTheEnd: the status written in the middle of a pass (the intended
@@ -41,12 +42,12 @@ func TestRequestAcknowledgedOnlyAtTheEnd(t *testing.T) {
 
 	steps := packageSteps[*v1alpha1.Package]{}
 	ks := steps.steps()
-	ks.pass = func(ctx context.Context, obj *v1alpha1.Package, rep *report, lastHandled string) (ctrl.Result, error) {
+	ks.Pass = func(ctx context.Context, obj *v1alpha1.Package, rep *reconciler.Report, lastHandled string) (ctrl.Result, error) {
 		assert.Empty(t, lastHandled, "the request was not handled before")
 		inv := apply.Inventory{Phases: []apply.InventoryPhase{{Name: "one", Objects: []apply.ObjectRef{{Version: "v1", Kind: "ConfigMap", Namespace: "team", Name: "a"}}}}}
 		return ctrl.Result{}, recordInventory(rep, &obj.Status.ApplyStatus)(ctx, inv)
 	}
-	l := newLifecycle(lifecycleBase{client: c}, "Package", func() *v1alpha1.Package { return &v1alpha1.Package{} }, ks)
+	l := reconciler.New(reconciler.Base{Client: c}, "Package", func() *v1alpha1.Package { return &v1alpha1.Package{} }, ks)
 	_, err := l.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pkg)})
 	require.NoError(t, err)
 	require.Len(t, handled, 2, "the mid-pass record and the final status")
@@ -76,11 +77,11 @@ func TestRetryThatEndsAsItBeganWritesNothing(t *testing.T) {
 		}}).Build()
 
 	ks := (&packageSteps[*v1alpha1.Package]{}).steps()
-	ks.pass = func(ctx context.Context, obj *v1alpha1.Package, _ *report, _ string) (ctrl.Result, error) {
+	ks.Pass = func(ctx context.Context, obj *v1alpha1.Package, _ *reconciler.Report, _ string) (ctrl.Result, error) {
 		conditions.MarkReconciling(obj, v1alpha1.ProgressingReason, "reconciling example.com/addon:v1")
-		return conclude(ctx, obj, nil, errors.New("still down"), intervals{interval: time.Hour, retry: time.Second, progress: time.Second}, "applied"), nil
+		return conclude(ctx, obj, nil, errors.New("still down"), reconciler.Intervals{Interval: time.Hour, Retry: time.Second, Progress: time.Second}, "applied"), nil
 	}
-	l := newLifecycle(lifecycleBase{client: c}, "Package", func() *v1alpha1.Package { return &v1alpha1.Package{} }, ks)
+	l := reconciler.New(reconciler.Base{Client: c}, "Package", func() *v1alpha1.Package { return &v1alpha1.Package{} }, ks)
 	_, err := l.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pkg)})
 	require.NoError(t, err)
 	assert.Zero(t, patches, "no status write")

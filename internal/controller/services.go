@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -33,9 +34,9 @@ type services struct {
 	hosted *hosted.Clients
 	// runtimeMetrics records Flux-style readiness, suspend and duration metrics (Config.Metrics).
 	runtimeMetrics runtimectrl.Metrics
-	opts           Options
+	opts           reconciler.Options
 	recorder       record.EventRecorder
-	metrics        *metrics
+	metrics        *reconciler.Metrics
 	applier        *applier
 	verifier       *signatureVerifier
 	// trustSecrets is the metadata cache of the controller namespace's Secrets that wakes a
@@ -50,9 +51,9 @@ type services struct {
 	specChanged predicate.Predicate
 }
 
-// lifecycleBase is the part of every kind's lifecycle that the services give.
-func (s *services) lifecycleBase() lifecycleBase {
-	return lifecycleBase{client: s.mgr.GetClient(), recorder: s.recorder, metrics: s.runtimeMetrics}
+// reconciler.Base is the part of every kind's lifecycle that the services give.
+func (s *services) lifecycleBase() reconciler.Base {
+	return reconciler.Base{Client: s.mgr.GetClient(), Recorder: s.recorder, Metrics: s.runtimeMetrics}
 }
 
 // controllerFor starts the controller of one kind, woken by its own spec changes.

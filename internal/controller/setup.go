@@ -15,6 +15,7 @@ import (
 
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/mirrors"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -30,7 +31,7 @@ import (
 
 // Config wires the reconcilers.
 type Config struct {
-	Options Options
+	Options reconciler.Options
 	// Source pulls packages.
 	Source *source.Client
 	// Hosted reaches hosted clusters; nil disables hosted-cluster phases.
@@ -61,7 +62,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 }
 
 func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, error) {
-	opts := cfg.Options.withDefaults()
+	opts := cfg.Options.WithDefaults()
 	recorder := cfg.Recorder
 	if recorder == nil {
 		var err error
@@ -69,12 +70,12 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, 
 			return nil, fmt.Errorf("create event recorder: %w", err)
 		}
 	}
-	m := newMetrics()
-	if err := m.register(); err != nil {
+	m := reconciler.NewMetrics()
+	if err := m.Register(); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	if opts.Wakes != nil {
-		opts.Wakes.Observe = func(d time.Duration) { m.wakeResolution.Observe(d.Seconds()) }
+		opts.Wakes.Observe = func(d time.Duration) { m.WakeResolution.Observe(d.Seconds()) }
 	}
 	ro := newApplier(mgr, opts, cfg.Hosted, m, recorder)
 	hostedClusterAPI, err := startHosted(ctx, mgr, cfg.Hosted, m)
@@ -82,7 +83,7 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, 
 		return nil, err
 	}
 	ro.hostedClustersIndexed = hostedClusterAPI
-	opts.hyperShift = hostedClusterAPI
+	opts.HyperShift = hostedClusterAPI
 	if err := mirrors.WatchSets(ctx, mgr, cfg.Source); err != nil {
 		return nil, err
 	}
@@ -102,15 +103,15 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, 
 
 // startHosted runs the prober of unreachable hosted API servers beside the reconcile workers,
 // with its metrics, and indexes HostedClusters when their API is installed, which it reports.
-func startHosted(ctx context.Context, mgr ctrl.Manager, hc *hosted.Clients, m *metrics) (hostedClusterAPI bool, err error) {
+func startHosted(ctx context.Context, mgr ctrl.Manager, hc *hosted.Clients, m *reconciler.Metrics) (hostedClusterAPI bool, err error) {
 	if hc == nil {
 		return false, nil
 	}
-	m.observeHosted(hc)
+	m.ObserveHosted(hc)
 	if err := mgr.Add(hc); err != nil {
 		return false, fmt.Errorf("add hosted-cluster prober: %w", err)
 	}
-	if err := mgr.Add(m.refreshHostedStates(hc)); err != nil {
+	if err := mgr.Add(m.RefreshHostedStates(hc)); err != nil {
 		return false, fmt.Errorf("add hosted-cluster metrics: %w", err)
 	}
 	if _, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version); err != nil {

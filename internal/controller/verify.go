@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -98,14 +99,14 @@ func (v *signatureVerifier) check(ctx context.Context, spec *v1alpha1.Verificati
 func (v *signatureVerifier) checkWith(ctx context.Context, spec *v1alpha1.Verification, namespace, field string, ref source.Reference, creds source.Credentials) error {
 	if namespace == "" {
 		// Only a controller started without --namespace (tests, a local run) gets here.
-		return &stageError{reason: v1alpha1.VerificationFailedReason,
-			err: fmt.Errorf("%s.secretRef is read in the controller's namespace, and the controller runs without one (--namespace)", field)}
+		return &reconciler.StageError{Reason: v1alpha1.VerificationFailedReason,
+			Err: fmt.Errorf("%s.secretRef is read in the controller's namespace, and the controller runs without one (--namespace)", field)}
 	}
 	key := client.ObjectKey{Namespace: namespace, Name: spec.SecretRef.Name}
 	secretName := key.String()
 	var secret corev1.Secret
 	if err := v.apiReader.Get(ctx, key, &secret); err != nil {
-		return &stageError{reason: v1alpha1.VerificationFailedReason, err: fmt.Errorf("read the verification Secret of %s.secretRef %s: %w", field, key, err)}
+		return &reconciler.StageError{Reason: v1alpha1.VerificationFailedReason, Err: fmt.Errorf("read the verification Secret of %s.secretRef %s: %w", field, key, err)}
 	}
 	var (
 		trustID, trust string
@@ -114,14 +115,14 @@ func (v *signatureVerifier) checkWith(ctx context.Context, spec *v1alpha1.Verifi
 	if len(spec.MatchOIDCIdentity) > 0 {
 		policy, err := keylessPolicy(key, &secret, field, spec.MatchOIDCIdentity)
 		if err != nil {
-			return &stageError{reason: v1alpha1.VerificationFailedReason, err: err}
+			return &reconciler.StageError{Reason: v1alpha1.VerificationFailedReason, Err: err}
 		}
 		trustID, trust = "keyless\x00"+policy.ID(), "the trusted root of Secret "+secretName+" and "+field+".matchOIDCIdentity"
 		verify = func() (*source.Verification, error) { return v.source.VerifyKeyless(ctx, ref, policy, creds) }
 	} else {
 		keys, err := publicKeys(key, &secret, field)
 		if err != nil {
-			return &stageError{reason: v1alpha1.VerificationFailedReason, err: err}
+			return &reconciler.StageError{Reason: v1alpha1.VerificationFailedReason, Err: err}
 		}
 		trustID, trust = keys.ID(), fmt.Sprintf("the keys %v of Secret %s", keys.Names(), secretName)
 		verify = func() (*source.Verification, error) { return v.source.Verify(ctx, ref, keys, creds) }
@@ -144,14 +145,14 @@ func (v *signatureVerifier) checkWith(ctx context.Context, spec *v1alpha1.Verifi
 			return nil
 		}
 		if !source.HasCallerMirrors(ctx) {
-			return &stageError{reason: v1alpha1.VerificationFailedReason,
-				err: fmt.Errorf("%w (%s: %s)", withRegistryHint(err), field, trust)}
+			return &reconciler.StageError{Reason: v1alpha1.VerificationFailedReason,
+				Err: fmt.Errorf("%w (%s: %s)", reconciler.WithRegistryHint(err), field, trust)}
 		}
 	}
 	verified, err := verify()
 	if err != nil {
-		return &stageError{reason: v1alpha1.VerificationFailedReason,
-			err: fmt.Errorf("%w (%s: %s)", withRegistryHint(err), field, trust)}
+		return &reconciler.StageError{Reason: v1alpha1.VerificationFailedReason,
+			Err: fmt.Errorf("%w (%s: %s)", reconciler.WithRegistryHint(err), field, trust)}
 	}
 	v.verified.Add(cacheKey, verdict{signer: verified.Key, at: v.clock.Now()})
 	ctrl.LoggerFrom(ctx).V(1).Info("signature verified", "revision", ref.Digest, "signer", verified.Key, "secret", secretName)
@@ -185,8 +186,8 @@ func (v *signatureVerifier) refuseUnverified(field, image string) error {
 	if !v.require {
 		return nil
 	}
-	return &stageError{reason: v1alpha1.VerificationRequiredReason,
-		err: fmt.Errorf("the controller runs with --require-signatures, %s is not set and no TrustPolicy covers %s: name a Secret of cosign public keys in %s.secretRef to install it", field, image, field)}
+	return &reconciler.StageError{Reason: v1alpha1.VerificationRequiredReason,
+		Err: fmt.Errorf("the controller runs with --require-signatures, %s is not set and no TrustPolicy covers %s: name a Secret of cosign public keys in %s.secretRef to install it", field, image, field)}
 }
 
 // keylessPolicy reads the trusted root of a Secret and the identities of spec.verify.

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -228,9 +229,9 @@ func TestVerificationOutcome(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			var stage *stageError
+			var stage *reconciler.StageError
 			require.ErrorAs(t, err, &stage)
-			assert.Equal(t, tt.reason, stage.reason)
+			assert.Equal(t, tt.reason, stage.Reason)
 			for _, s := range tt.says {
 				assert.Contains(t, err.Error(), s)
 			}
@@ -243,7 +244,7 @@ func TestVerificationOutcome(t *testing.T) {
 		tag.Digest = ""
 		err := f.verifier(t, "", false).check(t.Context(), keysOf("keys-a"), tenantNamespace, "spec.verify", tag, userCredentials("reader"))
 		require.ErrorContains(t, err, "no digest")
-		var stage *stageError
+		var stage *reconciler.StageError
 		assert.False(t, errors.As(err, &stage), "the caller's error, not the resource's")
 	})
 }
@@ -269,9 +270,9 @@ func TestVerificationCache(t *testing.T) {
 
 	requests := f.reg.requests.Load()
 	err := check(keysOf("keys-a"), "intruder", f.signed)
-	var stage *stageError
+	var stage *reconciler.StageError
 	require.ErrorAs(t, err, &stage, "a caller that cannot read the repository does not learn the verdict")
-	assert.Equal(t, v1alpha1.VerificationFailedReason, stage.reason)
+	assert.Equal(t, v1alpha1.VerificationFailedReason, stage.Reason)
 	assert.Contains(t, err.Error(), "spec.verify: the keys [a.pub]")
 	assert.Greater(t, f.reg.requests.Load(), requests, "the caller's access is asked of the registry")
 	assert.Equal(t, sigs, f.reg.sigRequests.Load(), "not the signature")
@@ -318,7 +319,7 @@ func TestVerificationCacheExpires(t *testing.T) {
 	clk.SetTime(clk.Now().Add(2 * time.Second))
 	err = check()
 	assert.Greater(t, f.reg.sigRequests.Load(), sigs, "after the interval the signature is read again")
-	var stage *stageError
+	var stage *reconciler.StageError
 	require.ErrorAs(t, err, &stage, "a deleted signature refuses the digest once the verdict expired")
-	assert.Equal(t, v1alpha1.VerificationFailedReason, stage.reason)
+	assert.Equal(t, v1alpha1.VerificationFailedReason, stage.Reason)
 }

@@ -21,6 +21,7 @@ import (
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -194,7 +195,7 @@ func trustSecretsCache(mgr ctrl.Manager, namespace string) (cache.Cache, error) 
 	if err != nil {
 		return nil, fmt.Errorf("create the cache of TrustPolicy Secrets: %w", err)
 	}
-	if err := mgr.Add(managedCache{c}); err != nil {
+	if err := mgr.Add(reconciler.ManagedCache{Cache: c}); err != nil {
 		return nil, fmt.Errorf("start the cache of TrustPolicy Secrets: %w", err)
 	}
 	return c, nil

@@ -24,6 +24,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -76,7 +77,7 @@ func startInlineController(ctx context.Context, env *environment, o options) (*i
 	c.hostedClients = hosted.NewClients(mgr.GetClient(), hosted.Options{Scheme: env.scheme, RESTMapper: mgr.GetRESTMapper(),
 		Kubeconfig: hosted.KubeconfigPolicy{AllowAnyServer: true}})
 	err = controller.Setup(ctx, mgr, controller.Config{
-		Options:                 controller.Options{KubernetesVersion: "v1.36.3"},
+		Options:                 reconciler.Options{KubernetesVersion: "v1.36.3"},
 		Source:                  src,
 		Hosted:                  c.hostedClients,
 		Metrics:                 runtimectrl.NewMetrics(mgr, recorder, v1alpha1.FinalizerName),

@@ -25,7 +25,7 @@ import (
 )
 
 const (
-	// fieldOwner is the demo's field manager, apart from the controller's.
+	// reconciler.FieldOwner is the demo's field manager, apart from the controller's.
 	fieldOwner = "pkgsync-demo"
 
 	hostedClusterNamespace = "clusters"

@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -104,7 +104,7 @@ func startCluster() (*clusterEnv, error) {
 	}
 	// The controller's default progress interval, not the suite's 200 ms: how soon Ready follows
 	// what the cluster's controllers do is part of what these tests see.
-	stopped, err := startControllerOn(ctx, env.cluster.Config, env.requests, "", suite.source, func(o *controller.Options) {
+	stopped, err := startControllerOn(ctx, env.cluster.Config, env.requests, "", suite.source, func(o *reconciler.Options) {
 		o.ProgressInterval = 5 * time.Second
 		o.Namespace = env.controllerNamespace
 	})

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // TestFleetDeletionPolicy: deleting a fleet with deletionPolicy Orphan leaves its members
@@ -28,7 +28,7 @@ import (
 func TestFleetDeletionPolicy(t *testing.T) {
 	const shard = "fleet-deletion"
 	controllerNS := newNamespace(t)
-	runShardController(t, shard, func(o *controller.Options) { o.Namespace = controllerNS })
+	runShardController(t, shard, func(o *reconciler.Options) { o.Namespace = controllerNS })
 	// The suite's registry asks for no credentials: these are copied, and sent to nobody.
 	pullConfig := dockerConfig(suite.registry.Host, "anyone", "anything")
 	putPullSecret(t, controllerNS, "registry", pullConfig)
@@ -221,7 +221,7 @@ func TestFleetDeletionUnderCascade(t *testing.T) {
 		return map[string]string{"e2e.pkgsync.dev/fleet": hcNamespace}, hcps
 	}
 	cc.createFleet = func(t *testing.T, fleet *v1alpha1.HostedClusterPackage) { newFleet(t, fleet) }
-	runShardController(t, shard, func(o *controller.Options) { o.Namespace = cc.controllerNS })
+	runShardController(t, shard, func(o *reconciler.Options) { o.Namespace = cc.controllerNS })
 
 	for _, policy := range []v1alpha1.FleetDeletionPolicy{v1alpha1.FleetDeletionDelete, v1alpha1.FleetDeletionOrphan} {
 		for _, cascade := range []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan} {

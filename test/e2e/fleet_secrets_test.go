@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -96,7 +96,7 @@ func assertFleetCopyOn(t testingT, c client.Client, fleet *v1alpha1.HostedCluste
 func TestFleetSecretsFollowTheFleet(t *testing.T) {
 	const shard = "fleet-secrets"
 	controllerNS := newNamespace(t)
-	runShardController(t, shard, func(o *controller.Options) { o.Namespace = controllerNS })
+	runShardController(t, shard, func(o *reconciler.Options) { o.Namespace = controllerNS })
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{Htpasswd: true})
 	hcNamespace := newNamespace(t)
 	image := reg.Host + "/e2e/" + hcNamespace + "/secrets:stable"

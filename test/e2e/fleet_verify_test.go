@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -56,7 +56,7 @@ func fleetEvents(t testingT, ctx context.Context, name, eventType, reason string
 func TestFleetVerification(t *testing.T) {
 	const shard = "fleet-verify"
 	controllerNS := newNamespace(t)
-	runShardController(t, shard, func(o *controller.Options) { o.Namespace = controllerNS })
+	runShardController(t, shard, func(o *reconciler.Options) { o.Namespace = controllerNS })
 
 	hcNamespace := newNamespace(t)
 	repo := "e2e/" + hcNamespace + "/fleet-signed"

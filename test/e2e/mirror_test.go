@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -131,7 +131,7 @@ func TestPackageFromMirror(t *testing.T) {
 // controller relocates the .images a package's templates see (the package image itself is read
 // through the source client's overrides, which the source tests cover).
 func TestControllerImageOverrides(t *testing.T) {
-	runShardController(t, "image-overrides", func(o *controller.Options) {
+	runShardController(t, "image-overrides", func(o *reconciler.Options) {
 		o.ImageOverrides = source.Overrides{
 			Hosts:    map[string]string{"quay.io": "mirror.example.com:5000"},
 			Prefixes: []source.PrefixOverride{{From: "registry.example.com/team/", To: "mirror.example.com:5000/team-mirror/"}},
@@ -298,7 +298,7 @@ func TestControllerPullOverrides(t *testing.T) {
 	src, err := source.NewClient(source.Options{Transport: suite.registryRequests, Overrides: overrides})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	stopped, err := startControllerWith(ctx, shardLabel+"=pull-overrides", src, func(o *controller.Options) { o.ImageOverrides = overrides })
+	stopped, err := startControllerWith(ctx, shardLabel+"=pull-overrides", src, func(o *reconciler.Options) { o.ImageOverrides = overrides })
 	require.NoError(t, err)
 	t.Cleanup(func() { cancel(); <-stopped })
 

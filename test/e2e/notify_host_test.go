@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/receiver"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/internal/wakes"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -60,7 +60,7 @@ func TestNotificationKeyBoundToRegistry(t *testing.T) {
 		Data: map[string][]byte{"distribution": []byte(key)}}
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), secret))
 	wakes := wakes.NewRegistryWakes()
-	runShardController(t, shard, func(o *controller.Options) { o.Wakes = wakes })
+	runShardController(t, shard, func(o *reconciler.Options) { o.Wakes = wakes })
 
 	// The receiver is made once A's host is known; until then it answers 503.
 	var handler atomic.Pointer[receiver.Receiver]

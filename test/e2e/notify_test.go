@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/receiver"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/internal/wakes"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -42,7 +42,7 @@ func startNotifyEnv(t *testing.T, shard string) *notifyEnv {
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), secret))
 
 	wakes := wakes.NewRegistryWakes()
-	runShardController(t, shard, func(o *controller.Options) { o.Wakes = wakes })
+	runShardController(t, shard, func(o *reconciler.Options) { o.Wakes = wakes })
 	m, err := receiver.NewMetrics(env.metrics)
 	require.NoError(t, err)
 	listening := make(chan net.Addr, 1)

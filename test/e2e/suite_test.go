@@ -26,6 +26,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -142,19 +143,19 @@ func teardownSuite() {
 // startController runs pkgsync's reconcilers for the resources matching selector, as
 // `pkgsync controller` does, and returns a channel closed when the manager has stopped. Options
 // are changed by the given functions, as the controller's flags would.
-func startController(ctx context.Context, selector string, configure ...func(*controller.Options)) (<-chan struct{}, error) {
+func startController(ctx context.Context, selector string, configure ...func(*reconciler.Options)) (<-chan struct{}, error) {
 	return startControllerWith(ctx, selector, suite.source, configure...)
 }
 
 // startControllerWith is startController with src as the controller's source client.
-func startControllerWith(ctx context.Context, selector string, src *source.Client, configure ...func(*controller.Options)) (<-chan struct{}, error) {
+func startControllerWith(ctx context.Context, selector string, src *source.Client, configure ...func(*reconciler.Options)) (<-chan struct{}, error) {
 	return startControllerOn(ctx, suite.mgmt.Config, &suite.requests, selector, src, configure...)
 }
 
 // startControllerOn is startControllerWith on the management cluster of mgmt, its requests
 // counted by requests.
 func startControllerOn(ctx context.Context, mgmt *rest.Config, requests *requestCounter, selector string, src *source.Client,
-	configure ...func(*controller.Options)) (<-chan struct{}, error) {
+	configure ...func(*reconciler.Options)) (<-chan struct{}, error) {
 	sel, err := labels.Parse(selector)
 	if err != nil {
 		return nil, err
@@ -181,7 +182,7 @@ func startControllerOn(ctx context.Context, mgmt *rest.Config, requests *request
 		suite.reconcileMetrics = prometheus.NewRegistry()
 		suite.reconcileMetrics.MustRegister(recorder.Collectors()...)
 	}
-	opts := controller.Options{
+	opts := reconciler.Options{
 		KubernetesVersion:     "v1.36.3",
 		ProgressInterval:      200 * time.Millisecond,
 		RetryInterval:         500 * time.Millisecond,
@@ -212,7 +213,7 @@ func startControllerOn(ctx context.Context, mgmt *rest.Config, requests *request
 
 // runShardController runs pkgsync's reconcilers in this process for the resources labelled
 // shardLabel=shard, with options changed by configure, until the test ends.
-func runShardController(t *testing.T, shard string, configure ...func(*controller.Options)) {
+func runShardController(t *testing.T, shard string, configure ...func(*reconciler.Options)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped, err := startController(ctx, shardLabel+"="+shard, configure...)

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
 // The attacks in this file are made as a tenant would: someone who may write only in their own
@@ -237,7 +237,7 @@ func TestNamespaceDeletionCompletesWithoutRBAC(t *testing.T) {
 // TestDefaultServiceAccount: with --default-service-account, resources that name no
 // ServiceAccount (every ObjectDeployment) write as that ServiceAccount of their namespace.
 func TestDefaultServiceAccount(t *testing.T) {
-	runShardController(t, "default-sa", func(o *controller.Options) { o.DefaultServiceAccount = "pkgsync-tenant" })
+	runShardController(t, "default-sa", func(o *reconciler.Options) { o.DefaultServiceAccount = "pkgsync-tenant" })
 
 	ns := newNamespace(t)
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pkgsync-tenant"}}))

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestTrustPolicyRotation(t *testing.T) {
 	const shard = "trust-policy-rotation"
 	controllerNS := newNamespace(t)
-	runShardController(t, shard, func(o *controller.Options) { o.Namespace = controllerNS })
+	runShardController(t, shard, func(o *reconciler.Options) { o.Namespace = controllerNS })
 
 	ns := newNamespace(t)
 	prefix := suite.registry.Host + "/e2e/" + ns + "/rotation"

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -57,7 +57,7 @@ func newTrustPolicy(t *testing.T, name, secretName string, repositories ...strin
 func TestTrustPolicyPinsTenantPackages(t *testing.T) {
 	const shard = "trust-policy"
 	controllerNS := newNamespace(t)
-	runShardController(t, shard, func(o *controller.Options) {
+	runShardController(t, shard, func(o *reconciler.Options) {
 		o.Namespace = controllerNS
 		o.RequireSignatures = true
 	})
@@ -232,7 +232,7 @@ func TestTrustPolicyPinsTenantPackages(t *testing.T) {
 func TestTrustPolicyHoldsFleetTarget(t *testing.T) {
 	const shard = "trust-fleet"
 	controllerNS := newNamespace(t)
-	runShardController(t, shard, func(o *controller.Options) { o.Namespace = controllerNS })
+	runShardController(t, shard, func(o *reconciler.Options) { o.Namespace = controllerNS })
 
 	hcNamespace := newNamespace(t)
 	repo := "e2e/" + hcNamespace + "/platform/fleet"

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -152,7 +152,7 @@ func deleteAndWaitVerify(t *testing.T, pkg *v1alpha1.Package) {
 // TestRequireSignatures: with --require-signatures a Package without spec.verify is refused
 // before anything of it is pulled, and one with spec.verify and a signed digest is installed.
 func TestRequireSignatures(t *testing.T) {
-	runShardController(t, "require-signatures", func(o *controller.Options) { o.RequireSignatures = true })
+	runShardController(t, "require-signatures", func(o *reconciler.Options) { o.RequireSignatures = true })
 
 	ns := newNamespace(t)
 	repo := "e2e/" + ns + "/required"

@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"fmt"
@@ -15,14 +15,14 @@ import (
 // last status (Ready=True on the old revision) while a tampered push is refused.
 const maxConditionMessage = 4096
 
-// boundConditionMessages bounds every condition message of obj (boundMessage, to
+// boundConditionMessages bounds every condition message of obj (BoundMessage, to
 // maxConditionMessage bytes). Events are made from the messages after this, so they carry the
 // same text.
 func boundConditionMessages(obj conditions.Setter) {
 	conds := obj.GetConditions()
 	changed := false
 	for i := range conds {
-		if m := boundMessage(conds[i].Message, maxConditionMessage); m != conds[i].Message {
+		if m := BoundMessage(conds[i].Message, maxConditionMessage); m != conds[i].Message {
 			conds[i].Message = m
 			changed = true
 		}
@@ -32,11 +32,11 @@ func boundConditionMessages(obj conditions.Setter) {
 	}
 }
 
-// boundMessage cuts a message of text others control to limit bytes, on a character boundary,
+// BoundMessage cuts a message of text others control to limit bytes, on a character boundary,
 // saying how much was left out, and replaces the characters a terminal would act on rather than
 // show (see printable). Every message in a status goes through it: conditions, and the members a
 // fleet lists.
-func boundMessage(m string, limit int) string {
+func BoundMessage(m string, limit int) string {
 	m = printable(m)
 	if len(m) <= limit {
 		return m

@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"context"
@@ -70,9 +70,9 @@ func (p *statusPatcher) send(ctx context.Context, obj client.Object, before, aft
 	target := obj.DeepCopyObject().(client.Object)
 	patch := client.RawPatch(types.MergePatchType, data)
 	if status {
-		err = p.client.Status().Patch(ctx, target, patch, client.FieldOwner(fieldOwner))
+		err = p.client.Status().Patch(ctx, target, patch, client.FieldOwner(FieldOwner))
 	} else {
-		err = p.client.Patch(ctx, target, patch, client.FieldOwner(fieldOwner))
+		err = p.client.Patch(ctx, target, patch, client.FieldOwner(FieldOwner))
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"context"
@@ -14,17 +14,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-
-	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
-// report writes what a reconcile found: the status through its statusPatcher (the only writer
+// Report writes what a reconcile found: the status through its statusPatcher (the only writer
 // of status, one request per write), metrics and an event when Ready changes.
-type report struct {
-	obj      statusObject
-	status   commonStatus
+type Report struct {
+	obj      Object
+	status   CommonStatus
 	patcher  *statusPatcher
 	metrics  runtimectrl.Metrics
 	recorder record.EventRecorder
@@ -34,7 +33,7 @@ type report struct {
 	oldConditions []metav1.Condition
 	// acknowledge records the reconcile request being handled in the final patch.
 	acknowledge bool
-	// observed reports whether the outcome is the generation's (kindSteps.observed).
+	// observed reports whether the outcome is the generation's (Steps.observed).
 	observed func() bool
 	// announce emits the event of a change of Ready; nil is announce.
 	announce func(old *metav1.Condition)
@@ -45,8 +44,8 @@ type report struct {
 	failed bool
 }
 
-func beginReport(c client.Client, obj statusObject, status commonStatus, m runtimectrl.Metrics, rec record.EventRecorder) *report {
-	return &report{
+func BeginReport(c client.Client, obj Object, status CommonStatus, m runtimectrl.Metrics, rec record.EventRecorder) *Report {
+	return &Report{
 		obj: obj, status: status, patcher: newStatusPatcher(obj, c), metrics: m, recorder: rec,
 		start: time.Now(), oldReady: conditions.Get(obj, meta.ReadyCondition).DeepCopy(),
 		oldConditions: slices.Clone(obj.GetConditions()),
@@ -56,7 +55,7 @@ func beginReport(c client.Client, obj statusObject, status commonStatus, m runti
 // ensureFinalizer adds pkgsync's finalizer and writes it before anything is applied, so that no
 // object can exist without teardown being guaranteed. The reconcile then goes on in the same
 // pass instead of waiting for its own update to come back through the watch.
-func (r *report) ensureFinalizer(ctx context.Context) error {
+func (r *Report) ensureFinalizer(ctx context.Context) error {
 	if controllerutil.ContainsFinalizer(r.obj, v1alpha1.FinalizerName) {
 		return nil
 	}
@@ -67,10 +66,10 @@ func (r *report) ensureFinalizer(ctx context.Context) error {
 	return nil
 }
 
-// save writes the status now, in the middle of a reconcile: the intended inventory before the
+// Save writes the status now, in the middle of a reconcile: the intended inventory before the
 // apply engine creates objects, so that a crash cannot orphan them. The conditions the pass set
 // so far (Reconciling) go with it, in the same request: a long first apply shows its progress.
-func (r *report) save(ctx context.Context) error {
+func (r *Report) Save(ctx context.Context) error {
 	if err := r.patcher.patch(ctx, r.obj); err != nil {
 		return fmt.Errorf("record status: %w", err)
 	}
@@ -81,12 +80,12 @@ func (r *report) save(ctx context.Context) error {
 // generation is recorded as observed (the one rule for every kind) when the reconcile neither
 // returned an error nor ended in a failure that is retried, and the kind calls its outcome the
 // generation's.
-func (r *report) finish(ctx context.Context, retErr error) error {
+func (r *Report) finish(ctx context.Context, retErr error) error {
 	if r.acknowledge {
 		acknowledgeRequest(r.obj, r.status)
 	}
 	if retErr == nil && !r.failed && r.observed != nil && r.observed() {
-		*r.status.observedGeneration = r.obj.GetGeneration()
+		*r.status.ObservedGeneration = r.obj.GetGeneration()
 	}
 	keepTransitionTimes(r.obj, r.oldConditions)
 	err := r.patcher.patch(ctx, r.obj)
@@ -115,7 +114,7 @@ func (r *report) finish(ctx context.Context, retErr error) error {
 // (Reconciling "reconciling IMAGE" before the pass concludes) and Flux's condition setter stamps a
 // new transition time on every change: without this, a retry that ends where the last one did
 // (a hosted cluster that is still unreachable) would still write the status.
-func keepTransitionTimes(obj statusObject, old []metav1.Condition) {
+func keepTransitionTimes(obj Object, old []metav1.Condition) {
 	current := obj.GetConditions()
 	changed := false
 	for i := range current {
@@ -135,9 +134,9 @@ func keepTransitionTimes(obj statusObject, old []metav1.Condition) {
 // acknowledgeRequest records a reconcile.fluxcd.io/requestedAt request as handled. A suspended
 // resource acknowledges it too, so that the requester can tell the request was seen and that
 // nothing was applied because of the suspension.
-func acknowledgeRequest(obj client.Object, status commonStatus) {
+func acknowledgeRequest(obj client.Object, status CommonStatus) {
 	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
-		status.request.SetLastHandledReconcileRequest(token)
+		status.Request.SetLastHandledReconcileRequest(token)
 	}
 }
 
@@ -145,7 +144,7 @@ func acknowledgeRequest(obj client.Object, status commonStatus) {
 // Warning on failure. A new message under the same status and reason (a progressing pass's next
 // object, a retry's new error text, a HostedCluster's own message) is no transition: it is in
 // the status, and an Event per pass would cost the API server a write per pass.
-func announce(rec record.EventRecorder, obj statusObject, old *metav1.Condition) {
+func announce(rec record.EventRecorder, obj Object, old *metav1.Condition) {
 	now := conditions.Get(obj, meta.ReadyCondition)
 	if rec == nil || now == nil {
 		return

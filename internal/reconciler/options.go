@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"time"
@@ -8,8 +8,8 @@ import (
 	"pkgsync.dev/pkgsync/source"
 )
 
-// fieldOwner is the field manager of status patches.
-const fieldOwner = "pkgsync"
+// FieldOwner is the field manager of status patches.
+const FieldOwner = "pkgsync"
 
 // Options configure the reconcilers.
 type Options struct {
@@ -67,12 +67,12 @@ type Options struct {
 	// (--max-concurrent-applies); unbounded when zero.
 	MaxConcurrentApplies int
 
-	// hyperShift says the management cluster serves HyperShift's HostedCluster API (set when the
+	// HyperShift says the management cluster serves HyperShift's HostedCluster API (set when the
 	// controller starts): Package Operator packages then see .environment.hyperShift everywhere.
-	hyperShift bool
+	HyperShift bool
 }
 
-func (o Options) withDefaults() Options {
+func (o Options) WithDefaults() Options {
 	if o.ProgressInterval <= 0 {
 		o.ProgressInterval = 5 * time.Second
 	}
@@ -91,8 +91,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// relocateImage returns the rewrite of the .images templates see, or nil without overrides.
-func (o Options) relocateImage() func(string) string {
+// RelocateImage returns the rewrite of the .images templates see, or nil without overrides.
+func (o Options) RelocateImage() func(string) string {
 	if o.ImageOverrides.IsZero() {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"errors"
@@ -14,9 +14,9 @@ import (
 	"pkgsync.dev/pkgsync/source"
 )
 
-// reasonFor maps an error from source, render, apply or hosted to the Ready condition reason a
+// ReasonFor maps an error from source, render, apply or hosted to the Ready condition reason a
 // user acts on. This is the one place that mapping lives.
-func reasonFor(err error) string {
+func ReasonFor(err error) string {
 	var (
 		configErr    *render.ConfigError
 		renderErrs   render.Errors
@@ -27,8 +27,8 @@ func reasonFor(err error) string {
 		unavailable  *apply.TargetUnavailableError
 		confined     *apply.ConfinementError
 		registryResp *errcode.ErrorResponse
-		stage        *stageError
-		notHosted    *notHostedError
+		stage        *StageError
+		notHosted    *NotHostedError
 	)
 	switch {
 	case hosted.IsInsecureKubeconfig(err):
@@ -53,26 +53,26 @@ func reasonFor(err error) string {
 		errors.Is(err, source.ErrAuthenticationRequired):
 		return v1alpha1.AuthenticationFailedReason
 	case errors.As(err, &stage):
-		return stage.reason
+		return stage.Reason
 	case apierrors.IsForbidden(err):
 		return v1alpha1.ForbiddenReason
 	}
 	return v1alpha1.ApplyFailedReason
 }
 
-// stageError tags an error with the reason of the reconcile step that failed, for errors whose
+// StageError tags an error with the reason of the reconcile step that failed, for errors whose
 // type alone does not tell (a registry timeout is a PullFailed, not an ApplyFailed).
-type stageError struct {
-	reason string
-	err    error
+type StageError struct {
+	Reason string
+	Err    error
 }
 
-func (e *stageError) Error() string { return e.err.Error() }
-func (e *stageError) Unwrap() error { return e.err }
+func (e *StageError) Error() string { return e.Err.Error() }
+func (e *StageError) Unwrap() error { return e.Err }
 
-// pullFailed tags a source error, with the controller's hint for the causes source reports.
-func pullFailed(err error) error {
-	return &stageError{reason: v1alpha1.PullFailedReason, err: withRegistryHint(err)}
+// PullFailed tags a source error, with the controller's hint for the causes source reports.
+func PullFailed(err error) error {
+	return &StageError{Reason: v1alpha1.PullFailedReason, Err: WithRegistryHint(err)}
 }
 
 // registryHints says, for each cause source reports, what to do about it with this controller;
@@ -88,7 +88,7 @@ var registryHints = []struct {
 	{source.ErrLocalAddress, "only the operator can allow such a registry: start the controller with --local-registry naming it, or with --plain-http-registry if it serves plain HTTP (a redirect from HTTPS to plain HTTP is refused whatever the flags)"},
 }
 
-func withRegistryHint(err error) error {
+func WithRegistryHint(err error) error {
 	for _, h := range registryHints {
 		if errors.Is(err, h.cause) {
 			return fmt.Errorf("%w (%s)", err, h.hint)
@@ -97,8 +97,8 @@ func withRegistryHint(err error) error {
 	return err
 }
 
-// isStalling reports whether retrying cannot help until the spec or the package changes.
-func isStalling(reason string) bool {
+// IsStalling reports whether retrying cannot help until the spec or the package changes.
+func IsStalling(reason string) bool {
 	switch reason {
 	case v1alpha1.RenderFailedReason, v1alpha1.InvalidConfigReason, v1alpha1.ScopeViolationReason,
 		v1alpha1.InsecureKubeconfigReason, v1alpha1.NotHostedControlPlaneReason, v1alpha1.VerificationRequiredReason,
@@ -109,8 +109,8 @@ func isStalling(reason string) bool {
 	return false
 }
 
-// isWaitingForInterval reports whether a failure depends on something that is only looked at
+// IsWaitingForInterval reports whether a failure depends on something that is only looked at
 // again at the interval (a new tag in the registry), so retrying sooner cannot help.
-func isWaitingForInterval(reason string) bool {
+func IsWaitingForInterval(reason string) bool {
 	return reason == v1alpha1.NoMatchingVersionReason
 }

@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"fmt"
@@ -20,16 +20,16 @@ const (
 	HostedNamespaceByLabel HostedNamespaceRule = "Label"
 )
 
-// hostedControlPlaneLabel is the label HyperShift puts on every hosted-control-plane namespace.
-const hostedControlPlaneLabel = "hypershift.openshift.io/hosted-control-plane"
+// HostedControlPlaneLabel is the label HyperShift puts on every hosted-control-plane namespace.
+const HostedControlPlaneLabel = "hypershift.openshift.io/hosted-control-plane"
 
-// notHostedError says a resource with hosted-cluster phases lives outside a hosted-control-plane
+// NotHostedError says a resource with hosted-cluster phases lives outside a hosted-control-plane
 // namespace.
-type notHostedError struct {
-	namespace, why string
+type NotHostedError struct {
+	Namespace, Why string
 }
 
-func (e *notHostedError) Error() string {
+func (e *NotHostedError) Error() string {
 	return fmt.Sprintf("hosted-cluster phases run only from a hosted-control-plane namespace, and namespace %s is not one: %s; nothing was applied",
-		e.namespace, e.why)
+		e.Namespace, e.Why)
 }

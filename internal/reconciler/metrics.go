@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
-// metrics adds what Flux's reconcile metrics (duration, readiness, suspend) do not cover:
+// Metrics adds what Flux's reconcile metrics (duration, readiness, suspend) do not cover:
 // pulls and applied objects.
-type metrics struct {
-	pullDuration *prometheus.HistogramVec
-	pulls        *prometheus.CounterVec
-	pullBytes    *prometheus.CounterVec
+type Metrics struct {
+	PullDuration *prometheus.HistogramVec
+	Pulls        *prometheus.CounterVec
+	PullBytes    *prometheus.CounterVec
 	objects      *prometheus.CounterVec
 	// The render cache: results held and their estimated size.
 	renderCacheEntries, renderCacheBytes prometheus.Gauge
@@ -28,27 +28,27 @@ type metrics struct {
 	probeDuration  *prometheus.HistogramVec
 	hostedRequests prometheus.Counter
 	// Fleets: members per state, time each partition took to roll out.
-	fleetMembers      *prometheus.GaugeVec
-	partitionDuration *prometheus.HistogramVec
+	FleetMembers      *prometheus.GaugeVec
+	PartitionDuration *prometheus.HistogramVec
 	// Registry notifications: time from a wake to the resolution it asked for.
-	wakeResolution prometheus.Histogram
+	WakeResolution prometheus.Histogram
 	// Drift: objects left drifted per installation (driftPolicy Report), drift corrected.
-	drifted        *prometheus.GaugeVec
-	driftCorrected *prometheus.CounterVec
+	Drifted        *prometheus.GaugeVec
+	DriftCorrected *prometheus.CounterVec
 }
 
-func newMetrics() *metrics {
-	return &metrics{
-		pullDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+func NewMetrics() *Metrics {
+	return &Metrics{
+		PullDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "pkgsync_pull_duration_seconds",
 			Help:    "Time to pull and unpack a package image that was not in the cache.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
 		}, []string{"registry"}),
-		pulls: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Pulls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pkgsync_pulls_total",
 			Help: "Package pulls by outcome: rendered (cache miss), cached (render cache hit), failed.",
 		}, []string{"outcome"}),
-		pullBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+		PullBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pkgsync_pull_bytes_total",
 			Help: "Unpacked bytes of package images pulled and rendered (render cache misses).",
 		}, []string{"registry"}),
@@ -69,16 +69,16 @@ func newMetrics() *metrics {
 			Name: "pkgsync_hosted_request_seconds_total",
 			Help: "Time spent waiting on hosted API servers, summed over every request.",
 		}),
-		fleetMembers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		FleetMembers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pkgsync_fleet_members",
 			Help: "Members of a HostedClusterPackage by state: total, updated (on the target revision), ready, failed, blocked, held.",
 		}, []string{"fleet", "state"}),
-		partitionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		PartitionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "pkgsync_fleet_partition_rollout_duration_seconds",
 			Help:    "Time from a partition's start to the end of its rollout (soak included), per HostedClusterPackage.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 16),
 		}, []string{"fleet"}),
-		wakeResolution: prometheus.NewHistogram(prometheus.HistogramOpts{
+		WakeResolution: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "pkgsync_webhook_resolution_seconds",
 			Help:    "Time from a registry notification waking the resources that follow a repository to the first tag resolution made for it.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
@@ -91,11 +91,11 @@ func newMetrics() *metrics {
 			Name: "pkgsync_render_cache_bytes",
 			Help: "Estimated memory of the rendered packages held by the render cache (bounded by Options.RenderCacheBytes).",
 		}),
-		drifted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Drifted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pkgsync_drifted_objects",
 			Help: "Objects an installation with driftPolicy Report found drifted in its last apply pass and left as they are.",
 		}, []string{"kind", "namespace", "name"}),
-		driftCorrected: prometheus.NewCounterVec(prometheus.CounterOpts{
+		DriftCorrected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pkgsync_drift_corrected_objects_total",
 			Help: "Drifted objects applied again (driftPolicy Correct), by kind of the installation.",
 		}, []string{"kind"}),
@@ -106,17 +106,17 @@ func newMetrics() *metrics {
 	}
 }
 
-// register adds the collectors to controller-runtime's registry; when a manager was set up
+// Register adds the collectors to controller-runtime's registry; when a manager was set up
 // before in this process (tests restart it), the registered collectors are reused.
-func (m *metrics) register() error {
+func (m *Metrics) Register() error {
 	var err error
-	if m.pullDuration, err = registerOrReuse(m.pullDuration); err != nil {
+	if m.PullDuration, err = registerOrReuse(m.PullDuration); err != nil {
 		return err
 	}
-	if m.pulls, err = registerOrReuse(m.pulls); err != nil {
+	if m.Pulls, err = registerOrReuse(m.Pulls); err != nil {
 		return err
 	}
-	if m.pullBytes, err = registerOrReuse(m.pullBytes); err != nil {
+	if m.PullBytes, err = registerOrReuse(m.PullBytes); err != nil {
 		return err
 	}
 	if m.hostedStates, err = registerOrReuse(m.hostedStates); err != nil {
@@ -131,13 +131,13 @@ func (m *metrics) register() error {
 	if m.hostedRequests, err = registerOrReuse(m.hostedRequests); err != nil {
 		return err
 	}
-	if m.fleetMembers, err = registerOrReuse(m.fleetMembers); err != nil {
+	if m.FleetMembers, err = registerOrReuse(m.FleetMembers); err != nil {
 		return err
 	}
-	if m.partitionDuration, err = registerOrReuse(m.partitionDuration); err != nil {
+	if m.PartitionDuration, err = registerOrReuse(m.PartitionDuration); err != nil {
 		return err
 	}
-	if m.wakeResolution, err = registerOrReuse(m.wakeResolution); err != nil {
+	if m.WakeResolution, err = registerOrReuse(m.WakeResolution); err != nil {
 		return err
 	}
 	if m.renderCacheEntries, err = registerOrReuse(m.renderCacheEntries); err != nil {
@@ -146,18 +146,18 @@ func (m *metrics) register() error {
 	if m.renderCacheBytes, err = registerOrReuse(m.renderCacheBytes); err != nil {
 		return err
 	}
-	if m.drifted, err = registerOrReuse(m.drifted); err != nil {
+	if m.Drifted, err = registerOrReuse(m.Drifted); err != nil {
 		return err
 	}
-	if m.driftCorrected, err = registerOrReuse(m.driftCorrected); err != nil {
+	if m.DriftCorrected, err = registerOrReuse(m.DriftCorrected); err != nil {
 		return err
 	}
 	m.objects, err = registerOrReuse(m.objects)
 	return err
 }
 
-// observeHosted wires the hosted clients' observations into the metrics.
-func (m *metrics) observeHosted(c *hosted.Clients) {
+// ObserveHosted wires the hosted clients' observations into the metrics.
+func (m *Metrics) ObserveHosted(c *hosted.Clients) {
 	c.Observe(func(took time.Duration) { m.hostedRequests.Add(took.Seconds()) },
 		func(_ string, took time.Duration, err error) {
 			outcome := "success"
@@ -168,21 +168,21 @@ func (m *metrics) observeHosted(c *hosted.Clients) {
 		})
 }
 
-// observeRenderCache records the render cache's size: its entries and their estimated bytes.
-func (m *metrics) observeRenderCache(entries int, bytes int64) {
+// ObserveRenderCache records the render cache's size: its entries and their estimated bytes.
+func (m *Metrics) ObserveRenderCache(entries int, bytes int64) {
 	m.renderCacheEntries.Set(float64(entries))
 	m.renderCacheBytes.Set(float64(bytes))
 }
 
-// refreshHostedStates refreshes the hosted-cluster gauges from c while the manager runs.
-func (m *metrics) refreshHostedStates(c *hosted.Clients) manager.Runnable {
+// RefreshHostedStates refreshes the hosted-cluster gauges from c while the manager runs.
+func (m *Metrics) RefreshHostedStates(c *hosted.Clients) manager.Runnable {
 	return hostedStatesRunnable{m: m, c: c}
 }
 
 // hostedStatesRunnable refreshes pkgsync_hosted_clusters and
 // pkgsync_hosted_next_probe_timestamp_seconds every few seconds.
 type hostedStatesRunnable struct {
-	m *metrics
+	m *Metrics
 	c *hosted.Clients
 }
 
@@ -218,7 +218,7 @@ func registerOrReuse[C prometheus.Collector](c C) (C, error) {
 	return c, nil
 }
 
-func (m *metrics) recordPass(ownerKind string, res *apply.Result) {
+func (m *Metrics) RecordPass(ownerKind string, res *apply.Result) {
 	if m == nil || res == nil {
 		return
 	}
