@@ -1,29 +1,18 @@
 package controller
 
 import (
-	"context"
 	"errors"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
-	"oras.land/oras-go/v2/registry/remote/auth"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -32,115 +21,8 @@ import (
 	"pkgsync.dev/pkgsync/source"
 )
 
-// testRegistry is an in-process OCI registry (go-containerregistry's) that asks every request
-// for basic credentials and serves only the user "reader". It counts the requests for
-// signatures (the .sig tag cosign signs under, which only a verification that is not cached
-// reads) and all requests.
-type testRegistry struct {
-	host                  string
-	requests, sigRequests atomic.Int64
-}
-
-func newTestRegistry(t *testing.T) *testRegistry {
-	t.Helper()
-	reg := &testRegistry{}
-	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reg.requests.Add(1)
-		if strings.Contains(r.URL.Path, ".sig") {
-			reg.sigRequests.Add(1)
-		}
-		if user, _, ok := r.BasicAuth(); !ok || user != "reader" {
-			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		inner.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	reg.host = strings.TrimPrefix(srv.URL, "http://")
-	return reg
-}
-
-// userCredentials logs in as user wherever it goes.
-func userCredentials(user string) source.Credentials {
-	return func(context.Context, string) (auth.Credential, error) {
-		return auth.Credential{Username: user, Password: "secret"}, nil
-	}
-}
-
-// pushSigned pushes a package to repo:v1 and signs it with key (nil: unsigned); it returns the
-// reference pinned to the digest.
-func pushSigned(t *testing.T, src *source.Client, host, repo, content string, key *source.SigningKey) source.Reference {
-	t.Helper()
-	img := buildPackage(t, content)
-	ref, err := source.ParseReference(host + "/" + repo + ":v1")
-	require.NoError(t, err)
-	_, err = src.Push(t.Context(), img, []source.Reference{ref}, userCredentials("reader"))
-	require.NoError(t, err)
-	if key != nil {
-		_, err = src.Sign(t.Context(), ref, key, userCredentials("reader"))
-		require.NoError(t, err)
-	}
-	return ref.WithDigest(img.Digest)
-}
-
-// buildPackage builds a package of one ConfigMap named content.
-func buildPackage(t *testing.T, content string) *source.Image {
-	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte("apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: addon\nspec:\n  phases:\n  - name: config\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+content+"\n  annotations:\n    pkgsync.dev/phase: config\n"), 0o644))
-	img, err := source.Build(dir, source.BuildOptions{})
-	require.NoError(t, err)
-	return img
-}
-
-func newKeyPair(t *testing.T) (*source.SigningKey, []byte) {
-	t.Helper()
-	private, public, err := source.GenerateSigningKey([]byte("pw"))
-	require.NoError(t, err)
-	key, err := source.LoadSigningKey(private, []byte("pw"))
-	require.NoError(t, err)
-	return key, public
-}
-
-// verifyFixture is a registry with a package signed by key A and an unsigned one, Secrets of
-// the keys in the tenant's and in the controller's namespace, and the source client.
-type verifyFixture struct {
-	reg              *testRegistry
-	src              *source.Client
-	signed, unsigned source.Reference
-	objects          []client.Object
-}
-
-const (
-	tenantNamespace     = "team"
-	controllerNamespace = "pkgsync-system"
-)
-
-func newVerifyFixture(t *testing.T) *verifyFixture {
-	t.Helper()
-	reg := newTestRegistry(t)
-	src, err := source.NewClient(source.Options{PlainHTTPHosts: []string{reg.host}})
-	require.NoError(t, err)
-	keyA, pubA := newKeyPair(t)
-	_, pubB := newKeyPair(t)
-	f := &verifyFixture{reg: reg, src: src,
-		signed:   pushSigned(t, src, reg.host, "addons/signed", "signed", keyA),
-		unsigned: pushSigned(t, src, reg.host, "addons/unsigned", "unsigned", nil),
-	}
-	for _, ns := range []string{tenantNamespace, controllerNamespace} {
-		f.objects = append(f.objects,
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keys-a"}, Data: map[string][]byte{"a.pub": pubA}},
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keys-b"}, Data: map[string][]byte{"b.pub": pubB}},
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-keys"}, Data: map[string][]byte{"README": []byte("x")}},
-		)
-	}
-	return f
-}
-
-func (f *verifyFixture) verifier(t *testing.T, namespace string, require bool, policies ...*v1alpha1.TrustPolicy) *signatureVerifier {
+// fixtureVerifier is a verifier over f's Secrets and policies, for namespace.
+func fixtureVerifier(t *testing.T, f *verifyFixture, namespace string, require bool, policies ...*v1alpha1.TrustPolicy) *signatureVerifier {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	assert.NoError(t, clientgoscheme.AddToScheme(scheme))
@@ -151,19 +33,6 @@ func (f *verifyFixture) verifier(t *testing.T, namespace string, require bool, p
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(copies(objs)...).Build()
 	return newSignatureVerifier(c, c, f.src, namespace, require)
-}
-
-// copies are copies of objs, for a fake client of their own: building one writes to them.
-func copies(objs []client.Object) []client.Object {
-	out := make([]client.Object, len(objs))
-	for i, o := range objs {
-		out[i] = o.DeepCopyObject().(client.Object)
-	}
-	return out
-}
-
-func keysOf(secret string) *v1alpha1.Verification {
-	return &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: secret}}
 }
 
 // TestVerificationOutcome: what verification makes of a digest, per signature, key Secret,
@@ -223,7 +92,7 @@ func TestVerificationOutcome(t *testing.T) {
 			if tt.policy != nil {
 				policies = append(policies, tt.policy)
 			}
-			v := f.verifier(t, tt.ctrlNS, tt.require, policies...)
+			v := fixtureVerifier(t, f, tt.ctrlNS, tt.require, policies...)
 			err := v.check(t.Context(), tt.spec, tt.namespace, "spec.verify", tt.ref, userCredentials("reader"))
 			if tt.reason == "" {
 				require.NoError(t, err)
@@ -242,7 +111,7 @@ func TestVerificationOutcome(t *testing.T) {
 		t.Parallel()
 		tag := f.signed
 		tag.Digest = ""
-		err := f.verifier(t, "", false).check(t.Context(), keysOf("keys-a"), tenantNamespace, "spec.verify", tag, userCredentials("reader"))
+		err := fixtureVerifier(t, f, "", false).check(t.Context(), keysOf("keys-a"), tenantNamespace, "spec.verify", tag, userCredentials("reader"))
 		require.ErrorContains(t, err, "no digest")
 		var stage *reconciler.StageError
 		assert.False(t, errors.As(err, &stage), "the caller's error, not the resource's")
@@ -255,7 +124,7 @@ func TestVerificationOutcome(t *testing.T) {
 func TestVerificationCache(t *testing.T) {
 	t.Parallel()
 	f := newVerifyFixture(t)
-	v := f.verifier(t, controllerNamespace, false)
+	v := fixtureVerifier(t, f, controllerNamespace, false)
 	check := func(spec *v1alpha1.Verification, user string, ref source.Reference) error {
 		return v.check(t.Context(), spec, tenantNamespace, "spec.verify", ref, userCredentials(user))
 	}
@@ -291,7 +160,7 @@ func TestVerificationCacheExpires(t *testing.T) {
 	t.Parallel()
 	f := newVerifyFixture(t)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	v := f.verifier(t, controllerNamespace, false).withInterval(10 * time.Minute)
+	v := fixtureVerifier(t, f, controllerNamespace, false).withInterval(10 * time.Minute)
 	v.clock = clk
 	check := func() error {
 		return v.check(t.Context(), keysOf("keys-a"), tenantNamespace, "spec.verify", f.signed, userCredentials("reader"))
