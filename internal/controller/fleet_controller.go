@@ -15,6 +15,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/verify"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -37,7 +38,7 @@ type fleetSteps struct {
 	source    *source.Client
 	// verifier is the Packages' verifier: a digest the fleet verified is in its cache when the
 	// members verify it.
-	verifier *signatureVerifier
+	verifier *verify.Verifier
 	recorder record.EventRecorder
 	own      *reconciler.Metrics
 	options  reconciler.Options
@@ -203,14 +204,14 @@ func (r *fleetSteps) write(ctx context.Context, fleet *v1alpha1.HostedClusterPac
 // request.
 func (r *fleetSteps) chooseTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (*v1alpha1.FleetRevision, *reconciler.Outcome, error) {
 	verify := fleet.Spec.Template.Spec.Verify
-	if err := r.verifier.required(ctx, verify, fleetVerifyField, fleet.Spec.Template.Spec.Image); err != nil {
+	if err := r.verifier.Required(ctx, verify, fleetVerifyField, fleet.Spec.Template.Spec.Image); err != nil {
 		return nil, nil, err
 	}
 	target, pinned, creds, err := r.resolveTarget(ctx, fleet, lastHandled)
 	var held error
 	if err != nil {
 		held = err
-	} else if verr := r.verifier.check(ctx, verify, "", fleetVerifyField, pinned, creds); verr != nil {
+	} else if verr := r.verifier.Check(ctx, verify, "", fleetVerifyField, pinned, creds); verr != nil {
 		// A digest is verified before it becomes the target: one that fails never reaches a
 		// member, canaries included. The verdict is cached per digest and key set, so members
 		// verifying the same digest with the same keys cost no further request.
@@ -296,7 +297,7 @@ func (r *fleetSteps) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedCl
 	if err != nil {
 		return nil, none, nil, &reconciler.StageError{Reason: v1alpha1.PullFailedReason, Err: fmt.Errorf("spec.template.spec.image: %w", err)}
 	}
-	creds, err := readPullCredentials(ctx, r.apiReader, r.options.Namespace, tmpl.PullSecretRef)
+	creds, err := verify.ReadPullCredentials(ctx, r.apiReader, r.options.Namespace, tmpl.PullSecretRef)
 	if err != nil {
 		return nil, none, nil, err
 	}

@@ -27,6 +27,8 @@ import (
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/verify"
+	"pkgsync.dev/pkgsync/internal/verify/verifytest"
 )
 
 // TestFleetOutcome: what a fleet's plan and the members it could not keep make of its Ready.
@@ -75,19 +77,19 @@ func TestFleetRequeue(t *testing.T) {
 }
 
 // fleetFixture is a fleet's steps over a fake management cluster and the in-process registry
-// of newVerifyFixture, whose packages the fleet reads with a pull secret of the controller's
+// of verifytest.NewFixture, whose packages the fleet reads with a pull secret of the controller's
 // namespace.
 type fleetFixture struct {
-	*verifyFixture
+	*verifytest.Fixture
 	pullSecret *corev1.Secret
 }
 
 func newFleetFixture(t *testing.T) *fleetFixture {
 	t.Helper()
-	f := &fleetFixture{verifyFixture: newVerifyFixture(t)}
+	f := &fleetFixture{Fixture: verifytest.NewFixture(t)}
 	auth := base64.StdEncoding.EncodeToString([]byte("reader:secret"))
-	f.pullSecret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: "pull"}, Type: corev1.SecretTypeDockerConfigJson,
-		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"` + f.reg.host + `":{"auth":"` + auth + `"}}}`)}}
+	f.pullSecret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: verifytest.ControllerNamespace, Name: "pull"}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"` + f.Reg.Host + `":{"auth":"` + auth + `"}}}`)}}
 	return f
 }
 
@@ -96,12 +98,12 @@ func (f *fleetFixture) steps(t *testing.T, require bool, objs ...client.Object) 
 	scheme := runtime.NewScheme()
 	assert.NoError(t, clientgoscheme.AddToScheme(scheme))
 	assert.NoError(t, v1alpha1.AddToScheme(scheme))
-	objs = append(append(objs, f.pullSecret), f.objects...)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(copies(objs)...).Build()
+	objs = append(append(objs, f.pullSecret), f.Objects...)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(verifytest.Copies(objs)...).Build()
 	return &fleetSteps{
-		client: c, apiReader: c, source: f.src, verifier: newSignatureVerifier(c, c, f.src, controllerNamespace, require),
+		client: c, apiReader: c, source: f.Src, verifier: verify.NewVerifier(c, c, f.Src, verifytest.ControllerNamespace, require),
 		recorder: record.NewFakeRecorder(10), own: reconciler.NewMetrics(), hostedClusterAPI: true, now: time.Now,
-		options: reconciler.Options{Namespace: controllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
+		options: reconciler.Options{Namespace: verifytest.ControllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
 	}, c
 }
 
@@ -123,9 +125,9 @@ func fleetOn(image string, verify *v1alpha1.Verification, had *v1alpha1.FleetRev
 func TestFleetTargetChoice(t *testing.T) {
 	t.Parallel()
 	f := newFleetFixture(t)
-	had := &v1alpha1.FleetRevision{Name: "old-rev", Image: f.unsigned.String(), Digest: f.unsigned.Digest}
-	signedTag := f.reg.host + "/addons/signed:v1"
-	missingTag := f.reg.host + "/addons/signed:v9"
+	had := &v1alpha1.FleetRevision{Name: "old-rev", Image: f.Unsigned.String(), Digest: f.Unsigned.Digest}
+	signedTag := f.Reg.Host + "/addons/signed:v1"
+	missingTag := f.Reg.Host + "/addons/signed:v9"
 	tests := []struct {
 		name    string
 		fleet   *v1alpha1.HostedClusterPackage
@@ -138,14 +140,14 @@ func TestFleetTargetChoice(t *testing.T) {
 		refusedWith string // reason of a refusal of the spec
 	}{
 		{name: "resolved, nothing to verify: the tag's revision", fleet: fleetOn(signedTag, nil, had),
-			wantTarget: f.signed.Digest, wantStatus: f.signed.Digest},
-		{name: "resolved and verified: the tag's revision", fleet: fleetOn(signedTag, keysOf("keys-a"), had),
-			wantTarget: f.signed.Digest, wantStatus: f.signed.Digest},
-		{name: "first target, resolved and verified", fleet: fleetOn(signedTag, keysOf("keys-a"), nil),
-			wantTarget: f.signed.Digest, wantStatus: f.signed.Digest},
-		{name: "verification fails: the revision it had, retried", fleet: fleetOn(signedTag, keysOf("keys-b"), had),
+			wantTarget: f.Signed.Digest, wantStatus: f.Signed.Digest},
+		{name: "resolved and verified: the tag's revision", fleet: fleetOn(signedTag, verifytest.KeysOf("keys-a"), had),
+			wantTarget: f.Signed.Digest, wantStatus: f.Signed.Digest},
+		{name: "first target, resolved and verified", fleet: fleetOn(signedTag, verifytest.KeysOf("keys-a"), nil),
+			wantTarget: f.Signed.Digest, wantStatus: f.Signed.Digest},
+		{name: "verification fails: the revision it had, retried", fleet: fleetOn(signedTag, verifytest.KeysOf("keys-b"), had),
 			wantTarget: had.Digest, wantStatus: had.Digest, heldReason: v1alpha1.VerificationFailedReason, heldSays: "members stay on the revisions they have (stable revision old-rev)"},
-		{name: "verification fails, no target yet: none", fleet: fleetOn(signedTag, keysOf("keys-b"), nil),
+		{name: "verification fails, no target yet: none", fleet: fleetOn(signedTag, verifytest.KeysOf("keys-b"), nil),
 			heldReason: v1alpha1.VerificationFailedReason, heldSays: "is not rolled out"},
 		{name: "the tag does not resolve: the revision it had", fleet: fleetOn(missingTag, nil, had),
 			wantTarget: had.Digest, wantStatus: had.Digest, heldReason: v1alpha1.PullFailedReason, heldSays: "v9"},
@@ -197,7 +199,7 @@ func TestFleetTargetChoice(t *testing.T) {
 func TestFleetPassStops(t *testing.T) {
 	t.Parallel()
 	f := newFleetFixture(t)
-	signedTag := f.reg.host + "/addons/signed:v1"
+	signedTag := f.Reg.Host + "/addons/signed:v1"
 	tests := []struct {
 		name    string
 		fleet   *v1alpha1.HostedClusterPackage
@@ -213,7 +215,7 @@ func TestFleetPassStops(t *testing.T) {
 		{name: "the spec refused: stalled, looked at again at the interval", fleet: fleetOn(signedTag, nil, nil), require: true,
 			want:       wantConditions{metav1.ConditionFalse, v1alpha1.VerificationRequiredReason, "", v1alpha1.VerificationRequiredReason},
 			wantResult: ctrl.Result{RequeueAfter: time.Hour}},
-		{name: "no target yet: retried at the retry interval", fleet: fleetOn(signedTag, keysOf("keys-b"), nil),
+		{name: "no target yet: retried at the retry interval", fleet: fleetOn(signedTag, verifytest.KeysOf("keys-b"), nil),
 			want:       wantConditions{metav1.ConditionFalse, v1alpha1.VerificationFailedReason, v1alpha1.ProgressingWithRetryReason, ""},
 			wantResult: ctrl.Result{RequeueAfter: 7 * time.Second}},
 	}
@@ -224,7 +226,7 @@ func TestFleetPassStops(t *testing.T) {
 			tt.fleet.Spec.Template.Spec.Interval = &metav1.Duration{Duration: time.Hour}
 			conditions.MarkStalled(tt.fleet, "Earlier", "earlier")
 			r, c := f.stepsWith(t, nil, tt.fleet)
-			r.verifier.require = tt.require
+			r.verifier.Require = tt.require
 			r.hostedClusterAPI = !tt.noAPI
 			res, err := reconcileFleet(t, r, c, tt.fleet)
 			require.NoError(t, err)
@@ -320,8 +322,8 @@ func hostedClusterObj(namespace, name string, labels map[string]string) *unstruc
 func TestFleetPass(t *testing.T) {
 	t.Parallel()
 	f := newFleetFixture(t)
-	signedTag := f.reg.host + "/addons/signed:v1"
-	had := &v1alpha1.FleetRevision{Name: "old-rev", Image: f.unsigned.String(), Digest: f.unsigned.Digest}
+	signedTag := f.Reg.Host + "/addons/signed:v1"
+	had := &v1alpha1.FleetRevision{Name: "old-rev", Image: f.Unsigned.String(), Digest: f.Unsigned.Digest}
 	owned := func(ns string) *v1alpha1.Package {
 		return &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "addon", Labels: map[string]string{v1alpha1.FleetLabel: "addon"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "HostedClusterPackage", Name: "addon", UID: "fleet-uid"}}}}
@@ -344,13 +346,13 @@ func TestFleetPass(t *testing.T) {
 		{name: "a selected HostedCluster gets a member on the target",
 			objects: []client.Object{hostedClusterObj("clusters", "a", selected)},
 			want:    wantConditions{metav1.ConditionFalse, v1alpha1.RolloutProgressingReason, v1alpha1.RolloutProgressingReason, ""}, wantRequeue: time.Hour,
-			wantMembers: map[string]string{"clusters-a": f.signed.Digest}},
+			wantMembers: map[string]string{"clusters-a": f.Signed.Digest}},
 		{name: "a Package of the fleet's name that is not the fleet's: no member, retried",
 			objects: []client.Object{hostedClusterObj("clusters", "a", selected), &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters-a", Name: "addon"}}},
 			want:    wantConditions{metav1.ConditionFalse, v1alpha1.MembersFailedReason, v1alpha1.MembersFailedReason, ""}, wantRequeue: 7 * time.Second,
 			wantMembers: map[string]string{"clusters-a": ""}},
 		{name: "the tag's revision fails verification: members on the revision the fleet had, retried",
-			verify:  keysOf("keys-b"),
+			verify:  verifytest.KeysOf("keys-b"),
 			objects: []client.Object{hostedClusterObj("clusters", "a", selected)},
 			want:    wantConditions{metav1.ConditionFalse, v1alpha1.VerificationFailedReason, v1alpha1.ProgressingWithRetryReason, ""}, wantRequeue: 7 * time.Second,
 			wantMembers: map[string]string{"clusters-a": had.Digest}},

@@ -23,6 +23,8 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/verify"
+	"pkgsync.dev/pkgsync/internal/verify/verifytest"
 )
 
 // deletingFleet is fleetOn's fleet being deleted with policy, as kubectl delete --cascade=orphan
@@ -223,16 +225,16 @@ func (f *fleetFixture) stepsWith(t *testing.T, funcs *interceptor.Funcs, objs ..
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	objs = append(append(objs, f.pullSecret), f.objects...)
-	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(copies(objs)...).WithStatusSubresource(&v1alpha1.HostedClusterPackage{})
+	objs = append(append(objs, f.pullSecret), f.Objects...)
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(verifytest.Copies(objs)...).WithStatusSubresource(&v1alpha1.HostedClusterPackage{})
 	if funcs != nil {
 		b = b.WithInterceptorFuncs(*funcs)
 	}
 	c := b.Build()
 	return &fleetSteps{
-		client: c, apiReader: c, source: f.src, verifier: newSignatureVerifier(c, c, f.src, controllerNamespace, false),
+		client: c, apiReader: c, source: f.Src, verifier: verify.NewVerifier(c, c, f.Src, verifytest.ControllerNamespace, false),
 		recorder: record.NewFakeRecorder(10), own: reconciler.NewMetrics(), hostedClusterAPI: true, now: time.Now,
-		options: reconciler.Options{Namespace: controllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
-		secrets: &fleetSecrets{client: c, apiReader: c, copies: c, namespace: controllerNamespace},
+		options: reconciler.Options{Namespace: verifytest.ControllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
+		secrets: &fleetSecrets{client: c, apiReader: c, copies: c, namespace: verifytest.ControllerNamespace},
 	}, c
 }

@@ -18,6 +18,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/verify"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -184,7 +185,7 @@ func (r *fleetSteps) pullTarget(ctx context.Context, fleet *v1alpha1.HostedClust
 	if err != nil {
 		return nil, &reconciler.StageError{Reason: v1alpha1.PullFailedReason, Err: fmt.Errorf("status.target.image: %w", err)}
 	}
-	creds, err := readPullCredentials(ctx, r.apiReader, r.options.Namespace, fleet.Spec.Template.Spec.PullSecretRef)
+	creds, err := verify.ReadPullCredentials(ctx, r.apiReader, r.options.Namespace, fleet.Spec.Template.Spec.PullSecretRef)
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func setupFleets(ctx context.Context, s *services) error {
 	return nil
 }
 
-// fleetImage is the image of a HostedClusterPackage's template, for coveredResources.
+// fleetImage is the image of a HostedClusterPackage's template, for verify.CoveredResources.
 func fleetImage(o client.Object) string {
 	if f, ok := o.(*v1alpha1.HostedClusterPackage); ok {
 		return f.Spec.Template.Spec.Image

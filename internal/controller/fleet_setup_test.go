@@ -5,9 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 func TestFleetGateChanged(t *testing.T) {

@@ -23,6 +23,8 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/verify"
+	"pkgsync.dev/pkgsync/internal/verify/verifytest"
 )
 
 // The intervals of every resource in TestFailureEveryKind: the controller's retry and progress
@@ -172,7 +174,7 @@ func applyKindClient(t *testing.T, funcs interceptor.Funcs, objs ...client.Objec
 }
 
 func failureOptions() reconciler.Options {
-	return reconciler.Options{Namespace: controllerNamespace, RetryInterval: failureRetry, ProgressInterval: failureProgress, HostedTeardownTimeout: time.Hour}
+	return reconciler.Options{Namespace: verifytest.ControllerNamespace, RetryInterval: failureRetry, ProgressInterval: failureProgress, HostedTeardownTimeout: time.Hour}
 }
 
 func failureApplier(c client.Client) *applier {
@@ -199,7 +201,7 @@ func packageKind[T packageObject](kind string, newObject func() T) failureKind {
 		}
 		c := applyKindClient(t, funcs, obj)
 		steps := &packageSteps[T]{apiReader: c, options: failureOptions(), applier: failureApplier(c), renders: newRenderCache(1 << 20),
-			verifier: newSignatureVerifier(c, c, nil, controllerNamespace, false), versions: newImageVersions(), kind: kind,
+			verifier: verify.NewVerifier(c, c, nil, verifytest.ControllerNamespace, false), versions: newImageVersions(), kind: kind,
 			deps: &dependencies{reader: c, exprs: newReadyExprs()}}
 		return obj, c, reconciler.New(reconciler.Base{Client: c, Recorder: record.NewFakeRecorder(100)}, kind, newObject, steps.steps())
 	}}
@@ -233,7 +235,7 @@ func objectDeploymentKind[T objectDeploymentObject](kind string, newObject func(
 func fleetKind(f *fleetFixture) failureKind {
 	unavailable := apierrors.NewServiceUnavailable("the API server is shutting down")
 	return failureKind{name: v1alpha1.HostedClusterPackageKind, build: func(t *testing.T, fc failureCase, funcs interceptor.Funcs) (client.Object, client.Client, reconcile.Reconciler) {
-		fleet := fleetOn(f.reg.host+"/addons/signed:v1", nil, nil)
+		fleet := fleetOn(f.Reg.Host+"/addons/signed:v1", nil, nil)
 		setFailingMeta(fleet, false, fc)
 		fleet.UID = "fleet-uid"
 		fleet.Spec.Template.Spec.Interval = &metav1.Duration{Duration: failureInterval}

@@ -17,6 +17,7 @@ import (
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/mirrors"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/verify"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -39,7 +40,7 @@ type packageSteps[T packageObject] struct {
 	options   reconciler.Options
 	applier   *applier
 	renders   *renderCache
-	verifier  *signatureVerifier
+	verifier  *verify.Verifier
 	// versions remembers the versions pulled images declare, for the status.
 	versions *imageVersions
 	kind     string
@@ -158,7 +159,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 // admit checks what needs no registry: the dependencies are ready (a resource waiting for them
 // costs nothing), the ignored fields are ones pkgsync can leave to others, and spec.image parses.
 func (r *packageSteps[T]) admit(ctx context.Context, obj T) (source.Reference, error) {
-	if err := r.deps.check(ctx, obj, r.kind); err != nil {
+	if err := r.deps.Check(ctx, obj, r.kind); err != nil {
 		return source.Reference{}, err
 	}
 	spec := obj.GetSpec()
@@ -289,7 +290,7 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 // naming the policy or field, the Secret, its keys and what failed. Without spec.verify or a
 // policy it refuses the resource when signatures are required.
 func (r *packageSteps[T]) verify(ctx context.Context, obj T, ref source.Reference, creds source.Credentials) error {
-	return r.verifier.check(ctx, obj.GetSpec().Verify, obj.GetNamespace(), "spec.verify", ref, creds)
+	return r.verifier.Check(ctx, obj.GetSpec().Verify, obj.GetNamespace(), "spec.verify", ref, creds)
 }
 
 // pullCredentials reads spec.pullSecretRef; nil means the client's defaults (anonymous).
@@ -298,7 +299,7 @@ func (r *packageSteps[T]) pullCredentials(ctx context.Context, obj T) (source.Cr
 	if ns == "" {
 		ns = r.options.Namespace
 	}
-	return readPullCredentials(ctx, r.apiReader, ns, obj.GetSpec().PullSecretRef)
+	return verify.ReadPullCredentials(ctx, r.apiReader, ns, obj.GetSpec().PullSecretRef)
 }
 
 // outcome sets the Ready condition from the pass and decides when to come back. A resource

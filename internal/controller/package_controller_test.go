@@ -10,6 +10,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/verify/verifytest"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -76,27 +77,27 @@ func TestResolveMaxAge(t *testing.T) {
 // spec.semver, and the reason when there is none to take.
 func TestPackageRevisionChoice(t *testing.T) {
 	t.Parallel()
-	f := newVerifyFixture(t)
-	creds := userCredentials("reader")
+	f := verifytest.NewFixture(t)
+	creds := verifytest.UserCredentials("reader")
 	// One repository with versions 1.0.0, 1.2.0 and 2.0.0, each its own image, and a tag that
 	// is not a version.
 	push := func(content string, tags ...string) string {
 		t.Helper()
-		img := buildPackage(t, content)
+		img := verifytest.BuildPackage(t, content)
 		var refs []source.Reference
 		for _, tg := range tags {
-			ref, err := source.ParseReference(f.reg.host + "/addons/versions:" + tg)
+			ref, err := source.ParseReference(f.Reg.Host + "/addons/versions:" + tg)
 			require.NoError(t, err)
 			refs = append(refs, ref)
 		}
-		_, err := f.src.Push(t.Context(), img, refs, creds)
+		_, err := f.Src.Push(t.Context(), img, refs, creds)
 		require.NoError(t, err)
 		return img.Digest
 	}
 	zero := push("zero", "1.0.0")
 	first := push("one", "1.2.0")
 	second := push("two", "2.0.0", "latest")
-	image := f.reg.host + "/addons/versions:latest"
+	image := f.Reg.Host + "/addons/versions:latest"
 
 	tests := []struct {
 		name       string
@@ -111,12 +112,12 @@ func TestPackageRevisionChoice(t *testing.T) {
 		{name: "a range that takes the newest", image: image, semver: ">=1.0.0", wantDigest: second},
 		{name: "no version in the range: waits for the interval", image: image, semver: ">=3.0.0", reason: v1alpha1.NoMatchingVersionReason},
 		{name: "not a range: stalls", image: image, semver: "one or two", reason: v1alpha1.InvalidVersionRangeReason},
-		{name: "a tag that is not there: pull failed", image: f.reg.host + "/addons/versions:absent", reason: v1alpha1.PullFailedReason},
+		{name: "a tag that is not there: pull failed", image: f.Reg.Host + "/addons/versions:absent", reason: v1alpha1.PullFailedReason},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := &packageSteps[*v1alpha1.Package]{source: f.src}
+			r := &packageSteps[*v1alpha1.Package]{source: f.Src}
 			ref, err := source.ParseReference(tt.image)
 			require.NoError(t, err)
 			spec := &v1alpha1.PackageSpec{Image: tt.image, Semver: tt.semver}

@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/lru"
-
 	"pkgsync.dev/pkgsync/render"
 )
 

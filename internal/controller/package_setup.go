@@ -77,7 +77,7 @@ func setupPackages(ctx context.Context, s *services) error {
 	return nil
 }
 
-// packageImage is the image of a Package or ClusterPackage, for coveredResources.
+// packageImage is the image of a Package or ClusterPackage, for verify.CoveredResources.
 func packageImage(o client.Object) string {
 	if p, ok := o.(packageObject); ok {
 		return p.GetSpec().Image

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"k8s.io/utils/lru"
-
 	"pkgsync.dev/pkgsync/source"
 )
 

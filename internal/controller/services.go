@@ -12,6 +12,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/verify"
 	"pkgsync.dev/pkgsync/source"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -38,7 +39,7 @@ type services struct {
 	recorder       record.EventRecorder
 	metrics        *reconciler.Metrics
 	applier        *applier
-	verifier       *signatureVerifier
+	verifier       *verify.Verifier
 	// trustSecrets is the metadata cache of the controller namespace's Secrets that wakes a
 	// TrustPolicy's resources when its Secret rotates (nil without a namespace).
 	trustSecrets cache.Cache
@@ -62,14 +63,14 @@ func (s *services) controllerFor(name string, object client.Object) *builder.Bui
 }
 
 // watchTrustPolicies wakes the resources of a kind whose image a TrustPolicy covers when the
-// policy is created, changed or deleted (coveredResources), or its Secret is (watchTrustSecrets).
+// policy is created, changed or deleted (verify.CoveredResources), or its Secret is (verify.WatchTrustSecrets).
 func (s *services) watchTrustPolicies(b *builder.Builder, newList func() client.ObjectList, image func(client.Object) string) *builder.Builder {
-	b = b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(coveredResources(s.mgr.GetClient(), newList, image)),
+	b = b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(verify.CoveredResources(s.mgr.GetClient(), newList, image)),
 		builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	if s.trustSecrets == nil {
 		return b
 	}
-	return watchTrustSecrets(b, s.trustSecrets, s.opts.Namespace, s.mgr.GetClient(), newList, image)
+	return verify.WatchTrustSecrets(b, s.trustSecrets, s.opts.Namespace, s.mgr.GetClient(), newList, image)
 }
 
 // watchRegistryWakes wakes the resources of a kind that follow a repository when a registry

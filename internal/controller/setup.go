@@ -16,6 +16,7 @@ import (
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/mirrors"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/verify"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -87,13 +88,13 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, 
 	if err := mirrors.WatchSets(ctx, mgr, cfg.Source); err != nil {
 		return nil, err
 	}
-	trustSecrets, err := trustSecretsCache(mgr, opts.Namespace)
+	trustSecrets, err := verify.TrustSecretsCache(mgr, opts.Namespace)
 	if err != nil {
 		return nil, err
 	}
 	return &services{
 		mgr: mgr, source: cfg.Source, hosted: cfg.Hosted, runtimeMetrics: cfg.Metrics, opts: opts, recorder: recorder, metrics: m, applier: ro,
-		verifier:         newSignatureVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures).withInterval(opts.VerifyInterval),
+		verifier:         verify.NewVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures).WithInterval(opts.VerifyInterval),
 		ctrlOpts:         controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)},
 		hostedClusterAPI: hostedClusterAPI,
 		trustSecrets:     trustSecrets,

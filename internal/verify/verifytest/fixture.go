@@ -1,4 +1,4 @@
-package controller
+package verifytest
 
 import (
 	"context"
@@ -24,27 +24,27 @@ import (
 )
 
 const (
-	tenantNamespace     = "team"
-	controllerNamespace = "pkgsync-system"
+	TenantNamespace     = "team"
+	ControllerNamespace = "pkgsync-system"
 )
 
-// testRegistry is an in-process OCI registry (go-containerregistry's) that asks every request
+// Registry is an in-process OCI registry (go-containerregistry's) that asks every request
 // for basic credentials and serves only the user "reader". It counts the requests for
 // signatures (the .sig tag cosign signs under, which only a verification that is not cached
 // reads) and all requests.
-type testRegistry struct {
-	host                  string
-	requests, sigRequests atomic.Int64
+type Registry struct {
+	Host                  string
+	Requests, SigRequests atomic.Int64
 }
 
-func newTestRegistry(t *testing.T) *testRegistry {
+func NewRegistry(t *testing.T) *Registry {
 	t.Helper()
-	reg := &testRegistry{}
+	reg := &Registry{}
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reg.requests.Add(1)
+		reg.Requests.Add(1)
 		if strings.Contains(r.URL.Path, ".sig") {
-			reg.sigRequests.Add(1)
+			reg.SigRequests.Add(1)
 		}
 		if user, _, ok := r.BasicAuth(); !ok || user != "reader" {
 			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
@@ -54,12 +54,12 @@ func newTestRegistry(t *testing.T) *testRegistry {
 		inner.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	reg.host = strings.TrimPrefix(srv.URL, "http://")
+	reg.Host = strings.TrimPrefix(srv.URL, "http://")
 	return reg
 }
 
-// userCredentials logs in as user wherever it goes.
-func userCredentials(user string) source.Credentials {
+// UserCredentials logs in as user wherever it goes.
+func UserCredentials(user string) source.Credentials {
 	return func(context.Context, string) (auth.Credential, error) {
 		return auth.Credential{Username: user, Password: "secret"}, nil
 	}
@@ -69,20 +69,20 @@ func userCredentials(user string) source.Credentials {
 // reference pinned to the digest.
 func pushSigned(t *testing.T, src *source.Client, host, repo, content string, key *source.SigningKey) source.Reference {
 	t.Helper()
-	img := buildPackage(t, content)
+	img := BuildPackage(t, content)
 	ref, err := source.ParseReference(host + "/" + repo + ":v1")
 	require.NoError(t, err)
-	_, err = src.Push(t.Context(), img, []source.Reference{ref}, userCredentials("reader"))
+	_, err = src.Push(t.Context(), img, []source.Reference{ref}, UserCredentials("reader"))
 	require.NoError(t, err)
 	if key != nil {
-		_, err = src.Sign(t.Context(), ref, key, userCredentials("reader"))
+		_, err = src.Sign(t.Context(), ref, key, UserCredentials("reader"))
 		require.NoError(t, err)
 	}
 	return ref.WithDigest(img.Digest)
 }
 
-// buildPackage builds a package of one ConfigMap named content.
-func buildPackage(t *testing.T, content string) *source.Image {
+// BuildPackage builds a package of one ConfigMap named content.
+func BuildPackage(t *testing.T, content string) *source.Image {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte("apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: addon\nspec:\n  phases:\n  - name: config\n"), 0o644))
@@ -101,28 +101,28 @@ func newKeyPair(t *testing.T) (*source.SigningKey, []byte) {
 	return key, public
 }
 
-// verifyFixture is a registry with a package signed by key A and an unsigned one, Secrets of
+// Fixture is a registry with a package signed by key A and an unsigned one, Secrets of
 // the keys in the tenant's and in the controller's namespace, and the source client.
-type verifyFixture struct {
-	reg              *testRegistry
-	src              *source.Client
-	signed, unsigned source.Reference
-	objects          []client.Object
+type Fixture struct {
+	Reg              *Registry
+	Src              *source.Client
+	Signed, Unsigned source.Reference
+	Objects          []client.Object
 }
 
-func newVerifyFixture(t *testing.T) *verifyFixture {
+func NewFixture(t *testing.T) *Fixture {
 	t.Helper()
-	reg := newTestRegistry(t)
-	src, err := source.NewClient(source.Options{PlainHTTPHosts: []string{reg.host}})
+	reg := NewRegistry(t)
+	src, err := source.NewClient(source.Options{PlainHTTPHosts: []string{reg.Host}})
 	require.NoError(t, err)
 	keyA, pubA := newKeyPair(t)
 	_, pubB := newKeyPair(t)
-	f := &verifyFixture{reg: reg, src: src,
-		signed:   pushSigned(t, src, reg.host, "addons/signed", "signed", keyA),
-		unsigned: pushSigned(t, src, reg.host, "addons/unsigned", "unsigned", nil),
+	f := &Fixture{Reg: reg, Src: src,
+		Signed:   pushSigned(t, src, reg.Host, "addons/signed", "signed", keyA),
+		Unsigned: pushSigned(t, src, reg.Host, "addons/unsigned", "unsigned", nil),
 	}
-	for _, ns := range []string{tenantNamespace, controllerNamespace} {
-		f.objects = append(f.objects,
+	for _, ns := range []string{TenantNamespace, ControllerNamespace} {
+		f.Objects = append(f.Objects,
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keys-a"}, Data: map[string][]byte{"a.pub": pubA}},
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keys-b"}, Data: map[string][]byte{"b.pub": pubB}},
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-keys"}, Data: map[string][]byte{"README": []byte("x")}},
@@ -131,8 +131,8 @@ func newVerifyFixture(t *testing.T) *verifyFixture {
 	return f
 }
 
-// copies are copies of objs, for a fake client of their own: building one writes to them.
-func copies(objs []client.Object) []client.Object {
+// Copies are copies of objs, for a fake client of their own: building one writes to them.
+func Copies(objs []client.Object) []client.Object {
 	out := make([]client.Object, len(objs))
 	for i, o := range objs {
 		out[i] = o.DeepCopyObject().(client.Object)
@@ -140,6 +140,7 @@ func copies(objs []client.Object) []client.Object {
 	return out
 }
 
-func keysOf(secret string) *v1alpha1.Verification {
+// KeysOf is a spec.verify naming the key Secret secret.
+func KeysOf(secret string) *v1alpha1.Verification {
 	return &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: secret}}
 }

@@ -1,4 +1,4 @@
-package controller
+package verify
 
 import (
 	"errors"
@@ -18,21 +18,22 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/verify/verifytest"
 	"pkgsync.dev/pkgsync/source"
 )
 
 // fixtureVerifier is a verifier over f's Secrets and policies, for namespace.
-func fixtureVerifier(t *testing.T, f *verifyFixture, namespace string, require bool, policies ...*v1alpha1.TrustPolicy) *signatureVerifier {
+func fixtureVerifier(t *testing.T, f *verifytest.Fixture, namespace string, require bool, policies ...*v1alpha1.TrustPolicy) *Verifier {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	assert.NoError(t, clientgoscheme.AddToScheme(scheme))
 	assert.NoError(t, v1alpha1.AddToScheme(scheme))
-	objs := append([]client.Object(nil), f.objects...)
+	objs := append([]client.Object(nil), f.Objects...)
 	for _, p := range policies {
 		objs = append(objs, p)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(copies(objs)...).Build()
-	return newSignatureVerifier(c, c, f.src, namespace, require)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(verifytest.Copies(objs)...).Build()
+	return NewVerifier(c, c, f.Src, namespace, require)
 }
 
 // TestVerificationOutcome: what verification makes of a digest, per signature, key Secret,
@@ -40,10 +41,10 @@ func fixtureVerifier(t *testing.T, f *verifyFixture, namespace string, require b
 // refusal (naming what failed), or an error of the caller.
 func TestVerificationOutcome(t *testing.T) {
 	t.Parallel()
-	f := newVerifyFixture(t)
+	f := verifytest.NewFixture(t)
 	policy := func(secret string) *v1alpha1.TrustPolicy {
 		return &v1alpha1.TrustPolicy{ObjectMeta: metav1.ObjectMeta{Name: "platform"},
-			Spec: v1alpha1.TrustPolicySpec{Repositories: []string{f.reg.host + "/addons"}, Verify: *keysOf(secret)}}
+			Spec: v1alpha1.TrustPolicySpec{Repositories: []string{f.Reg.Host + "/addons"}, Verify: *verifytest.KeysOf(secret)}}
 	}
 	tests := []struct {
 		name      string
@@ -57,32 +58,32 @@ func TestVerificationOutcome(t *testing.T) {
 		reason string // the stage error's reason, "" for nil
 		says   []string
 	}{
-		{name: "signed with a key of the Secret", spec: keysOf("keys-a"), namespace: tenantNamespace, ref: f.signed},
-		{name: "signed with a key the Secret does not hold", spec: keysOf("keys-b"), namespace: tenantNamespace, ref: f.signed,
+		{name: "signed with a key of the Secret", spec: verifytest.KeysOf("keys-a"), namespace: verifytest.TenantNamespace, ref: f.Signed},
+		{name: "signed with a key the Secret does not hold", spec: verifytest.KeysOf("keys-b"), namespace: verifytest.TenantNamespace, ref: f.Signed,
 			reason: v1alpha1.VerificationFailedReason, says: []string{"[b.pub]", "Secret team/keys-b", "spec.verify"}},
-		{name: "unsigned", spec: keysOf("keys-a"), namespace: tenantNamespace, ref: f.unsigned,
-			reason: v1alpha1.VerificationFailedReason, says: []string{"[a.pub]", source.SignatureTag(f.unsigned.Digest)}},
-		{name: "the Secret is missing", spec: keysOf("absent"), namespace: tenantNamespace, ref: f.signed,
+		{name: "unsigned", spec: verifytest.KeysOf("keys-a"), namespace: verifytest.TenantNamespace, ref: f.Unsigned,
+			reason: v1alpha1.VerificationFailedReason, says: []string{"[a.pub]", source.SignatureTag(f.Unsigned.Digest)}},
+		{name: "the Secret is missing", spec: verifytest.KeysOf("absent"), namespace: verifytest.TenantNamespace, ref: f.Signed,
 			reason: v1alpha1.VerificationFailedReason, says: []string{"read the verification Secret", "team/absent"}},
-		{name: "the Secret holds no key", spec: keysOf("no-keys"), namespace: tenantNamespace, ref: f.signed,
+		{name: "the Secret holds no key", spec: verifytest.KeysOf("no-keys"), namespace: verifytest.TenantNamespace, ref: f.Signed,
 			reason: v1alpha1.VerificationFailedReason, says: []string{"no key ending in .pub", "[README]"}},
 		{name: "keyless without a trusted root",
 			spec:      &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "keys-a"}, MatchOIDCIdentity: []v1alpha1.OIDCIdentityMatch{{Issuer: "https://issuer", Subject: "me"}}},
-			namespace: tenantNamespace, ref: f.signed,
+			namespace: verifytest.TenantNamespace, ref: f.Signed,
 			reason: v1alpha1.VerificationFailedReason, says: []string{v1alpha1.TrustedRootKey}},
-		{name: "a cluster-scoped resource's Secret is the controller's namespace's", spec: keysOf("keys-a"), ctrlNS: controllerNamespace, ref: f.signed},
-		{name: "a cluster-scoped resource and a controller without namespace", spec: keysOf("keys-a"), ref: f.signed,
+		{name: "a cluster-scoped resource's Secret is the controller's namespace's", spec: verifytest.KeysOf("keys-a"), ctrlNS: verifytest.ControllerNamespace, ref: f.Signed},
+		{name: "a cluster-scoped resource and a controller without namespace", spec: verifytest.KeysOf("keys-a"), ref: f.Signed,
 			reason: v1alpha1.VerificationFailedReason, says: []string{"--namespace"}},
-		{name: "nothing to verify with, signatures not required", namespace: tenantNamespace, ref: f.unsigned},
-		{name: "nothing to verify with, signatures required", namespace: tenantNamespace, require: true, ref: f.unsigned,
+		{name: "nothing to verify with, signatures not required", namespace: verifytest.TenantNamespace, ref: f.Unsigned},
+		{name: "nothing to verify with, signatures required", namespace: verifytest.TenantNamespace, require: true, ref: f.Unsigned,
 			reason: v1alpha1.VerificationRequiredReason, says: []string{"--require-signatures", "spec.verify"}},
-		{name: "signatures required, a policy covers the image and verifies it", namespace: tenantNamespace, ctrlNS: controllerNamespace, require: true,
-			policy: policy("keys-a"), ref: f.signed},
-		{name: "a policy refuses what the tenant's keys verify", spec: keysOf("keys-a"), namespace: tenantNamespace, ctrlNS: controllerNamespace,
-			policy: policy("keys-b"), ref: f.signed,
+		{name: "signatures required, a policy covers the image and verifies it", namespace: verifytest.TenantNamespace, ctrlNS: verifytest.ControllerNamespace, require: true,
+			policy: policy("keys-a"), ref: f.Signed},
+		{name: "a policy refuses what the tenant's keys verify", spec: verifytest.KeysOf("keys-a"), namespace: verifytest.TenantNamespace, ctrlNS: verifytest.ControllerNamespace,
+			policy: policy("keys-b"), ref: f.Signed,
 			reason: v1alpha1.VerificationFailedReason, says: []string{`TrustPolicy "platform"`, "pkgsync-system/keys-b"}},
-		{name: "the tenant's keys refuse what a policy verifies", spec: keysOf("keys-b"), namespace: tenantNamespace, ctrlNS: controllerNamespace,
-			policy: policy("keys-a"), ref: f.signed,
+		{name: "the tenant's keys refuse what a policy verifies", spec: verifytest.KeysOf("keys-b"), namespace: verifytest.TenantNamespace, ctrlNS: verifytest.ControllerNamespace,
+			policy: policy("keys-a"), ref: f.Signed,
 			reason: v1alpha1.VerificationFailedReason, says: []string{"spec.verify", "team/keys-b"}},
 	}
 	for _, tt := range tests {
@@ -93,7 +94,7 @@ func TestVerificationOutcome(t *testing.T) {
 				policies = append(policies, tt.policy)
 			}
 			v := fixtureVerifier(t, f, tt.ctrlNS, tt.require, policies...)
-			err := v.check(t.Context(), tt.spec, tt.namespace, "spec.verify", tt.ref, userCredentials("reader"))
+			err := v.Check(t.Context(), tt.spec, tt.namespace, "spec.verify", tt.ref, verifytest.UserCredentials("reader"))
 			if tt.reason == "" {
 				require.NoError(t, err)
 				return
@@ -109,9 +110,9 @@ func TestVerificationOutcome(t *testing.T) {
 
 	t.Run("a tag not resolved yet is not verified", func(t *testing.T) {
 		t.Parallel()
-		tag := f.signed
+		tag := f.Signed
 		tag.Digest = ""
-		err := fixtureVerifier(t, f, "", false).check(t.Context(), keysOf("keys-a"), tenantNamespace, "spec.verify", tag, userCredentials("reader"))
+		err := fixtureVerifier(t, f, "", false).Check(t.Context(), verifytest.KeysOf("keys-a"), verifytest.TenantNamespace, "spec.verify", tag, verifytest.UserCredentials("reader"))
 		require.ErrorContains(t, err, "no digest")
 		var stage *reconciler.StageError
 		assert.False(t, errors.As(err, &stage), "the caller's error, not the resource's")
@@ -123,34 +124,34 @@ func TestVerificationOutcome(t *testing.T) {
 // that cannot read the repository is refused; a refusal is not remembered.
 func TestVerificationCache(t *testing.T) {
 	t.Parallel()
-	f := newVerifyFixture(t)
-	v := fixtureVerifier(t, f, controllerNamespace, false)
+	f := verifytest.NewFixture(t)
+	v := fixtureVerifier(t, f, verifytest.ControllerNamespace, false)
 	check := func(spec *v1alpha1.Verification, user string, ref source.Reference) error {
-		return v.check(t.Context(), spec, tenantNamespace, "spec.verify", ref, userCredentials(user))
+		return v.Check(t.Context(), spec, verifytest.TenantNamespace, "spec.verify", ref, verifytest.UserCredentials(user))
 	}
 
-	sigs := f.reg.sigRequests.Load()
-	require.NoError(t, check(keysOf("keys-a"), "reader", f.signed))
-	assert.Greater(t, f.reg.sigRequests.Load(), sigs, "the first verification reads the signature")
+	sigs := f.Reg.SigRequests.Load()
+	require.NoError(t, check(verifytest.KeysOf("keys-a"), "reader", f.Signed))
+	assert.Greater(t, f.Reg.SigRequests.Load(), sigs, "the first verification reads the signature")
 
-	sigs = f.reg.sigRequests.Load()
-	require.NoError(t, check(keysOf("keys-a"), "reader", f.signed))
-	assert.Equal(t, sigs, f.reg.sigRequests.Load(), "a verdict reached is not reached again")
+	sigs = f.Reg.SigRequests.Load()
+	require.NoError(t, check(verifytest.KeysOf("keys-a"), "reader", f.Signed))
+	assert.Equal(t, sigs, f.Reg.SigRequests.Load(), "a verdict reached is not reached again")
 
-	requests := f.reg.requests.Load()
-	err := check(keysOf("keys-a"), "intruder", f.signed)
+	requests := f.Reg.Requests.Load()
+	err := check(verifytest.KeysOf("keys-a"), "intruder", f.Signed)
 	var stage *reconciler.StageError
 	require.ErrorAs(t, err, &stage, "a caller that cannot read the repository does not learn the verdict")
 	assert.Equal(t, v1alpha1.VerificationFailedReason, stage.Reason)
 	assert.Contains(t, err.Error(), "spec.verify: the keys [a.pub]")
-	assert.Greater(t, f.reg.requests.Load(), requests, "the caller's access is asked of the registry")
-	assert.Equal(t, sigs, f.reg.sigRequests.Load(), "not the signature")
+	assert.Greater(t, f.Reg.Requests.Load(), requests, "the caller's access is asked of the registry")
+	assert.Equal(t, sigs, f.Reg.SigRequests.Load(), "not the signature")
 
 	// Another key set is another verdict.
-	require.Error(t, check(keysOf("keys-b"), "reader", f.signed))
-	sigs = f.reg.sigRequests.Load()
-	require.Error(t, check(keysOf("keys-b"), "reader", f.signed))
-	assert.Greater(t, f.reg.sigRequests.Load(), sigs, "a refusal is not remembered: the signature is read again")
+	require.Error(t, check(verifytest.KeysOf("keys-b"), "reader", f.Signed))
+	sigs = f.Reg.SigRequests.Load()
+	require.Error(t, check(verifytest.KeysOf("keys-b"), "reader", f.Signed))
+	assert.Greater(t, f.Reg.SigRequests.Load(), sigs, "a refusal is not remembered: the signature is read again")
 }
 
 // TestVerificationCacheExpires: a verdict stands for the verify interval and no longer. Within
@@ -158,21 +159,21 @@ func TestVerificationCache(t *testing.T) {
 // signature is read again, and a deleted one refuses the digest.
 func TestVerificationCacheExpires(t *testing.T) {
 	t.Parallel()
-	f := newVerifyFixture(t)
+	f := verifytest.NewFixture(t)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	v := fixtureVerifier(t, f, controllerNamespace, false).withInterval(10 * time.Minute)
+	v := fixtureVerifier(t, f, verifytest.ControllerNamespace, false).WithInterval(10 * time.Minute)
 	v.clock = clk
 	check := func() error {
-		return v.check(t.Context(), keysOf("keys-a"), tenantNamespace, "spec.verify", f.signed, userCredentials("reader"))
+		return v.Check(t.Context(), verifytest.KeysOf("keys-a"), verifytest.TenantNamespace, "spec.verify", f.Signed, verifytest.UserCredentials("reader"))
 	}
 
-	sigs := f.reg.sigRequests.Load()
+	sigs := f.Reg.SigRequests.Load()
 	require.NoError(t, check())
-	require.Greater(t, f.reg.sigRequests.Load(), sigs, "the first verification reads the signature")
+	require.Greater(t, f.Reg.SigRequests.Load(), sigs, "the first verification reads the signature")
 
 	// Revoke: delete the signature from the registry.
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodDelete,
-		"http://"+f.reg.host+"/v2/addons/signed/manifests/"+source.SignatureTag(f.signed.Digest), nil)
+		"http://"+f.Reg.Host+"/v2/addons/signed/manifests/"+source.SignatureTag(f.Signed.Digest), nil)
 	require.NoError(t, err)
 	req.SetBasicAuth("reader", "secret")
 	resp, err := http.DefaultClient.Do(req)
@@ -181,13 +182,13 @@ func TestVerificationCacheExpires(t *testing.T) {
 	require.Less(t, resp.StatusCode, 300, "delete the signature")
 
 	clk.SetTime(clk.Now().Add(10*time.Minute - time.Second))
-	sigs = f.reg.sigRequests.Load()
+	sigs = f.Reg.SigRequests.Load()
 	require.NoError(t, check(), "within the interval the verdict stands")
-	assert.Equal(t, sigs, f.reg.sigRequests.Load(), "within the interval the signature is not read again")
+	assert.Equal(t, sigs, f.Reg.SigRequests.Load(), "within the interval the signature is not read again")
 
 	clk.SetTime(clk.Now().Add(2 * time.Second))
 	err = check()
-	assert.Greater(t, f.reg.sigRequests.Load(), sigs, "after the interval the signature is read again")
+	assert.Greater(t, f.Reg.SigRequests.Load(), sigs, "after the interval the signature is read again")
 	var stage *reconciler.StageError
 	require.ErrorAs(t, err, &stage, "a deleted signature refuses the digest once the verdict expired")
 	assert.Equal(t, v1alpha1.VerificationFailedReason, stage.Reason)

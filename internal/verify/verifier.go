@@ -1,4 +1,4 @@
-package controller
+package verify
 
 import (
 	"context"
@@ -21,12 +21,12 @@ import (
 // verifiedEntries bounds the digests remembered as verified, per repository and key set.
 const verifiedEntries = 4096
 
-// signatureVerifier checks the TrustPolicies that cover an image, then spec.verify: the keys
+// Verifier checks the TrustPolicies that cover an image, then spec.verify: the keys
 // (or the trusted root) come from the policy's or the resource's Secret on every reconcile (so
 // a rotation counts at once), and a digest verified with a key set (or a trusted root and
 // identities) is remembered for the verify interval, so the registry is asked once per digest,
 // key set and interval, and a signature deleted from the registry counts within one interval.
-type signatureVerifier struct {
+type Verifier struct {
 	// apiReader reads the key Secrets without caching every Secret of the cluster.
 	apiReader client.Reader
 	// policies reads TrustPolicies from the manager's cache (every policy, whatever the shard).
@@ -34,8 +34,8 @@ type signatureVerifier struct {
 	source   *source.Client
 	// namespace holds the key Secrets of cluster-scoped resources and of TrustPolicies.
 	namespace string
-	// require refuses resources without spec.verify (--require-signatures) that no policy covers.
-	require bool
+	// Require refuses resources without spec.verify (--require-signatures) that no policy covers.
+	Require bool
 	// verified holds verdicts (the verifying key's name and when), keyed by repository, digest and the trust ID:
 	// the key set's (or the trusted root's and identities') digest, whoever named them. A
 	// verdict with a tenant's keys is a verdict with those keys only: a policy's keys are
@@ -56,24 +56,24 @@ type verdict struct {
 // defaultVerifyInterval is how long a verdict stands when Options.VerifyInterval is not set.
 const defaultVerifyInterval = 10 * time.Minute
 
-func newSignatureVerifier(apiReader, policies client.Reader, src *source.Client, namespace string, require bool) *signatureVerifier {
-	return &signatureVerifier{apiReader: apiReader, policies: policies, source: src, namespace: namespace, require: require,
+func NewVerifier(apiReader, policies client.Reader, src *source.Client, namespace string, require bool) *Verifier {
+	return &Verifier{apiReader: apiReader, policies: policies, source: src, namespace: namespace, Require: require,
 		verified: lru.New(verifiedEntries), ttl: defaultVerifyInterval, clock: clock.RealClock{}}
 }
 
-// withInterval makes verdicts stand for interval (--verify-interval); zero keeps the default.
-func (v *signatureVerifier) withInterval(interval time.Duration) *signatureVerifier {
+// WithInterval makes verdicts stand for interval (--verify-interval); zero keeps the default.
+func (v *Verifier) WithInterval(interval time.Duration) *Verifier {
 	if interval > 0 {
 		v.ttl = interval
 	}
 	return v
 }
 
-// check verifies ref with every TrustPolicy that covers it (in name order, the first refusal
+// Check verifies ref with every TrustPolicy that covers it (in name order, the first refusal
 // wins), then with spec, the verification settings at field of a resource in namespace ("" for
 // a cluster-scoped resource: its Secret is in the controller's namespace). The policies come
 // first: a tenant's own settings, whatever they are, neither replace nor precede them.
-func (v *signatureVerifier) check(ctx context.Context, spec *v1alpha1.Verification, namespace, field string, ref source.Reference, creds source.Credentials) error {
+func (v *Verifier) Check(ctx context.Context, spec *v1alpha1.Verification, namespace, field string, ref source.Reference, creds source.Credentials) error {
 	policies, err := coveringPolicies(ctx, v.policies, ref)
 	if err != nil {
 		return err
@@ -96,7 +96,7 @@ func (v *signatureVerifier) check(ctx context.Context, spec *v1alpha1.Verificati
 }
 
 // checkWith verifies ref with spec, whose Secret is in namespace; field names spec in messages.
-func (v *signatureVerifier) checkWith(ctx context.Context, spec *v1alpha1.Verification, namespace, field string, ref source.Reference, creds source.Credentials) error {
+func (v *Verifier) checkWith(ctx context.Context, spec *v1alpha1.Verification, namespace, field string, ref source.Reference, creds source.Credentials) error {
 	if namespace == "" {
 		// Only a controller started without --namespace (tests, a local run) gets here.
 		return &reconciler.StageError{Reason: v1alpha1.VerificationFailedReason,
@@ -159,11 +159,11 @@ func (v *signatureVerifier) checkWith(ctx context.Context, spec *v1alpha1.Verifi
 	return nil
 }
 
-// required refuses, when signatures are required (--require-signatures), verification settings
+// Required refuses, when signatures are required (--require-signatures), verification settings
 // (at field) that are not set for image, unless a TrustPolicy covers the image (it is then
 // verified against the policy). An image that does not parse is left to the resolution to refuse.
-func (v *signatureVerifier) required(ctx context.Context, spec *v1alpha1.Verification, field, image string) error {
-	if spec != nil || !v.require {
+func (v *Verifier) Required(ctx context.Context, spec *v1alpha1.Verification, field, image string) error {
+	if spec != nil || !v.Require {
 		return nil
 	}
 	ref, err := source.ParseReference(image)
@@ -182,8 +182,8 @@ func (v *signatureVerifier) required(ctx context.Context, spec *v1alpha1.Verific
 
 // refuseUnverified refuses, when signatures are required, an image that neither verification
 // settings (at field) nor a TrustPolicy verify.
-func (v *signatureVerifier) refuseUnverified(field, image string) error {
-	if !v.require {
+func (v *Verifier) refuseUnverified(field, image string) error {
+	if !v.Require {
 		return nil
 	}
 	return &reconciler.StageError{Reason: v1alpha1.VerificationRequiredReason,

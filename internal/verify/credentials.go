@@ -1,4 +1,4 @@
-package controller
+package verify
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"pkgsync.dev/pkgsync/source"
 )
 
-// readPullCredentials reads a kubernetes.io/dockerconfigjson Secret of namespace; nil ref means
+// ReadPullCredentials reads a kubernetes.io/dockerconfigjson Secret of namespace; nil ref means
 // the client's defaults (anonymous).
-func readPullCredentials(ctx context.Context, reader client.Reader, ns string, ref *meta.LocalObjectReference) (source.Credentials, error) {
+func ReadPullCredentials(ctx context.Context, reader client.Reader, ns string, ref *meta.LocalObjectReference) (source.Credentials, error) {
 	if ref == nil {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package controller
+package verify
 
 import (
 	"context"
@@ -144,11 +144,11 @@ func coveringPolicies(ctx context.Context, reader client.Reader, ref source.Refe
 	return out, nil
 }
 
-// coveredResources maps a TrustPolicy to reconcile requests for the resources of one kind
+// CoveredResources maps a TrustPolicy to reconcile requests for the resources of one kind
 // whose image it covers, so that a policy created, changed or deleted applies at once, not at
 // each resource's next interval. On an update the old and the new policy are both mapped, so
 // resources a change uncovers are reconciled too.
-func coveredResources(reader client.Reader, newList func() client.ObjectList, image func(client.Object) string) handler.MapFunc {
+func CoveredResources(reader client.Reader, newList func() client.ObjectList, image func(client.Object) string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
 		policy, ok := o.(*v1alpha1.TrustPolicy)
 		if !ok {
@@ -179,11 +179,11 @@ func coveredResources(reader client.Reader, newList func() client.ObjectList, im
 	}
 }
 
-// trustSecretsCache makes the cache that wakes TrustPolicies' resources when a policy's Secret
+// TrustSecretsCache makes the cache that wakes TrustPolicies' resources when a policy's Secret
 // changes: the metadata (name, resourceVersion) of the Secrets of the controller's namespace,
 // where every policy's Secret is. No Secret's data is held: the verifier reads the keys
 // uncached, when it verifies. Nil without a namespace (no policy's Secret can then be read).
-func trustSecretsCache(mgr ctrl.Manager, namespace string) (cache.Cache, error) {
+func TrustSecretsCache(mgr ctrl.Manager, namespace string) (cache.Cache, error) {
 	if namespace == "" {
 		return nil, nil
 	}
@@ -201,14 +201,14 @@ func trustSecretsCache(mgr ctrl.Manager, namespace string) (cache.Cache, error) 
 	return c, nil
 }
 
-// watchTrustSecrets wakes the resources of one kind that a TrustPolicy covers when the policy's
+// WatchTrustSecrets wakes the resources of one kind that a TrustPolicy covers when the policy's
 // Secret (in namespace) is created, changed or deleted, so a key rotation counts at once, not
 // at each resource's next interval.
-func watchTrustSecrets(b *builder.Builder, secrets cache.Cache, namespace string, reader client.Reader,
+func WatchTrustSecrets(b *builder.Builder, secrets cache.Cache, namespace string, reader client.Reader,
 	newList func() client.ObjectList, image func(client.Object) string) *builder.Builder {
 	secret := &metav1.PartialObjectMetadata{}
 	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	covered := coveredResources(reader, newList, image)
+	covered := CoveredResources(reader, newList, image)
 	return b.WatchesRawSource(crsource.Kind(secrets, secret, handler.TypedEnqueueRequestsFromMapFunc(
 		func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 			if o.GetNamespace() != namespace {
