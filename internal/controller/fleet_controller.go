@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/applier"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/internal/verify"
@@ -50,7 +51,7 @@ type fleetSteps struct {
 	preflights preflightResults
 	// applier gives the identity a member reads its spec.configFrom as (configReader), for the
 	// preflight; nil in PreflightFleet, which reads as its client.
-	applier *applier
+	applier *applier.Applier
 	// secrets keeps the copies of the Secrets the template names in the members' namespaces;
 	// nil when the controller has no namespace to read them in.
 	secrets *fleetSecrets
@@ -77,10 +78,10 @@ func (r *fleetSteps) steps() reconciler.Steps[*v1alpha1.HostedClusterPackage] {
 		Announce:   announceFleet,
 		CopyStatus: func(dst, src *v1alpha1.HostedClusterPackage) { dst.Status = *src.Status.DeepCopy() },
 		Gone: func(key types.NamespacedName) {
-			r.writes.forget(key.Name)
-			r.preflights.forget(key.Name)
+			r.writes.Forget(key.Name)
+			r.preflights.Forget(key.Name)
 			if r.secrets != nil {
-				r.secrets.forget(key.Name)
+				r.secrets.Forget(key.Name)
 			}
 		},
 	}

@@ -27,6 +27,7 @@ import (
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/reconciler/reconcilertest"
 	"pkgsync.dev/pkgsync/internal/verify"
 	"pkgsync.dev/pkgsync/internal/verify/verifytest"
 )
@@ -206,17 +207,17 @@ func TestFleetPassStops(t *testing.T) {
 		noAPI   bool
 		require bool
 
-		want       wantConditions
+		want       reconcilertest.Conditions
 		wantResult ctrl.Result
 	}{
 		{name: "no HostedCluster API: stalled, looked at again at the interval", fleet: fleetOn(signedTag, nil, nil), noAPI: true,
-			want:       wantConditions{metav1.ConditionFalse, v1alpha1.HostedClusterAPIMissingReason, "", v1alpha1.HostedClusterAPIMissingReason},
+			want:       reconcilertest.Conditions{Ready: metav1.ConditionFalse, ReadyReason: v1alpha1.HostedClusterAPIMissingReason, StalledBy: v1alpha1.HostedClusterAPIMissingReason},
 			wantResult: ctrl.Result{RequeueAfter: time.Hour}},
 		{name: "the spec refused: stalled, looked at again at the interval", fleet: fleetOn(signedTag, nil, nil), require: true,
-			want:       wantConditions{metav1.ConditionFalse, v1alpha1.VerificationRequiredReason, "", v1alpha1.VerificationRequiredReason},
+			want:       reconcilertest.Conditions{Ready: metav1.ConditionFalse, ReadyReason: v1alpha1.VerificationRequiredReason, StalledBy: v1alpha1.VerificationRequiredReason},
 			wantResult: ctrl.Result{RequeueAfter: time.Hour}},
 		{name: "no target yet: retried at the retry interval", fleet: fleetOn(signedTag, verifytest.KeysOf("keys-b"), nil),
-			want:       wantConditions{metav1.ConditionFalse, v1alpha1.VerificationFailedReason, v1alpha1.ProgressingWithRetryReason, ""},
+			want:       reconcilertest.Conditions{Ready: metav1.ConditionFalse, ReadyReason: v1alpha1.VerificationFailedReason, ReconcilingReason: v1alpha1.ProgressingWithRetryReason},
 			wantResult: ctrl.Result{RequeueAfter: 7 * time.Second}},
 	}
 	for _, tt := range tests {
@@ -233,7 +234,7 @@ func TestFleetPassStops(t *testing.T) {
 			assert.Equal(t, tt.wantResult, res)
 			got := &v1alpha1.HostedClusterPackage{}
 			require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(tt.fleet), got))
-			assertConditions(t, got, tt.want)
+			reconcilertest.AssertConditions(t, got, tt.want)
 		})
 	}
 }
@@ -288,7 +289,7 @@ func TestFleetFinalize(t *testing.T) {
 			}
 			assert.Equal(t, tt.wantFinalizer, controllerutil.ContainsFinalizer(stored, v1alpha1.FinalizerName), "the fleet's finalizer on the API server")
 			if tt.wantFinalizer {
-				assertConditions(t, fleet, wantConditions{metav1.ConditionFalse, v1alpha1.DeletingReason, v1alpha1.DeletingReason, ""})
+				reconcilertest.AssertConditions(t, fleet, reconcilertest.Conditions{Ready: metav1.ConditionFalse, ReadyReason: v1alpha1.DeletingReason, ReconcilingReason: v1alpha1.DeletingReason})
 			}
 			for _, ns := range tt.wantDeleted {
 				err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "addon"}, &v1alpha1.Package{})
@@ -334,27 +335,27 @@ func TestFleetPass(t *testing.T) {
 		verify  *v1alpha1.Verification
 		objects []client.Object
 
-		want        wantConditions
+		want        reconcilertest.Conditions
 		wantRequeue time.Duration
 		wantMembers map[string]string // namespace → digest the member names
 		wantGone    []string          // namespaces whose member is deleted
 	}{
 		{name: "no HostedCluster selected: Ready with 0 members, a stray member deleted",
 			objects: []client.Object{hostedClusterObj("clusters", "other", nil), owned("clusters-gone")},
-			want:    wantConditions{metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "", ""}, wantRequeue: time.Hour,
+			want:    reconcilertest.Conditions{Ready: metav1.ConditionTrue, ReadyReason: v1alpha1.ReconciliationSucceededReason}, wantRequeue: time.Hour,
 			wantGone: []string{"clusters-gone"}},
 		{name: "a selected HostedCluster gets a member on the target",
 			objects: []client.Object{hostedClusterObj("clusters", "a", selected)},
-			want:    wantConditions{metav1.ConditionFalse, v1alpha1.RolloutProgressingReason, v1alpha1.RolloutProgressingReason, ""}, wantRequeue: time.Hour,
+			want:    reconcilertest.Conditions{Ready: metav1.ConditionFalse, ReadyReason: v1alpha1.RolloutProgressingReason, ReconcilingReason: v1alpha1.RolloutProgressingReason}, wantRequeue: time.Hour,
 			wantMembers: map[string]string{"clusters-a": f.Signed.Digest}},
 		{name: "a Package of the fleet's name that is not the fleet's: no member, retried",
 			objects: []client.Object{hostedClusterObj("clusters", "a", selected), &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters-a", Name: "addon"}}},
-			want:    wantConditions{metav1.ConditionFalse, v1alpha1.MembersFailedReason, v1alpha1.MembersFailedReason, ""}, wantRequeue: 7 * time.Second,
+			want:    reconcilertest.Conditions{Ready: metav1.ConditionFalse, ReadyReason: v1alpha1.MembersFailedReason, ReconcilingReason: v1alpha1.MembersFailedReason}, wantRequeue: 7 * time.Second,
 			wantMembers: map[string]string{"clusters-a": ""}},
 		{name: "the tag's revision fails verification: members on the revision the fleet had, retried",
 			verify:  verifytest.KeysOf("keys-b"),
 			objects: []client.Object{hostedClusterObj("clusters", "a", selected)},
-			want:    wantConditions{metav1.ConditionFalse, v1alpha1.VerificationFailedReason, v1alpha1.ProgressingWithRetryReason, ""}, wantRequeue: 7 * time.Second,
+			want:    reconcilertest.Conditions{Ready: metav1.ConditionFalse, ReadyReason: v1alpha1.VerificationFailedReason, ReconcilingReason: v1alpha1.ProgressingWithRetryReason}, wantRequeue: 7 * time.Second,
 			wantMembers: map[string]string{"clusters-a": had.Digest}},
 	}
 	for _, tt := range tests {
@@ -367,7 +368,7 @@ func TestFleetPass(t *testing.T) {
 			res, err := r.pass(t.Context(), fleet, nil, "")
 			require.NoError(t, err)
 			assert.InDelta(t, float64(tt.wantRequeue), float64(res.RequeueAfter), float64(tt.wantRequeue)/10)
-			assertConditions(t, fleet, tt.want)
+			reconcilertest.AssertConditions(t, fleet, tt.want)
 			for ns, digest := range tt.wantMembers {
 				var p v1alpha1.Package
 				require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "addon"}, &p))

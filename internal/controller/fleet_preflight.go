@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/applier"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/internal/verify"
@@ -26,7 +27,7 @@ import (
 // A preflight renders a revision for every member's environment before any member is moved to
 // it: the member Package the fleet would write (config overrides merged, the template's labels
 // and annotations), rendered with the options the Package reconciler takes from it
-// (renderOptions) and the HostedCluster behind its namespace, then validated as the Package
+// (applier.RenderOptions) and the HostedCluster behind its namespace, then validated as the Package
 // reconciler validates (the package's scopes). spec.rollout.preflight runs it in the
 // reconciler; `pkgsync fleet plan` runs it through PreflightFleet and adds a server-side dry run.
 
@@ -36,7 +37,7 @@ import (
 // changes with every move and which a template has no business reading, and with the
 // configuration's render key (a keyed HMAC when a Secret contributed) in place of the
 // configuration, so that no plain digest of a Secret's value is kept.
-func (r *fleetSteps) preflightOptions(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, src fleetRevisionSource, m *rollout.Member, now time.Time) (render.Options, string, *configInput, error) {
+func (r *fleetSteps) preflightOptions(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, src fleetRevisionSource, m *rollout.Member, now time.Time) (render.Options, string, *applier.ConfigInput, error) {
 	desired, err := desiredMember(fleet, src, m, now)
 	if err != nil {
 		return render.Options{}, "", nil, &reconciler.StageError{Reason: v1alpha1.InvalidConfigReason, Err: err}
@@ -46,7 +47,7 @@ func (r *fleetSteps) preflightOptions(ctx context.Context, fleet *v1alpha1.Hoste
 	if err != nil {
 		return render.Options{}, "", nil, err
 	}
-	ro := renderOptions(r.options, desired.Name, desired.Namespace, desired.Labels, desired.Annotations, &desired.Spec, src.image, config.raw, m.Cluster)
+	ro := applier.RenderOptions(r.options, desired.Name, desired.Namespace, desired.Labels, desired.Annotations, &desired.Spec, src.image, config.Raw, m.Cluster)
 	keyed := ro
 	keyed.Config = nil
 	keyed.Annotations = maps.Clone(ro.Annotations)
@@ -57,24 +58,24 @@ func (r *fleetSteps) preflightOptions(ctx context.Context, fleet *v1alpha1.Hoste
 	}
 	h := sha256.New()
 	h.Write(data)
-	h.Write([]byte("\x00" + config.renderKey))
+	h.Write([]byte("\x00" + config.RenderKey))
 	return ro, hex.EncodeToString(h.Sum(nil)), config, nil
 }
 
-// memberConfig reads the member's spec.configFrom and merges its spec.config over it (readConfig),
+// memberConfig reads the member's spec.configFrom and merges its spec.config over it (applier.ReadConfig),
 // in the member's namespace and as the identity the member reads it with (applier.configReader):
 // its ServiceAccount, so that a template naming a Secret its members may not read fails the
 // preflight as it would fail the member. Without an applier (PreflightFleet) it reads through
 // r.apiReader, as whoever that client is.
-func (r *fleetSteps) memberConfig(ctx context.Context, member *v1alpha1.Package) (*configInput, error) {
-	var reader configSourceReader = r.apiReader
+func (r *fleetSteps) memberConfig(ctx context.Context, member *v1alpha1.Package) (*applier.ConfigInput, error) {
+	var reader applier.ConfigSourceReader = r.apiReader
 	if len(member.Spec.ConfigFrom) > 0 && r.applier != nil {
 		var err error
-		if reader, err = r.applier.configReader(ownerOf(member, v1alpha1.PackageKind), member.Spec.ServiceAccountName, r.apiReader); err != nil {
+		if reader, err = r.applier.ConfigReader(applier.OwnerOf(member, v1alpha1.PackageKind), member.Spec.ServiceAccountName, r.apiReader); err != nil {
 			return nil, err
 		}
 	}
-	return readConfig(ctx, reader, member.Namespace, &member.Spec)
+	return applier.ReadConfig(ctx, reader, member.Namespace, &member.Spec)
 }
 
 // configReadFailed tells a failed read of a member's spec.configFrom (the API server did not
@@ -123,8 +124,8 @@ func (c *preflightResults) put(fleet, revision string, verdicts map[string]prefl
 	c.byFleet[fleet] = preflightEntry{revision: revision, verdicts: verdicts}
 }
 
-// forget drops a fleet's verdicts, when the fleet is gone.
-func (c *preflightResults) forget(fleet string) {
+// Forget drops a fleet's verdicts, when the fleet is gone.
+func (c *preflightResults) Forget(fleet string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.byFleet, fleet)
@@ -160,12 +161,12 @@ func (r *fleetSteps) preflight(ctx context.Context, fleet *v1alpha1.HostedCluste
 						return nil, err
 					}
 				}
-				if _, err := preflightRender(ctx, fsys, ro); err != nil {
-					if errors.Is(err, errTransient) {
+				if _, err := applier.PreflightRender(ctx, fsys, ro); err != nil {
+					if errors.Is(err, applier.ErrTransient) {
 						return nil, err
 					}
 					// The message goes to the fleet's status: no value of a member's Secret.
-					v = preflightVerdict{reason: reconciler.ReasonFor(err), message: config.redact(err).Error()}
+					v = preflightVerdict{reason: reconciler.ReasonFor(err), message: config.Redact(err).Error()}
 				}
 			}
 			verdicts[key] = v
@@ -258,13 +259,13 @@ func PreflightFleet(ctx context.Context, c client.Client, opts reconciler.Option
 		}
 		ro, _, config, err := r.preflightOptions(ctx, fleet, src, m, now)
 		if err == nil {
-			pm.Result, err = preflightRender(ctx, fsys, ro)
-			err = config.redact(err)
+			pm.Result, err = applier.PreflightRender(ctx, fsys, ro)
+			err = config.Redact(err)
 		} else if configReadFailed(err) {
 			return nil, fmt.Errorf("preflight of member %s: %w", m.Namespace, err)
 		}
 		if err != nil {
-			if errors.Is(err, errTransient) {
+			if errors.Is(err, applier.ErrTransient) {
 				return nil, err
 			}
 			pm.Reason, pm.Message = reconciler.ReasonFor(err), err.Error()

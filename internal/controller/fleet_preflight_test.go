@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/applier"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/reconciler"
@@ -113,10 +114,10 @@ func TestPreflightReadsConfigFrom(t *testing.T) {
 	}
 	ro, _, config, err := r.preflightOptions(t.Context(), fleet, src, member("clusters-s"), now)
 	require.NoError(t, err)
-	_, err = preflightRender(t.Context(), fsys, ro)
+	_, err = applier.PreflightRender(t.Context(), fsys, ro)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "s3cret-token-value", "the render saw the Secret's value")
-	msg := config.redact(err).Error()
+	msg := config.Redact(err).Error()
 	assert.NotContains(t, msg, "s3cret-token-value")
 	assert.Contains(t, msg, "[redacted]")
 }

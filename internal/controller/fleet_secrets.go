@@ -349,7 +349,7 @@ func (s *fleetSecrets) keepCopy(ctx context.Context, fleet *v1alpha1.HostedClust
 		if pending && current != nil && copyUpToDate(current, fleet, src) {
 			// Up to date as it is now: wait for the cache to show this version, not the one the
 			// fleet wrote, which may have been followed by another (a label put back by hand).
-			s.written.record(key, current.ResourceVersion)
+			s.written.Record(key, current.ResourceVersion)
 			return nil
 		}
 	}
@@ -360,7 +360,7 @@ func (s *fleetSecrets) keepCopy(ctx context.Context, fleet *v1alpha1.HostedClust
 	if err != nil {
 		return err
 	}
-	s.written.record(key, written)
+	s.written.Record(key, written)
 	return nil
 }
 
@@ -431,8 +431,8 @@ func (s *fleetSecrets) pendingCopy(key copyKey, cached *corev1.Secret) bool {
 	return pending
 }
 
-// forget drops what is remembered of a fleet's copies, when the fleet is gone.
-func (s *fleetSecrets) forget(fleet string) { s.written.forget(fleet) }
+// Forget drops what is remembered of a fleet's copies, when the fleet is gone.
+func (s *fleetSecrets) Forget(fleet string) { s.written.Forget(fleet) }
 
 // deleteAll deletes every copy of the fleet (deletionPolicy Delete, once the members are gone),
 // as the API server lists them: the last word on the copies, which the cache may not all show.
@@ -446,7 +446,7 @@ func (s *fleetSecrets) deleteAll(ctx context.Context, fleet *v1alpha1.HostedClus
 			return fmt.Errorf("delete the fleet's copy of Secret %s/%s: %w", key.namespace, key.name, err)
 		}
 	}
-	s.forget(fleet.Name)
+	s.Forget(fleet.Name)
 	return nil
 }
 
@@ -470,6 +470,6 @@ func (s *fleetSecrets) release(ctx context.Context, fleet *v1alpha1.HostedCluste
 			return fmt.Errorf("release the copy of Secret %s/%s: %w", key.namespace, key.name, err)
 		}
 	}
-	s.forget(fleet.Name)
+	s.Forget(fleet.Name)
 	return nil
 }

@@ -22,7 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/applier"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/reconciler/reconcilertest"
 	"pkgsync.dev/pkgsync/internal/verify"
 	"pkgsync.dev/pkgsync/internal/verify/verifytest"
 )
@@ -67,30 +69,30 @@ const (
 func TestFailureEveryKind(t *testing.T) {
 	t.Parallel()
 	fleets := newFleetFixture(t)
-	retried := func(reason string) wantConditions {
-		return wantConditions{metav1.ConditionFalse, reason, v1alpha1.ProgressingWithRetryReason, ""}
+	retried := func(reason string) reconcilertest.Conditions {
+		return reconcilertest.Conditions{Ready: metav1.ConditionFalse, ReadyReason: reason, ReconcilingReason: v1alpha1.ProgressingWithRetryReason}
 	}
-	stalled := func(reason string) wantConditions {
-		return wantConditions{metav1.ConditionFalse, reason, "", reason}
+	stalled := func(reason string) reconcilertest.Conditions {
+		return reconcilertest.Conditions{Ready: metav1.ConditionFalse, ReadyReason: reason, StalledBy: reason}
 	}
 	tests := []struct {
 		kind failureKind
 		// want is what each case leaves of the conditions (failStatusWrite: none, nothing is written).
-		want map[failureCase]wantConditions
+		want map[failureCase]reconcilertest.Conditions
 	}{
-		{packageKind(v1alpha1.PackageKind, func() *v1alpha1.Package { return &v1alpha1.Package{} }), map[failureCase]wantConditions{
+		{packageKind(v1alpha1.PackageKind, func() *v1alpha1.Package { return &v1alpha1.Package{} }), map[failureCase]reconcilertest.Conditions{
 			failRetried: retried(v1alpha1.PullFailedReason), failStalled: stalled(v1alpha1.InvalidSpecReason),
 			failDeletion: retried(v1alpha1.ApplyFailedReason), failStatusWrite: {}}},
-		{packageKind(v1alpha1.ClusterPackageKind, func() *v1alpha1.ClusterPackage { return &v1alpha1.ClusterPackage{} }), map[failureCase]wantConditions{
+		{packageKind(v1alpha1.ClusterPackageKind, func() *v1alpha1.ClusterPackage { return &v1alpha1.ClusterPackage{} }), map[failureCase]reconcilertest.Conditions{
 			failRetried: retried(v1alpha1.PullFailedReason), failStalled: stalled(v1alpha1.InvalidSpecReason),
 			failDeletion: retried(v1alpha1.ApplyFailedReason), failStatusWrite: {}}},
-		{objectDeploymentKind(v1alpha1.ObjectDeploymentKind, func() *v1alpha1.ObjectDeployment { return &v1alpha1.ObjectDeployment{} }), map[failureCase]wantConditions{
+		{objectDeploymentKind(v1alpha1.ObjectDeploymentKind, func() *v1alpha1.ObjectDeployment { return &v1alpha1.ObjectDeployment{} }), map[failureCase]reconcilertest.Conditions{
 			failRetried: retried(v1alpha1.ApplyFailedReason), failStalled: stalled(v1alpha1.RenderFailedReason),
 			failDeletion: retried(v1alpha1.ApplyFailedReason), failStatusWrite: {}}},
-		{objectDeploymentKind(v1alpha1.ClusterObjectDeploymentKind, func() *v1alpha1.ClusterObjectDeployment { return &v1alpha1.ClusterObjectDeployment{} }), map[failureCase]wantConditions{
+		{objectDeploymentKind(v1alpha1.ClusterObjectDeploymentKind, func() *v1alpha1.ClusterObjectDeployment { return &v1alpha1.ClusterObjectDeployment{} }), map[failureCase]reconcilertest.Conditions{
 			failRetried: retried(v1alpha1.ApplyFailedReason), failStalled: stalled(v1alpha1.RenderFailedReason),
 			failDeletion: retried(v1alpha1.ApplyFailedReason), failStatusWrite: {}}},
-		{fleetKind(fleets), map[failureCase]wantConditions{
+		{fleetKind(fleets), map[failureCase]reconcilertest.Conditions{
 			failRetried: retried(v1alpha1.ApplyFailedReason), failStalled: stalled(v1alpha1.InvalidSpecReason),
 			failDeletion: retried(v1alpha1.ApplyFailedReason), failStatusWrite: {}}},
 	}
@@ -117,7 +119,7 @@ func TestFailureEveryKind(t *testing.T) {
 					return
 				}
 				require.NoError(t, err, "a failure is reported in status, not returned to the work queue")
-				assertConditions(t, stored, want)
+				reconcilertest.AssertConditions(t, stored, want)
 				assert.NotEmpty(t, conditions.GetMessage(stored, meta.ReadyCondition), "Ready says what failed")
 				if fc == failStalled {
 					assert.Equal(t, ctrl.Result{RequeueAfter: failureInterval}, res, "a stall comes back after the interval")
@@ -177,8 +179,8 @@ func failureOptions() reconciler.Options {
 	return reconciler.Options{Namespace: verifytest.ControllerNamespace, RetryInterval: failureRetry, ProgressInterval: failureProgress, HostedTeardownTimeout: time.Hour}
 }
 
-func failureApplier(c client.Client) *applier {
-	return &applier{reader: c, apiReader: c, targets: &targets{management: c}, metrics: reconciler.NewMetrics(), recorder: record.NewFakeRecorder(100)}
+func failureApplier(c client.Client) *applier.Applier {
+	return &applier.Applier{Reader: c, APIReader: c, Targets: &applier.Targets{Management: c}, Metrics: reconciler.NewMetrics(), Recorder: record.NewFakeRecorder(100)}
 }
 
 // packageKind is Package or ClusterPackage: a spec.image that does not parse is retried (a

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/applier"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
@@ -152,7 +153,7 @@ func TestLifecycle(t *testing.T) {
 			c := b.Build()
 			var passed, finalized, forgotten bool
 			steps := reconciler.Steps[*v1alpha1.Package]{
-				Status:    func(p *v1alpha1.Package) reconciler.CommonStatus { return applyCommon(&p.Status.ApplyStatus) },
+				Status:    func(p *v1alpha1.Package) reconciler.CommonStatus { return applier.ApplyCommon(&p.Status.ApplyStatus) },
 				Suspended: func(p *v1alpha1.Package) bool { return p.Spec.Suspend },
 				Observed:  func(*v1alpha1.Package) bool { return tt.observed },
 				Pass: func(_ context.Context, p *v1alpha1.Package, _ *reconciler.Report, lastHandled string) (ctrl.Result, error) {

@@ -12,6 +12,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/desired"
+	"pkgsync.dev/pkgsync/internal/applier"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
@@ -29,16 +30,16 @@ type objectDeploymentSteps[T objectDeploymentObject] struct {
 	// apiReader reads namespaces at teardown without caching them.
 	apiReader client.Reader
 	options   reconciler.Options
-	applier   *applier
+	applier   *applier.Applier
 	kind      string
 }
 
 // steps returns the ObjectDeployment steps for the lifecycle.
 func (r *objectDeploymentSteps[T]) steps() reconciler.Steps[T] {
 	return reconciler.Steps[T]{
-		Status:    func(obj T) reconciler.CommonStatus { return applyCommon(r.applyStatus(obj)) },
-		Suspended: r.suspended, Observed: func(obj T) bool { return settled(obj) }, Pass: r.pass, Intervals: r.intervals,
-		Finalize: teardownInventory(r.applier, r.apiReader, r.options, r.kind, r.applyStatus, r.serviceAccount),
+		Status:    func(obj T) reconciler.CommonStatus { return applier.ApplyCommon(r.applyStatus(obj)) },
+		Suspended: r.suspended, Observed: func(obj T) bool { return applier.Settled(obj) }, Pass: r.pass, Intervals: r.intervals,
+		Finalize: applier.TeardownInventory(r.applier, r.apiReader, r.options, r.kind, r.applyStatus, r.serviceAccount),
 	}
 }
 
@@ -60,32 +61,32 @@ func (r *objectDeploymentSteps[T]) pass(ctx context.Context, obj T, rep *reconci
 	iv := r.intervals(obj)
 	phases, err := phasesOf(spec.Template.Spec)
 	if err != nil {
-		return conclude(ctx, obj, nil, err, iv, ""), nil
+		return applier.Conclude(ctx, obj, nil, err, iv, ""), nil
 	}
-	hc, err := r.applier.findHostedCluster(ctx, obj.GetNamespace())
+	hc, err := r.applier.FindHostedCluster(ctx, obj.GetNamespace())
 	if err != nil {
-		return conclude(ctx, obj, nil, err, iv, ""), nil
+		return applier.Conclude(ctx, obj, nil, err, iv, ""), nil
 	}
-	res, err := r.applier.apply(ctx, passRequest{
-		owner:    ownerOf(obj, r.kind),
-		uid:      obj.GetUID(),
-		hosted:   hc,
-		phases:   phases,
-		probes:   spec.Template.Spec.AvailabilityProbes,
-		adopt:    spec.AdoptionPolicy,
-		prune:    true,
-		previous: status.Inventory,
-		record:   recordInventory(rep, status),
+	res, err := r.applier.Apply(ctx, applier.Request{
+		Owner:    applier.OwnerOf(obj, r.kind),
+		UID:      obj.GetUID(),
+		Hosted:   hc,
+		Phases:   phases,
+		Probes:   spec.Template.Spec.AvailabilityProbes,
+		Adopt:    spec.AdoptionPolicy,
+		Prune:    true,
+		Previous: status.Inventory,
+		Record:   applier.RecordInventory(rep, status),
 	})
-	recordPass(status, res)
+	applier.RecordPass(status, res)
 	if err == nil && res.Complete() {
 		revision := strconv.FormatInt(obj.GetGeneration(), 10)
 		if len(status.History) == 0 || status.History[0].Revision != revision {
-			status.History = pushHistory(status.History, revision, "")
+			status.History = applier.PushHistory(status.History, revision, "")
 		}
 	}
-	iv.Progress = r.applier.progressCheck(obj.GetUID(), res, r.options.ProgressInterval)
-	return conclude(ctx, obj, res, err, iv, fmt.Sprintf("applied generation %d", obj.GetGeneration())), nil
+	iv.Progress = r.applier.ProgressCheck(obj.GetUID(), res, r.options.ProgressInterval)
+	return applier.Conclude(ctx, obj, res, err, iv, fmt.Sprintf("applied generation %d", obj.GetGeneration())), nil
 }
 
 // phasesOf decodes the inline objects into phases.

@@ -43,7 +43,7 @@ func (r *packageSteps[T]) checkUniqueInstallation(ctx context.Context, obj T, se
 	if ns := obj.GetNamespace(); ns != "" {
 		per = "namespace"
 		list := &v1alpha1.PackageList{}
-		if err := r.applier.reader.List(ctx, list, client.InNamespace(ns)); err != nil {
+		if err := r.applier.Reader.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return fmt.Errorf("list Packages for the uniqueInScope constraint: %w", err)
 		}
 		for i := range list.Items {
@@ -51,7 +51,7 @@ func (r *packageSteps[T]) checkUniqueInstallation(ctx context.Context, obj T, se
 		}
 	} else {
 		list := &v1alpha1.ClusterPackageList{}
-		if err := r.applier.reader.List(ctx, list); err != nil {
+		if err := r.applier.Reader.List(ctx, list); err != nil {
 			return fmt.Errorf("list ClusterPackages for the uniqueInScope constraint: %w", err)
 		}
 		for i := range list.Items {

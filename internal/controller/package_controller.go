@@ -14,6 +14,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/applier"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/mirrors"
 	"pkgsync.dev/pkgsync/internal/reconciler"
@@ -38,7 +39,7 @@ type packageSteps[T packageObject] struct {
 	apiReader client.Reader
 	source    *source.Client
 	options   reconciler.Options
-	applier   *applier
+	applier   *applier.Applier
 	renders   *renderCache
 	verifier  *verify.Verifier
 	// versions remembers the versions pulled images declare, for the status.
@@ -50,19 +51,19 @@ type packageSteps[T packageObject] struct {
 
 // steps returns the package steps for the lifecycle.
 func (r *packageSteps[T]) steps() reconciler.Steps[T] {
-	teardown := teardownInventory(r.applier, r.apiReader, r.options, r.kind, r.applyStatus, r.serviceAccount)
+	teardown := applier.TeardownInventory(r.applier, r.apiReader, r.options, r.kind, r.applyStatus, r.serviceAccount)
 	return reconciler.Steps[T]{
-		Status:    func(obj T) reconciler.CommonStatus { return applyCommon(r.applyStatus(obj)) },
-		Suspended: r.suspended, Observed: func(obj T) bool { return settled(obj) }, Pass: r.pass, Intervals: r.intervals,
+		Status:    func(obj T) reconciler.CommonStatus { return applier.ApplyCommon(r.applyStatus(obj)) },
+		Suspended: r.suspended, Observed: func(obj T) bool { return applier.Settled(obj) }, Pass: r.pass, Intervals: r.intervals,
 		Finalize: func(ctx context.Context, obj T) (ctrl.Result, error) {
 			// The render cache drops the resource's render when no other resource uses it
 			// (teardown works from the inventory, not from a render).
-			r.renders.forget(renderUser(obj.GetNamespace(), obj.GetName()))
+			r.renders.Forget(renderUser(obj.GetNamespace(), obj.GetName()))
 			// Dependents being deleted go first (spec.dependsOn).
 			if res, wait, err := r.dependentsFirst(ctx, obj); wait || err != nil {
 				return res, err
 			}
-			r.applier.drift(r.kind).forget(obj)
+			r.applier.Drift(r.kind).Forget(obj)
 			return teardown(ctx, obj)
 		},
 	}
@@ -80,7 +81,7 @@ func (r *packageSteps[T]) pass(ctx context.Context, obj T, rep *reconciler.Repor
 	// The deferred status patch runs after cancel, so it keeps the parent context.
 	rctx, cancel := context.WithTimeout(ctx, spec.GetTimeout())
 	defer cancel()
-	res, err := r.reconcile(rctx, obj, maxAge, recordInventory(rep, r.applyStatus(obj)))
+	res, err := r.reconcile(rctx, obj, maxAge, applier.RecordInventory(rep, r.applyStatus(obj)))
 	return r.outcome(ctx, obj, res, err), nil
 }
 
@@ -99,12 +100,12 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err != nil {
 		return nil, err
 	}
-	hc, err := r.applier.findHostedCluster(ctx, obj.GetNamespace())
+	hc, err := r.applier.FindHostedCluster(ctx, obj.GetNamespace())
 	if err != nil {
 		return nil, err
 	}
 	// Its reads by digest go through its own HostedCluster's mirrors too, and no other's.
-	ctx = source.WithCallerMirrors(ctx, mirrors.OfHostedCluster(hc.cluster))
+	ctx = source.WithCallerMirrors(ctx, mirrors.OfHostedCluster(hc.Cluster))
 	ref, err := r.resolve(ctx, spec, image, creds, maxAge)
 	if err != nil {
 		return nil, err
@@ -122,15 +123,15 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err != nil {
 		return nil, err
 	}
-	configDigest := config.digest
+	configDigest := config.Digest
 
-	if hc.ambiguous != nil {
+	if hc.Ambiguous != nil {
 		// Its templates cannot be told which HostedCluster they render for: rendered without
 		// one, a management phase could be as wrong as one rendered with the other's labels.
 		// The whole Package waits, not only its hosted-cluster phases.
-		return nil, &reconciler.NotHostedError{Namespace: obj.GetNamespace(), Why: hc.ambiguous.Error()}
+		return nil, &reconciler.NotHostedError{Namespace: obj.GetNamespace(), Why: hc.Ambiguous.Error()}
 	}
-	rendered, err := r.render(ctx, obj, ref, creds, config, hc.cluster)
+	rendered, err := r.render(ctx, obj, ref, creds, config, hc.Cluster)
 	if err != nil {
 		return nil, constraintViolated(err)
 	}
@@ -140,20 +141,20 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err := r.checkUniqueInstallation(ctx, obj, image, rendered.Manifest); err != nil {
 		return nil, constraintViolated(err)
 	}
-	res, err := r.applier.apply(ctx, r.passRequest(obj, rendered, hc, record))
-	config.redactResult(res)
-	recordPass(&status.ApplyStatus, res)
-	r.applier.drift(r.kind).record(obj, &status.ApplyStatus, spec.GetDriftPolicy(), res)
+	res, err := r.applier.Apply(ctx, r.passRequest(obj, rendered, hc, record))
+	config.RedactResult(res)
+	applier.RecordPass(&status.ApplyStatus, res)
+	r.applier.Drift(r.kind).Record(obj, &status.ApplyStatus, spec.GetDriftPolicy(), res)
 	if err == nil && res.Complete() {
 		if status.LastAppliedRevision != digest || status.LastAppliedConfigDigest != configDigest {
-			status.History = pushHistory(status.History, digest, configDigest)
+			status.History = applier.PushHistory(status.History, digest, configDigest)
 		}
 		status.LastAppliedRevision, status.LastAppliedTag, status.LastAppliedVersion = digest, ref.Tag, version
 		status.LastAppliedConfigDigest = configDigest
 		status.LastAppliedFrom = from
 	}
 	// The API server's message may quote a value of an object, which may be a Secret's.
-	return res, config.redact(err)
+	return res, config.Redact(err)
 }
 
 // admit checks what needs no registry: the dependencies are ready (a resource waiting for them
@@ -173,23 +174,23 @@ func (r *packageSteps[T]) admit(ctx context.Context, obj T) (source.Reference, e
 	return ref, nil
 }
 
-// passRequest is the apply pass of a rendered package for obj.
-func (r *packageSteps[T]) passRequest(obj T, rendered *render.Result, hc hostedBehind, record func(context.Context, apply.Inventory) error) passRequest {
+// applier.Request is the apply pass of a rendered package for obj.
+func (r *packageSteps[T]) passRequest(obj T, rendered *render.Result, hc applier.HostedBehind, record func(context.Context, apply.Inventory) error) applier.Request {
 	spec := obj.GetSpec()
-	return passRequest{
-		owner:          ownerOf(obj, r.kind),
-		uid:            obj.GetUID(),
-		serviceAccount: spec.ServiceAccountName,
-		phases:         rendered.Phases,
-		probes:         rendered.Manifest.Spec.AvailabilityProbes,
-		adopt:          spec.AdoptionPolicy,
-		prune:          spec.PruneEnabled(),
-		previous:       obj.GetStatus().Inventory,
-		hosted:         hc,
-		record:         record,
-		driftPolicy:    spec.GetDriftPolicy(),
+	return applier.Request{
+		Owner:          applier.OwnerOf(obj, r.kind),
+		UID:            obj.GetUID(),
+		ServiceAccount: spec.ServiceAccountName,
+		Phases:         rendered.Phases,
+		Probes:         rendered.Manifest.Spec.AvailabilityProbes,
+		Adopt:          spec.AdoptionPolicy,
+		Prune:          spec.PruneEnabled(),
+		Previous:       obj.GetStatus().Inventory,
+		Hosted:         hc,
+		Record:         record,
+		DriftPolicy:    spec.GetDriftPolicy(),
 		// The package's own first, then the user's.
-		ignoreFields: append(slices.Clone(rendered.Manifest.Spec.IgnoreFields), spec.IgnoreFields...),
+		IgnoreFields: append(slices.Clone(rendered.Manifest.Spec.IgnoreFields), spec.IgnoreFields...),
 	}
 }
 
@@ -232,9 +233,9 @@ func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpe
 // another one (the render cache decides from what the package's renders read).
 //
 // Errors have the values of Secrets that spec.configFrom read removed from their messages.
-func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, config *configInput, hc *hosted.HostedCluster) (*render.Result, error) {
-	opts := renderOptions(r.options, obj.GetName(), obj.GetNamespace(), obj.GetLabels(), obj.GetAnnotations(), obj.GetSpec(), ref.String(), config.raw, hc)
-	pulls := r.applier.metrics.Pulls
+func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, config *applier.ConfigInput, hc *hosted.HostedCluster) (*render.Result, error) {
+	opts := applier.RenderOptions(r.options, obj.GetName(), obj.GetNamespace(), obj.GetLabels(), obj.GetAnnotations(), obj.GetSpec(), ref.String(), config.Raw, hc)
+	pulls := r.applier.Metrics.Pulls
 	renderFn := func() (*render.Result, error) {
 		start := time.Now()
 		artifact, err := r.source.Pull(ctx, ref, creds)
@@ -242,13 +243,13 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 			pulls.WithLabelValues("failed").Inc()
 			return nil, reconciler.PullFailed(err)
 		}
-		r.applier.metrics.PullDuration.WithLabelValues(ref.Registry).Observe(time.Since(start).Seconds())
-		r.applier.metrics.PullBytes.WithLabelValues(ref.Registry).Add(float64(artifact.Size()))
+		r.applier.Metrics.PullDuration.WithLabelValues(ref.Registry).Observe(time.Since(start).Seconds())
+		r.applier.Metrics.PullBytes.WithLabelValues(ref.Registry).Add(float64(artifact.Size()))
 		pulls.WithLabelValues("rendered").Inc()
 		r.versions.add(ref.Content(), artifact.Version())
 		// Templates stop at this bound whatever spec.timeout says: one resource must not hold a
 		// worker for as long as its author likes.
-		renderCtx, cancel := context.WithTimeout(ctx, maxRenderTime)
+		renderCtx, cancel := context.WithTimeout(ctx, applier.MaxRenderTime)
 		defer cancel()
 		rendered, err := render.Render(renderCtx, artifact.FS, opts)
 		if err != nil {
@@ -256,9 +257,9 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 		}
 		return rendered, nil
 	}
-	rendered, shared, err := r.renders.render(ref.Content(), config.renderKey, opts, renderFn)
+	rendered, shared, err := r.renders.render(ref.Content(), config.RenderKey, opts, renderFn)
 	if err != nil {
-		return nil, config.redact(err)
+		return nil, config.Redact(err)
 	}
 	if shared {
 		// The render came from a package of the same repository that another resource's
@@ -272,14 +273,14 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 			// Its HostedCluster's own mirrors prove access only to what is read from them
 			// (source.WithCallerMirrors): it pulls and renders for itself.
 			if rendered, err = renderFn(); err != nil {
-				return nil, config.redact(err)
+				return nil, config.Redact(err)
 			}
 		} else {
 			pulls.WithLabelValues("cached").Inc()
 		}
 	}
 	// Per resource: a shared render may come from a resource of the other scope.
-	if err := checkScopes(rendered.Manifest, obj.GetNamespace() != ""); err != nil {
+	if err := applier.CheckScopes(rendered.Manifest, obj.GetNamespace() != ""); err != nil {
 		return nil, err
 	}
 	return rendered, nil
@@ -312,8 +313,8 @@ func (r *packageSteps[T]) outcome(ctx context.Context, obj T, res *apply.Result,
 		ctrl.LoggerFrom(ctx).V(1).Info("waiting for dependencies", "message", dep.msg)
 		return reconciler.Settle(obj, reconciler.Outcome{State: reconciler.OutcomeProgressing, Reason: dep.reason, Message: dep.msg, Wake: reconciler.Jittered(iv.Interval)}, iv)
 	}
-	iv.Progress = r.applier.progressCheck(obj.GetUID(), res, r.options.ProgressInterval)
-	return conclude(ctx, obj, res, err, iv, appliedMessage(obj.GetStatus()))
+	iv.Progress = r.applier.ProgressCheck(obj.GetUID(), res, r.options.ProgressInterval)
+	return applier.Conclude(ctx, obj, res, err, iv, appliedMessage(obj.GetStatus()))
 }
 
 // intervals are the resource's intervals for the requeue rule (requeueFor).

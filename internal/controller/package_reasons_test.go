@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/applier"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/render"
@@ -41,7 +42,7 @@ func TestReasonForEveryTypedError(t *testing.T) {
 		// The type of the error wins over the step that tagged it.
 		{&reconciler.StageError{Reason: v1alpha1.PullFailedReason, Err: &render.ConfigError{Field: "x"}}, v1alpha1.InvalidConfigReason, true},
 		{&reconciler.NotHostedError{Namespace: "team", Why: "ambiguous"}, v1alpha1.NotHostedControlPlaneReason, true},
-		{&apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &pausedError{cluster: "c/a"}}, v1alpha1.HostedClusterUnavailableReason, false},
+		{&apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &applier.PausedError{Cluster: "c/a"}}, v1alpha1.HostedClusterUnavailableReason, false},
 		{&apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &hosted.UnavailableError{Err: errors.New("timeout")}}, v1alpha1.HostedClusterUnavailableReason, false},
 	}
 	for _, tt := range tests {

@@ -93,9 +93,9 @@ func (c *renderCache) reads(user string) (render.Inputs, bool) {
 	return u.inputs, ok
 }
 
-// forget records that the resource user is gone: the render it used is dropped when no other
+// Forget records that the resource user is gone: the render it used is dropped when no other
 // resource uses it.
-func (c *renderCache) forget(user string) {
+func (c *renderCache) Forget(user string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.users[user]; ok {
@@ -337,7 +337,7 @@ func packageKey(content, configDigest string, opts render.Options) string {
 	return renderKey(content, configDigest, render.Inputs{}, opts)
 }
 
-// renderKey fingerprints the inputs of a render: the content (repository and digest), the
+// applier.RenderKey fingerprints the inputs of a render: the content (repository and digest), the
 // configuration, and of the options what in says the package's renders read.
 func renderKey(content, configDigest string, in render.Inputs, opts render.Options) string {
 	opts = in.Only(opts)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/applier"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/render"
@@ -17,18 +18,18 @@ import (
 // RenderedPackage is a Package rendered as its reconciler would render it (RenderPackage).
 type RenderedPackage struct {
 	*render.Result
-	config *configInput
+	config *applier.ConfigInput
 }
 
 // Redact removes from an error's message the values of the Secrets spec.configFrom read, as the
 // reconciler does before it writes a message to status: an API server's answer about an object
 // rendered from them may quote them.
-func (p *RenderedPackage) Redact(err error) error { return p.config.redact(err) }
+func (p *RenderedPackage) Redact(err error) error { return p.config.Redact(err) }
 
 // RenderPackage renders pkg as the Package reconciler would now, for `pkgsync diff package`:
-// with the options the reconciler takes from it (renderOptions: its name, namespace, labels and
+// with the options the reconciler takes from it (applier.RenderOptions: its name, namespace, labels and
 // annotations, image, component, the environment of opts and the HostedCluster behind its
-// namespace), and with spec.config merged over what spec.configFrom reads (readConfig), then
+// namespace), and with spec.config merged over what spec.configFrom reads (applier.ReadConfig), then
 // checked against the manifest's scopes. image is spec.image pinned to a digest, its package in
 // fsys; opts supplies the management cluster's environment (versions, proxy, image overrides)
 // as the controller has it.
@@ -49,14 +50,14 @@ func RenderPackage(ctx context.Context, c client.Reader, opts reconciler.Options
 	case err != nil:
 		return nil, fmt.Errorf("find the HostedCluster behind namespace %s: %w", pkg.Namespace, err)
 	}
-	config, err := readConfig(ctx, c, pkg.Namespace, &pkg.Spec)
+	config, err := applier.ReadConfig(ctx, c, pkg.Namespace, &pkg.Spec)
 	if err != nil {
 		return nil, err
 	}
-	ro := renderOptions(opts, pkg.Name, pkg.Namespace, pkg.Labels, pkg.Annotations, &pkg.Spec, image.String(), config.raw, hc)
-	res, err := preflightRender(ctx, fsys, ro)
+	ro := applier.RenderOptions(opts, pkg.Name, pkg.Namespace, pkg.Labels, pkg.Annotations, &pkg.Spec, image.String(), config.Raw, hc)
+	res, err := applier.PreflightRender(ctx, fsys, ro)
 	if err != nil {
-		return nil, config.redact(fmt.Errorf("render %s: %w", image, err))
+		return nil, config.Redact(fmt.Errorf("render %s: %w", image, err))
 	}
 	return &RenderedPackage{Result: res, config: config}, nil
 }

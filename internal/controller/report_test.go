@@ -19,6 +19,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/applier"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
@@ -45,7 +46,7 @@ func TestRequestAcknowledgedOnlyAtTheEnd(t *testing.T) {
 	ks.Pass = func(ctx context.Context, obj *v1alpha1.Package, rep *reconciler.Report, lastHandled string) (ctrl.Result, error) {
 		assert.Empty(t, lastHandled, "the request was not handled before")
 		inv := apply.Inventory{Phases: []apply.InventoryPhase{{Name: "one", Objects: []apply.ObjectRef{{Version: "v1", Kind: "ConfigMap", Namespace: "team", Name: "a"}}}}}
-		return ctrl.Result{}, recordInventory(rep, &obj.Status.ApplyStatus)(ctx, inv)
+		return ctrl.Result{}, applier.RecordInventory(rep, &obj.Status.ApplyStatus)(ctx, inv)
 	}
 	l := reconciler.New(reconciler.Base{Client: c}, "Package", func() *v1alpha1.Package { return &v1alpha1.Package{} }, ks)
 	_, err := l.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pkg)})
@@ -79,7 +80,7 @@ func TestRetryThatEndsAsItBeganWritesNothing(t *testing.T) {
 	ks := (&packageSteps[*v1alpha1.Package]{}).steps()
 	ks.Pass = func(ctx context.Context, obj *v1alpha1.Package, _ *reconciler.Report, _ string) (ctrl.Result, error) {
 		conditions.MarkReconciling(obj, v1alpha1.ProgressingReason, "reconciling example.com/addon:v1")
-		return conclude(ctx, obj, nil, errors.New("still down"), reconciler.Intervals{Interval: time.Hour, Retry: time.Second, Progress: time.Second}, "applied"), nil
+		return applier.Conclude(ctx, obj, nil, errors.New("still down"), reconciler.Intervals{Interval: time.Hour, Retry: time.Second, Progress: time.Second}, "applied"), nil
 	}
 	l := reconciler.New(reconciler.Base{Client: c}, "Package", func() *v1alpha1.Package { return &v1alpha1.Package{} }, ks)
 	_, err := l.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pkg)})

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/applier"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/internal/verify"
@@ -38,7 +39,7 @@ type services struct {
 	opts           reconciler.Options
 	recorder       record.EventRecorder
 	metrics        *reconciler.Metrics
-	applier        *applier
+	applier        *applier.Applier
 	verifier       *verify.Verifier
 	// trustSecrets is the metadata cache of the controller namespace's Secrets that wakes a
 	// TrustPolicy's resources when its Secret rotates (nil without a namespace).

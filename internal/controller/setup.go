@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"pkgsync.dev/pkgsync/internal/applier"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/mirrors"
 	"pkgsync.dev/pkgsync/internal/reconciler"
@@ -78,12 +79,12 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, 
 	if opts.Wakes != nil {
 		opts.Wakes.Observe = func(d time.Duration) { m.WakeResolution.Observe(d.Seconds()) }
 	}
-	ro := newApplier(mgr, opts, cfg.Hosted, m, recorder)
+	ro := applier.New(mgr, opts, cfg.Hosted, m, recorder)
 	hostedClusterAPI, err := startHosted(ctx, mgr, cfg.Hosted, m)
 	if err != nil {
 		return nil, err
 	}
-	ro.hostedClustersIndexed = hostedClusterAPI
+	ro.HostedClustersIndexed = hostedClusterAPI
 	opts.HyperShift = hostedClusterAPI
 	if err := mirrors.WatchSets(ctx, mgr, cfg.Source); err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ type Steps[T Object] struct {
 	Pass func(ctx context.Context, obj T, rep *Report, lastHandled string) (ctrl.Result, error)
 	// Finalize makes one deletion pass for a resource being deleted and removes pkgsync's
 	// finalizer once nothing of it is left: the kinds that apply objects tear down their
-	// inventory (teardownInventory), a fleet deletes its members and waits for them. An error
+	// inventory (applier.TeardownInventory), a fleet deletes its members and waits for them. An error
 	// it returns is reported as pass's are.
 	Finalize func(ctx context.Context, obj T) (ctrl.Result, error)
 	// Intervals are the resource's intervals, for the requeue rule (requeueFor).

@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"context"
@@ -31,22 +31,22 @@ import (
 // ConfigMap may hold 1 MiB.
 const maxConfigFromBytes = 1 << 20
 
-// configInput is the configuration a resource renders with: spec.config with what
+// ConfigInput is the configuration a resource renders with: spec.config with what
 // spec.configFrom reads merged under it.
-type configInput struct {
-	// raw is the configuration as JSON; nil without one.
-	raw []byte
-	// digest fingerprints the configuration for status (lastAppliedConfigDigest, history): the
+type ConfigInput struct {
+	// Raw is the configuration as JSON; nil without one.
+	Raw []byte
+	// Digest fingerprints the configuration for status (lastAppliedConfigDigest, history): the
 	// sha256 of spec.config and, with spec.configFrom, of what the ConfigMaps gave and of the
 	// identity and resourceVersion of the Secrets read, never of their values. A digest of a
 	// value is no secret when the value has little entropy (a password can be found by trying
 	// digests), and status is read by more than may read the Secret.
-	digest string
-	// renderKey fingerprints the whole configuration for the render cache: a keyed HMAC (the key
+	Digest string
+	// RenderKey fingerprints the whole configuration for the render cache: a keyed HMAC (the key
 	// is random per process and never leaves it) of the namespace and the configuration when a
 	// Secret contributed, so that what the cache holds in memory is not a plain digest of a
 	// Secret's value either, and such a render is shared only within its namespace.
-	renderKey string
+	RenderKey string
 	// secretValues are the values Secrets contributed, as they may be written in an error
 	// message, longest first: redact removes them.
 	secretValues []string
@@ -55,21 +55,21 @@ type configInput struct {
 // renderKeySecret keys the HMAC of configurations that hold values of Secrets.
 var renderKeySecret = []byte(rand.Text() + rand.Text())
 
-// configSourceReader reads the ConfigMaps and Secrets of spec.configFrom.
-type configSourceReader interface {
+// ConfigSourceReader reads the ConfigMaps and Secrets of spec.configFrom.
+type ConfigSourceReader interface {
 	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
 }
 
-// readConfig reads spec.configFrom of a resource from namespace (its own, or the controller's)
+// ReadConfig reads spec.configFrom of a resource from namespace (its own, or the controller's)
 // with reader and merges spec.config over it. Without spec.configFrom it is spec.config alone,
 // with the digest it always had.
-func readConfig(ctx context.Context, reader configSourceReader, namespace string, spec *v1alpha1.PackageSpec) (*configInput, error) {
+func ReadConfig(ctx context.Context, reader ConfigSourceReader, namespace string, spec *v1alpha1.PackageSpec) (*ConfigInput, error) {
 	if len(spec.ConfigFrom) == 0 {
-		in := &configInput{digest: configDigestOf(spec)}
+		in := &ConfigInput{Digest: configDigestOf(spec)}
 		if spec.Config != nil {
-			in.raw = spec.Config.Raw
+			in.Raw = spec.Config.Raw
 		}
-		in.renderKey = in.digest
+		in.RenderKey = in.Digest
 		return in, nil
 	}
 	merged := map[string]any{}
@@ -125,8 +125,8 @@ func readConfig(ctx context.Context, reader configSourceReader, namespace string
 	if err != nil {
 		return nil, fmt.Errorf("encode configuration: %w", err)
 	}
-	return &configInput{raw: raw, digest: "sha256:" + hex.EncodeToString(digest.Sum(nil)),
-		renderKey: renderKeyOf(namespace, raw, secretRead), secretValues: redactionForms(secrets)}, nil
+	return &ConfigInput{Raw: raw, Digest: "sha256:" + hex.EncodeToString(digest.Sum(nil)),
+		RenderKey: renderKeyOf(namespace, raw, secretRead), secretValues: redactionForms(secrets)}, nil
 }
 
 // mergeSource merges the value of one configFrom entry into merged: as a string at its
@@ -169,7 +169,7 @@ func renderKeyOf(namespace string, raw []byte, secretRead bool) string {
 // readConfigSource reads the key of one entry. found is false when the object or its key is
 // missing; id then says which, and otherwise names the object by uid and resourceVersion (for
 // the digest of a Secret).
-func readConfigSource(ctx context.Context, reader configSourceReader, namespace string, src v1alpha1.ConfigSource, key string) (value []byte, found bool, id string, err error) {
+func readConfigSource(ctx context.Context, reader ConfigSourceReader, namespace string, src v1alpha1.ConfigSource, key string) (value []byte, found bool, id string, err error) {
 	name := client.ObjectKey{Namespace: namespace, Name: src.Name}
 	var data map[string][]byte
 	var obj client.Object
@@ -303,22 +303,22 @@ func redactionForms(values []string) []string {
 	return out
 }
 
-// redact removes the values of Secrets from an error's message (what status, events and logs
+// Redact removes the values of Secrets from an error's message (what status, events and logs
 // show of it), keeping the error's types for reconciler.ReasonFor. A render error may quote a value of
 // the configuration: the schema validator does ("Invalid value: ..."), and so may a template
 // function that fails on it.
-func (in *configInput) redact(err error) error {
+func (in *ConfigInput) Redact(err error) error {
 	if err == nil || len(in.secretValues) == 0 {
 		return err
 	}
 	return &redactedError{msg: in.redactText(err.Error()), err: err}
 }
 
-// redactResult removes the values of Secrets from what a pass says of the objects it applied,
+// RedactResult removes the values of Secrets from what a pass says of the objects it applied,
 // before status shows it: why each is not available (kstatus's message and the object's own
 // conditions, which its controller writes and may fill with a rendered value, as the API
 // server's refusal of a pod quotes its template) and the conditions mapped from them.
-func (in *configInput) redactResult(res *apply.Result) {
+func (in *ConfigInput) RedactResult(res *apply.Result) {
 	if res == nil || len(in.secretValues) == 0 {
 		return
 	}
@@ -333,7 +333,7 @@ func (in *configInput) redactResult(res *apply.Result) {
 	}
 }
 
-func (in *configInput) redactText(msg string) string {
+func (in *ConfigInput) redactText(msg string) string {
 	for _, v := range in.secretValues {
 		msg = strings.ReplaceAll(msg, v, "[redacted]")
 	}
@@ -349,16 +349,16 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// configReader is what reads spec.configFrom of owner: a client impersonating the ServiceAccount
+// ConfigReader is what reads spec.configFrom of owner: a client impersonating the ServiceAccount
 // owner applies with (serviceAccount, or --default-service-account for a namespaced owner), or
 // controller, the controller's own reader, when there is none. A fleet's preflight reads its
 // members' configuration through it too, as the member will.
-func (r *applier) configReader(owner apply.Owner, serviceAccount string, controller configSourceReader) (configSourceReader, error) {
+func (r *Applier) ConfigReader(owner apply.Owner, serviceAccount string, controller ConfigSourceReader) (ConfigSourceReader, error) {
 	sa := r.serviceAccountFor(owner, serviceAccount)
 	if sa == "" {
 		return controller, nil
 	}
-	target, err := r.targets.managementTarget(r.serviceAccountNamespace(owner), sa)
+	target, err := r.Targets.managementTarget(r.serviceAccountNamespace(owner), sa)
 	if err != nil {
 		return nil, err
 	}

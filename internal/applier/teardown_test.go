@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func TestTeardownFailureIsRetried(t *testing.T) {
 	status := &obj.Status.ApplyStatus
 	status.Inventory = &v1alpha1.Inventory{Phases: []v1alpha1.InventoryPhase{{Name: "deploy", Objects: []string{"not-an-id"}}}}
 
-	waiting, err := teardownPass(t.Context(), &applier{}, nil, obj, apply.Owner{Kind: v1alpha1.ClusterPackageKind, Name: "p"}, "", status, reconciler.Options{}.WithDefaults())
+	waiting, err := teardownPass(t.Context(), &Applier{}, nil, obj, apply.Owner{Kind: v1alpha1.ClusterPackageKind, Name: "p"}, "", status, reconciler.Options{}.WithDefaults())
 	require.Error(t, err)
 	assert.Nil(t, waiting)
 	reconciler.MarkOutcome(obj, reconciler.Failure(err))
@@ -138,13 +138,13 @@ func TestFinalize(t *testing.T) {
 			}
 			c := b.Build()
 			recorder := record.NewFakeRecorder(10)
-			r := &applier{
+			r := &Applier{
 				engine:    apply.NewEngine(apply.Options{}),
-				targets:   &targets{management: c},
-				reader:    c,
-				apiReader: c,
-				metrics:   reconciler.NewMetrics(),
-				recorder:  recorder,
+				Targets:   &Targets{Management: c},
+				Reader:    c,
+				APIReader: c,
+				Metrics:   reconciler.NewMetrics(),
+				Recorder:  recorder,
 			}
 			pkg := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "addon", Finalizers: []string{v1alpha1.FinalizerName},
 				DeletionTimestamp: &metav1.Time{Time: time.Now()}}}

@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"context"
@@ -16,19 +16,19 @@ import (
 
 // +kubebuilder:rbac:groups=config.openshift.io,resources=clusterversions;proxies,verbs=get
 
-// maxRenderTime bounds one render, within the reconcile's own deadline (spec.timeout).
-const maxRenderTime = 30 * time.Second
+// MaxRenderTime bounds one render, within the reconcile's own deadline (spec.timeout).
+const MaxRenderTime = 30 * time.Second
 
-// renderOptions are the options a Package (or ClusterPackage) is rendered with: its name,
+// RenderOptions are the options a Package (or ClusterPackage) is rendered with: its name,
 // namespace, labels and annotations (the reconcile request annotation dropped), the image pinned
 // to a digest, its component, its configuration, and the environment of its namespace. The
 // Package reconciler renders with them, and so does a fleet's preflight for the member it
 // would write, so that a preflight renders exactly what the member will.
 //
-// config is the configuration as readConfig makes it, spec.config merged over what
+// config is the configuration as ReadConfig makes it, spec.config merged over what
 // spec.configFrom read: spec.config alone is not what a Package renders with, so it is not
 // read here.
-func renderOptions(opts reconciler.Options, name, namespace string, lbls, annotations map[string]string, spec *v1alpha1.PackageSpec, image string, config []byte, hc *hosted.HostedCluster) render.Options {
+func RenderOptions(opts reconciler.Options, name, namespace string, lbls, annotations map[string]string, spec *v1alpha1.PackageSpec, image string, config []byte, hc *hosted.HostedCluster) render.Options {
 	return render.Options{
 		Name:        name,
 		Namespace:   namespace,
@@ -75,9 +75,9 @@ func userAnnotations(in map[string]string) map[string]string {
 	return out
 }
 
-// checkScopes enforces the manifest's scopes: a package that lists scopes may only be installed
+// CheckScopes enforces the manifest's scopes: a package that lists scopes may only be installed
 // by the resources they name.
-func checkScopes(m *v1alpha1.PackageManifest, namespaced bool) error {
+func CheckScopes(m *v1alpha1.PackageManifest, namespaced bool) error {
 	if m == nil || len(m.Spec.Scopes) == 0 {
 		return nil
 	}
@@ -93,22 +93,22 @@ func checkScopes(m *v1alpha1.PackageManifest, namespaced bool) error {
 	return &reconciler.StageError{Reason: v1alpha1.RenderFailedReason, Err: fmt.Errorf("package %s does not support the %s scope (manifest spec.scopes: %v)", m.Name, want, m.Spec.Scopes)}
 }
 
-// preflightRender renders and validates one member's package. A render that ran out of time,
-// or whose reconcile was cancelled, is not a verdict on the revision: errTransient says so.
-func preflightRender(ctx context.Context, fsys fs.FS, ro render.Options) (*render.Result, error) {
-	renderCtx, cancel := context.WithTimeout(ctx, maxRenderTime)
+// PreflightRender renders and validates one member's package. A render that ran out of time,
+// or whose reconcile was cancelled, is not a verdict on the revision: ErrTransient says so.
+func PreflightRender(ctx context.Context, fsys fs.FS, ro render.Options) (*render.Result, error) {
+	renderCtx, cancel := context.WithTimeout(ctx, MaxRenderTime)
 	defer cancel()
 	res, err := render.Render(renderCtx, fsys, ro)
 	switch {
 	case err != nil && (ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)):
-		return nil, fmt.Errorf("%w: render for %s: %w", errTransient, ro.Namespace, err)
+		return nil, fmt.Errorf("%w: render for %s: %w", ErrTransient, ro.Namespace, err)
 	case err != nil:
 		return nil, err
 	}
-	if err := checkScopes(res.Manifest, ro.Namespace != ""); err != nil {
+	if err := CheckScopes(res.Manifest, ro.Namespace != ""); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-var errTransient = errors.New("preflight interrupted")
+var ErrTransient = errors.New("preflight interrupted")

@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func TestGateOnHostedCluster(t *testing.T) {
 			require.ErrorAs(t, err, &unavailable)
 			assert.Equal(t, v1alpha1.ClassHostedCluster, unavailable.Class)
 			assert.Contains(t, err.Error(), tt.says)
-			var paused *pausedError
+			var paused *PausedError
 			assert.Equal(t, tt.paused, errors.As(err, &paused), "a pause")
 			assert.Equal(t, v1alpha1.HostedClusterUnavailableReason, reconciler.ReasonFor(err))
 		})
@@ -87,7 +87,7 @@ func TestOpenCircuit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := &applier{targets: &targets{hosted: tt.hosted}}
+			r := &Applier{Targets: &Targets{hosted: tt.hosted}}
 			wrapped := errors.Join(errors.New("phase x"), tt.err)
 			assert.Equal(t, wrapped, r.openCircuit(tt.ctx, tt.namespace, wrapped, tt.err))
 		})
@@ -121,7 +121,7 @@ func TestSplitInventory(t *testing.T) {
 // TestServiceAccountChoice: which ServiceAccount a pass impersonates, and where it is looked up.
 func TestServiceAccountChoice(t *testing.T) {
 	t.Parallel()
-	r := &applier{defaultServiceAccount: "pkgsync-default", controllerNamespace: "pkgsync-system"}
+	r := &Applier{defaultServiceAccount: "pkgsync-default", controllerNamespace: "pkgsync-system"}
 	namespaced := apply.Owner{Kind: "Package", Namespace: "team", Name: "a"}
 	cluster := apply.Owner{Kind: "ClusterPackage", Name: "a"}
 	assert.Equal(t, "own", r.serviceAccountFor(namespaced, "own"))
@@ -133,7 +133,7 @@ func TestServiceAccountChoice(t *testing.T) {
 
 	// A cluster-scoped resource naming a ServiceAccount needs the controller's namespace.
 	r.controllerNamespace = ""
-	_, err := r.apply(t.Context(), passRequest{owner: cluster, serviceAccount: "own", phases: []desired.Phase{{Name: "p"}}})
+	_, err := r.Apply(t.Context(), Request{Owner: cluster, ServiceAccount: "own", Phases: []desired.Phase{{Name: "p"}}})
 	var stage *reconciler.StageError
 	require.ErrorAs(t, err, &stage)
 	assert.Equal(t, v1alpha1.ApplyFailedReason, stage.Reason)

@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"fmt"
@@ -85,8 +85,8 @@ func TestLargeInventoryGroups(t *testing.T) {
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	pkg := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "large", Finalizers: []string{v1alpha1.FinalizerName}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pkg).WithStatusSubresource(pkg).Build()
-	rep := reconciler.BeginReport(c, pkg, applyCommon(&pkg.Status.ApplyStatus), runtimectrl.Metrics{}, nil)
-	require.NoError(t, recordInventory(rep, &pkg.Status.ApplyStatus)(t.Context(), inv))
+	rep := reconciler.BeginReport(c, pkg, ApplyCommon(&pkg.Status.ApplyStatus), runtimectrl.Metrics{}, nil)
+	require.NoError(t, RecordInventory(rep, &pkg.Status.ApplyStatus)(t.Context(), inv))
 
 	var got v1alpha1.Package
 	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(pkg), &got))

@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"fmt"
@@ -37,7 +37,7 @@ func TestImpersonatedClientsBounded(t *testing.T) {
 	assert.Equal(t, "management cluster as system:serviceaccount:tenant:sa-0", again.Name)
 }
 
-func impersonatedClients(tg *targets) int {
+func impersonatedClients(tg *Targets) int {
 	tg.mu.Lock()
 	defer tg.mu.Unlock()
 	return tg.impersonated.Len()

@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ func TestDriftReportTransitions(t *testing.T) {
 	ref := apply.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "two"}
 	left := &apply.Result{Drift: []apply.Drift{{Ref: ref, Paths: []string{"/data/name"}}}}
 
-	d.record(pkg, &pkg.Status.ApplyStatus, v1alpha1.DriftReport, left)
+	d.Record(pkg, &pkg.Status.ApplyStatus, v1alpha1.DriftReport, left)
 	c := conditions.Get(pkg, v1alpha1.DriftedCondition)
 	require.NotNil(t, c)
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
@@ -30,13 +30,13 @@ func TestDriftReportTransitions(t *testing.T) {
 	assert.Equal(t, &v1alpha1.DriftStatus{Count: 1, Objects: []v1alpha1.DriftedObject{{Object: "ConfigMap ns/two", Paths: []string{"/data/name"}}}}, pkg.Status.Drift)
 	assert.Len(t, rec.Events, 1)
 
-	d.record(pkg, &pkg.Status.ApplyStatus, v1alpha1.DriftReport, left)
+	d.Record(pkg, &pkg.Status.ApplyStatus, v1alpha1.DriftReport, left)
 	assert.Len(t, rec.Events, 1, "the same drift again: no event")
-	d.record(pkg, &pkg.Status.ApplyStatus, v1alpha1.DriftReport, nil)
+	d.Record(pkg, &pkg.Status.ApplyStatus, v1alpha1.DriftReport, nil)
 	assert.NotNil(t, pkg.Status.Drift, "a pass that did not run changes nothing")
 
 	corrected := &apply.Result{Drift: []apply.Drift{{Ref: ref, Paths: []string{"/data/name"}, Corrected: true}}}
-	d.record(pkg, &pkg.Status.ApplyStatus, v1alpha1.DriftCorrect, corrected)
+	d.Record(pkg, &pkg.Status.ApplyStatus, v1alpha1.DriftCorrect, corrected)
 	assert.Nil(t, pkg.Status.Drift)
 	assert.Nil(t, conditions.Get(pkg, v1alpha1.DriftedCondition))
 	require.Len(t, rec.Events, 2)

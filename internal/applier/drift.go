@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"fmt"
@@ -29,13 +29,13 @@ type driftReport struct {
 	kind     string
 }
 
-// record stores the drift a pass left uncorrected (spec.driftPolicy Report) in status.drift, the
+// Record stores the drift a pass left uncorrected (spec.driftPolicy Report) in status.drift, the
 // Drifted condition and the pkgsync_drifted_objects gauge, and sends an event when the set of
 // drifted objects changes. Drift that was corrected is counted in
 // pkgsync_drift_corrected_objects_total. A pass that did not run (res nil) changes nothing.
 // status.drift lists what the last pass reached: a pass that stops at a phase that is not
 // complete does not see the objects of later phases.
-func (d driftReport) record(obj reconciler.Object, status *v1alpha1.ApplyStatus, policy v1alpha1.DriftPolicy, res *apply.Result) {
+func (d driftReport) Record(obj reconciler.Object, status *v1alpha1.ApplyStatus, policy v1alpha1.DriftPolicy, res *apply.Result) {
 	if res == nil {
 		return
 	}
@@ -79,8 +79,8 @@ func (d driftReport) record(obj reconciler.Object, status *v1alpha1.ApplyStatus,
 	}
 }
 
-// forget drops the gauge of a resource that is gone.
-func (d driftReport) forget(obj reconciler.Object) {
+// Forget drops the gauge of a resource that is gone.
+func (d driftReport) Forget(obj reconciler.Object) {
 	if d.metrics != nil {
 		d.metrics.Drifted.Delete(prometheus.Labels{"kind": d.kind, "namespace": obj.GetNamespace(), "name": obj.GetName()})
 	}

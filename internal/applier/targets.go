@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"context"
@@ -15,16 +15,16 @@ import (
 	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
-// targets hands out the clusters phases are applied to: the management cluster (as the
+// Targets hands out the clusters phases are applied to: the management cluster (as the
 // controller or as an impersonated ServiceAccount) and hosted clusters.
-type targets struct {
+type Targets struct {
 	config *rest.Config
 	scheme *runtime.Scheme
 	mapper meta.RESTMapper
 	hosted *hosted.Clients
 
 	mu         sync.Mutex
-	management client.Client
+	Management client.Client
 	// impersonated holds the clients built per impersonated user, the least recently used
 	// evicted past maxImpersonatedClients; made on first use, so that the zero value works.
 	impersonated *lru.Cache // of client.Client, keyed by user name
@@ -39,25 +39,25 @@ type targets struct {
 // out, and the mapper is given), never a failed apply.
 const maxImpersonatedClients = 1024
 
-func newTargets(cfg *rest.Config, scheme *runtime.Scheme, mapper meta.RESTMapper, hc *hosted.Clients) *targets {
-	return &targets{config: cfg, scheme: scheme, mapper: mapper, hosted: hc}
+func newTargets(cfg *rest.Config, scheme *runtime.Scheme, mapper meta.RESTMapper, hc *hosted.Clients) *Targets {
+	return &Targets{config: cfg, scheme: scheme, mapper: mapper, hosted: hc}
 }
 
 // managementTarget returns an uncached client for the management cluster: the apply engine
 // reads each object once per pass, and an informer per kind would cost far more memory than
 // those reads. With a ServiceAccount name, every request impersonates it.
-func (t *targets) managementTarget(namespace, serviceAccount string) (apply.Target, error) {
+func (t *Targets) managementTarget(namespace, serviceAccount string) (apply.Target, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if serviceAccount == "" {
-		if t.management == nil {
+		if t.Management == nil {
 			c, err := client.New(t.config, client.Options{Scheme: t.scheme, Mapper: t.mapper})
 			if err != nil {
 				return apply.Target{}, fmt.Errorf("build management client: %w", err)
 			}
-			t.management = c
+			t.Management = c
 		}
-		return apply.Target{Client: t.management, Name: "management cluster"}, nil
+		return apply.Target{Client: t.Management, Name: "management cluster"}, nil
 	}
 	user := "system:serviceaccount:" + namespace + ":" + serviceAccount
 	if t.impersonated == nil {
@@ -80,7 +80,7 @@ func (t *targets) managementTarget(namespace, serviceAccount string) (apply.Targ
 // namespace, if any. A hosted-cluster target that cannot be had is left out and its error
 // returned, so that the engine still applies the phases before the first hosted one and reports
 // that phase as waiting.
-func (t *targets) forPass(ctx context.Context, namespace string, hc *hosted.HostedCluster, saNamespace, serviceAccount string, classes map[string]bool) (map[string]apply.Target, error) {
+func (t *Targets) forPass(ctx context.Context, namespace string, hc *hosted.HostedCluster, saNamespace, serviceAccount string, classes map[string]bool) (map[string]apply.Target, error) {
 	out := map[string]apply.Target{}
 	if classes[""] {
 		mt, err := t.managementTarget(saNamespace, serviceAccount)

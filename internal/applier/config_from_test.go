@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"errors"
@@ -75,25 +75,25 @@ func TestReadConfig(t *testing.T) {
 			{Kind: "Secret", Name: "creds", Key: "absent", Optional: true},
 		},
 	}
-	in, err := readConfig(t.Context(), c, "ns", spec)
+	in, err := ReadConfig(t.Context(), c, "ns", spec)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"replicas":2,"name":"explicit","log":{"level":"debug","format":"json"},"db":{"password":"hunter2"},"token":"tok-3141"}`, string(in.raw))
+	assert.JSONEq(t, `{"replicas":2,"name":"explicit","log":{"level":"debug","format":"json"},"db":{"password":"hunter2"},"token":"tok-3141"}`, string(in.Raw))
 
 	// Neither fingerprint holds a plain digest of what the Secret gave, and status's does not
 	// change when only the value (not the object) is what differs.
 	for _, v := range []string{"hunter2", "tok-3141"} {
-		assert.NotContains(t, in.digest, v)
+		assert.NotContains(t, in.Digest, v)
 	}
-	assert.True(t, strings.HasPrefix(in.renderKey, "hmac-sha256:"), in.renderKey)
+	assert.True(t, strings.HasPrefix(in.RenderKey, "hmac-sha256:"), in.RenderKey)
 	assert.Contains(t, in.secretValues, "hunter2")
 	assert.Contains(t, in.secretValues, "tok-3141")
 
 	// The same configuration without configFrom keeps the digest it always had.
 	plain := &v1alpha1.PackageSpec{Config: spec.Config}
-	pin, err := readConfig(t.Context(), c, "ns", plain)
+	pin, err := ReadConfig(t.Context(), c, "ns", plain)
 	require.NoError(t, err)
-	assert.Equal(t, configDigestOf(plain), pin.digest)
-	assert.Equal(t, string(spec.Config.Raw), string(pin.raw))
+	assert.Equal(t, configDigestOf(plain), pin.Digest)
+	assert.Equal(t, string(spec.Config.Raw), string(pin.Raw))
 }
 
 func TestReadConfigDigestFollowsConfigMapValues(t *testing.T) {
@@ -101,10 +101,10 @@ func TestReadConfigDigestFollowsConfigMapValues(t *testing.T) {
 	spec := &v1alpha1.PackageSpec{ConfigFrom: []v1alpha1.ConfigSource{{Kind: "ConfigMap", Name: "base"}}}
 	digest := func(value string) string {
 		c := configFromClient(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "base"}, Data: map[string]string{"config.yaml": value}})
-		in, err := readConfig(t.Context(), c, "ns", spec)
+		in, err := ReadConfig(t.Context(), c, "ns", spec)
 		require.NoError(t, err)
-		assert.True(t, strings.HasPrefix(in.renderKey, "sha256:"))
-		return in.digest
+		assert.True(t, strings.HasPrefix(in.RenderKey, "sha256:"))
+		return in.Digest
 	}
 	assert.NotEqual(t, digest("a: 1"), digest("a: 2"))
 	assert.Equal(t, digest("a: 1"), digest("a: 1"))
@@ -130,7 +130,7 @@ func TestReadConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := readConfig(t.Context(), c, "ns", &v1alpha1.PackageSpec{ConfigFrom: []v1alpha1.ConfigSource{tt.source}})
+			_, err := ReadConfig(t.Context(), c, "ns", &v1alpha1.PackageSpec{ConfigFrom: []v1alpha1.ConfigSource{tt.source}})
 			require.Error(t, err)
 			assert.Equal(t, tt.reason, reconciler.ReasonFor(err))
 			assert.Contains(t, err.Error(), tt.text)
@@ -141,34 +141,34 @@ func TestReadConfigErrors(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	t.Parallel()
-	in := &configInput{secretValues: redactionForms([]string{"hun\"ter2", "5"})}
+	in := &ConfigInput{secretValues: redactionForms([]string{"hun\"ter2", "5"})}
 	cfgErr := render.Errors{&render.ConfigError{Field: "config.password", Detail: `Invalid value: "hun\"ter2": must be at most 3 characters`}}
-	err := in.redact(errors.Join(errors.New("render x"), cfgErr))
+	err := in.Redact(errors.Join(errors.New("render x"), cfgErr))
 	assert.NotContains(t, err.Error(), "hun")
 	assert.Contains(t, err.Error(), "[redacted]")
 	// The reason stays that of the error redacted.
 	assert.Equal(t, v1alpha1.InvalidConfigReason, reconciler.ReasonFor(err))
 	// Without Secret values the error is left as it is.
 	plain := errors.New("x")
-	assert.Same(t, plain, (&configInput{}).redact(plain))
+	assert.Same(t, plain, (&ConfigInput{}).Redact(plain))
 }
 
 // TestRedactResult: what a pass says of its objects (why each is not available, the conditions
 // mapped from them) reaches status without the values of Secrets the configuration read.
 func TestRedactResult(t *testing.T) {
 	t.Parallel()
-	in := &configInput{secretValues: redactionForms([]string{"hunter2"})}
+	in := &ConfigInput{secretValues: redactionForms([]string{"hunter2"})}
 	res := &apply.Result{
 		Phases: []apply.PhaseResult{{Name: "deploy", NotAvailable: []apply.ObjectStatus{{
 			Reason: `kstatus Failed: ReplicaSet failed (ReplicaFailure=True FailedCreate: pods "app-x" is forbidden: env PASSWORD=hunter2 refused)`}}}},
 		Conditions: []metav1.Condition{{Type: "Ready", Message: "token hunter2 rejected"}},
 	}
-	in.redactResult(res)
+	in.RedactResult(res)
 	assert.NotContains(t, res.Phases[0].NotAvailable[0].Reason, "hunter2")
 	assert.Contains(t, res.Phases[0].NotAvailable[0].Reason, "[redacted]")
 	assert.Equal(t, "token [redacted] rejected", res.Conditions[0].Message)
-	(&configInput{}).redactResult(res) // nothing to redact
-	(&configInput{}).redactResult(nil)
+	(&ConfigInput{}).RedactResult(res) // nothing to redact
+	(&ConfigInput{}).RedactResult(nil)
 }
 
 // TestRenderKeyOfSecretConfigIsPerNamespace: a render made from Secret values is found in the
@@ -181,21 +181,21 @@ func TestRenderKeyOfSecretConfigIsPerNamespace(t *testing.T) {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}, Data: map[string][]byte{"password": []byte("hunter2")}}
 	}
 	c := configFromClient(t, secretIn("a"), secretIn("b"))
-	a, err := readConfig(t.Context(), c, "a", spec)
+	a, err := ReadConfig(t.Context(), c, "a", spec)
 	require.NoError(t, err)
-	b, err := readConfig(t.Context(), c, "b", spec)
+	b, err := ReadConfig(t.Context(), c, "b", spec)
 	require.NoError(t, err)
-	assert.Equal(t, string(a.raw), string(b.raw))
-	assert.NotEqual(t, a.renderKey, b.renderKey, "a render from one namespace's Secret must not be keyed for another's")
-	again, err := readConfig(t.Context(), c, "a", spec)
+	assert.Equal(t, string(a.Raw), string(b.Raw))
+	assert.NotEqual(t, a.RenderKey, b.RenderKey, "a render from one namespace's Secret must not be keyed for another's")
+	again, err := ReadConfig(t.Context(), c, "a", spec)
 	require.NoError(t, err)
-	assert.Equal(t, a.renderKey, again.renderKey, "within a namespace the render is shared")
+	assert.Equal(t, a.RenderKey, again.RenderKey, "within a namespace the render is shared")
 
 	// Without a Secret the key is the configuration's plain digest, shared across namespaces.
 	plain := &v1alpha1.PackageSpec{Config: &apiextensionsv1.JSON{Raw: []byte(`{"x":1}`)}}
-	pa, err := readConfig(t.Context(), c, "a", plain)
+	pa, err := ReadConfig(t.Context(), c, "a", plain)
 	require.NoError(t, err)
-	pb, err := readConfig(t.Context(), c, "b", plain)
+	pb, err := ReadConfig(t.Context(), c, "b", plain)
 	require.NoError(t, err)
-	assert.Equal(t, pa.renderKey, pb.renderKey)
+	assert.Equal(t, pa.RenderKey, pb.RenderKey)
 }

@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"context"
@@ -20,12 +20,12 @@ import (
 	"pkgsync.dev/pkgsync/internal/reconciler"
 )
 
-// teardownInventory is the finalize step (reconciler.Steps.finalize) of the kinds that apply objects:
+// TeardownInventory is the finalize step (reconciler.Steps.Finalize) of the kinds that apply objects:
 // one teardown pass over what their inventory holds.
-func teardownInventory[T reconciler.Object](ro *applier, reader client.Reader, opts reconciler.Options, kind string,
+func TeardownInventory[T reconciler.Object](ro *Applier, reader client.Reader, opts reconciler.Options, kind string,
 	status func(T) *v1alpha1.ApplyStatus, serviceAccount func(T) string) func(context.Context, T) (ctrl.Result, error) {
 	return func(ctx context.Context, obj T) (ctrl.Result, error) {
-		return finalize(ctx, ro, reader, obj, ownerOf(obj, kind), serviceAccount(obj), status(obj), opts)
+		return finalize(ctx, ro, reader, obj, OwnerOf(obj, kind), serviceAccount(obj), status(obj), opts)
 	}
 }
 
@@ -35,7 +35,7 @@ func teardownInventory[T reconciler.Object](ro *applier, reader client.Reader, o
 // cluster has not answered for HostedTeardownTimeout, they are let go so that deletion never
 // hangs. A pass that fails returns its error, which the lifecycle reports and retries as every
 // failure of a step (lifecycle.failed); only an unreachable hosted cluster has a wake of its own.
-func finalize(ctx context.Context, r *applier, reader client.Reader, obj reconciler.Object, owner apply.Owner,
+func finalize(ctx context.Context, r *Applier, reader client.Reader, obj reconciler.Object, owner apply.Owner,
 	serviceAccount string, status *v1alpha1.ApplyStatus, opts reconciler.Options) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
 		return ctrl.Result{}, nil
@@ -75,12 +75,12 @@ func hostedTeardownWait(nextProbe, deleted, now time.Time, opts reconciler.Optio
 // forgetHostedIfUnused drops the hosted client of a namespace, and its circuit, once the last
 // resource there that could use it is gone: a dead hosted cluster whose resources were all
 // deleted is probed no more. When the list fails the client stays; the idle timeout ends it.
-func (r *applier) forgetHostedIfUnused(ctx context.Context, namespace string, deleted client.Object) {
-	if r.targets.hosted == nil || namespace == "" {
+func (r *Applier) forgetHostedIfUnused(ctx context.Context, namespace string, deleted client.Object) {
+	if r.Targets.hosted == nil || namespace == "" {
 		return
 	}
 	for _, list := range []client.ObjectList{&v1alpha1.PackageList{}, &v1alpha1.ObjectDeploymentList{}} {
-		if err := r.reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		if err := r.Reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
 			return
 		}
 		items, err := apimeta.ExtractList(list)
@@ -93,13 +93,13 @@ func (r *applier) forgetHostedIfUnused(ctx context.Context, namespace string, de
 			}
 		}
 	}
-	r.targets.hosted.Forget(namespace)
+	r.Targets.hosted.Forget(namespace)
 }
 
 // teardownPass deletes what the inventory holds, a phase at a time. It returns the outcome of a
 // pass that waits for objects to go, nil once all is gone, and an error (saying that it
 // happened while deleting) when the pass failed.
-func teardownPass(ctx context.Context, r *applier, reader client.Reader, obj reconciler.Object, owner apply.Owner,
+func teardownPass(ctx context.Context, r *Applier, reader client.Reader, obj reconciler.Object, owner apply.Owner,
 	serviceAccount string, status *v1alpha1.ApplyStatus, opts reconciler.Options) (*reconciler.Outcome, error) {
 	if status.Inventory == nil || len(status.Inventory.Phases) == 0 {
 		return nil, nil
@@ -117,8 +117,8 @@ func teardownPass(ctx context.Context, r *applier, reader client.Reader, obj rec
 	if len(letGo) > 0 {
 		ctrl.LoggerFrom(ctx).Info("let objects go without deleting them", "objects", refList(letGo), "namespaceTerminating", policy.namespaceTerminating)
 	}
-	if len(letGo) > 0 && r.recorder != nil {
-		r.recorder.Eventf(obj, corev1.EventTypeWarning, v1alpha1.ObjectsLeftReason,
+	if len(letGo) > 0 && r.Recorder != nil {
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, v1alpha1.ObjectsLeftReason,
 			"let %d object(s) go without deleting them (the cluster cannot be reached, the namespace is being deleted, or it is not a hosted-control-plane namespace): %s",
 			len(letGo), refList(letGo))
 	}
@@ -180,7 +180,7 @@ type teardownPolicy struct {
 // instead of deleting, so that HyperShift's and Kubernetes' namespace deletion is never blocked.
 // Hosted objects of a namespace that is not (or no longer) a hosted-control-plane namespace are
 // always let go: the connector Secret of such a namespace is never used.
-func (r *applier) teardown(ctx context.Context, owner apply.Owner, serviceAccount string, inv *v1alpha1.Inventory, policy teardownPolicy) (*apply.TeardownResult, []apply.ObjectRef, error) {
+func (r *Applier) teardown(ctx context.Context, owner apply.Owner, serviceAccount string, inv *v1alpha1.Inventory, policy teardownPolicy) (*apply.TeardownResult, []apply.ObjectRef, error) {
 	current, err := inventoryFromStatus(inv)
 	if err != nil {
 		return nil, nil, err
@@ -191,9 +191,9 @@ func (r *applier) teardown(ctx context.Context, owner apply.Owner, serviceAccoun
 	for _, ph := range current.Phases {
 		classes[ph.Class] = true
 	}
-	var behind hostedBehind
+	var behind HostedBehind
 	if classes[classHosted] && owner.Namespace != "" {
-		if behind, err = r.findHostedCluster(ctx, owner.Namespace); err != nil {
+		if behind, err = r.FindHostedCluster(ctx, owner.Namespace); err != nil {
 			return nil, nil, err
 		}
 		if r.admitHosted(ctx, owner.Namespace, behind) != nil {
@@ -201,14 +201,14 @@ func (r *applier) teardown(ctx context.Context, owner apply.Owner, serviceAccoun
 			delete(classes, classHosted)
 		}
 	}
-	tgts, hostedErr := r.targets.forPass(ctx, owner.Namespace, behind.cluster, r.serviceAccountNamespace(owner), r.serviceAccountFor(owner, serviceAccount), classes)
-	if hostedErr != nil && tgts != nil && policy.namespaceTerminating && hosted.IsNoCredentials(hostedErr) && r.targets.hosted != nil {
+	tgts, hostedErr := r.Targets.forPass(ctx, owner.Namespace, behind.Cluster, r.serviceAccountNamespace(owner), r.serviceAccountFor(owner, serviceAccount), classes)
+	if hostedErr != nil && tgts != nil && policy.namespaceTerminating && hosted.IsNoCredentials(hostedErr) && r.Targets.hosted != nil {
 		// The namespace controller deleted the connector Secret with everything else while this
 		// resource waited on its finalizer: the client it last used, while its API server still
 		// answered, removes the hosted objects; if it does not answer now they are let go below.
 		// Only as Target would have served it (the HostedCluster's endpoint), and only in the
 		// namespace its Secret was in, not in one of the same name created since.
-		if ht, ok := r.targets.hosted.Departed(owner.Namespace, policy.namespaceCreated, behind.cluster); ok {
+		if ht, ok := r.Targets.hosted.Departed(owner.Namespace, policy.namespaceCreated, behind.Cluster); ok {
 			tgts[classHosted], hostedErr = ht, nil
 		}
 	}

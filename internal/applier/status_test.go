@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"errors"
@@ -17,6 +17,7 @@ import (
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/reconciler/reconcilertest"
 	"pkgsync.dev/pkgsync/render"
 )
 
@@ -62,29 +63,29 @@ func TestConclude(t *testing.T) {
 	}
 	paused := func(until time.Duration) func() error {
 		return func() error {
-			return &apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &pausedError{cluster: "clusters/a", until: time.Now().Add(until)}}
+			return &apply.TargetUnavailableError{Class: v1alpha1.ClassHostedCluster, Err: &PausedError{Cluster: "clusters/a", until: time.Now().Add(until)}}
 		}
 	}
 	fixed := func(err error) func() error { return func() error { return err } }
-	retrying := func(reason string) wantConditions {
-		return wantConditions{metav1.ConditionFalse, reason, v1alpha1.ProgressingWithRetryReason, ""}
+	retrying := func(reason string) reconcilertest.Conditions {
+		return reconcilertest.Conditions{Ready: metav1.ConditionFalse, ReadyReason: reason, ReconcilingReason: v1alpha1.ProgressingWithRetryReason}
 	}
-	stalled := func(reason string) wantConditions {
-		return wantConditions{metav1.ConditionFalse, reason, "", reason}
+	stalled := func(reason string) reconcilertest.Conditions {
+		return reconcilertest.Conditions{Ready: metav1.ConditionFalse, ReadyReason: reason, StalledBy: reason}
 	}
 	tests := []struct {
 		name     string
 		res      *apply.Result
 		err      func() error // nil: none
-		want     wantConditions
+		want     reconcilertest.Conditions
 		min, max time.Duration // bounds of RequeueAfter
 	}{
 		{"complete: the interval", complete, nil,
-			wantConditions{metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "", ""}, interval * 9 / 10, interval * 11 / 10},
+			reconcilertest.Conditions{Ready: metav1.ConditionTrue, ReadyReason: v1alpha1.ReconciliationSucceededReason}, interval * 9 / 10, interval * 11 / 10},
 		{"nothing to apply: the interval", nil, nil,
-			wantConditions{metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "", ""}, interval * 9 / 10, interval * 11 / 10},
+			reconcilertest.Conditions{Ready: metav1.ConditionTrue, ReadyReason: v1alpha1.ReconciliationSucceededReason}, interval * 9 / 10, interval * 11 / 10},
 		{"waiting on availability: the progress interval", waiting, nil,
-			wantConditions{metav1.ConditionFalse, v1alpha1.PhaseProgressingReason, v1alpha1.PhaseProgressingReason, ""}, progress, progress},
+			reconcilertest.Conditions{Ready: metav1.ConditionFalse, ReadyReason: v1alpha1.PhaseProgressingReason, ReconcilingReason: v1alpha1.PhaseProgressingReason}, progress, progress},
 		{"transient: the retry interval", nil, fixed(reconciler.PullFailed(errors.New("connection refused"))), retrying(v1alpha1.PullFailedReason), retry, retry},
 		{"transient with a partial result: the retry interval", waiting, fixed(&apply.ConflictError{}), retrying(v1alpha1.ConflictReason), retry, retry},
 		{"invalid config stalls until the spec changes", nil, fixed(&render.ConfigError{Field: "replicas"}), stalled(v1alpha1.InvalidConfigReason), interval * 9 / 10, interval * 11 / 10},
@@ -109,10 +110,10 @@ func TestConclude(t *testing.T) {
 			if tt.err != nil {
 				passErr = tt.err()
 			}
-			res := conclude(t.Context(), pkg, tt.res, passErr, reconciler.Intervals{Interval: interval, Retry: retry, Progress: progress}, "applied")
+			res := Conclude(t.Context(), pkg, tt.res, passErr, reconciler.Intervals{Interval: interval, Retry: retry, Progress: progress}, "applied")
 			assert.GreaterOrEqual(t, res.RequeueAfter, tt.min)
 			assert.LessOrEqual(t, res.RequeueAfter, tt.max)
-			assertConditions(t, pkg, tt.want)
+			reconcilertest.AssertConditions(t, pkg, tt.want)
 			if passErr != nil {
 				assert.Equal(t, passErr.Error(), conditions.GetMessage(pkg, meta.ReadyCondition))
 			}

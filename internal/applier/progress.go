@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"time"
@@ -94,9 +94,9 @@ func (s progressByOwner) get(uid types.UID, cluster string) *apply.Progress {
 	return o.(*ownerProgress).progress
 }
 
-// progressCheck says how soon a resource whose pass res did not complete is looked at again
+// ProgressCheck says how soon a resource whose pass res did not complete is looked at again
 // (nextCheck), interval when the pass completed.
-func (r *applier) progressCheck(uid types.UID, res *apply.Result, interval time.Duration) time.Duration {
+func (r *Applier) ProgressCheck(uid types.UID, res *apply.Result, interval time.Duration) time.Duration {
 	if res == nil || res.Complete() || res.Progressing() == nil {
 		return interval
 	}

@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"testing"
@@ -40,7 +40,7 @@ func TestPausedUntilWakesWhenItEnds(t *testing.T) {
 			err := gateOnHostedCluster(&tt.hc, "clusters-guest", now)
 			require.Error(t, err)
 			pkg := &v1alpha1.Package{}
-			res := conclude(t.Context(), pkg, nil, err, reconciler.Intervals{Interval: time.Hour, Retry: time.Minute, Progress: time.Second}, "")
+			res := Conclude(t.Context(), pkg, nil, err, reconciler.Intervals{Interval: time.Hour, Retry: time.Minute, Progress: time.Second}, "")
 			assert.Equal(t, v1alpha1.HostedClusterUnavailableReason, conditions.GetReason(pkg, meta.ReadyCondition))
 			assert.Contains(t, conditions.GetMessage(pkg, meta.ReadyCondition), "paused")
 			assert.Positive(t, res.RequeueAfter)

@@ -1,4 +1,4 @@
-package controller
+package applier
 
 import (
 	"context"
@@ -43,8 +43,8 @@ func setMappedConditions(obj reconciler.Object, res *apply.Result) {
 	}
 }
 
-// recordPass stores what an apply pass reports: phases, the current phase, the inventory.
-func recordPass(status *v1alpha1.ApplyStatus, res *apply.Result) {
+// RecordPass stores what an apply pass reports: phases, the current phase, the inventory.
+func RecordPass(status *v1alpha1.ApplyStatus, res *apply.Result) {
 	if res == nil {
 		return
 	}
@@ -52,11 +52,11 @@ func recordPass(status *v1alpha1.ApplyStatus, res *apply.Result) {
 	status.Inventory = inventoryToStatus(res.Inventory)
 }
 
-// conclude sets Ready from the outcome of an apply pass and says when to reconcile again, by
+// Conclude sets Ready from the outcome of an apply pass and says when to reconcile again, by
 // the one rule (requeueFor): complete → the interval; waiting on availability → iv.progress
 // (applier.progressCheck); failures → the retry interval, with Stalled and the interval when
 // only a change of spec or package can help. It never returns an error for the work queue.
-func conclude(ctx context.Context, obj reconciler.Object, res *apply.Result, err error, iv reconciler.Intervals, successMsg string) ctrl.Result {
+func Conclude(ctx context.Context, obj reconciler.Object, res *apply.Result, err error, iv reconciler.Intervals, successMsg string) ctrl.Result {
 	setMappedConditions(obj, res)
 	switch {
 	case err != nil:
@@ -88,7 +88,7 @@ func retryWake(err error, o reconciler.Outcome, iv reconciler.Intervals) time.Du
 		// succeeds wakes the resource at once.
 		retry = max(time.Until(down.NextProbe)+time.Second, retry)
 	}
-	var paused *pausedError
+	var paused *PausedError
 	if errors.As(err, &paused) && !paused.until.IsZero() {
 		// The pause ends by itself (spec.pausedUntil): come back then, whether or not
 		// HyperShift's operator reports it.
@@ -111,19 +111,19 @@ func failedSummary(res *apply.Result) string {
 	return fmt.Sprintf("phase %s on %s failed: %s", p.Name, p.Target, strings.Join(names, "; "))
 }
 
-// applyCommon points into the common part of the status of the kinds that apply objects.
-func applyCommon(s *v1alpha1.ApplyStatus) reconciler.CommonStatus {
+// ApplyCommon points into the common part of the status of the kinds that apply objects.
+func ApplyCommon(s *v1alpha1.ApplyStatus) reconciler.CommonStatus {
 	return reconciler.CommonStatus{Request: &s.ReconcileRequestStatus, ObservedGeneration: &s.ObservedGeneration}
 }
 
-// settled reports whether the outcome of an apply pass is final (Ready or Stalled): the kinds
+// Settled reports whether the outcome of an apply pass is final (Ready or Stalled): the kinds
 // that apply objects record their generation as observed then, not while they still work on it.
-func settled(obj reconciler.Object) bool {
+func Settled(obj reconciler.Object) bool {
 	return conditions.IsReady(obj) || conditions.IsStalled(obj)
 }
 
-// recordInventory returns the apply engine's Record hook for a resource's status, saved through r.
-func recordInventory(r *reconciler.Report, status *v1alpha1.ApplyStatus) func(context.Context, apply.Inventory) error {
+// RecordInventory returns the apply engine's Record hook for a resource's status, saved through r.
+func RecordInventory(r *reconciler.Report, status *v1alpha1.ApplyStatus) func(context.Context, apply.Inventory) error {
 	return func(ctx context.Context, inv apply.Inventory) error {
 		status.Inventory = inventoryToStatus(inv)
 		return r.Save(ctx)
@@ -163,7 +163,7 @@ func phasesToStatus(res *apply.Result) (phases []v1alpha1.PhaseStatus, current s
 // historyLimit bounds status.history.
 const historyLimit = 5
 
-func pushHistory(h []v1alpha1.RevisionHistoryEntry, revision, configDigest string) []v1alpha1.RevisionHistoryEntry {
+func PushHistory(h []v1alpha1.RevisionHistoryEntry, revision, configDigest string) []v1alpha1.RevisionHistoryEntry {
 	entry := v1alpha1.RevisionHistoryEntry{Revision: revision, ConfigDigest: configDigest, AppliedAt: metav1.Now()}
 	h = append([]v1alpha1.RevisionHistoryEntry{entry}, h...)
 	if len(h) > historyLimit {
