@@ -21,7 +21,7 @@ var registryHints = []struct {
 	{source.ErrPlainHTTPAnswer, "use --plain-http for this registry"},
 }
 
-// reconciler.WithRegistryHint adds the CLI's hint to a registry error.
+// withRegistryHint adds the CLI's hint to a registry error.
 func withRegistryHint(err error) error {
 	for _, h := range registryHints {
 		if errors.Is(err, h.cause) {

@@ -54,7 +54,7 @@ func RecordPass(status *v1alpha1.ApplyStatus, res *apply.Result) {
 
 // Conclude sets Ready from the outcome of an apply pass and says when to reconcile again, by
 // the one rule (requeueFor): complete → the interval; waiting on availability → iv.progress
-// (applier.progressCheck); failures → the retry interval, with Stalled and the interval when
+// (Applier.progressCheck); failures → the retry interval, with Stalled and the interval when
 // only a change of spec or package can help. It never returns an error for the work queue.
 func Conclude(ctx context.Context, obj reconciler.Object, res *apply.Result, err error, iv reconciler.Intervals, successMsg string) ctrl.Result {
 	setMappedConditions(obj, res)

@@ -63,7 +63,7 @@ func (r *fleetSteps) preflightOptions(ctx context.Context, fleet *v1alpha1.Hoste
 }
 
 // memberConfig reads the member's spec.configFrom and merges its spec.config over it (applier.ReadConfig),
-// in the member's namespace and as the identity the member reads it with (applier.configReader):
+// in the member's namespace and as the identity the member reads it with (Applier.ConfigReader):
 // its ServiceAccount, so that a template naming a Secret its members may not read fails the
 // preflight as it would fail the member. Without an applier (PreflightFleet) it reads through
 // r.apiReader, as whoever that client is.

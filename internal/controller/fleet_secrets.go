@@ -26,6 +26,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/setup"
 )
 
 // fleetSecretField indexes HostedClusterPackages by the names of the Secrets their members
@@ -145,11 +146,11 @@ func (k copyKey) fleetName() string { return k.fleet }
 // metadata of the controller namespace's Secrets, whose changes wake the fleets that name them
 // (sources are read uncached, when a fleet reconciles: no Secret data of the controller's
 // namespace is held).
-func setupFleetSecrets(ctx context.Context, s *services) (*fleetSecrets, *secretCaches, error) {
-	if s.opts.Namespace == "" {
+func setupFleetSecrets(ctx context.Context, s *setup.Services) (*fleetSecrets, *secretCaches, error) {
+	if s.Options.Namespace == "" {
 		return nil, nil, nil
 	}
-	mgr := s.mgr
+	mgr := s.Manager
 	copied, err := labels.NewRequirement(v1alpha1.FleetLabel, selection.Exists, nil)
 	if err != nil {
 		return nil, nil, err
@@ -167,7 +168,7 @@ func setupFleetSecrets(ctx context.Context, s *services) (*fleetSecrets, *secret
 	}
 	sources, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultNamespaces: map[string]cache.Config{s.opts.Namespace: {}},
+		DefaultNamespaces: map[string]cache.Config{s.Options.Namespace: {}},
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("create the cache of fleet Secret sources: %w", err)
@@ -180,7 +181,7 @@ func setupFleetSecrets(ctx context.Context, s *services) (*fleetSecrets, *secret
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.HostedClusterPackage{}, fleetSecretField, indexFleetSecrets); err != nil {
 		return nil, nil, fmt.Errorf("index HostedClusterPackages by Secret: %w", err)
 	}
-	fs := &fleetSecrets{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), copies: copies, namespace: s.opts.Namespace}
+	fs := &fleetSecrets{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), copies: copies, namespace: s.Options.Namespace}
 	return fs, &secretCaches{copies: copies, sources: sources}, nil
 }
 

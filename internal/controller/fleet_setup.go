@@ -15,6 +15,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/setup"
 )
 
 // setupFleets registers the HostedClusterPackage reconciler: woken by its own spec, by any
@@ -23,21 +24,21 @@ import (
 // Available or not, paused or resumed, by TrustPolicies covering its image, and by the Secrets
 // it copies to its members changing, at their source or in a member's namespace. Members and
 // copies are recognised by fleetWakes, not by their label alone, which anyone may write.
-func setupFleets(ctx context.Context, s *services) error {
-	mgr := s.mgr
+func setupFleets(ctx context.Context, s *setup.Services) error {
+	mgr := s.Manager
 	_, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version)
 	hostedClusterAPI := err == nil
 	steps := &fleetSteps{
-		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), source: s.source, verifier: s.verifier, recorder: s.recorder,
-		own: s.metrics, options: s.opts, hostedClusterAPI: hostedClusterAPI, now: time.Now, applier: s.applier,
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), source: s.Source, verifier: s.Verifier, recorder: s.Recorder,
+		own: s.Metrics, options: s.Options, hostedClusterAPI: hostedClusterAPI, now: time.Now, applier: s.Applier,
 	}
 	secrets, secretCaches, err := setupFleetSecrets(ctx, s)
 	if err != nil {
 		return err
 	}
 	steps.secrets = secrets
-	r := reconciler.New(s.lifecycleBase(), v1alpha1.HostedClusterPackageKind, func() *v1alpha1.HostedClusterPackage { return &v1alpha1.HostedClusterPackage{} }, steps.steps())
-	if hostedClusterAPI && !s.hostedClusterAPI {
+	r := reconciler.New(s.LifecycleBase(), v1alpha1.HostedClusterPackageKind, func() *v1alpha1.HostedClusterPackage { return &v1alpha1.HostedClusterPackage{} }, steps.steps())
+	if hostedClusterAPI && !s.HostedClusterAPI {
 		// Without hosted clients, startHosted did not index HostedClusters; fleetWakes reads
 		// them by that index rather than listing them all at each labelled object's change.
 		if err := hosted.IndexHostedClusters(ctx, mgr.GetFieldIndexer()); err != nil {
@@ -49,13 +50,13 @@ func setupFleets(ctx context.Context, s *services) error {
 		_, ok := o.GetLabels()[v1alpha1.FleetLabel]
 		return ok
 	})
-	b := s.controllerFor("hostedclusterpackage", &v1alpha1.HostedClusterPackage{}).
+	b := s.ControllerFor("hostedclusterpackage", &v1alpha1.HostedClusterPackage{}).
 		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(wakes.member), builder.WithPredicates(isMember))
-	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, fleetImage)
+	b = s.WatchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, fleetImage)
 	if secretCaches != nil {
-		b = secretCaches.Watch(b, mgr.GetClient(), wakes, s.opts.Namespace)
+		b = secretCaches.Watch(b, mgr.GetClient(), wakes, s.Options.Namespace)
 	}
-	b, err = s.watchRegistryWakes(ctx, b, &v1alpha1.HostedClusterPackage{}, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, followedFleetImage)
+	b, err = s.WatchRegistryWakes(ctx, b, &v1alpha1.HostedClusterPackage{}, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, followedFleetImage)
 	if err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func fleetGateChanged(e event.UpdateEvent) bool {
 	}
 	oldHold, oldHeld := e.ObjectOld.GetAnnotations()[v1alpha1.HoldAnnotation]
 	newHold, newHeld := e.ObjectNew.GetAnnotations()[v1alpha1.HoldAnnotation]
-	return oldHeld != newHeld || oldHold != newHold || hostedClusterState(e.ObjectOld) != hostedClusterState(e.ObjectNew)
+	return oldHeld != newHeld || oldHold != newHold || setup.HostedClusterState(e.ObjectOld) != setup.HostedClusterState(e.ObjectNew)
 }
 
 // followedFleetImage is what a HostedClusterPackage follows: its template's image by tag.

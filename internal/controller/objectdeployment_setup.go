@@ -5,23 +5,24 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/setup"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // setupObjectDeployments registers the ObjectDeployment and ClusterObjectDeployment
 // reconcilers. Both are woken by their own spec; ObjectDeployments also by the hosted inputs of
 // their namespace (having no templates, not by a change of what templates read of a HostedCluster).
-func setupObjectDeployments(s *services) error {
-	namespaced := &objectDeploymentSteps[*v1alpha1.ObjectDeployment]{apiReader: s.mgr.GetAPIReader(), options: s.opts, applier: s.applier, kind: v1alpha1.ObjectDeploymentKind}
-	b := s.controllerFor("objectdeployment", &v1alpha1.ObjectDeployment{})
-	b = s.watchHostedInputs(b, func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }, nil)
-	if err := b.Complete(reconciler.New(s.lifecycleBase(), v1alpha1.ObjectDeploymentKind,
+func setupObjectDeployments(s *setup.Services) error {
+	namespaced := &objectDeploymentSteps[*v1alpha1.ObjectDeployment]{apiReader: s.Manager.GetAPIReader(), options: s.Options, applier: s.Applier, kind: v1alpha1.ObjectDeploymentKind}
+	b := s.ControllerFor("objectdeployment", &v1alpha1.ObjectDeployment{})
+	b = s.WatchHostedInputs(b, func() client.ObjectList { return &v1alpha1.ObjectDeploymentList{} }, nil)
+	if err := b.Complete(reconciler.New(s.LifecycleBase(), v1alpha1.ObjectDeploymentKind,
 		func() *v1alpha1.ObjectDeployment { return &v1alpha1.ObjectDeployment{} }, namespaced.steps())); err != nil {
 		return fmt.Errorf("set up objectdeployment controller: %w", err)
 	}
 
-	cluster := &objectDeploymentSteps[*v1alpha1.ClusterObjectDeployment]{apiReader: s.mgr.GetAPIReader(), options: s.opts, applier: s.applier, kind: v1alpha1.ClusterObjectDeploymentKind}
-	if err := s.controllerFor("clusterobjectdeployment", &v1alpha1.ClusterObjectDeployment{}).Complete(reconciler.New(s.lifecycleBase(),
+	cluster := &objectDeploymentSteps[*v1alpha1.ClusterObjectDeployment]{apiReader: s.Manager.GetAPIReader(), options: s.Options, applier: s.Applier, kind: v1alpha1.ClusterObjectDeploymentKind}
+	if err := s.ControllerFor("clusterobjectdeployment", &v1alpha1.ClusterObjectDeployment{}).Complete(reconciler.New(s.LifecycleBase(),
 		v1alpha1.ClusterObjectDeploymentKind, func() *v1alpha1.ClusterObjectDeployment { return &v1alpha1.ClusterObjectDeployment{} }, cluster.steps())); err != nil {
 		return fmt.Errorf("set up clusterobjectdeployment controller: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/setup"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,13 +42,13 @@ func indexConfigFrom(o client.Object) []string {
 // resourceVersion (keepIdentity drops labels, annotations, which may hold a copy of the data in
 // kubectl's last-applied-configuration, and managed fields), some 200 bytes per object. The data
 // are read from the API server when a resource that names the object reconciles.
-func configSourceCache(s *services) (cache.Cache, error) {
-	c, err := cache.New(s.mgr.GetConfig(), cache.Options{Scheme: s.mgr.GetScheme(), Mapper: s.mgr.GetRESTMapper(),
+func configSourceCache(s *setup.Services) (cache.Cache, error) {
+	c, err := cache.New(s.Manager.GetConfig(), cache.Options{Scheme: s.Manager.GetScheme(), Mapper: s.Manager.GetRESTMapper(),
 		DefaultTransform: keepIdentity})
 	if err != nil {
 		return nil, fmt.Errorf("create ConfigMap and Secret metadata cache: %w", err)
 	}
-	if err := s.mgr.Add(c); err != nil {
+	if err := s.Manager.Add(c); err != nil {
 		return nil, fmt.Errorf("add ConfigMap and Secret metadata cache: %w", err)
 	}
 	return c, nil
@@ -66,8 +67,8 @@ func keepIdentity(obj any) (any, error) {
 }
 
 // indexConfigSources registers configSourceIndex on Packages and ClusterPackages.
-func indexConfigSources(ctx context.Context, s *services) error {
-	idx := s.mgr.GetFieldIndexer()
+func indexConfigSources(ctx context.Context, s *setup.Services) error {
+	idx := s.Manager.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &v1alpha1.Package{}, configSourceIndex, indexConfigFrom); err != nil {
 		return err
 	}
@@ -97,6 +98,6 @@ func configSourceUsers(c client.Client, newList func() client.ObjectList) func(c
 		if namespace != "" {
 			opts = append(opts, client.InNamespace(namespace))
 		}
-		return requestsFor(ctx, c, newList(), "a configFrom change of "+id+" in namespace "+namespace, opts...)
+		return setup.RequestsFor(ctx, c, newList(), "a configFrom change of "+id+" in namespace "+namespace, opts...)
 	}
 }

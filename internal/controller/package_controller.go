@@ -174,7 +174,7 @@ func (r *packageSteps[T]) admit(ctx context.Context, obj T) (source.Reference, e
 	return ref, nil
 }
 
-// applier.Request is the apply pass of a rendered package for obj.
+// passRequest is the apply pass of a rendered package for obj.
 func (r *packageSteps[T]) passRequest(obj T, rendered *render.Result, hc applier.HostedBehind, record func(context.Context, apply.Inventory) error) applier.Request {
 	spec := obj.GetSpec()
 	return applier.Request{

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/setup"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -17,8 +18,8 @@ import (
 )
 
 // indexDependencies registers dependsOnIndex on Packages and ClusterPackages.
-func indexDependencies(ctx context.Context, s *services) error {
-	idx := s.mgr.GetFieldIndexer()
+func indexDependencies(ctx context.Context, s *setup.Services) error {
+	idx := s.Manager.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &v1alpha1.Package{}, dependsOnIndex, indexDependsOn(v1alpha1.PackageKind)); err != nil {
 		return err
 	}

@@ -337,7 +337,7 @@ func packageKey(content, configDigest string, opts render.Options) string {
 	return renderKey(content, configDigest, render.Inputs{}, opts)
 }
 
-// applier.RenderKey fingerprints the inputs of a render: the content (repository and digest), the
+// renderKey fingerprints the inputs of a render: the content (repository and digest), the
 // configuration, and of the options what in says the package's renders read.
 func renderKey(content, configDigest string, in render.Inputs, opts render.Options) string {
 	opts = in.Only(opts)

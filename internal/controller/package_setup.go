@@ -9,6 +9,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/setup"
 )
 
 // setupPackages registers the Package and ClusterPackage reconcilers, which share one render
@@ -16,10 +17,10 @@ import (
 // installations they depend on (spec.dependsOn) and by the ConfigMaps and Secrets they read
 // (spec.configFrom); Packages also by the hosted inputs of their namespace (connector Secret,
 // HostedCluster, a probe that gets an answer again).
-func setupPackages(ctx context.Context, s *services) error {
-	renders := newRenderCache(s.opts.RenderCacheBytes)
+func setupPackages(ctx context.Context, s *setup.Services) error {
+	renders := newRenderCache(s.Options.RenderCacheBytes)
 	versions := newImageVersions()
-	renders.observe = s.metrics.ObserveRenderCache
+	renders.observe = s.Metrics.ObserveRenderCache
 	// readsHostedCluster tells whether a Package's last render read its HostedCluster; one that
 	// has not rendered yet may.
 	readsHostedCluster := func(namespace, name string) bool {
@@ -37,40 +38,40 @@ func setupPackages(ctx context.Context, s *services) error {
 	if err != nil {
 		return err
 	}
-	deps := &dependencies{reader: s.mgr.GetClient(), exprs: newReadyExprs()}
+	deps := &dependencies{reader: s.Manager.GetClient(), exprs: newReadyExprs()}
 
-	namespaced := &packageSteps[*v1alpha1.Package]{apiReader: s.mgr.GetAPIReader(), source: s.source, options: s.opts,
-		applier: s.applier, renders: renders, verifier: s.verifier, versions: versions, kind: v1alpha1.PackageKind, deps: deps}
-	b := s.controllerFor("package", &v1alpha1.Package{})
-	b = watchDependencies(b, s.mgr.GetClient(), v1alpha1.PackageKind)
-	b = watchConfigSources(b, sources, configSourceUsers(s.mgr.GetClient(), func() client.ObjectList { return &v1alpha1.PackageList{} }))
-	b = s.watchHostedInputs(b, func() client.ObjectList { return &v1alpha1.PackageList{} }, readsHostedCluster)
-	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.PackageList{} }, packageImage)
-	if b, err = s.watchRegistryWakes(ctx, b, &v1alpha1.Package{}, func() client.ObjectList { return &v1alpha1.PackageList{} }, followedImage); err != nil {
+	namespaced := &packageSteps[*v1alpha1.Package]{apiReader: s.Manager.GetAPIReader(), source: s.Source, options: s.Options,
+		applier: s.Applier, renders: renders, verifier: s.Verifier, versions: versions, kind: v1alpha1.PackageKind, deps: deps}
+	b := s.ControllerFor("package", &v1alpha1.Package{})
+	b = watchDependencies(b, s.Manager.GetClient(), v1alpha1.PackageKind)
+	b = watchConfigSources(b, sources, configSourceUsers(s.Manager.GetClient(), func() client.ObjectList { return &v1alpha1.PackageList{} }))
+	b = s.WatchHostedInputs(b, func() client.ObjectList { return &v1alpha1.PackageList{} }, readsHostedCluster)
+	b = s.WatchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.PackageList{} }, packageImage)
+	if b, err = s.WatchRegistryWakes(ctx, b, &v1alpha1.Package{}, func() client.ObjectList { return &v1alpha1.PackageList{} }, followedImage); err != nil {
 		return err
 	}
-	if err := b.Complete(reconciler.New(s.lifecycleBase(), v1alpha1.PackageKind,
+	if err := b.Complete(reconciler.New(s.LifecycleBase(), v1alpha1.PackageKind,
 		func() *v1alpha1.Package { return &v1alpha1.Package{} }, namespaced.steps())); err != nil {
 		return fmt.Errorf("set up package controller: %w", err)
 	}
 
-	cluster := &packageSteps[*v1alpha1.ClusterPackage]{apiReader: s.mgr.GetAPIReader(), source: s.source, options: s.opts,
-		applier: s.applier, renders: renders, verifier: s.verifier, versions: versions, kind: v1alpha1.ClusterPackageKind, deps: deps}
-	b = s.controllerFor("clusterpackage", &v1alpha1.ClusterPackage{})
-	b = watchDependencies(b, s.mgr.GetClient(), v1alpha1.ClusterPackageKind)
-	clusterUsers := configSourceUsers(s.mgr.GetClient(), func() client.ObjectList { return &v1alpha1.ClusterPackageList{} })
+	cluster := &packageSteps[*v1alpha1.ClusterPackage]{apiReader: s.Manager.GetAPIReader(), source: s.Source, options: s.Options,
+		applier: s.Applier, renders: renders, verifier: s.Verifier, versions: versions, kind: v1alpha1.ClusterPackageKind, deps: deps}
+	b = s.ControllerFor("clusterpackage", &v1alpha1.ClusterPackage{})
+	b = watchDependencies(b, s.Manager.GetClient(), v1alpha1.ClusterPackageKind)
+	clusterUsers := configSourceUsers(s.Manager.GetClient(), func() client.ObjectList { return &v1alpha1.ClusterPackageList{} })
 	b = watchConfigSources(b, sources, func(ctx context.Context, namespace, id string) []reconcile.Request {
 		// A ClusterPackage reads spec.configFrom in the controller's namespace only.
-		if namespace != s.opts.Namespace {
+		if namespace != s.Options.Namespace {
 			return nil
 		}
 		return clusterUsers(ctx, "", id)
 	})
-	b = s.watchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }, packageImage)
-	if b, err = s.watchRegistryWakes(ctx, b, &v1alpha1.ClusterPackage{}, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }, followedImage); err != nil {
+	b = s.WatchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }, packageImage)
+	if b, err = s.WatchRegistryWakes(ctx, b, &v1alpha1.ClusterPackage{}, func() client.ObjectList { return &v1alpha1.ClusterPackageList{} }, followedImage); err != nil {
 		return err
 	}
-	if err := b.Complete(reconciler.New(s.lifecycleBase(), v1alpha1.ClusterPackageKind,
+	if err := b.Complete(reconciler.New(s.LifecycleBase(), v1alpha1.ClusterPackageKind,
 		func() *v1alpha1.ClusterPackage { return &v1alpha1.ClusterPackage{} }, cluster.steps())); err != nil {
 		return fmt.Errorf("set up clusterpackage controller: %w", err)
 	}

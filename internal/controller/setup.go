@@ -17,6 +17,7 @@ import (
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/mirrors"
 	"pkgsync.dev/pkgsync/internal/reconciler"
+	"pkgsync.dev/pkgsync/internal/setup"
 	"pkgsync.dev/pkgsync/internal/verify"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -63,7 +64,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	return setupObjectDeployments(s)
 }
 
-func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, error) {
+func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*setup.Services, error) {
 	opts := cfg.Options.WithDefaults()
 	recorder := cfg.Recorder
 	if recorder == nil {
@@ -93,13 +94,13 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*services, 
 	if err != nil {
 		return nil, err
 	}
-	return &services{
-		mgr: mgr, source: cfg.Source, hosted: cfg.Hosted, runtimeMetrics: cfg.Metrics, opts: opts, recorder: recorder, metrics: m, applier: ro,
-		verifier:         verify.NewVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures).WithInterval(opts.VerifyInterval),
-		ctrlOpts:         controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)},
-		hostedClusterAPI: hostedClusterAPI,
-		trustSecrets:     trustSecrets,
-		specChanged:      predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}),
+	return &setup.Services{
+		Manager: mgr, Source: cfg.Source, Hosted: cfg.Hosted, RuntimeMetrics: cfg.Metrics, Options: opts, Recorder: recorder, Metrics: m, Applier: ro,
+		Verifier:          verify.NewVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures).WithInterval(opts.VerifyInterval),
+		ControllerOptions: controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)},
+		HostedClusterAPI:  hostedClusterAPI,
+		TrustSecrets:      trustSecrets,
+		SpecChanged:       predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}),
 	}, nil
 }
 

@@ -1,4 +1,4 @@
-package controller
+package setup
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func (h hostedClusterEvents) Generic(ctx context.Context, e event.GenericEvent, 
 
 func (h hostedClusterEvents) Update(ctx context.Context, e event.UpdateEvent, q requestQueue) {
 	switch {
-	case hostedClusterState(e.ObjectOld) != hostedClusterState(e.ObjectNew):
+	case HostedClusterState(e.ObjectOld) != HostedClusterState(e.ObjectNew):
 		h.all(ctx, e.ObjectNew, q)
 	case endpoint(e.ObjectOld) != endpoint(e.ObjectNew):
 		// The advertised endpoint decides which server a connector kubeconfig may name: a change
@@ -62,7 +62,7 @@ func (h hostedClusterEvents) Update(ctx context.Context, e event.UpdateEvent, q 
 
 // all wakes every resource of o's namespace, telling available first when o is Available.
 func (h hostedClusterEvents) all(ctx context.Context, o client.Object, q requestQueue) {
-	if h.available != nil && strings.Contains(hostedClusterState(o), "Available=True;") {
+	if h.available != nil && strings.Contains(HostedClusterState(o), "Available=True;") {
 		h.available(controlPlaneNamespaceOf(o))
 	}
 	h.enqueue(ctx, o, q, nil)
@@ -81,9 +81,9 @@ func controlPlaneNamespaceOf(o client.Object) string {
 	return hosted.ControlPlaneNamespace(o.GetNamespace(), o.GetName())
 }
 
-// hostedClusterState is what pkgsync gates on: the Available and ReconciliationActive
+// HostedClusterState is what pkgsync gates on: the Available and ReconciliationActive
 // conditions, and spec.pausedUntil.
-func hostedClusterState(o client.Object) string {
+func HostedClusterState(o client.Object) string {
 	u, ok := o.(*unstructured.Unstructured)
 	if !ok {
 		return ""

@@ -1,4 +1,4 @@
-package controller
+package setup
 
 import (
 	"context"
@@ -27,72 +27,72 @@ import (
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// services are what Setup makes once and every kind's setup uses.
-type services struct {
-	mgr ctrl.Manager
-	// source pulls packages (Config.Source).
-	source *source.Client
-	// hosted reaches hosted clusters; nil without hosted-cluster phases (Config.Hosted).
-	hosted *hosted.Clients
-	// runtimeMetrics records Flux-style readiness, suspend and duration metrics (Config.Metrics).
-	runtimeMetrics runtimectrl.Metrics
-	opts           reconciler.Options
-	recorder       record.EventRecorder
-	metrics        *reconciler.Metrics
-	applier        *applier.Applier
-	verifier       *verify.Verifier
-	// trustSecrets is the metadata cache of the controller namespace's Secrets that wakes a
+// Services are what Setup makes once and every kind's setup uses.
+type Services struct {
+	Manager ctrl.Manager
+	// Source pulls packages (Config.Source).
+	Source *source.Client
+	// Hosted reaches hosted clusters; nil without hosted-cluster phases (Config.Hosted).
+	Hosted *hosted.Clients
+	// RuntimeMetrics records Flux-style readiness, suspend and duration metrics (Config.Metrics).
+	RuntimeMetrics runtimectrl.Metrics
+	Options        reconciler.Options
+	Recorder       record.EventRecorder
+	Metrics        *reconciler.Metrics
+	Applier        *applier.Applier
+	Verifier       *verify.Verifier
+	// TrustSecrets is the metadata cache of the controller namespace's Secrets that wakes a
 	// TrustPolicy's resources when its Secret rotates (nil without a namespace).
-	trustSecrets cache.Cache
-	ctrlOpts     controller.Options
-	// hostedClusterAPI says the HostedCluster API was installed when the hosted prober started
+	TrustSecrets      cache.Cache
+	ControllerOptions controller.Options
+	// HostedClusterAPI says the HostedCluster API was installed when the hosted prober started
 	// (false without hosted clients).
-	hostedClusterAPI bool
-	// specChanged lets a resource's own events through when its spec changed or a reconcile
+	HostedClusterAPI bool
+	// SpecChanged lets a resource's own events through when its spec changed or a reconcile
 	// was requested.
-	specChanged predicate.Predicate
+	SpecChanged predicate.Predicate
 }
 
-// reconciler.Base is the part of every kind's lifecycle that the services give.
-func (s *services) lifecycleBase() reconciler.Base {
-	return reconciler.Base{Client: s.mgr.GetClient(), Recorder: s.recorder, Metrics: s.runtimeMetrics}
+// LifecycleBase is the part of every kind's lifecycle that the services give.
+func (s *Services) LifecycleBase() reconciler.Base {
+	return reconciler.Base{Client: s.Manager.GetClient(), Recorder: s.Recorder, Metrics: s.RuntimeMetrics}
 }
 
-// controllerFor starts the controller of one kind, woken by its own spec changes.
-func (s *services) controllerFor(name string, object client.Object) *builder.Builder {
-	return ctrl.NewControllerManagedBy(s.mgr).Named(name).For(object, builder.WithPredicates(s.specChanged)).WithOptions(s.ctrlOpts)
+// ControllerFor starts the controller of one kind, woken by its own spec changes.
+func (s *Services) ControllerFor(name string, object client.Object) *builder.Builder {
+	return ctrl.NewControllerManagedBy(s.Manager).Named(name).For(object, builder.WithPredicates(s.SpecChanged)).WithOptions(s.ControllerOptions)
 }
 
-// watchTrustPolicies wakes the resources of a kind whose image a TrustPolicy covers when the
+// WatchTrustPolicies wakes the resources of a kind whose image a TrustPolicy covers when the
 // policy is created, changed or deleted (verify.CoveredResources), or its Secret is (verify.WatchTrustSecrets).
-func (s *services) watchTrustPolicies(b *builder.Builder, newList func() client.ObjectList, image func(client.Object) string) *builder.Builder {
-	b = b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(verify.CoveredResources(s.mgr.GetClient(), newList, image)),
+func (s *Services) WatchTrustPolicies(b *builder.Builder, newList func() client.ObjectList, image func(client.Object) string) *builder.Builder {
+	b = b.Watches(&v1alpha1.TrustPolicy{}, handler.EnqueueRequestsFromMapFunc(verify.CoveredResources(s.Manager.GetClient(), newList, image)),
 		builder.WithPredicates(predicate.GenerationChangedPredicate{}))
-	if s.trustSecrets == nil {
+	if s.TrustSecrets == nil {
 		return b
 	}
-	return verify.WatchTrustSecrets(b, s.trustSecrets, s.opts.Namespace, s.mgr.GetClient(), newList, image)
+	return verify.WatchTrustSecrets(b, s.TrustSecrets, s.Options.Namespace, s.Manager.GetClient(), newList, image)
 }
 
-// watchRegistryWakes wakes the resources of a kind that follow a repository when a registry
+// WatchRegistryWakes wakes the resources of a kind that follow a repository when a registry
 // notification names it (Options.Wakes; nothing without a receiver). follows says what a
 // resource follows: its image and semver range.
-func (s *services) watchRegistryWakes(ctx context.Context, b *builder.Builder, object client.Object, newList func() client.ObjectList,
+func (s *Services) WatchRegistryWakes(ctx context.Context, b *builder.Builder, object client.Object, newList func() client.ObjectList,
 	follows func(client.Object) (image, semver string)) (*builder.Builder, error) {
-	if s.opts.Wakes == nil {
+	if s.Options.Wakes == nil {
 		return b, nil
 	}
-	wakes, err := s.opts.Wakes.Watch(ctx, s.mgr, object, newList, follows)
+	wakes, err := s.Options.Wakes.Watch(ctx, s.Manager, object, newList, follows)
 	if err != nil {
 		return nil, err
 	}
 	return b.WatchesRawSource(wakes), nil
 }
 
-// watchHostedInputs wakes the resources of a namespaced kind when the hosted inputs of their
+// WatchHostedInputs wakes the resources of a namespaced kind when the hosted inputs of their
 // namespace change (the package-level watchHostedInputs).
-func (s *services) watchHostedInputs(b *builder.Builder, newList func() client.ObjectList, readsHostedCluster func(namespace, name string) bool) *builder.Builder {
-	return watchHostedInputs(b, s.hosted, s.hostedClusterAPI, listInNamespace(s.mgr.GetClient(), newList), readsHostedCluster)
+func (s *Services) WatchHostedInputs(b *builder.Builder, newList func() client.ObjectList, readsHostedCluster func(namespace, name string) bool) *builder.Builder {
+	return watchHostedInputs(b, s.Hosted, s.HostedClusterAPI, listInNamespace(s.Manager.GetClient(), newList), readsHostedCluster)
 }
 
 // watchHostedInputs wakes the resources of a hosted-control-plane namespace when its connector
@@ -138,14 +138,14 @@ func watchHostedInputs(b *builder.Builder, hc *hosted.Clients, hostedClusterAPI 
 // listInNamespace maps a namespace to reconcile requests for every resource of one kind in it.
 func listInNamespace(c client.Client, newList func() client.ObjectList) func(context.Context, string) []reconcile.Request {
 	return func(ctx context.Context, ns string) []reconcile.Request {
-		return requestsFor(ctx, c, newList(), "a connector Secret change in namespace "+ns, client.InNamespace(ns))
+		return RequestsFor(ctx, c, newList(), "a connector Secret change in namespace "+ns, client.InNamespace(ns))
 	}
 }
 
-// requestsFor lists the resources opts select into list and maps them to reconcile requests;
+// RequestsFor lists the resources opts select into list and maps them to reconcile requests;
 // why names the change that wakes them, for the log when the list fails (nothing is woken then:
 // the resources are still looked at on their interval).
-func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, why string, opts ...client.ListOption) []reconcile.Request {
+func RequestsFor(ctx context.Context, c client.Reader, list client.ObjectList, why string, opts ...client.ListOption) []reconcile.Request {
 	if err := c.List(ctx, list, opts...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list resources for "+why)
 		return nil
