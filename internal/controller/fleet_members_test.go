@@ -20,3 +20,13 @@ func TestMergedConfig(t *testing.T) {
 }
 
 func jsonOf(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+
+// TestWithShardLabels: members carry the fleet's values of the shard keys, over the template's,
+// and not a key the fleet lacks.
+func TestWithShardLabels(t *testing.T) {
+	t.Parallel()
+	fleet := &v1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"shard": "a", "other": "x"}}}
+	member := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"shard": "template", "tier": "t", "missing": "template"}}}
+	withShardLabels(member, fleet, []string{"shard", "missing"})
+	assert.Equal(t, map[string]string{"shard": "a", "tier": "t"}, member.Labels)
+}

@@ -62,13 +62,3 @@ func TestShardLabelKeysAndLease(t *testing.T) {
 	assert.Equal(t, idA, LeaderElectionID("pkgsync-controller", again), "replicas of one shard share one")
 	assert.Regexp(t, `^pkgsync-controller-[0-9a-f]{10}$`, idA)
 }
-
-// TestWithShardLabels: members carry the fleet's values of the shard keys, over the template's,
-// and not a key the fleet lacks.
-func TestWithShardLabels(t *testing.T) {
-	t.Parallel()
-	fleet := &v1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"shard": "a", "other": "x"}}}
-	member := &v1alpha1.Package{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"shard": "template", "tier": "t", "missing": "template"}}}
-	withShardLabels(member, fleet, []string{"shard", "missing"})
-	assert.Equal(t, map[string]string{"shard": "a", "tier": "t"}, member.Labels)
-}
