@@ -19,7 +19,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
-	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/internal/packages"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -150,7 +150,7 @@ func runDiff(cmd *cobra.Command, in *renderInputs, flags applyFlags, args []stri
 
 // clusterPackage is a Package of the cluster rendered as the controller renders it.
 type clusterPackage struct {
-	*controller.RenderedPackage
+	*packages.RenderedPackage
 	adopt v1alpha1.AdoptionPolicy
 }
 
@@ -213,7 +213,7 @@ func renderClusterPackage(ctx context.Context, stderr io.Writer, in *renderInput
 	if err != nil {
 		return nil, err
 	}
-	rendered, err := controller.RenderPackage(ctx, c, opts, &pkg, ref, artifact.FS)
+	rendered, err := packages.RenderPackage(ctx, c, opts, &pkg, ref, artifact.FS)
 	if err != nil {
 		return nil, fmt.Errorf("render Package %s/%s: %w", in.namespace, name, err)
 	}

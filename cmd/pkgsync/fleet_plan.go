@@ -25,7 +25,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/desired"
-	"pkgsync.dev/pkgsync/internal/controller"
+	fleets "pkgsync.dev/pkgsync/internal/fleet"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -173,7 +173,7 @@ func runFleetPlan(cmd *cobra.Command, o *fleetPlanOptions, name string) error {
 	if err != nil {
 		return err
 	}
-	pre, err := controller.PreflightFleet(ctx, c, opts, fleet, ref, artifact.FS, time.Now())
+	pre, err := fleets.PreflightFleet(ctx, c, opts, fleet, ref, artifact.FS, time.Now())
 	if err != nil {
 		return fmt.Errorf("preflight of HostedClusterPackage %s: %w", name, err)
 	}
@@ -219,7 +219,7 @@ func managementEnvironment(ctx context.Context, o *overrideOptions, cfg *rest.Co
 
 // fleetPlanOf makes the output document: every member that renders has the management-cluster
 // objects of its render dry-run.
-func fleetPlanOf(ctx context.Context, c client.Client, fleet, image string, pre *controller.Preflight) fleetPlanOutput {
+func fleetPlanOf(ctx context.Context, c client.Client, fleet, image string, pre *fleets.Preflight) fleetPlanOutput {
 	out := fleetPlanOutput{Fleet: fleet, Revision: pre.Revision, Image: image, Partitions: []fleetPlanPartition{}, Collisions: []fleetMemberOutput{}}
 	byPartition := map[string][]fleetPlanMemberLine{}
 	for _, m := range pre.Members {

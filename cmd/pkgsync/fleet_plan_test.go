@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/controller"
+	fleets "pkgsync.dev/pkgsync/internal/fleet"
 	"pkgsync.dev/pkgsync/render"
 )
 
@@ -19,10 +19,10 @@ import (
 func TestFleetPlanOutput(t *testing.T) {
 	t.Parallel()
 	rendered := &render.Result{}
-	pre := &controller.Preflight{
+	pre := &fleets.Preflight{
 		Revision:   "9b07d4c21e5f-8e41c0d2",
 		Partitions: []string{"canary", "prod", ""},
-		Members: []controller.PreflightMember{
+		Members: []fleets.PreflightMember{
 			{Namespace: "clusters-p1", Partition: "prod", HostedCluster: "clusters/p1", Revision: "c4a2f9d01b6e-8e41c0d2",
 				Reason: v1alpha1.RenderFailedReason, Message: "config.yaml.gotmpl:8: error calling fail:\n  not on this cluster"},
 			{Namespace: "clusters-c1", Partition: "canary", HostedCluster: "clusters/c1", Revision: "c4a2f9d01b6e-8e41c0d2", Result: rendered},

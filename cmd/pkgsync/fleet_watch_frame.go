@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/internal/controller"
+	fleets "pkgsync.dev/pkgsync/internal/fleet"
 )
 
 // fleetView is what both renderings show of a fleet and its members.
@@ -42,7 +42,7 @@ func newFleetView(fleet *v1alpha1.HostedClusterPackage, members []v1alpha1.Packa
 	for _, m := range members {
 		// The label selects them; the fleet's UID (annotated, and in an ownerReference with
 		// deletionPolicy Delete) is its word that they are its own.
-		if controller.IsFleetMember(&m, fleet) {
+		if fleets.IsFleetMember(&m, fleet) {
 			v.members = append(v.members, m)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/utils/clock"
+
 	"pkgsync.dev/pkgsync/apply"
 )
 

@@ -1,20 +1,17 @@
-// Package controller holds the reconcilers that wire source, render and apply together for
-// Package, ClusterPackage, ObjectDeployment and ClusterObjectDeployment resources, and the
-// HostedClusterPackage reconciler, which keeps one member Package per selected hosted cluster.
-// TrustPolicies have no reconciler: signature verification reads them.
+// Package controller wires pkgsync's reconcilers into a controller-runtime manager: Setup
+// makes once what every kind shares (internal/setup's Services: the apply pass, the signature
+// verifier, metrics, the hosted prober) and calls the setup of each kind, and the manager
+// options it relies on (CacheOptions, ClientOptions, shard label keys and the leader election
+// ID) are here. It is the one package that names every kind; nothing imports it but the binary
+// and the tests that start a controller.
 //
-// The files are on three floors; a file refers only to its own floor and those below it, never
-// to another kind's files (TestFloors keeps it so, docs/architecture.md draws it):
-//   - each kind's own files, named for it: package_*.go (Package and ClusterPackage),
-//     objectdeployment_*.go (both ObjectDeployment kinds), fleet_*.go (HostedClusterPackage);
-//   - apply_*.go, what the kinds that apply objects share: one apply pass (applier), the gate
-//     and targets of its hosted phases, its conclusion into status and outcome (conclude), and
-//     the teardown on deletion;
-//   - the lifecycle every kind runs, in the other files: one Reconcile (lifecycle.go) that runs
-//     each kind's reconciler.Steps, one status writer (report.go, status_patch.go), one
-//     observedGeneration rule, one outcome → conditions mapping (outcome.go, reconciler.MarkOutcome), one
-//     error → reason mapping (reasons.go, reconciler.ReasonFor), and the verification, credentials,
-//     requeue and metrics every kind uses.
-//
-// Setup (setup.go) makes what the kinds share and calls each kind's setup.
+// The packages below it, each importing only those listed after it:
+//   - internal/packages (Package, ClusterPackage), internal/objectdeployment (both
+//     ObjectDeployment kinds), internal/fleet (HostedClusterPackage) with its pure planner
+//     internal/fleet/rollout: one package per kind, none importing another;
+//   - internal/setup: what every kind's setup is handed;
+//   - internal/applier: the apply pass and its conclusion, shared by the kinds that apply;
+//   - internal/verify: signature verification and TrustPolicies;
+//   - internal/reconciler: the one lifecycle, status writer, outcome and requeue rule;
+//   - internal/wakes and internal/mirrors, which import none of these.
 package controller

@@ -14,8 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"pkgsync.dev/pkgsync/internal/applier"
+	"pkgsync.dev/pkgsync/internal/fleet"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/mirrors"
+	"pkgsync.dev/pkgsync/internal/objectdeployment"
+	"pkgsync.dev/pkgsync/internal/packages"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/internal/setup"
 	"pkgsync.dev/pkgsync/internal/verify"
@@ -55,13 +58,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if err := setupFleets(ctx, s); err != nil {
+	if err := fleet.Setup(ctx, s); err != nil {
 		return err
 	}
-	if err := setupPackages(ctx, s); err != nil {
+	if err := packages.Setup(ctx, s); err != nil {
 		return err
 	}
-	return setupObjectDeployments(s)
+	return objectdeployment.Setup(s)
 }
 
 func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*setup.Services, error) {

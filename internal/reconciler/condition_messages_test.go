@@ -11,9 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
 // TestStatusPatchBoundsConditionMessages: a failure whose message holds attacker-sized text

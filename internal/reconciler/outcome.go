@@ -6,8 +6,9 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"pkgsync.dev/pkgsync/api/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
 // Outcome is how a pass ended, in the terms the conditions of every kind speak, and when the

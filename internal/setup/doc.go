@@ -5,6 +5,6 @@
 // hosted inputs of a hosted-control-plane namespace (its connector Secret, its HostedCluster,
 // its hosted API server answering again).
 //
-// It imports the shared packages (internal/reconciler, internal/applier, internal/verify,
-// internal/wakes) and nothing of the kinds.
+// It imports the shared packages (internal/reconciler, internal/applier, internal/verify)
+// and nothing of the kinds.
 package setup

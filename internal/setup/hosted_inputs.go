@@ -8,10 +8,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/workqueue"
-	"pkgsync.dev/pkgsync/internal/hosted"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"pkgsync.dev/pkgsync/internal/hosted"
 )
 
 // hostedClusterEvents wakes the resources of a HostedCluster's hosted-control-plane namespace:

@@ -8,9 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	"pkgsync.dev/pkgsync/test/testenv"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 func TestHostedClusterEvents(t *testing.T) {

@@ -9,8 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"pkgsync.dev/pkgsync/source"
 	"sigs.k8s.io/yaml"
+
+	"pkgsync.dev/pkgsync/source"
 )
 
 // A tenant names the image: every spelling that reaches a covered repository must be covered,

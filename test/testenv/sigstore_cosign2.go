@@ -17,6 +17,7 @@ import (
 	"github.com/sigstore/rekor/pkg/pki"
 	"github.com/sigstore/rekor/pkg/types"
 	"github.com/sigstore/rekor/pkg/types/hashedrekord"
+
 	// Registers the hashedrekord v0.0.1 entry type that cosign 2 logs.
 	_ "github.com/sigstore/rekor/pkg/types/hashedrekord/v0.0.1"
 	"github.com/sigstore/sigstore-go/pkg/root"

@@ -26,6 +26,7 @@ import (
 	"github.com/go-openapi/runtime"
 	"github.com/sigstore/rekor/pkg/generated/models"
 	"github.com/sigstore/rekor/pkg/types"
+
 	// Registers the dsse v0.0.1 entry type cosign 3 logs its bundles' envelopes as.
 	_ "github.com/sigstore/rekor/pkg/types/dsse/v0.0.1"
 	"github.com/sigstore/sigstore-go/pkg/root"

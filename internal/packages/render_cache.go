@@ -1,0 +1,366 @@
+package packages
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sync"
+
+	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/lru"
+
+	"pkgsync.dev/pkgsync/render"
+)
+
+// renderCache keeps rendered packages by everything that went into them, so an unchanged
+// package is neither pulled nor rendered again on each interval, and resources that install one
+// package with one configuration share one render when it did not read what differs between
+// them (render.Result.Inputs: the resource's own metadata, its HostedCluster). A fleet of
+// Packages of one image and configuration then holds one render, not one per Package, as long
+// as the package's templates do not name the resource. Concurrent reconciles that need the same
+// render wait for one of them to make it. Results are shared: callers must not modify them (the
+// apply engine copies objects before it changes them).
+type renderCache struct {
+	mu sync.Mutex
+	// maxBytes bounds the estimated size of the results held (resultSize).
+	maxBytes, bytes int64
+	// order holds *renderEntry, most recently used first; entries indexes it by key.
+	order   *list.List
+	entries map[string]*list.Element
+	// inputs holds, per package, configuration and cluster environment (packageKey), what their
+	// renders were seen to read: the parts of the options their keys hold.
+	inputs *lru.Cache
+	// flights merges concurrent renders of one key.
+	flights singleflight.Group
+	// users maps a resource (namespace/name) to the render it uses last, refs a key to how many
+	// resources use it: a render no resource uses any more (all moved to another revision or
+	// configuration) is dropped at once, not when the byte bound reaches it, so that an update
+	// wave does not hold two renders per resource.
+	users map[string]renderUse
+	refs  map[string]int
+	// observe, when set, is told the entries and bytes held after each change.
+	observe func(entries int, bytes int64)
+}
+
+// renderUse is the render a resource uses: its key, and what its package's renders read.
+type renderUse struct {
+	key    string
+	inputs render.Inputs
+}
+
+type renderEntry struct {
+	key    string
+	result *render.Result
+	size   int64
+}
+
+// maxRenderAttempts bounds how often a caller waits for another resource's render before it
+// renders on its own: another's render may fail for reasons of its own (its context, its access).
+const maxRenderAttempts = 3
+
+// renderInputsEntries bounds the packages whose inputs are remembered; an entry is a few bytes.
+const renderInputsEntries = 4096
+
+func newRenderCache(maxBytes int64) *renderCache {
+	return &renderCache{maxBytes: maxBytes, order: list.New(), entries: map[string]*list.Element{}, inputs: lru.New(renderInputsEntries),
+		users: map[string]renderUse{}, refs: map[string]int{}}
+}
+
+// use records that the resource user (namespace/name) now uses the render of key, whose
+// package's renders read in, and drops the render it used before when no other resource uses
+// that one.
+func (c *renderCache) use(user, key string, in render.Inputs) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.users[user]
+	c.users[user] = renderUse{key: key, inputs: in}
+	if ok {
+		if old.key == key {
+			return
+		}
+		c.release(old.key)
+	}
+	c.refs[key]++
+}
+
+// reads returns what the last render of the resource user read, and whether it had one. A
+// change to something that render did not read leaves it as it was: the resource need not be
+// reconciled for it.
+func (c *renderCache) reads(user string) (render.Inputs, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, ok := c.users[user]
+	return u.inputs, ok
+}
+
+// Forget records that the resource user is gone: the render it used is dropped when no other
+// resource uses it.
+func (c *renderCache) Forget(user string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.users[user]; ok {
+		delete(c.users, user)
+		c.release(old.key)
+	}
+}
+
+// release counts one user less of key and drops its render when none is left. Caller holds c.mu.
+func (c *renderCache) release(key string) {
+	if c.refs[key]--; c.refs[key] > 0 {
+		return
+	}
+	delete(c.refs, key)
+	if el, found := c.entries[key]; found {
+		c.bytes -= el.Value.(*renderEntry).size
+		c.order.Remove(el)
+		delete(c.entries, key)
+		if c.observe != nil {
+			c.observe(len(c.entries), c.bytes)
+		}
+	}
+}
+
+// renderUser names a resource for use and forget.
+func renderUser(namespace, name string) string { return namespace + "/" + name }
+
+// render returns the render of content (source.Reference.Content: the repository the package
+// is pulled from and its digest) with configDigest and opts: from the cache, from a render
+// another reconcile is making of the same key, or from renderFn, which pulls and renders with
+// the caller's own context and credentials. shared reports a result renderFn did not make for
+// this call: the caller then proves its own access to content.
+//
+// The key holds the repository, not the digest alone: access is proven to a registry for one of
+// its repositories, and a registry answers only for its own. Keyed by digest, a render of a
+// private package would be served to whoever names that digest in a registry of their own that
+// claims to hold every digest (a HEAD request proves nothing about content).
+func (c *renderCache) render(content, configDigest string, opts render.Options, renderFn func() (*render.Result, error)) (*render.Result, bool, error) {
+	pkg := packageKey(content, configDigest, opts)
+	res, shared, err := c.lookupOrRender(pkg, content, configDigest, opts, renderFn)
+	if err == nil {
+		in, _ := c.inputsOf(pkg)
+		c.use(renderUser(opts.Namespace, opts.Name), renderKey(content, configDigest, in, opts), in)
+	}
+	return res, shared, err
+}
+
+func (c *renderCache) lookupOrRender(pkg, content, configDigest string, opts render.Options, renderFn func() (*render.Result, error)) (res *render.Result, shared bool, err error) {
+	lookup := func() (*render.Result, bool) {
+		in, known := c.inputsOf(pkg)
+		if !known {
+			return nil, false
+		}
+		return c.get(renderKey(content, configDigest, in, opts))
+	}
+	for attempt := 1; ; attempt++ {
+		if cached, ok := lookup(); ok {
+			return cached, true, nil
+		}
+		in, known := c.inputsOf(pkg)
+		// Until a render of the package told what it reads, its renders are merged by package:
+		// the first tells whether the rest can share it.
+		flight := "package:" + pkg
+		if known {
+			flight = renderKey(content, configDigest, in, opts)
+		}
+		if attempt > maxRenderAttempts {
+			res, err := renderFn()
+			if err != nil {
+				return nil, false, err
+			}
+			c.add(content, configDigest, pkg, opts, res)
+			return res, false, nil
+		}
+		ran, hit := false, false
+		v, err, _ := c.flights.Do(flight, func() (any, error) {
+			ran = true
+			// A flight of the same key may have ended between the lookup above and this one.
+			if cached, ok := lookup(); ok {
+				hit = true
+				return cached, nil
+			}
+			res, err := renderFn()
+			if err != nil {
+				return nil, err
+			}
+			c.add(content, configDigest, pkg, opts, res)
+			return res, nil
+		})
+		if ran {
+			if err != nil {
+				return nil, false, err
+			}
+			return v.(*render.Result), hit, nil
+		}
+		// Another reconcile's render of the same key, which read no more than the key holds.
+		if err == nil && known && in.Covers(v.(*render.Result).Inputs) {
+			return v.(*render.Result), true, nil
+		}
+		// It failed (for reasons that may be its own) or it was the first render of the package,
+		// which told what the key must hold: look again.
+	}
+}
+
+// add stores a render under the key of what its package's renders read, this one included: a
+// render that reads more than the ones before it (a CEL expression reached only with some
+// values) widens the key of every later lookup.
+func (c *renderCache) add(content, configDigest, pkg string, opts render.Options, res *render.Result) {
+	in := res.Inputs
+	if learned, ok := c.inputsOf(pkg); ok {
+		in = in.Union(learned)
+	}
+	// Stored before the inputs are learned: a lookup that knows them finds the render.
+	c.put(renderKey(content, configDigest, in, opts), res)
+	c.learn(pkg, in)
+}
+
+func (c *renderCache) inputsOf(pkg string) (render.Inputs, bool) {
+	v, ok := c.inputs.Get(pkg)
+	if !ok {
+		return render.Inputs{}, false
+	}
+	return v.(render.Inputs), true
+}
+
+// learn adds what a render read to what its package's renders read.
+func (c *renderCache) learn(pkg string, in render.Inputs) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.inputs.Get(pkg); ok {
+		in = in.Union(v.(render.Inputs))
+	}
+	c.inputs.Add(pkg, in)
+}
+
+func (c *renderCache) get(key string) (*render.Result, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[key]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(el)
+	return el.Value.(*renderEntry).result, true
+}
+
+// put adds a result and evicts the least recently used ones until the cache fits its bound. A
+// result larger than the whole bound is not kept.
+func (c *renderCache) put(key string, r *render.Result) {
+	size := resultSize(r)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[key]; ok {
+		c.bytes -= el.Value.(*renderEntry).size
+		c.order.Remove(el)
+		delete(c.entries, key)
+	}
+	if size > c.maxBytes {
+		return
+	}
+	c.entries[key] = c.order.PushFront(&renderEntry{key: key, result: r, size: size})
+	c.bytes += size
+	for c.bytes > c.maxBytes {
+		oldest := c.order.Back()
+		e := oldest.Value.(*renderEntry)
+		c.order.Remove(oldest)
+		delete(c.entries, e.key)
+		c.bytes -= e.size
+	}
+	if c.observe != nil {
+		c.observe(len(c.entries), c.bytes)
+	}
+}
+
+// size returns the number of results held and their estimated size.
+func (c *renderCache) size() (entries int, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries), c.bytes
+}
+
+// resultSize estimates the memory a render holds. Counting entries would not bound memory: one
+// package renders to one ConfigMap, another to thousands of objects. Measuring exactly would
+// need the allocator's view of every map and string of the unstructured trees; the estimate
+// counts their string bytes plus a fixed cost per map entry and slice element (Go's map
+// buckets and interface and string headers), which follows what the objects hold closely enough
+// for a bound, and it is computed once per render, not per lookup.
+func resultSize(r *render.Result) int64 {
+	n := int64(256)
+	for _, ph := range r.Phases {
+		n += 128 + int64(len(ph.ConditionMappings))*128
+		for _, obj := range ph.Objects {
+			n += 64 + valueSize(obj.Object)
+		}
+	}
+	n += valueSize(r.Config)
+	if r.Manifest != nil {
+		// The manifest is a typed struct (its schema included); its JSON is about its size.
+		if data, err := json.Marshal(r.Manifest); err == nil {
+			n += int64(len(data))
+		}
+	}
+	return n
+}
+
+// Per-item costs of resultSize: a map's header and buckets, one entry (key and value headers),
+// one slice element (an interface), a scalar.
+const (
+	mapBytes   = 48
+	entryBytes = 48
+	elemBytes  = 16
+)
+
+func valueSize(v any) int64 {
+	switch v := v.(type) {
+	case map[string]any:
+		n := int64(mapBytes)
+		for k, e := range v {
+			n += entryBytes + int64(len(k)) + valueSize(e)
+		}
+		return n
+	case []any:
+		n := int64(24)
+		for _, e := range v {
+			n += elemBytes + valueSize(e)
+		}
+		return n
+	case string:
+		return int64(len(v))
+	default:
+		return 8
+	}
+}
+
+// packageKey fingerprints what every render of a package with a configuration on this cluster
+// shares: the content (repository and digest), the configuration, the component and the
+// cluster-wide environment.
+func packageKey(content, configDigest string, opts render.Options) string {
+	return renderKey(content, configDigest, render.Inputs{}, opts)
+}
+
+// renderKey fingerprints the inputs of a render: the content (repository and digest), the
+// configuration, and of the options what in says the package's renders read.
+func renderKey(content, configDigest string, in render.Inputs, opts render.Options) string {
+	opts = in.Only(opts)
+	opts.Config = nil // represented by configDigest
+	// Templates see no labels and empty labels alike (render turns both into an empty map), so
+	// the key must too: a Package whose only annotation is the reconcile request has an empty
+	// map after userAnnotations, and must not render again for it.
+	if len(opts.Labels) == 0 {
+		opts.Labels = nil
+	}
+	if len(opts.Annotations) == 0 {
+		opts.Annotations = nil
+	}
+	data, _ := json.Marshal(struct {
+		Inputs  render.Inputs
+		Options render.Options
+	}{in, opts})
+	h := sha256.New()
+	h.Write([]byte(content))
+	h.Write([]byte{0})
+	h.Write([]byte(configDigest))
+	h.Write([]byte{0})
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
