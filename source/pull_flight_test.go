@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +22,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 const (
@@ -175,4 +179,86 @@ func TestMergedPullOutlivesFirstCaller(t *testing.T) {
 	assert.Equal(t, int64(1), reg.stalled.Load(), "one download for both callers")
 	assert.Zero(t, reg.closed.Load(), "the download was not cancelled")
 	assert.Zero(t, c.pullBudget.held.Load())
+}
+
+func TestConcurrentPullsDownloadOnce(t *testing.T) {
+	t.Parallel()
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	img, ref := pushPackage(t, newClient(t, Options{}), reg.Host, testenv.Repository(t, "shared"), nil)
+	ref = ref.WithDigest(img.Digest)
+
+	counter := newCountingTransport()
+	c := newClient(t, Options{Transport: counter})
+	const n = 10
+	artifacts := make([]*Artifact, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			a, err := c.Pull(t.Context(), ref, nil)
+			assert.NoError(t, err)
+			artifacts[i] = a
+		})
+	}
+	wg.Wait()
+	for _, a := range artifacts {
+		assert.Same(t, artifacts[0], a)
+	}
+	_, err := c.Pull(t.Context(), ref, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 1, counter.count("GET blobs"), "requests: %v", counter.requests)
+	assert.Equal(t, 1, counter.count("GET manifests"), "requests: %v", counter.requests)
+	// The callers share one credential, hence one access check.
+	assert.Equal(t, 1, counter.count("HEAD manifests"), "requests: %v", counter.requests)
+}
+
+// TestPullUnblocksOnCancel checks a caller can leave a merged pull it no longer wants.
+func TestPullHonoursCancel(t *testing.T) {
+	t.Parallel()
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
+	name := testenv.Repository(t, "cancel")
+	img, _ := pushPackage(t, newClient(t, Options{}), reg.Host, name, nil)
+
+	// In front of the registry, a proxy that holds every layer download until the test ends:
+	// the pull is blocked on the network when it is cancelled.
+	stalled, release := make(chan struct{}), make(chan struct{})
+	var stallOnce sync.Once
+	upstream := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: reg.Host})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+			stallOnce.Do(func() { close(stalled) })
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			http.Error(w, "held until the test ended", http.StatusNotFound)
+			return
+		}
+		upstream.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // runs before srv.Close, which waits for held requests
+
+	client := newClient(t, Options{})
+	ref := mustRef(t, strings.TrimPrefix(srv.URL, "http://")+"/"+name+"@"+img.Digest)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Pull(ctx, ref, nil)
+		done <- err
+	}()
+	select {
+	case <-stalled:
+	case err := <-done:
+		t.Fatalf("Pull returned before it reached the layer download: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the pull never reached the layer download")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Pull is still blocked 10s after its context was cancelled")
+	}
 }
