@@ -157,61 +157,6 @@ func TestHostedClassPhaseGoesToTheHostedCluster(t *testing.T) {
 	})
 }
 
-func TestPruneAfterARevisionDropsObjects(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	engine := apply.NewEngine(apply.Options{})
-	keep := e.configMap(t, "keep", nil)
-	drop := e.configMap(t, "drop", nil)
-	released := e.configMap(t, "released", nil)
-	hostedDrop := e.configMap(t, "hosted-drop", nil)
-	rev1 := apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{
-		{Name: "one", Objects: []*unstructured.Unstructured{keep, drop, released}},
-		{Name: "two", Class: v1alpha1.ClassHostedCluster, Objects: []*unstructured.Unstructured{hostedDrop}},
-	}}
-	res := applyUntilComplete(t, engine, rev1)
-	require.Equal(t, 4, res.Inventory.Len())
-
-	// Someone takes "released" over by removing pkgsync's labels: prune must leave it.
-	live, _ := get(t, e.mgmt, released)
-	live.SetLabels(nil)
-	require.NoError(t, e.mgmt.Update(t.Context(), live))
-
-	rev2 := apply.Request{Owner: e.owner, Targets: e.targets, Previous: res.Inventory, Phases: []desired.Phase{
-		{Name: "one", Objects: []*unstructured.Unstructured{keep}},
-	}}
-	res, err := engine.Apply(t.Context(), rev2)
-	require.NoError(t, err)
-	require.True(t, res.Complete())
-	assert.Equal(t, 2, res.Pruned)
-
-	_, ok := get(t, e.mgmt, keep)
-	assert.True(t, ok)
-	_, ok = get(t, e.mgmt, drop)
-	assert.False(t, ok)
-	_, ok = get(t, e.hosted, hostedDrop)
-	assert.False(t, ok)
-	_, ok = get(t, e.mgmt, released)
-	assert.True(t, ok, "an object that lost the owner's labels is not pruned")
-	assert.Equal(t, apply.Inventory{Phases: []apply.InventoryPhase{{Name: "one", Objects: []apply.ObjectRef{apply.RefOf(keep)}}}}, res.Inventory)
-}
-
-func TestPruneWaitsForTheNewRevisionToComplete(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	engine := apply.NewEngine(apply.Options{})
-	old := e.configMap(t, "old", nil)
-	res := applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{old}}}})
-
-	res, err := engine.Apply(t.Context(), apply.Request{Owner: e.owner, Targets: e.targets, Previous: res.Inventory,
-		Phases: []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{e.obj(t, deploymentYAML)}}}})
-	require.NoError(t, err)
-	require.False(t, res.Complete())
-	_, ok := get(t, e.mgmt, old)
-	assert.True(t, ok, "prune must wait until the new revision is complete")
-	assert.Equal(t, 2, res.Inventory.Len(), "the inventory keeps the old object until it is pruned")
-}
-
 func TestDriftIsRestored(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -294,63 +239,6 @@ func TestConflictWithAnotherFieldManagerIsReported(t *testing.T) {
 	assert.ErrorContains(t, err, `owned by field manager "tuning-operator"`)
 	live, _ := get(t, e.mgmt, cm)
 	assert.Equal(t, "fast", live.Object["data"].(map[string]any)["mode"], "pkgsync must not steal the field")
-}
-
-func TestTeardownGoesInReversePhaseOrder(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	engine := apply.NewEngine(apply.Options{})
-	first := e.configMap(t, "first", nil)
-	second := e.configMap(t, "second", nil)
-	second.SetFinalizers([]string{"test.pkgsync.dev/hold"})
-	res := applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{
-		{Name: "one", Objects: []*unstructured.Unstructured{first}},
-		{Name: "two", Class: v1alpha1.ClassHostedCluster, Objects: []*unstructured.Unstructured{second}},
-	}})
-
-	treq := apply.TeardownRequest{Owner: e.owner, Targets: e.targets, Inventory: res.Inventory}
-	tres, err := engine.Teardown(t.Context(), treq)
-	require.NoError(t, err)
-	assert.False(t, tres.Done())
-	assert.Equal(t, "two", tres.Phase)
-	assert.Equal(t, []apply.ObjectRef{apply.RefOf(second)}, tres.Remaining)
-	live, ok := get(t, e.mgmt, first)
-	require.True(t, ok)
-	assert.Nil(t, live.GetDeletionTimestamp(), "phase one is untouched while phase two is not gone")
-
-	// A second pass while the finalizer holds changes nothing.
-	tres, err = engine.Teardown(t.Context(), apply.TeardownRequest{Owner: e.owner, Targets: e.targets, Inventory: tres.Inventory})
-	require.NoError(t, err)
-	assert.Equal(t, "two", tres.Phase)
-	_, ok = get(t, e.mgmt, first)
-	require.True(t, ok)
-
-	held, _ := get(t, e.hosted, second)
-	held.SetFinalizers(nil)
-	require.NoError(t, e.hosted.Update(t.Context(), held))
-
-	tres, err = engine.Teardown(t.Context(), apply.TeardownRequest{Owner: e.owner, Targets: e.targets, Inventory: tres.Inventory})
-	require.NoError(t, err)
-	assert.True(t, tres.Done())
-	_, ok = get(t, e.mgmt, first)
-	assert.False(t, ok)
-}
-
-func TestTeardownLeavesObjectsOfOtherOwners(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	engine := apply.NewEngine(apply.Options{})
-	cm := e.configMap(t, "kept", nil)
-	res := applyUntilComplete(t, engine, apply.Request{Owner: e.owner, Targets: e.targets, Phases: []desired.Phase{{Name: "one", Objects: []*unstructured.Unstructured{cm}}}})
-	live, _ := get(t, e.mgmt, cm)
-	live.SetLabels(map[string]string{"kept-by": "hand"})
-	require.NoError(t, e.mgmt.Update(t.Context(), live))
-
-	tres, err := engine.Teardown(t.Context(), apply.TeardownRequest{Owner: e.owner, Targets: e.targets, Inventory: res.Inventory})
-	require.NoError(t, err)
-	assert.True(t, tres.Done())
-	_, ok := get(t, e.mgmt, cm)
-	assert.True(t, ok)
 }
 
 func TestImmutableFieldChange(t *testing.T) {
