@@ -211,7 +211,7 @@ func TestConcurrentPullsDownloadOnce(t *testing.T) {
 	assert.Equal(t, 1, counter.count("HEAD manifests"), "requests: %v", counter.requests)
 }
 
-// TestPullUnblocksOnCancel checks a caller can leave a merged pull it no longer wants.
+// TestPullHonoursCancel checks a caller can leave a merged pull it no longer wants.
 func TestPullHonoursCancel(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
