@@ -98,9 +98,11 @@ TRUSTED_ROOT ?=
 .PHONY: image
 image: build ## Build the controller image (linux/amd64, linux/arm64) into dist/pkgsync-image.tar, an OCI layout, with its SBOM (dist/pkgsync.spdx.json) and provenance (dist/provenance.intoto.json) attached; IMAGE=REGISTRY/REPO:TAG also pushes them.
 	@mkdir -p $(DIST)
-	$(BIN)/pkgsync image --platform=$(PLATFORMS) --version=$(VERSION) --revision=$(COMMIT) --created=$(SOURCE_DATE_EPOCH) \
+	go build -o $(BIN)/release-image ./hack/release-image
+	$(BIN)/release-image --platform=$(PLATFORMS) --version=$(VERSION) --revision=$(COMMIT) --created=$(SOURCE_DATE_EPOCH) \
 		--sbom=$(DIST)/pkgsync.spdx.json --provenance=$(DIST)/provenance.intoto.json $(if $(BUILDER_ID),--builder-id=$(BUILDER_ID)) \
-		--archive=$(DIST)/pkgsync-image.tar --tag=$(RELEASE_IMAGE) $(if $(IMAGE),--push) --output-format=digest > $(DIST)/pkgsync-image.digest
+		--archive=$(DIST)/pkgsync-image.tar --tag=$(RELEASE_IMAGE) --output-format=digest > $(DIST)/pkgsync-image.digest
+	$(if $(IMAGE),$(BIN)/pkgsync push $(DIST)/pkgsync-image.tar $(RELEASE_IMAGE))
 	@echo "$(RELEASE_IMAGE)@$$(cat $(DIST)/pkgsync-image.digest)"
 
 .PHONY: release

@@ -59,6 +59,10 @@ type Image struct {
 	Digest string
 	// Name and Version are the package name and version, when known.
 	Name, Version string
+	// Attachments are what an OCI layout archive holds beside the image and about it (LoadLayout):
+	// referrers whose subject is the image, and manifests under cosign's sha256-HEX.sig, .att or
+	// .sbom tags of its digest, each with its blobs, for PushAttachments. Nil otherwise.
+	Attachments []Attachment
 
 	manifest []byte
 	desc     ocispec.Descriptor

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
@@ -147,9 +148,10 @@ func graph(ctx context.Context, fetcher content.Fetcher, root ocispec.Descriptor
 }
 
 // LoadLayout reads an OCI image layout tar archive holding one image (under any number of
-// tags), such as WriteLayout writes. Attachments listed beside it (the SBOM and provenance
-// `pkgsync image` attaches: referrers, manifests with a subject, and manifests under
-// cosign's sha256-HEX.sbom, .att or .sig tags) are not the image and are passed over.
+// tags), such as WriteLayout writes. Attachments listed beside it (the SBOM and provenance the
+// release image carries: referrers, manifests with a subject, and manifests under cosign's
+// sha256-HEX.sbom, .att or .sig tags) are not the image: they are read into its Attachments,
+// and refused when they are about another digest.
 func LoadLayout(ctx context.Context, file string) (*Image, error) {
 	fail := func(err error) (*Image, error) { return nil, fmt.Errorf("load %s: %w", file, err) }
 	index, err := readLayoutIndex(file)
@@ -162,12 +164,14 @@ func LoadLayout(ctx context.Context, file string) (*Image, error) {
 		return fail(err)
 	}
 	var root *ocispec.Descriptor
+	var attachments []ocispec.Descriptor
 	for i, desc := range index.Manifests {
 		attachment, err := isAttachment(ctx, store, desc)
 		if err != nil {
 			return fail(err)
 		}
 		if attachment {
+			attachments = append(attachments, desc)
 			continue
 		}
 		if root != nil && root.Digest != desc.Digest {
@@ -191,14 +195,72 @@ func LoadLayout(ctx context.Context, file string) (*Image, error) {
 	if err := json.Unmarshal(manifest, &doc); err != nil {
 		return fail(fmt.Errorf("decode manifest %s: %w", desc.Digest, err))
 	}
-	return &Image{
+	img := &Image{
 		Digest:   desc.Digest.String(),
 		Name:     doc.Annotations[ocispec.AnnotationTitle],
 		Version:  doc.Annotations[ocispec.AnnotationVersion],
 		manifest: manifest,
 		desc:     desc,
 		store:    store,
-	}, nil
+	}
+	for _, a := range attachments {
+		att, err := readAttachment(ctx, store, a, desc.Digest)
+		if err != nil {
+			return fail(err)
+		}
+		img.Attachments = append(img.Attachments, att)
+	}
+	return img, nil
+}
+
+// maxAttachmentBlobBytes bounds each blob of an attachment read from a layout (an SBOM of
+// every module linked into a binary is well under 1 MiB).
+const maxAttachmentBlobBytes = 16 << 20
+
+// readAttachment reads the attachment desc of a layout, with its blobs, and checks that it is
+// about subject: a referrer's subject, or the digest a cosign tag names.
+func readAttachment(ctx context.Context, store content.Fetcher, desc ocispec.Descriptor, subject digest.Digest) (Attachment, error) {
+	tag := desc.Annotations[ocispec.AnnotationRefName]
+	if desc.Size > maxManifestBytes {
+		return Attachment{}, fmt.Errorf("%w: attachment manifest %s is %d bytes", ErrLimit, desc.Digest, desc.Size)
+	}
+	data, err := content.FetchAll(ctx, store, desc)
+	if err != nil {
+		return Attachment{}, fmt.Errorf("read attachment %s: %w", desc.Digest, err)
+	}
+	var m struct {
+		Config  *ocispec.Descriptor  `json:"config"`
+		Layers  []ocispec.Descriptor `json:"layers"`
+		Subject *ocispec.Descriptor  `json:"subject"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return Attachment{}, fmt.Errorf("decode attachment %s: %w", desc.Digest, err)
+	}
+	switch {
+	case tag != "":
+		if want := strings.Replace(subject.String(), ":", "-", 1) + "."; !strings.HasPrefix(tag, want) {
+			return Attachment{}, fmt.Errorf("the layout holds %s, an attachment of another image than %s: push one image at a time", tag, subject)
+		}
+	case m.Subject == nil || m.Subject.Digest != subject:
+		return Attachment{}, fmt.Errorf("the layout holds the referrer %s of another image than %s: push one image at a time", desc.Digest, subject)
+	}
+	out := Attachment{Tag: tag, Manifest: data, Descriptor: ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size, ArtifactType: desc.ArtifactType},
+		Blobs: map[digest.Digest][]byte{}}
+	blobs := m.Layers
+	if m.Config != nil {
+		blobs = append(blobs, *m.Config)
+	}
+	for _, b := range blobs {
+		if b.Size > maxAttachmentBlobBytes {
+			return Attachment{}, fmt.Errorf("%w: blob %s of attachment %s is %d bytes, over %d", ErrLimit, b.Digest, desc.Digest, b.Size, maxAttachmentBlobBytes)
+		}
+		data, err := content.FetchAll(ctx, store, b)
+		if err != nil {
+			return Attachment{}, fmt.Errorf("read blob %s of attachment %s: %w", b.Digest, desc.Digest, err)
+		}
+		out.Blobs[b.Digest] = data
+	}
+	return out, nil
 }
 
 // readLayoutIndex reads index.json from a layout archive.

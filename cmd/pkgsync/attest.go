@@ -4,97 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"pkgsync.dev/pkgsync/internal/image"
+	"pkgsync.dev/pkgsync/internal/intoto"
 	"pkgsync.dev/pkgsync/source"
 )
-
-// attachFlags say where `pkgsync image` writes the SBOM and the provenance it attaches.
-type attachFlags struct {
-	sbom, provenance, builderID string
-}
-
-func (f *attachFlags) ApplyFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.sbom, "sbom", "", "Also write the SBOM (SPDX 2.3 JSON) attached to the image to this file (make image: dist/pkgsync.spdx.json)")
-	fs.StringVar(&f.provenance, "provenance", "", "Also write the SLSA provenance v1 in-toto statement attached to the image to this file (make image: dist/provenance.intoto.json)")
-	fs.StringVar(&f.builderID, "builder-id", image.DefaultBuilderID, "URI of what runs the build, recorded as the provenance's builder (a CI system passes its own)")
-}
-
-// write makes the SBOM and the provenance of idx, writes them where the flags say, and returns
-// them as attachments of idx.
-func (f *attachFlags) write(idx v1.ImageIndex, opts image.Options, subject string, command []string) ([]image.Attachment, error) {
-	d, err := idx.Digest()
-	if err != nil {
-		return nil, fmt.Errorf("build image: %w", err)
-	}
-	size, err := idx.Size()
-	if err != nil {
-		return nil, fmt.Errorf("build image: %w", err)
-	}
-	sbom, err := image.SBOM(opts)
-	if err != nil {
-		return nil, err
-	}
-	prov, err := image.ProvenanceStatement(opts, image.Provenance{
-		Subject: subject, Digest: d.String(), BuilderID: f.builderID, Command: command,
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, out := range []struct {
-		file string
-		data []byte
-	}{{f.sbom, sbom}, {f.provenance, prov}} {
-		if out.file == "" {
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(out.file), 0o755); err != nil {
-			return nil, fmt.Errorf("write %s: %w", out.file, err)
-		}
-		if err := os.WriteFile(out.file, out.data, 0o644); err != nil { //nolint:gosec // published, not secret
-			return nil, fmt.Errorf("write %s: %w", out.file, err)
-		}
-	}
-	subjectDesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.Digest(d.String()), Size: size}
-	return image.Attachments(subjectDesc, sbom, prov, opts.Created)
-}
-
-// pushAttachments pushes the attachments next to the image in the repository of every ref.
-func pushAttachments(cmd *cobra.Command, registry *registryOptions, refs []source.Reference, attachments []image.Attachment, text bool) error {
-	if len(attachments) == 0 {
-		return nil
-	}
-	client, err := registry.client(cmd.ErrOrStderr(), refs...)
-	if err != nil {
-		return err
-	}
-	converted := make([]source.Attachment, len(attachments))
-	for i, a := range attachments {
-		converted[i] = source.Attachment{Tag: a.Tag, Manifest: a.Manifest, Descriptor: a.Descriptor, Blobs: a.Blobs}
-	}
-	seen := map[string]bool{}
-	for _, ref := range refs {
-		if seen[ref.Name()] {
-			continue
-		}
-		seen[ref.Name()] = true
-		if err := client.PushAttachments(cmd.Context(), ref, converted, nil); err != nil {
-			return err
-		}
-		if text {
-			fmt.Fprintf(cmd.OutOrStdout(), "Attached the SBOM and provenance in %s\n", ref.Name())
-		}
-	}
-	return nil
-}
 
 // attestFlags are the statements `pkgsync sign` signs as attestations of the image.
 type attestFlags struct {
@@ -137,7 +53,7 @@ func (f *attestFlags) statements(ref source.Reference) ([][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read --sbom: %w", err)
 		}
-		stmt, err := image.SBOMStatement(data, ref.Name(), ref.Digest)
+		stmt, err := intoto.SBOMStatement(data, ref.Name(), ref.Digest)
 		if err != nil {
 			return nil, fmt.Errorf("--sbom %s: %w", f.sbom, err)
 		}
@@ -148,8 +64,8 @@ func (f *attestFlags) statements(ref source.Reference) ([][]byte, error) {
 
 // predicateTypes are cosign's names of predicate types (verify-attestation --type).
 var predicateTypes = map[string]string{
-	"slsaprovenance1": image.ProvenancePredicateType,
-	"spdxjson":        image.SPDXPredicateType,
+	"slsaprovenance1": intoto.ProvenancePredicateType,
+	"spdxjson":        intoto.SPDXPredicateType,
 }
 
 // predicateType reads a --attestation value: one of cosign's names, or a predicate type URI.

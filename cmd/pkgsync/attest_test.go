@@ -16,6 +16,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 
 	"pkgsync.dev/pkgsync/internal/image"
+	"pkgsync.dev/pkgsync/internal/intoto"
 	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -74,8 +75,8 @@ func TestReleaseAttestations(t *testing.T) {
 		out, err := verify(release, "--key", pub, "--attestation", "slsaprovenance1", "--attestation", "spdxjson")
 		require.NoError(t, err)
 		assert.Equal(t, "Verified "+repo+"@"+digest+" with cosign.pub\n"+
-			"Verified the "+image.ProvenancePredicateType+" attestation of "+repo+"@"+digest+" with cosign.pub\n"+
-			"Verified the "+image.SPDXPredicateType+" attestation of "+repo+"@"+digest+" with cosign.pub\n", out)
+			"Verified the "+intoto.ProvenancePredicateType+" attestation of "+repo+"@"+digest+" with cosign.pub\n"+
+			"Verified the "+intoto.SPDXPredicateType+" attestation of "+repo+"@"+digest+" with cosign.pub\n", out)
 	})
 
 	t.Run("signing again replaces the attestations of the same key", func(t *testing.T) {
@@ -99,7 +100,7 @@ func TestReleaseAttestations(t *testing.T) {
 		require.NoError(t, err)
 		ref, err := source.ParseReference(other + "@" + d)
 		require.NoError(t, err)
-		sbomStmt, err := image.SBOMStatement(mustRead(t, otherSBOM), repo, d)
+		sbomStmt, err := intoto.SBOMStatement(mustRead(t, otherSBOM), repo, d)
 		require.NoError(t, err)
 		_, err = c.Attest(t.Context(), ref, k, [][]byte{mustRead(t, otherProv), sbomStmt}, nil)
 		require.NoError(t, err)
@@ -112,7 +113,7 @@ func TestReleaseAttestations(t *testing.T) {
 		stdout, stderr, err := runCLI(t, "install", "--export", "--image", release, "--verify-key", pub,
 			"--verify-attestation", "slsaprovenance1", "--verify-attestation", "spdxjson", "--registry-config", dockerConfig)
 		require.NoError(t, err)
-		assert.Contains(t, stderr, "verified the "+image.ProvenancePredicateType+" attestation of "+release+" with cosign.pub")
+		assert.Contains(t, stderr, "verified the "+intoto.ProvenancePredicateType+" attestation of "+release+" with cosign.pub")
 		assert.Contains(t, stdout, "image: "+repo+"@"+digest)
 	})
 
@@ -167,7 +168,7 @@ func TestReleaseAttestations(t *testing.T) {
 		require.NoError(t, err)
 		ref, err := source.ParseReference(moved)
 		require.NoError(t, err)
-		_, err = c.VerifyAttestation(t.Context(), ref, keys, image.ProvenancePredicateType, nil)
+		_, err = c.VerifyAttestation(t.Context(), ref, keys, intoto.ProvenancePredicateType, nil)
 		require.ErrorIs(t, err, source.ErrNoAttestation)
 		assert.ErrorContains(t, err, "statement is about sha256:"+strings.TrimPrefix(digest, "sha256:")+", not "+after)
 
@@ -209,8 +210,8 @@ func TestReleaseAttestationsCosign(t *testing.T) {
 	out, err = run(append([]string{"verify", "--key", otherPub}, append(offline, pinned)...)...)
 	require.Error(t, err, "cosign refuses another key: %s", out)
 	for _, tt := range []struct{ cosignType, predicateType string }{
-		{"slsaprovenance1", image.ProvenancePredicateType},
-		{"spdxjson", image.SPDXPredicateType},
+		{"slsaprovenance1", intoto.ProvenancePredicateType},
+		{"spdxjson", intoto.SPDXPredicateType},
 	} {
 		out, err := run(append([]string{"verify-attestation", "--key", pub, "--type", tt.cosignType}, append(offline, pinned)...)...)
 		require.NoError(t, err, short(out))

@@ -19,7 +19,9 @@ func newPushCmd() *cobra.Command {
 		Use:   "push DIR|FILE.tar REF",
 		Short: "Push a package directory or image archive to a registry",
 		Long: `Push uploads a package to REF (REGISTRY/REPOSITORY:TAG). A directory is built first, as
-"pkgsync build" does; a FILE.tar is an OCI image layout archive written by "pkgsync build --archive".`,
+"pkgsync build" does; a FILE.tar is an OCI image layout archive written by "pkgsync build --archive", or the
+controller image's archive (make image): what it holds beside the image and about it (the
+SBOM and provenance, as OCI referrers and under cosign's sha256-HEX.sbom tag) is pushed too.`,
 		Example: `  pkgsync push ./my-package registry.example.com/team/my-package:v1
   pkgsync push my-package.tar registry.example.com/team/my-package:v1 --output-format digest`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -60,6 +62,9 @@ func newPushCmd() *cobra.Command {
 			if err := pushImage(cmd, &registry, img, refs, text); err != nil {
 				return err
 			}
+			if err := pushAttachments(cmd, &registry, refs, img.Attachments, text); err != nil {
+				return err
+			}
 			if !text {
 				fmt.Fprintln(cmd.OutOrStdout(), img.Digest)
 			}
@@ -70,4 +75,29 @@ func newPushCmd() *cobra.Command {
 	registry.ApplyFlags(cmd.Flags())
 	out.ApplyFlags(cmd.Flags())
 	return cmd
+}
+
+// pushAttachments pushes the attachments next to the image in the repository of every ref.
+func pushAttachments(cmd *cobra.Command, registry *registryOptions, refs []source.Reference, attachments []source.Attachment, text bool) error {
+	if len(attachments) == 0 {
+		return nil
+	}
+	client, err := registry.client(cmd.ErrOrStderr(), refs...)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, ref := range refs {
+		if seen[ref.Name()] {
+			continue
+		}
+		seen[ref.Name()] = true
+		if err := client.PushAttachments(cmd.Context(), ref, attachments, nil); err != nil {
+			return err
+		}
+		if text {
+			fmt.Fprintf(cmd.OutOrStdout(), "Attached %d manifest(s) about %s in %s\n", len(attachments), refs[0].Name(), ref.Name())
+		}
+	}
+	return nil
 }

@@ -40,7 +40,6 @@ other phases go to the management cluster.`,
 		newInstallCmd(),
 		newUninstallCmd(),
 		newFleetCmd(),
-		newImageCmd(),
 		newVersionCmd(),
 	)
 	addRegistryHints(root)

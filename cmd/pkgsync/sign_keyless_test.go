@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"pkgsync.dev/pkgsync/internal/image"
+	"pkgsync.dev/pkgsync/internal/intoto"
 	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -182,8 +182,8 @@ func TestSignKeylessCosign(t *testing.T) {
 	out, err = run(append(append([]string{"verify"}, flags("https://ci.example/other")...), pinned)...)
 	require.Error(t, err, "cosign refuses another identity: %s", short(out))
 	for _, tt := range []struct{ cosignType, predicateType string }{
-		{"slsaprovenance1", image.ProvenancePredicateType},
-		{"spdxjson", image.SPDXPredicateType},
+		{"slsaprovenance1", intoto.ProvenancePredicateType},
+		{"spdxjson", intoto.SPDXPredicateType},
 	} {
 		out, err := run(append(append([]string{"verify-attestation", "--type", tt.cosignType}, flags(keylessIdentity)...), pinned)...)
 		require.NoError(t, err, short(out))

@@ -9,6 +9,8 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"pkgsync.dev/pkgsync/internal/intoto"
 )
 
 // CosignSBOMMediaType is the layer media type `cosign attach sbom --type spdxjson` gives an
@@ -38,12 +40,12 @@ type Attachment struct {
 func Attachments(subject ocispec.Descriptor, sbom, provenance []byte, created time.Time) ([]Attachment, error) {
 	ts := created.UTC().Format(time.RFC3339)
 	subject = ocispec.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
-	sbomRef, err := referrer(subject, SPDXMediaType, sbom, map[string]string{ocispec.AnnotationCreated: ts})
+	sbomRef, err := referrer(subject, intoto.SPDXMediaType, sbom, map[string]string{ocispec.AnnotationCreated: ts})
 	if err != nil {
 		return nil, err
 	}
-	provRef, err := referrer(subject, InTotoMediaType, provenance, map[string]string{
-		ocispec.AnnotationCreated: ts, "in-toto.io/predicate-type": ProvenancePredicateType,
+	provRef, err := referrer(subject, intoto.MediaType, provenance, map[string]string{
+		ocispec.AnnotationCreated: ts, "in-toto.io/predicate-type": intoto.ProvenancePredicateType,
 	})
 	if err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"debug/buildinfo"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -17,26 +16,19 @@ import (
 	"time"
 
 	slsa "github.com/in-toto/attestation/go/predicates/provenance/v1"
-	intoto "github.com/in-toto/attestation/go/v1"
+	intotov1 "github.com/in-toto/attestation/go/v1"
 	spdxjson "github.com/spdx/tools-golang/json"
 	"github.com/spdx/tools-golang/spdx/v2/common"
 	spdx "github.com/spdx/tools-golang/spdx/v2/v2_3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"pkgsync.dev/pkgsync/internal/intoto"
 )
 
 // What the build says about itself: formats and types that cosign and admission policies know.
 const (
-	// SPDXMediaType is the media type of the SBOM (SPDX 2.3 JSON).
-	SPDXMediaType = "application/spdx+json"
-	// InTotoMediaType is the media type of an in-toto statement.
-	InTotoMediaType = "application/vnd.in-toto+json"
-	// SPDXPredicateType is the predicate type of an in-toto statement holding an SPDX document
-	// (cosign attest --type spdxjson).
-	SPDXPredicateType = "https://spdx.dev/Document"
-	// ProvenancePredicateType is SLSA provenance v1 (cosign attest --type slsaprovenance1).
-	ProvenancePredicateType = "https://slsa.dev/provenance/v1"
-	// BuildType names how `pkgsync image` builds, for the provenance's buildDefinition: the
+	// BuildType names how release-image (hack/release-image) builds, for the provenance's buildDefinition: the
 	// externalParameters and internalParameters it records are documented in
 	// docs/operations.md (Supply chain).
 	BuildType = "https://pkgsync.dev/image/v1"
@@ -233,25 +225,25 @@ func ProvenanceStatement(opts Options, p Provenance) ([]byte, error) {
 	if builder == "" {
 		builder = DefaultBuilderID
 	}
-	source := &intoto.ResourceDescriptor{Uri: "git+" + opts.Source}
+	source := &intotov1.ResourceDescriptor{Uri: "git+" + opts.Source}
 	if opts.Revision != "" {
 		source.Uri += "@" + opts.Revision
 	}
 	if isGitCommit(opts.Revision) {
 		source.Digest = map[string]string{"gitCommit": opts.Revision}
 	}
-	deps := []*intoto.ResourceDescriptor{source, {Name: "go", Uri: purl("stdlib", mods.goVersion)}}
+	deps := []*intotov1.ResourceDescriptor{source, {Name: "go", Uri: purl("stdlib", mods.goVersion)}}
 	for _, dep := range mods.deps {
-		rd := &intoto.ResourceDescriptor{Name: dep.Path, Uri: purl(dep.Path, dep.Version)}
+		rd := &intotov1.ResourceDescriptor{Name: dep.Path, Uri: purl(dep.Path, dep.Version)}
 		if h, ok := dirHash(dep.Sum); ok {
 			rd.Digest = map[string]string{"dirHash": h}
 		}
 		deps = append(deps, rd)
 	}
-	var byproducts []*intoto.ResourceDescriptor
+	var byproducts []*intotov1.ResourceDescriptor
 	var builds []any
 	for _, b := range mods.builds {
-		byproducts = append(byproducts, &intoto.ResourceDescriptor{
+		byproducts = append(byproducts, &intotov1.ResourceDescriptor{
 			Name: "pkgsync_" + strings.ReplaceAll(b.platform, "/", "_"), Digest: map[string]string{"sha256": b.sha256},
 		})
 		settings := map[string]any{}
@@ -297,78 +289,15 @@ func ProvenanceStatement(opts Options, p Provenance) ([]byte, error) {
 	if err := pred.Validate(); err != nil {
 		return fail(err)
 	}
-	return statement(p.Subject, hexDigest, ProvenancePredicateType, pred)
-}
-
-// SBOMStatement wraps an SPDX document in an in-toto statement about the image digest (what
-// cosign attest --type spdxjson signs).
-func SBOMStatement(sbom []byte, subject, digest string) ([]byte, error) {
-	algorithm, hexDigest, ok := strings.Cut(digest, ":")
-	if !ok || algorithm != "sha256" {
-		return nil, fmt.Errorf("SBOM statement: image digest %q is not sha256:HEX", digest)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(sbom, &doc); err != nil {
-		return nil, fmt.Errorf("SBOM statement: the SBOM is not JSON: %w", err)
-	}
-	pred, err := structpb.NewStruct(doc)
+	raw, err := protojson.Marshal(pred)
 	if err != nil {
-		return nil, fmt.Errorf("SBOM statement: %w", err)
+		return fail(err)
 	}
-	return statement(subject, hexDigest, SPDXPredicateType, pred)
-}
-
-// statement is an in-toto statement v1 about one image, in canonical JSON: keys sorted,
-// indented, no HTML escaping. protojson's own output is deliberately unstable (it varies its
-// white space), so it is decoded and encoded again.
-func statement(subject, hexDigest, predicateType string, pred any) ([]byte, error) {
-	var predStruct *structpb.Struct
-	switch p := pred.(type) {
-	case *structpb.Struct:
-		predStruct = p
-	case *slsa.Provenance:
-		raw, err := protojson.Marshal(p)
-		if err != nil {
-			return nil, err
-		}
-		predStruct = &structpb.Struct{}
-		if err := protojson.Unmarshal(raw, predStruct); err != nil {
-			return nil, err
-		}
+	predStruct := &structpb.Struct{}
+	if err := protojson.Unmarshal(raw, predStruct); err != nil {
+		return fail(err)
 	}
-	st := &intoto.Statement{
-		Type:          intoto.StatementTypeUri,
-		Subject:       []*intoto.ResourceDescriptor{{Name: subject, Digest: map[string]string{"sha256": hexDigest}}},
-		PredicateType: predicateType,
-		Predicate:     predStruct,
-	}
-	if err := st.Validate(); err != nil {
-		return nil, fmt.Errorf("in-toto statement: %w", err)
-	}
-	raw, err := protojson.Marshal(st)
-	if err != nil {
-		return nil, err
-	}
-	return Canonical(raw)
-}
-
-// Canonical re-encodes JSON with sorted keys, two-space indentation and no HTML escaping,
-// ending in a newline: the same document always gives the same bytes.
-func Canonical(raw []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return intoto.Statement(p.Subject, hexDigest, intoto.ProvenancePredicateType, predStruct)
 }
 
 func isGitCommit(rev string) bool {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"pkgsync.dev/pkgsync/internal/intoto"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -127,7 +129,7 @@ func TestProvenanceStatement(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(stmt, &s))
 	assert.Equal(t, "https://in-toto.io/Statement/v1", s.Type)
-	assert.Equal(t, ProvenancePredicateType, s.PredicateType)
+	assert.Equal(t, intoto.ProvenancePredicateType, s.PredicateType)
 	require.Len(t, s.Subject, 1)
 	assert.Equal(t, "ghcr.io/pkgsync/pkgsync", s.Subject[0].Name)
 	assert.Equal(t, d.Encoded(), s.Subject[0].Digest["sha256"])
@@ -168,7 +170,7 @@ func TestWriteLayoutWithAttachments(t *testing.T) {
 	size, err := idx.Size()
 	require.NoError(t, err)
 	subject := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.Digest(d.String()), Size: size}
-	sbomStmt, err := SBOMStatement([]byte(`{"spdxVersion":"SPDX-2.3"}`), "pkgsync", d.String())
+	sbomStmt, err := intoto.SBOMStatement([]byte(`{"spdxVersion":"SPDX-2.3"}`), "pkgsync", d.String())
 	require.NoError(t, err)
 	write := func() []byte {
 		attachments, err := Attachments(subject, []byte(`{"spdxVersion":"SPDX-2.3"}`), sbomStmt, created)
@@ -184,4 +186,32 @@ func TestWriteLayoutWithAttachments(t *testing.T) {
 	img, err := source.LoadLayout(t.Context(), file)
 	require.NoError(t, err)
 	assert.Equal(t, d.String(), img.Digest)
+	require.Len(t, img.Attachments, 3, "pkgsync push pushes the attachments beside the image")
+	var tags, types []string
+	for _, a := range img.Attachments {
+		tags = append(tags, a.Tag)
+		types = append(types, a.Descriptor.ArtifactType)
+		assert.NotEmpty(t, a.Blobs, "with its blobs")
+	}
+	assert.ElementsMatch(t, []string{"", "", strings.Replace(d.String(), ":", "-", 1) + ".sbom"}, tags)
+	assert.ElementsMatch(t, []string{intoto.SPDXMediaType, intoto.MediaType, ""}, types)
+}
+
+// TestLoadLayoutRefusesAttachmentsOfAnotherImage: a layout whose attachments are about another
+// digest than its image is refused, not pushed with the wrong subject.
+func TestLoadLayoutRefusesAttachmentsOfAnotherImage(t *testing.T) {
+	t.Parallel()
+	idx, err := Build(testOptions(t))
+	require.NoError(t, err)
+	other := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.FromString("another image"), Size: 2}
+	attachments, err := Attachments(other, []byte(`{"spdxVersion":"SPDX-2.3"}`), []byte(`{"_type":"x"}`), created)
+	require.NoError(t, err)
+	for name, kept := range map[string][]Attachment{"a referrer": attachments[:1], "a cosign tag": attachments[2:]} {
+		var buf bytes.Buffer
+		require.NoError(t, WriteLayout(&buf, idx, "v1.2.3", kept...))
+		file := filepath.Join(t.TempDir(), "image.tar")
+		require.NoError(t, os.WriteFile(file, buf.Bytes(), 0o600))
+		_, err := source.LoadLayout(t.Context(), file)
+		assert.ErrorContains(t, err, "of another image than "+digestOf(t, idx).String()+": push one image at a time", name)
+	}
 }

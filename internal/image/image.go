@@ -119,12 +119,12 @@ func platformImage(b Binary, base v1.Layer, created v1.Time, labels map[string]s
 	return mutate.Append(img,
 		mutate.Addendum{Layer: base, MediaType: types.OCILayer, History: v1.History{
 			Created:   v1.Time{Time: time.Unix(0, 0).UTC()},
-			CreatedBy: "pkgsync image: base (CA certificates from golang.org/x/crypto/x509roots/fallback, passwd, group, /tmp, /home/nonroot)",
+			CreatedBy: "release-image: base (CA certificates from golang.org/x/crypto/x509roots/fallback, passwd, group, /tmp, /home/nonroot)",
 			Comment:   "built from scratch, no base image",
 		}},
 		mutate.Addendum{Layer: app, MediaType: types.OCILayer, History: v1.History{
 			Created:   created,
-			CreatedBy: "pkgsync image: " + BinaryPath + " (CGO_ENABLED=0 go build -trimpath)",
+			CreatedBy: "release-image: " + BinaryPath + " (CGO_ENABLED=0 go build -trimpath)",
 		}},
 	)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
 	"crypto/sha256"
 	"crypto/x509"
 	"debug/elf"
@@ -17,28 +18,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"pkgsync.dev/pkgsync/internal/version"
-	"pkgsync.dev/pkgsync/test/testenv"
+	"pkgsync.dev/pkgsync/source"
 )
 
-// TestImageBuildPushRun builds the controller image as make image does (both platforms, the
-// real binary cross-compiled from this repository), twice, pushes it to a registry process,
-// pulls it back with go-containerregistry (not the oras-go code that pushed it), checks what
-// a container runtime reads, and runs the binary of this machine's platform from the image.
-//
-// The go builds cost a few minutes with a cold build cache (CI runs make image first, which
-// warms it) and seconds of linking with a warm one.
-func TestImageBuildPushRun(t *testing.T) {
+// runTool runs release-image with args and returns its stdout, stderr and exit code.
+func runTool(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return stdout.String(), stderr.String(), code
+}
+
+// TestReleaseImage builds the controller image as make image does (both platforms, the real
+// binary cross-compiled from this repository), twice, in two checkouts: the same digest and
+// archive byte for byte. It reads the archive with go-containerregistry (not the code that
+// wrote it), checks what a container runtime reads and the SBOM and provenance attached, loads
+// it as pkgsync push does, and runs the binary of this machine's platform from the image.
+func TestReleaseImage(t *testing.T) {
 	t.Parallel()
-	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
 	dir := t.TempDir()
 	// Two copies of the module at different paths, taken at once: the builds see the same
 	// source even while someone edits the working tree, and must not depend on where it is.
@@ -46,33 +51,36 @@ func TestImageBuildPushRun(t *testing.T) {
 	for _, c := range checkouts {
 		copyModule(t, "../..", c)
 	}
-	ref := reg.Host + "/" + testenv.Repository(t, "pkgsync/controller") + ":v1.2.3-test"
+	const ref = "registry.example.com/pkgsync/controller:v1.2.3-test"
 	created := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
-	args := []string{"image", "--platform", "linux/amd64,linux/arm64", "--version", "v1.2.3-test",
-		"--revision", "0123456789abcdef0123456789abcdef01234567", "--created", created.Format(time.RFC3339), "--output-format", "digest"}
-
-	first := filepath.Join(dir, "first.tar")
+	args := []string{"--platform", "linux/amd64,linux/arm64", "--version", "v1.2.3-test",
+		"--revision", "0123456789abcdef0123456789abcdef01234567", "--created", created.Format(time.RFC3339), "--output-format", "digest", "--tag", ref}
 	outputs := func(name string) []string {
-		return []string{"--sbom", filepath.Join(dir, name+".spdx.json"), "--provenance", filepath.Join(dir, name+".intoto.json")}
+		return []string{"--sbom", filepath.Join(dir, name+".spdx.json"), "--provenance", filepath.Join(dir, name+".intoto.json"),
+			"--archive", filepath.Join(dir, name+".tar")}
 	}
-	stdout, stderr, err := runCLI(t, append(append(args, outputs("first")...), "--dir", checkouts[0], "--archive", first, "--tag", ref, "--push")...)
-	require.NoError(t, err, stderr)
+	stdout, stderr, code := runTool(t, append(append(args, outputs("first")...), "--dir", checkouts[0])...)
+	require.Equal(t, 0, code, stderr)
 	digest := strings.TrimSpace(stdout)
 	require.True(t, strings.HasPrefix(digest, "sha256:"), stdout)
+	first := filepath.Join(dir, "first.tar")
 
 	t.Run("the same commit gives the same digest", func(t *testing.T) {
-		second := filepath.Join(dir, "second.tar")
-		stdout, stderr, err := runCLI(t, append(append(args, outputs("second")...), "--dir", checkouts[1], "--archive", second, "--tag", ref)...)
-		require.NoError(t, err, stderr)
+		stdout, stderr, code := runTool(t, append(append(args, outputs("second")...), "--dir", checkouts[1])...)
+		require.Equal(t, 0, code, stderr)
 		assert.Equal(t, digest, strings.TrimSpace(stdout), "binaries rebuilt in another checkout, image assembled again: the same index digest")
-		assert.Equal(t, fileSHA256(t, first), fileSHA256(t, second), "and the same layout archive, byte for byte")
-		for _, ext := range []string{".spdx.json", ".intoto.json"} {
+		for _, ext := range []string{".tar", ".spdx.json", ".intoto.json"} {
 			assert.Equal(t, fileSHA256(t, filepath.Join(dir, "first"+ext)), fileSHA256(t, filepath.Join(dir, "second"+ext)), "the same %s, byte for byte", ext)
 		}
 	})
 
+	lay := extractLayout(t, first)
+	top, err := lay.ImageIndex()
+	require.NoError(t, err)
+	topManifest, err := top.IndexManifest()
+	require.NoError(t, err)
+
 	t.Run("the SBOM and provenance are attached", func(t *testing.T) {
-		repoName := strings.TrimSuffix(ref, ":v1.2.3-test")
 		sbom, err := os.ReadFile(filepath.Join(dir, "first.spdx.json"))
 		require.NoError(t, err)
 		var doc struct {
@@ -97,38 +105,36 @@ func TestImageBuildPushRun(t *testing.T) {
 			} `json:"subject"`
 			PredicateType string `json:"predicateType"`
 		}
-		require.NoError(t, json.Unmarshal(mustRead(t, filepath.Join(dir, "first.intoto.json")), &stmt))
+		prov, err := os.ReadFile(filepath.Join(dir, "first.intoto.json"))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(prov, &stmt))
 		assert.Equal(t, "https://slsa.dev/provenance/v1", stmt.PredicateType)
 		require.Len(t, stmt.Subject, 1)
-		assert.Equal(t, repoName, stmt.Subject[0].Name)
+		assert.Equal(t, "registry.example.com/pkgsync/controller", stmt.Subject[0].Name)
 		assert.Equal(t, strings.TrimPrefix(digest, "sha256:"), stmt.Subject[0].Digest["sha256"])
 
-		r := plainRepository(t, repoName)
-		desc, err := r.Resolve(t.Context(), digest)
-		require.NoError(t, err)
-		var types []string
-		require.NoError(t, r.Referrers(t.Context(), desc, "", func(refs []ocispec.Descriptor) error {
-			for _, d := range refs {
+		var types, refNames []string
+		for _, d := range topManifest.Manifests {
+			if d.ArtifactType != "" {
 				types = append(types, d.ArtifactType)
 			}
-			return nil
-		}))
-		assert.ElementsMatch(t, []string{"application/spdx+json", "application/vnd.in-toto+json"}, types)
-		m := fetchManifest(t, repoName, strings.Replace(digest, ":", "-", 1)+".sbom")
-		assert.Len(t, m.Layers, 1, "cosign's .sbom tag holds the SBOM")
+			refNames = append(refNames, d.Annotations[ocispec.AnnotationRefName])
+		}
+		assert.ElementsMatch(t, []string{"application/spdx+json", "application/vnd.in-toto+json"}, types, "the referrers")
+		assert.Contains(t, refNames, "v1.2.3-test", "the image, under its tag")
+		assert.Contains(t, refNames, strings.Replace(digest, ":", "-", 1)+".sbom", "cosign's .sbom tag holds the SBOM")
 
-		// pkgsync push reads the archive, attachments and all, as the image.
-		_, stderr, err := runCLI(t, "push", first, repoName+":pushed-again")
-		require.NoError(t, err, stderr)
+		// pkgsync push reads the archive as the image, and its attachments beside it.
+		img, err := source.LoadLayout(t.Context(), first)
+		require.NoError(t, err)
+		assert.Equal(t, digest, img.Digest)
+		assert.Len(t, img.Attachments, 3, "two referrers and the .sbom tag")
 	})
 
-	parsed, err := name.ParseReference(ref)
+	hash, err := v1.NewHash(digest)
 	require.NoError(t, err)
-	idx, err := remote.Index(parsed, remote.WithContext(t.Context()))
+	idx, err := top.ImageIndex(hash)
 	require.NoError(t, err)
-	pulled, err := idx.Digest()
-	require.NoError(t, err)
-	assert.Equal(t, digest, pulled.String(), "the registry serves the index that was built")
 	manifest, err := idx.IndexManifest()
 	require.NoError(t, err)
 	var platforms []string
@@ -180,7 +186,7 @@ func TestImageBuildPushRun(t *testing.T) {
 			}
 			out, err := exec.CommandContext(t.Context(), path, "version", "--output", "json").CombinedOutput()
 			require.NoError(t, err, "the image's binary runs: %s", out)
-			var info versionInfo
+			var info struct{ Version, Commit, Image, Platform string }
 			require.NoError(t, json.Unmarshal(out, &info), string(out))
 			assert.Equal(t, "v1.2.3-test", info.Version)
 			assert.Equal(t, "0123456789abcdef0123456789abcdef01234567", info.Commit)
@@ -188,6 +194,60 @@ func TestImageBuildPushRun(t *testing.T) {
 			assert.Equal(t, "linux/"+arch, info.Platform)
 		})
 	}
+}
+
+// TestUsageErrors: a mistake in the command line exits 2 and says what to pass.
+func TestUsageErrors(t *testing.T) {
+	t.Setenv(sourceDateEpochEnv, "")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no archive", []string{"--created", "0"}, "--archive FILE.tar"},
+		{"no commit time", []string{"--archive", "x.tar"}, "--created"},
+		{"a bad commit time", []string{"--archive", "x.tar", "--created", "yesterday"}, `--created "yesterday"`},
+		{"a bad platform", []string{"--archive", "x.tar", "--created", "0", "--platform", "amd64"}, `--platform "amd64"`},
+		{"a bad tag", []string{"--archive", "x.tar", "--created", "0", "--tag", "not a reference"}, "--tag"},
+		{"a bad output format", []string{"--archive", "x.tar", "--created", "0", "--output-format", "yaml"}, "--output-format"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, code := runTool(t, tt.args...)
+			assert.Equal(t, 2, code, stderr)
+			assert.Contains(t, stderr, tt.want)
+		})
+	}
+}
+
+// extractLayout unpacks the OCI layout archive file into a directory go-containerregistry reads.
+func extractLayout(t *testing.T, file string) layout.Path {
+	t.Helper()
+	f, err := os.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	dir := t.TempDir()
+	tr := tar.NewReader(f)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		target := filepath.Join(dir, filepath.FromSlash(hdr.Name))
+		require.True(t, strings.HasPrefix(target, dir+string(filepath.Separator)), "%s stays in the layout", hdr.Name)
+		if hdr.Typeflag == tar.TypeDir {
+			require.NoError(t, os.MkdirAll(target, 0o755))
+			continue
+		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o755))
+		data, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(target, data, 0o644))
+	}
+	p, err := layout.FromPath(dir)
+	require.NoError(t, err)
+	return p
 }
 
 // copyModule copies the source of the pkgsync module from to to: what go build reads, without
@@ -271,45 +331,4 @@ func assertStaticELF(t *testing.T, path, arch string) {
 	libs, err := f.ImportedLibraries()
 	require.NoError(t, err)
 	assert.Empty(t, libs)
-}
-
-func TestImageFlags(t *testing.T) {
-	t.Setenv(sourceDateEpochEnv, "")
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"nothing to do", []string{"--created", "0"}, "nothing to do"},
-		{"push without tag", []string{"--created", "0", "--push"}, "--push needs at least one --tag"},
-		{"no commit time", []string{"--archive", "x.tar"}, "--created"},
-		{"a bad commit time", []string{"--archive", "x.tar", "--created", "yesterday"}, `--created "yesterday"`},
-		{"a bad platform", []string{"--archive", "x.tar", "--created", "0", "--platform", "amd64"}, `--platform "amd64"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := runCLI(t, append([]string{"image"}, tt.args...)...)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tt.want)
-			var code exitCodeError
-			require.ErrorAs(t, err, &code)
-			assert.Equal(t, 2, code.code)
-		})
-	}
-}
-
-func TestVersionCommand(t *testing.T) {
-	t.Parallel()
-	stdout, _, err := runCLI(t, "version")
-	require.NoError(t, err)
-	assert.Contains(t, stdout, "version:  "+version.Version+"\n")
-	assert.Contains(t, stdout, "image:    "+version.Image()+"\n")
-	assert.Contains(t, stdout, "commit:   ")
-
-	stdout, _, err = runCLI(t, "version", "-o", "json")
-	require.NoError(t, err)
-	var info versionInfo
-	require.NoError(t, json.Unmarshal([]byte(stdout), &info))
-	assert.Equal(t, version.Version, info.Version)
-	assert.Equal(t, version.Image(), info.Image)
 }
