@@ -7,6 +7,8 @@ import (
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"pkgsync.dev/pkgsync/apply/probing"
 )
 
 // availabilityError is a failure to evaluate a probe on an object that was applied.
@@ -40,7 +42,7 @@ func crdEstablished(live *unstructured.Unstructured) bool {
 // probe selecting the object must pass. failed says kstatus found it Failed (a Deployment past
 // its progress deadline, a Job that failed): the object itself says that waiting will not help,
 // and the first reason is kstatus's.
-func availability(ctx context.Context, live *unstructured.Unstructured, probes probeSet) (reasons []string, failed bool, err error) {
+func availability(ctx context.Context, live *unstructured.Unstructured, probes probing.Prober) (reasons []string, failed bool, err error) {
 	res, err := status.Compute(live)
 	if err != nil {
 		reasons = append(reasons, "kstatus: "+err.Error())
@@ -52,7 +54,7 @@ func availability(ctx context.Context, live *unstructured.Unstructured, probes p
 		}
 		reasons = append(reasons, reason)
 	}
-	probeReasons, err := probes.evaluate(ctx, live)
+	probeReasons, err := probes.Probe(ctx, live)
 	if err != nil {
 		return nil, false, err
 	}

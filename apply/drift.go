@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply/probing"
 )
 
 // MaxDriftPaths bounds the fields reported per drifted object; Drift.More counts the rest.
@@ -60,7 +61,7 @@ func diffPaths(prefix string, desired, live any, out *[]string) {
 	case map[string]any:
 		l, ok := live.(map[string]any)
 		if !ok {
-			if !subset(desired, live) {
+			if !probing.Subset(desired, live) {
 				*out = append(*out, pointerOrRoot(prefix))
 			}
 			return
@@ -73,7 +74,7 @@ func diffPaths(prefix string, desired, live any, out *[]string) {
 		for _, k := range keys {
 			lv, ok := l[k]
 			if !ok {
-				if !empty(d[k]) {
+				if !probing.Empty(d[k]) {
 					*out = append(*out, prefix+"/"+escapePointer(k))
 				}
 				continue
@@ -83,7 +84,7 @@ func diffPaths(prefix string, desired, live any, out *[]string) {
 	case []any:
 		l, ok := live.([]any)
 		if !ok || len(l) != len(d) {
-			if !subset(desired, live) {
+			if !probing.Subset(desired, live) {
 				*out = append(*out, pointerOrRoot(prefix))
 			}
 			return
@@ -92,7 +93,7 @@ func diffPaths(prefix string, desired, live any, out *[]string) {
 			diffPaths(prefix+"/"+strconv.Itoa(i), d[i], l[i], out)
 		}
 	default:
-		if !subset(desired, live) {
+		if !probing.Subset(desired, live) {
 			*out = append(*out, pointerOrRoot(prefix))
 		}
 	}

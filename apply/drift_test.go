@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply/probing"
 )
 
 func TestDiffPaths(t *testing.T) {
@@ -33,7 +34,7 @@ func TestDiffPaths(t *testing.T) {
 			var got []string
 			diffPaths("", tc.desired, tc.live, &got)
 			assert.Equal(t, tc.want, got)
-			assert.Equal(t, len(tc.want) == 0, subset(tc.desired, tc.live), "agrees with satisfied")
+			assert.Equal(t, len(tc.want) == 0, probing.Subset(tc.desired, tc.live), "agrees with satisfied")
 		})
 	}
 }

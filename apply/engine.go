@@ -1,6 +1,10 @@
 package apply
 
-import "context"
+import (
+	"context"
+
+	"pkgsync.dev/pkgsync/apply/probing"
+)
 
 // Options configure an Engine.
 type Options struct {
@@ -24,7 +28,7 @@ const DefaultConcurrency = 16
 // concurrent use; it caches compiled CEL probes.
 type Engine struct {
 	fieldManager string
-	cel          celCache
+	cel          probing.CELCache
 	concurrency  int
 	// inFlight holds a token per object being applied, across passes; nil when unbounded.
 	inFlight chan struct{}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply/probing"
 )
 
 // Ignored fields (Request.IgnoreFields) are set when pkgsync creates an object and left to others
@@ -238,7 +239,7 @@ func elementIndex(l []any, pe fieldpath.PathElement) int {
 	case pe.Value != nil:
 		want := (*pe.Value).Unstructured()
 		for i, el := range l {
-			if subset(want, el) {
+			if probing.Subset(want, el) {
 				return i
 			}
 		}
@@ -254,7 +255,7 @@ func hasKey(el any, key value.FieldList) bool {
 	}
 	for _, f := range key {
 		v, ok := m[f.Name]
-		if !ok || !subset(f.Value.Unstructured(), v) {
+		if !ok || !probing.Subset(f.Value.Unstructured(), v) {
 			return false
 		}
 	}

@@ -6,12 +6,13 @@ import (
 	"fmt"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply/probing"
 )
 
 // pass carries the state of one Apply call.
 type pass struct {
 	req    Request
-	probes probeSet
+	probes probing.Prober
 	res    *Result
 	inv    *inventoryBuilder
 	// desired holds the objects of the package by their rendered reference; applied by the
@@ -137,8 +138,8 @@ func newPass(ctx context.Context, req Request) *pass {
 // check refuses a request that must not be applied at all (probes that do not compile,
 // ignored fields pkgsync cannot leave to others, objects outside the owner's confinement)
 // before anything is written, and compiles the probes.
-func (p *pass) check(cache *celCache) error {
-	probes, err := compileProbes(p.req.Probes, cache)
+func (p *pass) check(cache *probing.CELCache) error {
+	probes, err := probing.Compile(p.req.Probes, cache)
 	if err != nil {
 		return fmt.Errorf("compile availability probes: %w", err)
 	}

@@ -1,4 +1,4 @@
-package apply
+package probing
 
 import (
 	"testing"
@@ -93,9 +93,9 @@ func TestProbes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			set, err := compileProbes(tt.probes, &celCache{})
+			prober, err := Compile(tt.probes, &CELCache{})
 			require.NoError(t, err)
-			got, err := set.evaluate(t.Context(), tt.obj)
+			got, err := prober.Probe(t.Context(), tt.obj)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
@@ -117,19 +117,9 @@ func TestCompileProbesRejectsInvalidProbes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := compileProbes([]v1alpha1.AvailabilityProbe{{Probes: []v1alpha1.Probe{tt.probe}}}, &celCache{})
+			_, err := Compile([]v1alpha1.AvailabilityProbe{{Probes: []v1alpha1.Probe{tt.probe}}}, &CELCache{})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
-}
-
-func TestCELProgramsAreCompiledOnce(t *testing.T) {
-	t.Parallel()
-	cache := &celCache{}
-	a, err := cache.program("self.x == 1")
-	require.NoError(t, err)
-	b, err := cache.program("self.x == 1")
-	require.NoError(t, err)
-	assert.Same(t, a, b)
 }

@@ -1,4 +1,4 @@
-package apply
+package probing
 
 import (
 	"context"
@@ -19,17 +19,27 @@ func TestProbeMatchesIsPricedBeforeItRuns(t *testing.T) {
 	t.Parallel()
 	obj := deploymentWith(1, 1, "True", 2)
 	obj.SetAnnotations(map[string]string{"a": strings.Repeat("x?", 32<<10) + "y"})
-	set, err := compileProbes([]v1alpha1.AvailabilityProbe{{Probes: []v1alpha1.Probe{{CEL: &v1alpha1.CELProbe{
+	prober, err := Compile([]v1alpha1.AvailabilityProbe{{Probes: []v1alpha1.Probe{{CEL: &v1alpha1.CELProbe{
 		Rule: "self.metadata.annotations['a'].matches(self.metadata.annotations['a'])", Message: "matches itself",
-	}}}}}, &celCache{})
+	}}}}}, &CELCache{})
 	require.NoError(t, err)
 	// A deadline far above the bound of one evaluation: before the fix, the regexp ran past it.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	reasons, err := set.evaluate(ctx, obj)
+	reasons, err := prober.Probe(ctx, obj)
 	require.NoError(t, err)
 	require.Len(t, reasons, 1)
 	assert.Contains(t, reasons[0], "regular expression over the size limits")
 	assert.NoError(t, ctx.Err(), "refused before it runs, not stopped by the deadline")
 	assert.NotContains(t, reasons[0], "x?x?")
+}
+
+func TestCELProgramsAreCompiledOnce(t *testing.T) {
+	t.Parallel()
+	cache := &CELCache{}
+	a, err := cache.program("self.x == 1")
+	require.NoError(t, err)
+	b, err := cache.program("self.x == 1")
+	require.NoError(t, err)
+	assert.Same(t, a, b)
 }
