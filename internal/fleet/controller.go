@@ -78,10 +78,10 @@ func (r *fleetSteps) steps() reconciler.Steps[*v1alpha1.HostedClusterPackage] {
 		Announce:   announceFleet,
 		CopyStatus: func(dst, src *v1alpha1.HostedClusterPackage) { dst.Status = *src.Status.DeepCopy() },
 		Gone: func(key types.NamespacedName) {
-			r.writes.Forget(key.Name)
-			r.preflights.Forget(key.Name)
+			r.writes.forget(key.Name)
+			r.preflights.forget(key.Name)
 			if r.secrets != nil {
-				r.secrets.Forget(key.Name)
+				r.secrets.forget(key.Name)
 			}
 		},
 	}

@@ -106,8 +106,8 @@ func (r *fleetSteps) finished(ctx context.Context, fleet *v1alpha1.HostedCluster
 	if err := removeFleetFinalizer(ctx, r.client, r.apiReader, fleet); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.writes.Forget(fleet.Name)
-	r.preflights.Forget(fleet.Name)
+	r.writes.forget(fleet.Name)
+	r.preflights.forget(fleet.Name)
 	r.own.FleetMembers.DeletePartialMatch(map[string]string{"fleet": fleet.Name})
 	return ctrl.Result{}, nil
 }

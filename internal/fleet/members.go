@@ -273,8 +273,8 @@ type memberWrite struct {
 	revision   string
 }
 
-func (w *memberWrites) Record(fleet *v1alpha1.HostedClusterPackage, namespace string, generation int64, revision string) {
-	w.written.Record(memberKey{fleet.Name, namespace}, memberWrite{fleet: fleet.UID, generation: generation, revision: revision})
+func (w *memberWrites) record(fleet *v1alpha1.HostedClusterPackage, namespace string, generation int64, revision string) {
+	w.written.record(memberKey{fleet.Name, namespace}, memberWrite{fleet: fleet.UID, generation: generation, revision: revision})
 }
 
 // view returns the member as the fleet last wrote it when the cache has not caught up (pending):
@@ -300,8 +300,8 @@ func (w *memberWrites) view(fleet *v1alpha1.HostedClusterPackage, namespace stri
 	return written, true
 }
 
-// Forget drops what is remembered of a fleet's members, when the fleet is gone.
-func (w *memberWrites) Forget(fleet string) { w.written.Forget(fleet) }
+// forget drops what is remembered of a fleet's members, when the fleet is gone.
+func (w *memberWrites) forget(fleet string) { w.written.forget(fleet) }
 
 // members lists the selected HostedClusters with their member Packages, and the clusters that
 // get no member: those whose namespace holds a Package of the member's name that is not this

@@ -20,8 +20,8 @@ type fleetKey interface {
 	fleetName() string
 }
 
-// Record remembers w as what was last written under key.
-func (p *pendingWrites[K, W]) Record(key K, w W) {
+// record remembers w as what was last written under key.
+func (p *pendingWrites[K, W]) record(key K, w W) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.written == nil {
@@ -56,8 +56,8 @@ func (p *pendingWrites[K, W]) drop(key K) {
 	delete(p.written, key)
 }
 
-// Forget drops what a fleet wrote, when the fleet is gone.
-func (p *pendingWrites[K, W]) Forget(fleet string) {
+// forget drops what a fleet wrote, when the fleet is gone.
+func (p *pendingWrites[K, W]) forget(fleet string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k := range p.written {

@@ -23,11 +23,11 @@ func TestPendingWrites(t *testing.T) {
 	_, pending := p.pending(a, shows(""))
 	assert.False(t, pending, "nothing written")
 
-	p.Record(a, "2")
+	p.record(a, "2")
 	w, pending := p.pending(a, shows("1"))
 	assert.True(t, pending, "the cache shows an older version")
 	assert.Equal(t, "2", w)
-	p.Record(a, "3")
+	p.record(a, "3")
 	w, pending = p.pending(a, shows("2"))
 	assert.True(t, pending, "the last write counts")
 	assert.Equal(t, "3", w)
@@ -36,15 +36,15 @@ func TestPendingWrites(t *testing.T) {
 	_, pending = p.pending(a, shows("1"))
 	assert.False(t, pending, "forgotten once shown, whatever the cache shows next")
 
-	p.Record(a, "4")
+	p.record(a, "4")
 	p.drop(a)
 	_, pending = p.pending(a, shows(""))
 	assert.False(t, pending, "dropped")
 
-	p.Record(a, "5")
-	p.Record(b, "5")
-	p.Record(other, "5")
-	p.Forget("f")
+	p.record(a, "5")
+	p.record(b, "5")
+	p.record(other, "5")
+	p.forget("f")
 	_, pendingA := p.pending(a, shows(""))
 	_, pendingB := p.pending(b, shows(""))
 	_, pendingOther := p.pending(other, shows(""))
@@ -63,12 +63,12 @@ func TestPendingWritesConcurrent(t *testing.T) {
 		wg.Go(func() {
 			key := writeKey{fmt.Sprint("fleet-", i), "a"}
 			for n := range 100 {
-				p.Record(key, n)
+				p.record(key, n)
 				w, pending := p.pending(key, func(int) bool { return false })
 				assert.True(t, pending)
 				assert.Equal(t, n, w, "no other fleet's write")
 			}
-			p.Forget(key.fleet)
+			p.forget(key.fleet)
 		})
 	}
 	wg.Wait()

@@ -124,8 +124,8 @@ func (c *preflightResults) put(fleet, revision string, verdicts map[string]prefl
 	c.byFleet[fleet] = preflightEntry{revision: revision, verdicts: verdicts}
 }
 
-// Forget drops a fleet's verdicts, when the fleet is gone.
-func (c *preflightResults) Forget(fleet string) {
+// forget drops a fleet's verdicts, when the fleet is gone.
+func (c *preflightResults) forget(fleet string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.byFleet, fleet)

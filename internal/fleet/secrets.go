@@ -190,10 +190,10 @@ type secretCaches struct {
 	copies, sources cache.Cache
 }
 
-// Watch wakes a fleet when a Secret it names changes in the controller's namespace (a
+// watch wakes a fleet when a Secret it names changes in the controller's namespace (a
 // rotation), and when one of its copies changes or goes (drift, put back): a copy as
 // wakes.copy recognises it, never any Secret that merely carries the label.
-func (c *secretCaches) Watch(b *builder.Builder, fleets client.Reader, wakes fleetWakes, namespace string) *builder.Builder {
+func (c *secretCaches) watch(b *builder.Builder, fleets client.Reader, wakes fleetWakes, namespace string) *builder.Builder {
 	source := &metav1.PartialObjectMetadata{}
 	source.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	b = b.WatchesRawSource(crsource.Kind(c.sources, source, handler.TypedEnqueueRequestsFromMapFunc(
@@ -350,7 +350,7 @@ func (s *fleetSecrets) keepCopy(ctx context.Context, fleet *v1alpha1.HostedClust
 		if pending && current != nil && copyUpToDate(current, fleet, src) {
 			// Up to date as it is now: wait for the cache to show this version, not the one the
 			// fleet wrote, which may have been followed by another (a label put back by hand).
-			s.written.Record(key, current.ResourceVersion)
+			s.written.record(key, current.ResourceVersion)
 			return nil
 		}
 	}
@@ -361,7 +361,7 @@ func (s *fleetSecrets) keepCopy(ctx context.Context, fleet *v1alpha1.HostedClust
 	if err != nil {
 		return err
 	}
-	s.written.Record(key, written)
+	s.written.record(key, written)
 	return nil
 }
 
@@ -432,8 +432,8 @@ func (s *fleetSecrets) pendingCopy(key copyKey, cached *corev1.Secret) bool {
 	return pending
 }
 
-// Forget drops what is remembered of a fleet's copies, when the fleet is gone.
-func (s *fleetSecrets) Forget(fleet string) { s.written.Forget(fleet) }
+// forget drops what is remembered of a fleet's copies, when the fleet is gone.
+func (s *fleetSecrets) forget(fleet string) { s.written.forget(fleet) }
 
 // deleteAll deletes every copy of the fleet (deletionPolicy Delete, once the members are gone),
 // as the API server lists them: the last word on the copies, which the cache may not all show.
@@ -447,7 +447,7 @@ func (s *fleetSecrets) deleteAll(ctx context.Context, fleet *v1alpha1.HostedClus
 			return fmt.Errorf("delete the fleet's copy of Secret %s/%s: %w", key.namespace, key.name, err)
 		}
 	}
-	s.Forget(fleet.Name)
+	s.forget(fleet.Name)
 	return nil
 }
 
@@ -471,6 +471,6 @@ func (s *fleetSecrets) release(ctx context.Context, fleet *v1alpha1.HostedCluste
 			return fmt.Errorf("release the copy of Secret %s/%s: %w", key.namespace, key.name, err)
 		}
 	}
-	s.Forget(fleet.Name)
+	s.forget(fleet.Name)
 	return nil
 }

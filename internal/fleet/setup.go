@@ -54,7 +54,7 @@ func Setup(ctx context.Context, s *setup.Services) error {
 		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(wakes.member), builder.WithPredicates(isMember))
 	b = s.WatchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, fleetImage)
 	if secretCaches != nil {
-		b = secretCaches.Watch(b, mgr.GetClient(), wakes, s.Options.Namespace)
+		b = secretCaches.watch(b, mgr.GetClient(), wakes, s.Options.Namespace)
 	}
 	b, err = s.WatchRegistryWakes(ctx, b, &v1alpha1.HostedClusterPackage{}, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, followedFleetImage)
 	if err != nil {

@@ -58,7 +58,7 @@ func (r *packageSteps[T]) steps() reconciler.Steps[T] {
 		Finalize: func(ctx context.Context, obj T) (ctrl.Result, error) {
 			// The render cache drops the resource's render when no other resource uses it
 			// (teardown works from the inventory, not from a render).
-			r.renders.Forget(renderUser(obj.GetNamespace(), obj.GetName()))
+			r.renders.forget(renderUser(obj.GetNamespace(), obj.GetName()))
 			// Dependents being deleted go first (spec.dependsOn).
 			if res, wait, err := r.dependentsFirst(ctx, obj); wait || err != nil {
 				return res, err
@@ -160,7 +160,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 // admit checks what needs no registry: the dependencies are ready (a resource waiting for them
 // costs nothing), the ignored fields are ones pkgsync can leave to others, and spec.image parses.
 func (r *packageSteps[T]) admit(ctx context.Context, obj T) (source.Reference, error) {
-	if err := r.deps.Check(ctx, obj, r.kind); err != nil {
+	if err := r.deps.check(ctx, obj, r.kind); err != nil {
 		return source.Reference{}, err
 	}
 	spec := obj.GetSpec()

@@ -128,10 +128,10 @@ func (d *dependencies) get(ctx context.Context, ref dependencyRef) (packageObjec
 	return obj, nil
 }
 
-// Check returns nil when every dependency of obj is ready, a *dependencyError when one is not
+// check returns nil when every dependency of obj is ready, a *dependencyError when one is not
 // (reason DependencyNotReady), a reconciler.StageError when spec.dependsOn cannot be used (a cycle, an
 // invalid readyExpr: they stall), or the error of a read.
-func (d *dependencies) Check(ctx context.Context, obj packageObject, ownKind string) error {
+func (d *dependencies) check(ctx context.Context, obj packageObject, ownKind string) error {
 	err := d.checkAll(ctx, obj, ownKind)
 	var de *dependencyError
 	if errors.As(err, &de) && de.reason != v1alpha1.DependencyNotReadyReason {

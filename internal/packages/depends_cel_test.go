@@ -28,7 +28,7 @@ func TestReadyExprSelfMatchIsRefused(t *testing.T) {
 	// A deadline far above the bound of one evaluation: before the fix, the regexp ran past it.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	err := d.Check(ctx, self, v1alpha1.PackageKind)
+	err := d.check(ctx, self, v1alpha1.PackageKind)
 	require.Error(t, err)
 	assert.Equal(t, v1alpha1.InvalidDependencyReason, reconciler.ReasonFor(err))
 	assert.NotContains(t, err.Error(), "stopped", "the evaluation is refused, not stopped by the deadline")
@@ -37,7 +37,7 @@ func TestReadyExprSelfMatchIsRefused(t *testing.T) {
 	// Many cheaper calls stop at the cost limit instead.
 	self.Spec.DependsOn[0].ReadyExpr = "[1,2,3,4,5,6,7,8,9,10].all(i, [1,2,3,4,5,6,7,8,9,10].all(j, !self.metadata.annotations['pkgsync.dev/hold'].matches('(a|b)*c')))"
 	self.Annotations["pkgsync.dev/hold"] = strings.Repeat("ab", 10_000)
-	err = d.Check(ctx, self, v1alpha1.PackageKind)
+	err = d.check(ctx, self, v1alpha1.PackageKind)
 	require.Error(t, err)
 	assert.Equal(t, v1alpha1.InvalidDependencyReason, reconciler.ReasonFor(err))
 	assert.Contains(t, err.Error(), "cost")
@@ -65,7 +65,7 @@ func TestReadyExprSeesAnAllowList(t *testing.T) {
 		self := depPackage("me", false, v1alpha1.Dependency{Kind: v1alpha1.ClusterPackageKind, Name: "platform", ReadyExpr: expr})
 		self.Annotations = map[string]string{"example.com/note": secret}
 		d := &dependencies{reader: dependencyClient(t, cp), exprs: newReadyExprs()}
-		return d.Check(t.Context(), self, v1alpha1.PackageKind)
+		return d.check(t.Context(), self, v1alpha1.PackageKind)
 	}
 	for _, expr := range []string{
 		`dep.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration'].contains('hunter2')`,

@@ -104,7 +104,7 @@ func TestDependencyCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			d := &dependencies{reader: dependencyClient(t, tt.objects...), exprs: newReadyExprs()}
-			err := d.Check(t.Context(), tt.self, tt.kind)
+			err := d.check(t.Context(), tt.self, tt.kind)
 			if tt.reason == "" {
 				require.NoError(t, err)
 				return
@@ -129,7 +129,7 @@ func TestDependencyChainTooDeep(t *testing.T) {
 		objs = append(objs, depPackage(string(rune('a'+i)), true, on(string(rune('a'+i+1)))))
 	}
 	d := &dependencies{reader: dependencyClient(t, objs...), exprs: newReadyExprs()}
-	err := d.Check(t.Context(), depPackage("me", false, on("a")), v1alpha1.PackageKind)
+	err := d.check(t.Context(), depPackage("me", false, on("a")), v1alpha1.PackageKind)
 	assert.Equal(t, v1alpha1.InvalidDependencyReason, reconciler.ReasonFor(err))
 }
 

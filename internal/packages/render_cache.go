@@ -94,9 +94,9 @@ func (c *renderCache) reads(user string) (render.Inputs, bool) {
 	return u.inputs, ok
 }
 
-// Forget records that the resource user is gone: the render it used is dropped when no other
+// forget records that the resource user is gone: the render it used is dropped when no other
 // resource uses it.
-func (c *renderCache) Forget(user string) {
+func (c *renderCache) forget(user string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.users[user]; ok {

@@ -204,11 +204,11 @@ func TestRenderCacheForgetsDeletedResources(t *testing.T) {
 		_, _, err := c.render("sha256:v1", "", opts, renderFn)
 		require.NoError(t, err)
 	}
-	c.Forget(renderUser(a.Namespace, a.Name))
+	c.forget(renderUser(a.Namespace, a.Name))
 	entries, _ := c.size()
 	assert.Equal(t, 1, entries, "b still uses it")
-	c.Forget(renderUser(b.Namespace, b.Name))
-	c.Forget(renderUser(b.Namespace, b.Name)) // deleting is told on every reconcile of a deleted resource
+	c.forget(renderUser(b.Namespace, b.Name))
+	c.forget(renderUser(b.Namespace, b.Name)) // deleting is told on every reconcile of a deleted resource
 	entries, _ = c.size()
 	assert.Equal(t, 0, entries, "nobody uses it any more")
 	assert.Empty(t, c.users)
