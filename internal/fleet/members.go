@@ -254,15 +254,13 @@ func writeMember(ctx context.Context, c client.Client, fleet *v1alpha1.HostedClu
 // that ran on a cache older than the fleet's own writes would count a member it just moved as
 // still Ready on its old revision, and move more members than maxUnavailable allows.
 type memberWrites struct {
-	written pendingWrites[memberKey, memberWrite]
+	written reconciler.Written[memberKey, memberWrite]
 }
 
 // memberKey names a member by its fleet (by name) and namespace.
 type memberKey struct {
 	fleet, namespace string
 }
-
-func (k memberKey) fleetName() string { return k.fleet }
 
 // memberWrite is what a fleet wrote of a member: the UID of the fleet that wrote it (a fleet
 // created again under the same name did not), the generation the write gave the member, and
@@ -274,14 +272,14 @@ type memberWrite struct {
 }
 
 func (w *memberWrites) record(fleet *v1alpha1.HostedClusterPackage, namespace string, generation int64, revision string) {
-	w.written.record(memberKey{fleet.Name, namespace}, memberWrite{fleet: fleet.UID, generation: generation, revision: revision})
+	w.written.Record(memberKey{fleet.Name, namespace}, memberWrite{fleet: fleet.UID, generation: generation, revision: revision})
 }
 
 // view returns the member as the fleet last wrote it when the cache has not caught up (pending):
 // on the revision written, its status not yet about it. Members the cache shows as written are
 // forgotten.
 func (w *memberWrites) view(fleet *v1alpha1.HostedClusterPackage, namespace string, cached *v1alpha1.Package) (pkg *v1alpha1.Package, pending bool) {
-	wrote, pending := w.written.pending(memberKey{fleet.Name, namespace}, func(wrote memberWrite) bool {
+	wrote, pending := w.written.Pending(memberKey{fleet.Name, namespace}, func(wrote memberWrite) bool {
 		return wrote.fleet != fleet.UID || (cached != nil && cached.Generation >= wrote.generation)
 	})
 	if !pending {
@@ -301,7 +299,9 @@ func (w *memberWrites) view(fleet *v1alpha1.HostedClusterPackage, namespace stri
 }
 
 // forget drops what is remembered of a fleet's members, when the fleet is gone.
-func (w *memberWrites) forget(fleet string) { w.written.forget(fleet) }
+func (w *memberWrites) forget(fleet string) {
+	w.written.DropWhere(func(k memberKey) bool { return k.fleet == fleet })
+}
 
 // members lists the selected HostedClusters with their member Packages, and the clusters that
 // get no member: those whose namespace holds a Package of the member's name that is not this

@@ -130,15 +130,13 @@ type fleetSecrets struct {
 	namespace string
 	// written remembers the copies written until the cache shows them (resourceVersion), so
 	// that a reconcile on a cache behind the fleet's own write does not write again.
-	written pendingWrites[copyKey, string]
+	written reconciler.Written[copyKey, string]
 }
 
 // copyKey names a copy by its fleet (by name), namespace and name.
 type copyKey struct {
 	fleet, namespace, name string
 }
-
-func (k copyKey) fleetName() string { return k.fleet }
 
 // setupFleetSecrets makes the fleet's Secret copier, or returns nil when the controller has no
 // namespace to read sources in. Its two caches are the manager's to start (before the
@@ -310,7 +308,7 @@ func (s *fleetSecrets) sync(ctx context.Context, fleet *v1alpha1.HostedClusterPa
 		if err := s.client.Delete(ctx, c, client.Preconditions{UID: &c.UID}); client.IgnoreNotFound(err) != nil {
 			return problems, fmt.Errorf("delete the fleet's copy of Secret %s/%s: %w", key.namespace, key.name, err)
 		}
-		s.written.drop(key)
+		s.written.Drop(key)
 		ctrl.LoggerFrom(ctx).Info("removed a copied Secret no member needs", "namespace", key.namespace, "secret", key.name)
 	}
 	return problems, nil
@@ -350,7 +348,7 @@ func (s *fleetSecrets) keepCopy(ctx context.Context, fleet *v1alpha1.HostedClust
 		if pending && current != nil && copyUpToDate(current, fleet, src) {
 			// Up to date as it is now: wait for the cache to show this version, not the one the
 			// fleet wrote, which may have been followed by another (a label put back by hand).
-			s.written.record(key, current.ResourceVersion)
+			s.written.Record(key, current.ResourceVersion)
 			return nil
 		}
 	}
@@ -361,7 +359,7 @@ func (s *fleetSecrets) keepCopy(ctx context.Context, fleet *v1alpha1.HostedClust
 	if err != nil {
 		return err
 	}
-	s.written.record(key, written)
+	s.written.Record(key, written)
 	return nil
 }
 
@@ -426,14 +424,16 @@ func writeCopy(ctx context.Context, c client.Client, fleet *v1alpha1.HostedClust
 // pendingCopy reports whether the fleet wrote the copy and the cache does not show that write
 // yet; a copy the cache shows as written is forgotten.
 func (s *fleetSecrets) pendingCopy(key copyKey, cached *corev1.Secret) bool {
-	_, pending := s.written.pending(key, func(resourceVersion string) bool {
+	_, pending := s.written.Pending(key, func(resourceVersion string) bool {
 		return cached != nil && cached.ResourceVersion == resourceVersion
 	})
 	return pending
 }
 
 // forget drops what is remembered of a fleet's copies, when the fleet is gone.
-func (s *fleetSecrets) forget(fleet string) { s.written.forget(fleet) }
+func (s *fleetSecrets) forget(fleet string) {
+	s.written.DropWhere(func(k copyKey) bool { return k.fleet == fleet })
+}
 
 // deleteAll deletes every copy of the fleet (deletionPolicy Delete, once the members are gone),
 // as the API server lists them: the last word on the copies, which the cache may not all show.

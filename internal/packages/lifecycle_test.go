@@ -158,7 +158,7 @@ func TestLifecycle(t *testing.T) {
 			assert.Equal(t, tt.wantPass, passed, "pass")
 			assert.Equal(t, tt.wantFinalize, finalized, "finalize")
 			assert.Equal(t, tt.wantForgotten, forgotten, "gone")
-			_, kept := l.Written.Load(key)
+			_, kept := l.Written.Pending(key, func(*v1alpha1.Package) bool { return false })
 			assert.Equal(t, !tt.wantDeleted && !tt.statusPatchFails, kept, "the status written is remembered")
 
 			var stored v1alpha1.Package

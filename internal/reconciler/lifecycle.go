@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -76,7 +75,7 @@ type Lifecycle[T Object] struct {
 	newObject func() T
 	steps     Steps[T]
 	// Written holds, for kinds with CopyStatus, each resource as its status was last written.
-	Written sync.Map // types.NamespacedName → T
+	Written Written[types.NamespacedName, T]
 }
 
 // Base is what the lifecycles of every kind share.
@@ -163,8 +162,11 @@ func (l *Lifecycle[T]) recall(obj T) {
 	if l.steps.CopyStatus == nil {
 		return
 	}
-	if w, ok := l.Written.Load(client.ObjectKeyFromObject(obj)); ok && w.(T).GetUID() == obj.GetUID() {
-		l.steps.CopyStatus(obj, w.(T))
+	// What was written of another object of the same name (deleted and created again) is
+	// forgotten.
+	w, ok := l.Written.Pending(client.ObjectKeyFromObject(obj), func(w T) bool { return w.GetUID() != obj.GetUID() })
+	if ok {
+		l.steps.CopyStatus(obj, w)
 	}
 }
 
@@ -176,18 +178,18 @@ func (l *Lifecycle[T]) remember(obj T, written bool) {
 	}
 	key := client.ObjectKeyFromObject(obj)
 	if !written || (!obj.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName)) {
-		l.Written.Delete(key)
+		l.Written.Drop(key)
 		return
 	}
 	kept := l.newObject()
 	kept.SetUID(obj.GetUID())
 	l.steps.CopyStatus(kept, obj)
-	l.Written.Store(key, kept)
+	l.Written.Record(key, kept)
 }
 
 // forget drops what is kept for a resource that is gone.
 func (l *Lifecycle[T]) forget(key types.NamespacedName) {
-	l.Written.Delete(key)
+	l.Written.Drop(key)
 	if l.steps.Gone != nil {
 		l.steps.Gone(key)
 	}
