@@ -75,7 +75,6 @@ func (r *fleetSteps) steps() reconciler.Steps[*v1alpha1.HostedClusterPackage] {
 		Pass:       r.pass,
 		Finalize:   r.finalize,
 		Intervals:  r.intervals,
-		Announce:   announceFleet,
 		CopyStatus: func(dst, src *v1alpha1.HostedClusterPackage) { dst.Status = *src.Status.DeepCopy() },
 		Gone: func(key types.NamespacedName) {
 			r.writes.forget(key.Name)

@@ -6,11 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
@@ -92,22 +88,6 @@ func rollbackOutcome(fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan) re
 	return reconciler.Outcome{State: reconciler.OutcomeStalled, Reason: v1alpha1.RolledBackReason, Message: fmt.Sprintf(
 		"revision %s rejected (spec.rollout.onFailure=Rollback): members are back on stable revision %s%s; it is not rolled out again until the tag resolves to another digest or a reconcile is requested: %s",
 		name, stable, aside, why)}
-}
-
-// announceFleet emits an event when Ready changes status or reason: progress within a rollout
-// is told by the partition events, not by one event per member.
-func announceFleet(rec record.EventRecorder, fleet *v1alpha1.HostedClusterPackage, old *metav1.Condition) {
-	now := conditions.Get(fleet, meta.ReadyCondition)
-	if rec == nil || now == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason) {
-		return
-	}
-	eventType := corev1.EventTypeNormal
-	switch now.Reason {
-	case v1alpha1.RolloutProgressingReason, v1alpha1.RolloutPausedReason, v1alpha1.DeletingReason, v1alpha1.ReconciliationSucceededReason:
-	default:
-		eventType = corev1.EventTypeWarning
-	}
-	rec.Event(fleet, eventType, now.Reason, now.Message)
 }
 
 // announcePartitions emits an event per partition transition: start, finish, halt, resume.

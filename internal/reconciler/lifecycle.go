@@ -8,7 +8,6 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,8 +45,6 @@ type Steps[T Object] struct {
 	Finalize func(ctx context.Context, obj T) (ctrl.Result, error)
 	// Intervals are the resource's intervals, for the requeue rule (requeueFor).
 	Intervals func(obj T) Intervals
-	// Announce, when set, replaces announce: the event emitted when Ready changes.
-	Announce func(rec record.EventRecorder, obj T, old *metav1.Condition)
 	// CopyStatus, when set, copies the status of src to dst, and the lifecycle then remembers
 	// the status it last wrote of each resource and reconciles from that rather than from the
 	// cache's copy, which may not show the last write yet. A kind whose decisions read its own
@@ -101,9 +98,6 @@ func (l *Lifecycle[T]) Reconcile(ctx context.Context, req ctrl.Request) (result 
 	l.recall(obj)
 	rep := BeginReport(l.Client, obj, l.steps.Status(obj), l.Metrics, l.Recorder)
 	rep.observed = func() bool { return l.steps.Observed(obj) }
-	if l.steps.Announce != nil {
-		rep.announce = func(old *metav1.Condition) { l.steps.Announce(l.Recorder, obj, old) }
-	}
 	defer func() {
 		retErr = rep.finish(ctx, retErr)
 		l.remember(obj, rep.written)

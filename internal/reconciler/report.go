@@ -36,8 +36,6 @@ type Report struct {
 	acknowledge bool
 	// observed reports whether the outcome is the generation's (Steps.observed).
 	observed func() bool
-	// announce emits the event of a change of Ready; nil is announce.
-	announce func(old *metav1.Condition)
 	// written is set once the final patch succeeded.
 	written bool
 	// failed is set when a step of the kind failed and is retried (lifecycle.failed): the
@@ -102,11 +100,7 @@ func (r *Report) finish(ctx context.Context, retErr error) error {
 	}
 	r.metrics.RecordDuration(ctx, r.obj, r.start)
 	r.metrics.RecordReadiness(ctx, r.obj)
-	if r.announce != nil {
-		r.announce(r.oldReady)
-	} else {
-		announce(r.recorder, r.obj, r.oldReady)
-	}
+	announce(r.recorder, r.obj, r.oldReady)
 	return retErr
 }
 
@@ -141,10 +135,12 @@ func acknowledgeRequest(obj client.Object, status CommonStatus) {
 	}
 }
 
-// announce emits an event when Ready changes status or reason: Normal when it turns true,
-// Warning on failure. A new message under the same status and reason (a progressing pass's next
-// object, a retry's new error text, a HostedCluster's own message) is no transition: it is in
-// the status, and an Event per pass would cost the API server a write per pass.
+// announce emits an event when Ready changes status or reason, for every kind: Normal when it
+// turns true or when its reason is progress without trouble (quietReasons), Warning otherwise.
+// A new message under the same status and reason (a progressing pass's next object, a retry's
+// new error text, a HostedCluster's own message) is no transition: it is in the status, and an
+// Event per pass would cost the API server a write per pass. A fleet's progress within a
+// rollout is told by its partition events, not by one event per member.
 func announce(rec record.EventRecorder, obj Object, old *metav1.Condition) {
 	now := conditions.Get(obj, meta.ReadyCondition)
 	if rec == nil || now == nil {
@@ -154,8 +150,17 @@ func announce(rec record.EventRecorder, obj Object, old *metav1.Condition) {
 		return
 	}
 	eventType := corev1.EventTypeNormal
-	if now.Status == metav1.ConditionFalse && now.Reason != v1alpha1.PhaseProgressingReason {
+	if now.Status == metav1.ConditionFalse && !quietReasons[now.Reason] {
 		eventType = corev1.EventTypeWarning
 	}
 	rec.Event(obj, eventType, now.Reason, now.Message)
+}
+
+// quietReasons are the reasons of a Ready=False that is progress, not trouble: a phase or a
+// rollout under way, a rollout paused by its spec, a deletion waiting for what it deletes.
+var quietReasons = map[string]bool{
+	v1alpha1.PhaseProgressingReason:   true,
+	v1alpha1.RolloutProgressingReason: true,
+	v1alpha1.RolloutPausedReason:      true,
+	v1alpha1.DeletingReason:           true,
 }

@@ -11,7 +11,9 @@ import (
 type writeKey struct{ fleet, name string }
 
 // ofFleet selects the keys of what fleet wrote.
-func ofFleet(fleet string) func(writeKey) bool { return func(k writeKey) bool { return k.fleet == fleet } }
+func ofFleet(fleet string) func(writeKey) bool {
+	return func(k writeKey) bool { return k.fleet == fleet }
+}
 
 // TestWritten: a write is pending until the cache shows it, then forgotten; a later write
 // replaces an earlier one; deleting the object or the fleet forgets it.
