@@ -12,8 +12,8 @@ import (
 // What a registry's responses can cost. A registry answers every request, and may be run by
 // whoever may name one in a Package. oras-go (v2.6.4) bounds most of what it reads itself:
 //   - a manifest fetched by reference is read to the size its Content-Length declares, which
-//     the callers check first (maxManifestBytes, maxSignatureManifestBytes); without a
-//     Docker-Content-Digest header it is read to compute the digest, up to
+//     the callers check first (maxManifestBytes; source/signature's maxSignatureManifestBytes);
+//     without a Docker-Content-Digest header it is read to compute the digest, up to
 //     Repository.MaxMetadataBytes (4 MiB; remote/repository.go calculateDigestFromResponse);
 //   - a page of a tag or referrers listing is decoded from at most MaxMetadataBytes
 //     (remote/repository.go tags, referrersPageByAPI), and a next-page Link must stay on the
@@ -36,7 +36,8 @@ const (
 	// responseHeaderTimeout bounds the wait for a response's headers once the request is
 	// sent (net/http waits without end by default). A body that trickles is bounded by the
 	// operation's deadline: a pull's (sharedPullTimeout), a resolution's or listing's
-	// (sharedResolveTimeout), a verification's (maxVerifyTime), and the caller's.
+	// (sharedResolveTimeout), a verification's (source/signature's maxVerifyTime), and the
+	// caller's.
 	responseHeaderTimeout = time.Minute
 )
 

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/net/http/httpproxy"
 	"oras.land/oras-go/v2/registry"
@@ -51,8 +50,6 @@ type Client struct {
 	tagLists *tagListCache
 	// mirrors are the mirror sets reads go through (locations.go).
 	mirrors atomic.Pointer[MirrorSets]
-	// verifyTimeout bounds one verification (maxVerifyTime; tests lower it).
-	verifyTimeout time.Duration
 }
 
 // NewClient returns a Client. It fails on an unusable CA bundle, on a Transport together with
@@ -114,8 +111,6 @@ func NewClient(opts Options) (*Client, error) {
 		access:      newAccessCache(opts.AccessTTL),
 		resolutions: newResolutionCache(),
 		tagLists:    newTagListCache(),
-
-		verifyTimeout: maxVerifyTime,
 	}
 	if opts.CacheDir != "" {
 		c.disk = &diskCache{dir: opts.CacheDir}

@@ -55,3 +55,15 @@ func readTree(t testing.TB, fsys fs.FS) map[string]string {
 	}))
 	return out
 }
+
+// pushOther pushes a package with other content under HOST/REPO:TAG and returns its digest.
+func pushOther(t *testing.T, c *Client, ref Reference, content string) string {
+	t.Helper()
+	dir := newPackageDir(t)
+	writeTree(t, dir, map[string]string{"deploy/extra.yaml": content})
+	img, err := Build(dir, BuildOptions{Version: "1.0.1"})
+	require.NoError(t, err)
+	_, err = c.Push(t.Context(), img, []Reference{ref}, nil)
+	require.NoError(t, err)
+	return img.Digest
+}

@@ -16,8 +16,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"oras.land/oras-go/v2"
-	"oras.land/oras-go/v2/registry/remote"
 
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -354,42 +352,6 @@ func TestMirrorSetPolicies(t *testing.T) {
 	loc, err := c.Locate(t.Context(), pinned, nil)
 	require.NoError(t, err)
 	assert.Equal(t, src.Host, loc.Registry)
-}
-
-// TestVerifyThroughMirror: signatures are read at the mirror that serves the content and verify
-// as they did at the source.
-func TestVerifyThroughMirror(t *testing.T) {
-	t.Parallel()
-	src := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
-	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
-	img := mirroredPackage(t, src, mirror, nil, nil, "team/pkg")
-	key, pub := newKey(t)
-	keys := mustKeys(t, map[string][]byte{"release": pub})
-	signer := newClient(t, Options{})
-	pinned := mustRef(t, src.Host+"/team/pkg@"+img.Digest)
-	_, err := signer.Sign(t.Context(), pinned, key, nil)
-	require.NoError(t, err)
-
-	sets := MirrorSets{Digest: []MirrorSet{{Source: src.Host + "/team", Mirrors: []string{mirror.Host + "/team"}}}}
-	c := newClient(t, Options{MirrorSets: sets})
-	// The mirror holds the content but not the signature: the source's is not looked up.
-	_, err = c.Verify(t.Context(), pinned, keys, nil)
-	require.ErrorIs(t, err, ErrNoSignature)
-
-	// The signature copied to the mirror, the source gone.
-	srcRepo, err := remote.NewRepository(src.Host + "/team/pkg")
-	require.NoError(t, err)
-	srcRepo.PlainHTTP = true
-	dstRepo, err := remote.NewRepository(mirror.Host + "/team/pkg")
-	require.NoError(t, err)
-	dstRepo.PlainHTTP = true
-	_, err = oras.Copy(t.Context(), srcRepo, SignatureTag(img.Digest), dstRepo, SignatureTag(img.Digest), oras.DefaultCopyOptions)
-	require.NoError(t, err)
-	require.NoError(t, src.Stop())
-	v, err := c.Verify(t.Context(), pinned, keys, nil)
-	require.NoError(t, err)
-	assert.Equal(t, img.Digest, v.Digest)
-	assert.Equal(t, mirror.Host, v.Signature.Registry)
 }
 
 // TestMirrorAddressRules: a mirror on a loopback address is refused as any registry is, unless

@@ -47,7 +47,8 @@ type Options struct {
 
 	// Overrides rewrite every reference read (pulls, resolutions, tag listings, signatures)
 	// before a registry is asked: Package Operator's --registry-host-overrides and
-	// --image-prefix-overrides. Writes (Push, Sign) go where the reference names.
+	// --image-prefix-overrides. Writes (Push, source/signature's Sign) go where the reference
+	// names.
 	Overrides Overrides
 	// MirrorSets are the mirrors the client starts with; SetMirrorSets replaces them.
 	MirrorSets MirrorSets

@@ -18,6 +18,7 @@ import (
 	"pkgsync.dev/pkgsync/internal/image"
 	"pkgsync.dev/pkgsync/internal/intoto"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -66,7 +67,7 @@ func TestReleaseAttestations(t *testing.T) {
 	out, err := runPkgsync(t, "sign", release, "--key", key, "--provenance", prov, "--sbom", sbom, "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	assert.Contains(t, out, "Signed "+release+"@"+digest)
-	assert.Contains(t, out, "Attested "+release+"@"+digest+" (attestations "+repo+":"+source.AttestationTag(digest)+"@sha256:")
+	assert.Contains(t, out, "Attested "+release+"@"+digest+" (attestations "+repo+":"+signature.AttestationTag(digest)+"@sha256:")
 	verify := func(ref string, args ...string) (string, error) {
 		return runPkgsync(t, append([]string{"verify", ref, "--registry-config", dockerConfig}, args...)...)
 	}
@@ -82,13 +83,13 @@ func TestReleaseAttestations(t *testing.T) {
 	t.Run("signing again replaces the attestations of the same key", func(t *testing.T) {
 		_, err := runPkgsync(t, "sign", release, "--key", key, "--provenance", prov, "--sbom", sbom, "--registry-config", dockerConfig)
 		require.NoError(t, err)
-		m := fetchManifest(t, repo, source.AttestationTag(digest))
+		m := fetchManifest(t, repo, signature.AttestationTag(digest))
 		assert.Len(t, m.Layers, 2, "one provenance and one SBOM attestation")
 	})
 
 	t.Run("refused: a wrong key", func(t *testing.T) {
 		_, err := verify(release, "--key", otherPub, "--attestation", "slsaprovenance1")
-		require.ErrorIs(t, err, source.ErrSignatureInvalid)
+		require.ErrorIs(t, err, signature.ErrSignatureInvalid)
 		// Attestations by another key than the image's signature do not count either.
 		other := repo + ":other-attester"
 		d := pushStandIn(t, other, dockerConfig, "2")
@@ -96,16 +97,16 @@ func TestReleaseAttestations(t *testing.T) {
 		_, err = runPkgsync(t, "sign", other, "--key", key, "--registry-config", dockerConfig)
 		require.NoError(t, err)
 		c := testClient(t)
-		k, err := source.LoadSigningKey(mustRead(t, otherKey), []byte("s3cret"))
+		k, err := signature.LoadSigningKey(mustRead(t, otherKey), []byte("s3cret"))
 		require.NoError(t, err)
 		ref, err := source.ParseReference(other + "@" + d)
 		require.NoError(t, err)
 		sbomStmt, err := intoto.SBOMStatement(mustRead(t, otherSBOM), repo, d)
 		require.NoError(t, err)
-		_, err = c.Attest(t.Context(), ref, k, [][]byte{mustRead(t, otherProv), sbomStmt}, nil)
+		_, err = signature.Attest(t.Context(), c, ref, k, [][]byte{mustRead(t, otherProv), sbomStmt}, nil)
 		require.NoError(t, err)
 		_, err = verify(other, "--key", pub, "--attestation", "slsaprovenance1")
-		require.ErrorIs(t, err, source.ErrNoAttestation)
+		require.ErrorIs(t, err, signature.ErrNoAttestation)
 		assert.ErrorContains(t, err, "signed by none of the keys")
 	})
 
@@ -125,11 +126,11 @@ func TestReleaseAttestations(t *testing.T) {
 		_, err = verify(bare, "--key", pub)
 		require.NoError(t, err, "the signature alone verifies")
 		_, err = verify(bare, "--key", pub, "--attestation", "slsaprovenance1")
-		require.ErrorIs(t, err, source.ErrNoAttestation)
-		assert.ErrorContains(t, err, "the registry has no "+repo+":"+source.AttestationTag(d))
+		require.ErrorIs(t, err, signature.ErrNoAttestation)
+		assert.ErrorContains(t, err, "the registry has no "+repo+":"+signature.AttestationTag(d))
 		stdout, _, err := runCLI(t, "install", "--export", "--image", bare, "--verify-key", pub,
 			"--verify-attestation", "slsaprovenance1", "--registry-config", dockerConfig)
-		require.ErrorIs(t, err, source.ErrNoAttestation)
+		require.ErrorIs(t, err, signature.ErrNoAttestation)
 		assert.ErrorContains(t, err, "the controller image is not installed")
 		assert.Empty(t, stdout, "nothing printed or applied")
 		_, _, err = runCLI(t, "install", "--export", "--image", bare, "--verify-attestation", "slsaprovenance1")
@@ -142,7 +143,7 @@ func TestReleaseAttestations(t *testing.T) {
 		_, err = verify(bare, "--key", pub, "--attestation", "spdxjson")
 		require.NoError(t, err)
 		_, err = verify(bare, "--key", pub, "--attestation", "slsaprovenance1")
-		require.ErrorIs(t, err, source.ErrNoAttestation)
+		require.ErrorIs(t, err, signature.ErrNoAttestation)
 	})
 
 	t.Run("refused: a tampered image", func(t *testing.T) {
@@ -155,21 +156,21 @@ func TestReleaseAttestations(t *testing.T) {
 		after := pushStandIn(t, moved, dockerConfig, "5")
 		require.NotEqual(t, before, after)
 		_, err = verify(moved, "--key", pub, "--attestation", "slsaprovenance1")
-		require.ErrorIs(t, err, source.ErrNoSignature)
+		require.ErrorIs(t, err, signature.ErrNoSignature)
 
 		// The signature and attestations of the release copied next to other content: the
 		// signature names the release's digest, and so does the provenance statement.
-		copyTag(t, repo, source.SignatureTag(digest), source.SignatureTag(after))
-		copyTag(t, repo, source.AttestationTag(digest), source.AttestationTag(after))
+		copyTag(t, repo, signature.SignatureTag(digest), signature.SignatureTag(after))
+		copyTag(t, repo, signature.AttestationTag(digest), signature.AttestationTag(after))
 		_, err = verify(moved, "--key", pub)
-		require.ErrorIs(t, err, source.ErrSignatureInvalid)
+		require.ErrorIs(t, err, signature.ErrSignatureInvalid)
 		c := testClient(t)
-		keys, err := source.ParsePublicKeys(map[string][]byte{"cosign.pub": mustRead(t, pub)})
+		keys, err := signature.ParsePublicKeys(map[string][]byte{"cosign.pub": mustRead(t, pub)})
 		require.NoError(t, err)
 		ref, err := source.ParseReference(moved)
 		require.NoError(t, err)
-		_, err = c.VerifyAttestation(t.Context(), ref, keys, intoto.ProvenancePredicateType, nil)
-		require.ErrorIs(t, err, source.ErrNoAttestation)
+		_, err = signature.VerifyAttestation(t.Context(), c, ref, keys, intoto.ProvenancePredicateType, nil)
+		require.ErrorIs(t, err, signature.ErrNoAttestation)
 		assert.ErrorContains(t, err, "statement is about sha256:"+strings.TrimPrefix(digest, "sha256:")+", not "+after)
 
 		// pkgsync sign refuses a provenance statement about other content than the image.

@@ -15,6 +15,7 @@ import (
 	"pkgsync.dev/pkgsync/internal/version"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 )
 
 // buildFlags set the metadata a build records, for build and for push of a directory.
@@ -134,7 +135,7 @@ image is signed as "pkgsync sign" does (the key's password from $COSIGN_PASSWORD
 			if sign && !push {
 				return usageError("--sign needs --push: signatures are stored in the registry")
 			}
-			var key *source.SigningKey
+			var key *signature.SigningKey
 			if sign {
 				// Before the build: a wrong password should not cost a push.
 				if key, err = keyFlags.load(cmd.ErrOrStderr()); err != nil {

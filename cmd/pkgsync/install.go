@@ -19,6 +19,7 @@ import (
 	"pkgsync.dev/pkgsync/config"
 	"pkgsync.dev/pkgsync/internal/version"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 )
 
 // Dry-run modes of install.
@@ -103,20 +104,20 @@ func (o *installFlags) verifying() (bool, error) {
 }
 
 // verifyKeyless checks img's keyless signature against the trusted root and identities.
-func (o *installFlags) verifyKeyless(ctx context.Context, client *source.Client, ref source.Reference) (*source.Verification, error) {
+func (o *installFlags) verifyKeyless(ctx context.Context, client *source.Client, ref source.Reference) (*signature.Verification, error) {
 	trusted, err := os.ReadFile(o.trustedRoot)
 	if err != nil {
 		return nil, fmt.Errorf("read --trusted-root: %w", err)
 	}
-	ids := make([]source.OIDCIdentity, len(o.verifyIdentities))
+	ids := make([]signature.OIDCIdentity, len(o.verifyIdentities))
 	for i, subject := range o.verifyIdentities {
-		ids[i] = source.OIDCIdentity{Issuer: o.verifyIssuer, Subject: subject}
+		ids[i] = signature.OIDCIdentity{Issuer: o.verifyIssuer, Subject: subject}
 	}
-	policy, err := source.NewKeylessPolicy(trusted, ids)
+	policy, err := signature.NewKeylessPolicy(trusted, ids)
 	if err != nil {
 		return nil, usageError("--trusted-root, --verify-identity: %w", err)
 	}
-	return client.VerifyKeyless(ctx, ref, policy, nil)
+	return signature.VerifyKeyless(ctx, client, ref, policy, nil)
 }
 
 // verifiedImage checks that img carries a cosign signature by one of --verify-key (or a keyless
@@ -124,7 +125,7 @@ func (o *installFlags) verifyKeyless(ctx context.Context, client *source.Client,
 // it pinned to the digest that was verified, so the Deployment runs exactly what was checked
 // even if the tag moves afterwards.
 func (o *installFlags) verifiedImage(ctx context.Context, stderr io.Writer, img string) (string, error) {
-	var keys *source.PublicKeys
+	var keys *signature.PublicKeys
 	if len(o.verifyKeys) > 0 {
 		var err error
 		if keys, err = readPublicKeys("--verify-key", o.verifyKeys); err != nil {
@@ -146,9 +147,9 @@ func (o *installFlags) verifiedImage(ctx context.Context, stderr io.Writer, img 
 	if err != nil {
 		return "", err
 	}
-	var v *source.Verification
+	var v *signature.Verification
 	if keys != nil {
-		v, err = client.Verify(ctx, ref, keys, nil)
+		v, err = signature.Verify(ctx, client, ref, keys, nil)
 	} else {
 		v, err = o.verifyKeyless(ctx, client, ref)
 	}
@@ -156,7 +157,7 @@ func (o *installFlags) verifiedImage(ctx context.Context, stderr io.Writer, img 
 		return "", fmt.Errorf("the controller image is not installed: %w", err)
 	}
 	for _, t := range types {
-		a, err := client.VerifyAttestation(ctx, ref.WithDigest(v.Digest), keys, t, nil)
+		a, err := signature.VerifyAttestation(ctx, client, ref.WithDigest(v.Digest), keys, t, nil)
 		if err != nil {
 			return "", fmt.Errorf("the controller image is not installed: %w", err)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -48,10 +48,10 @@ func TestInstallVerifyKey(t *testing.T) {
 		keys  []string
 		want  error
 	}{
-		{"signed by another key", image, []string{otherPub}, source.ErrSignatureInvalid},
-		{"never signed", unsignedRepo + ":v1", []string{pub}, source.ErrNoSignature},
+		{"signed by another key", image, []string{otherPub}, signature.ErrSignatureInvalid},
+		{"never signed", unsignedRepo + ":v1", []string{pub}, signature.ErrNoSignature},
 		// The tag now names other content than was signed.
-		{"changed since it was signed", repo + ":v1-tampered", []string{pub}, source.ErrNoSignature},
+		{"changed since it was signed", repo + ":v1-tampered", []string{pub}, signature.ErrNoSignature},
 	}
 	_, err = runPkgsync(t, "push", writePackage(t), unsignedRepo+":v1", "--version", "1", "--registry-config", dockerConfig)
 	require.NoError(t, err)
@@ -105,9 +105,9 @@ func TestInstallVerifyIdentity(t *testing.T) {
 	out, err := runPkgsync(t, "build", writePackage(t), "--tag", image, "--push", "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	digest := strings.Fields(strings.Split(out, "\n")[0])[2]
-	bundle, err := sigstore.SignImage(reg.Host+"/"+repository, digest, source.SignPredicateType, identity, issuer)
+	bundle, err := sigstore.SignImage(reg.Host+"/"+repository, digest, signature.SignPredicateType, identity, issuer)
 	require.NoError(t, err)
-	_, err = testenv.AttachBundle(t.Context(), reg.Host, repository, digest, bundle, source.SignPredicateType)
+	_, err = testenv.AttachBundle(t.Context(), reg.Host, repository, digest, bundle, signature.SignPredicateType)
 	require.NoError(t, err)
 
 	install := func(args ...string) (string, string, error) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 )
 
 func newKeyCmd() *cobra.Command {
@@ -58,7 +58,7 @@ for twice on the terminal. Existing files are never overwritten unless --force i
 			if err != nil {
 				return err
 			}
-			priv, pub, err := source.GenerateSigningKey(password)
+			priv, pub, err := signature.GenerateSigningKey(password)
 			if err != nil {
 				return err
 			}

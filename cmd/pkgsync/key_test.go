@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -34,12 +34,12 @@ func TestKeyGenerate(t *testing.T) {
 	require.NoError(t, err)
 
 	t.Run("the private key opens with the password and matches the public key", func(t *testing.T) {
-		key, err := source.LoadSigningKey(priv, []byte("s3cret"))
+		key, err := signature.LoadSigningKey(priv, []byte("s3cret"))
 		require.NoError(t, err)
 		derived, err := key.PublicKeyPEM()
 		require.NoError(t, err)
 		assert.Equal(t, string(pub), string(derived))
-		_, err = source.LoadSigningKey(priv, []byte("wrong"))
+		_, err = signature.LoadSigningKey(priv, []byte("wrong"))
 		assert.ErrorContains(t, err, "is the password right?")
 	})
 

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 )
 
 // passwordEnv holds the password of the signing key, as cosign reads it.
@@ -27,7 +28,7 @@ func (f *signingKeyFlags) ApplyFlags(fs *pflag.FlagSet) {
 
 // load reads and decrypts the key. The password is $COSIGN_PASSWORD (an empty value is an
 // empty password), else asked for on the terminal.
-func (f *signingKeyFlags) load(stderr io.Writer) (*source.SigningKey, error) {
+func (f *signingKeyFlags) load(stderr io.Writer) (*signature.SigningKey, error) {
 	if f.key == "" {
 		return nil, usageError("--key is required: the private key file (cosign.key) to sign with")
 	}
@@ -43,7 +44,7 @@ func (f *signingKeyFlags) load(stderr io.Writer) (*source.SigningKey, error) {
 		}
 		password = string(pw)
 	}
-	key, err := source.LoadSigningKey(data, []byte(password))
+	key, err := signature.LoadSigningKey(data, []byte(password))
 	if err != nil {
 		return nil, fmt.Errorf("--key %s: %w", f.key, err)
 	}
@@ -137,7 +138,7 @@ certificate for another key than the one that asked is refused before anything i
 			if err := signImages(cmd, client, key, []source.Reference{ref}, true); err != nil {
 				return err
 			}
-			att, err := client.Attest(cmd.Context(), ref, key, statements, nil)
+			att, err := signature.Attest(cmd.Context(), client, ref, key, statements, nil)
 			if err != nil {
 				return err
 			}
@@ -153,9 +154,9 @@ certificate for another key than the one that asked is refused before anything i
 }
 
 // signImages signs every ref and, for text output, says where each signature went.
-func signImages(cmd *cobra.Command, client *source.Client, key *source.SigningKey, refs []source.Reference, text bool) error {
+func signImages(cmd *cobra.Command, client *source.Client, key *signature.SigningKey, refs []source.Reference, text bool) error {
 	for _, ref := range refs {
-		sig, err := client.Sign(cmd.Context(), ref, key, nil)
+		sig, err := signature.Sign(cmd.Context(), client, ref, key, nil)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 )
 
 // identityTokenEnv holds the OIDC identity token for keyless signing, as cosign reads it.
@@ -56,13 +57,13 @@ func (f *keylessFlags) check(fs *pflag.FlagSet, key string) (bool, error) {
 }
 
 // signing reads the token and the trusted root.
-func (f *keylessFlags) signing() (source.KeylessSigning, error) {
+func (f *keylessFlags) signing() (signature.KeylessSigning, error) {
 	token := f.identityToken
 	switch {
 	case f.identityTokenFile != "":
 		data, err := os.ReadFile(f.identityTokenFile)
 		if err != nil {
-			return source.KeylessSigning{}, fmt.Errorf("read --identity-token-file: %w", err)
+			return signature.KeylessSigning{}, fmt.Errorf("read --identity-token-file: %w", err)
 		}
 		token = string(data)
 	case token == "":
@@ -70,13 +71,13 @@ func (f *keylessFlags) signing() (source.KeylessSigning, error) {
 	}
 	token = strings.TrimSpace(token)
 	if token == "" {
-		return source.KeylessSigning{}, usageError("--keyless needs an OIDC identity token: --identity-token-file, --identity-token or $%s", identityTokenEnv)
+		return signature.KeylessSigning{}, usageError("--keyless needs an OIDC identity token: --identity-token-file, --identity-token or $%s", identityTokenEnv)
 	}
-	ks := source.KeylessSigning{FulcioURL: f.fulcioURL, RekorURL: f.rekorURL, IdentityToken: token}
+	ks := signature.KeylessSigning{FulcioURL: f.fulcioURL, RekorURL: f.rekorURL, IdentityToken: token}
 	if f.trustedRoot != "" {
 		data, err := os.ReadFile(f.trustedRoot)
 		if err != nil {
-			return source.KeylessSigning{}, fmt.Errorf("read --trusted-root: %w", err)
+			return signature.KeylessSigning{}, fmt.Errorf("read --trusted-root: %w", err)
 		}
 		ks.TrustedRoot = data
 	}
@@ -84,8 +85,8 @@ func (f *keylessFlags) signing() (source.KeylessSigning, error) {
 }
 
 // signKeyless signs ref, and the statements as attestations, keylessly.
-func signKeyless(cmd *cobra.Command, client *source.Client, ks source.KeylessSigning, ref source.Reference, statements [][]byte) error {
-	out, err := client.SignKeyless(cmd.Context(), ref, ks, statements, nil)
+func signKeyless(cmd *cobra.Command, client *source.Client, ks signature.KeylessSigning, ref source.Reference, statements [][]byte) error {
+	out, err := signature.SignKeyless(cmd.Context(), client, ref, ks, statements, nil)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"pkgsync.dev/pkgsync/internal/intoto"
-	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -81,7 +81,7 @@ func TestSignKeyless(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Verified "+repo+"@"+digest+" with issuer "+keylessIssuer+" subject "+keylessIdentity+"\n", out)
 	_, err = verify(`https://ci\.example/other/.*`)
-	require.ErrorIs(t, err, source.ErrSignatureInvalid)
+	require.ErrorIs(t, err, signature.ErrSignatureInvalid)
 	assert.Equal(t, 1, exitCodeOf(err))
 
 	stdout, stderr, err := runCLI(t, "install", "--export", "--registry-config", s.dockerConfig, "--image", release,
@@ -98,7 +98,7 @@ func TestSignKeyless(t *testing.T) {
 	assert.Contains(t, out, "Signed "+repo+"@"+otherDigest+" as https://ci.example/fork/")
 	_, err = runPkgsync(t, "verify", other, "--identity", `https://ci\.example/pkgsync/.*`, "--oidc-issuer", `.*`,
 		"--trusted-root", s.rootFile, "--registry-config", s.dockerConfig)
-	require.ErrorIs(t, err, source.ErrSignatureInvalid)
+	require.ErrorIs(t, err, signature.ErrSignatureInvalid)
 	assert.ErrorContains(t, err, "no identity matches")
 }
 
@@ -118,12 +118,12 @@ func TestSignKeylessRefusesCertificateForAnotherKey(t *testing.T) {
 			args = append(args, "--trusted-root", s.rootFile)
 		}
 		_, err := runPkgsync(t, args...)
-		require.ErrorIs(t, err, source.ErrCertificateKey, "trusted root %v", trustedRoot)
+		require.ErrorIs(t, err, signature.ErrCertificateKey, "trusted root %v", trustedRoot)
 	}
 	assert.Equal(t, int64(2), s.services.Certificates())
 	assert.Zero(t, s.services.Entries(), "nothing logged")
 	_, err := runPkgsync(t, "verify", ref, "--identity", `.*`, "--oidc-issuer", `.*`, "--trusted-root", s.rootFile, "--registry-config", s.dockerConfig)
-	require.ErrorIs(t, err, source.ErrNoSignature, "nothing pushed")
+	require.ErrorIs(t, err, signature.ErrNoSignature, "nothing pushed")
 }
 
 // Not parallel: $SIGSTORE_ID_TOKEN is cleared.

@@ -10,14 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 // writeKeyPair writes cosign.key (encrypted with password) and cosign.pub into dir.
 func writeKeyPair(t *testing.T, dir, password string) (keyFile, pubFile string) {
 	t.Helper()
-	priv, pub, err := source.GenerateSigningKey([]byte(password))
+	priv, pub, err := signature.GenerateSigningKey([]byte(password))
 	require.NoError(t, err)
 	keyFile, pubFile = filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
 	require.NoError(t, os.WriteFile(keyFile, priv, 0o600))
@@ -58,7 +58,7 @@ func TestSignAndVerifyCommands(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
 	digest := strings.Fields(lines[0])[2]
-	assert.True(t, strings.HasPrefix(lines[2], "Signed "+ref+"@"+digest+" (signature "+signed+":"+source.SignatureTag(digest)+"@sha256:"), lines[2])
+	assert.True(t, strings.HasPrefix(lines[2], "Signed "+ref+"@"+digest+" (signature "+signed+":"+signature.SignatureTag(digest)+"@sha256:"), lines[2])
 
 	out, err = runPkgsync(t, "verify", ref, "--key", pub, "--registry-config", dockerConfig)
 	require.NoError(t, err)
@@ -66,7 +66,7 @@ func TestSignAndVerifyCommands(t *testing.T) {
 
 	// Another key: exit code 1, the keys named.
 	_, err = runPkgsync(t, "verify", ref, "--key", otherPub, "--registry-config", dockerConfig)
-	require.ErrorIs(t, err, source.ErrSignatureInvalid)
+	require.ErrorIs(t, err, signature.ErrSignatureInvalid)
 	assert.Equal(t, 1, exitCodeOf(err))
 	// Any of several keys.
 	_, err = runPkgsync(t, "verify", ref, "--key", otherPub, "--key", pub, "--registry-config", dockerConfig)
@@ -77,7 +77,7 @@ func TestSignAndVerifyCommands(t *testing.T) {
 	_, err = runPkgsync(t, "push", writePackage(t), unsigned, "--version", "2", "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	_, err = runPkgsync(t, "verify", unsigned, "--key", otherPub, "--registry-config", dockerConfig)
-	require.ErrorIs(t, err, source.ErrNoSignature)
+	require.ErrorIs(t, err, signature.ErrNoSignature)
 	out, err = runPkgsync(t, "sign", unsigned, "--key", otherKey, "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(out, "Signed "+unsigned+" (signature "), out)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 )
 
 func newVerifyCmd() *cobra.Command {
@@ -81,7 +82,7 @@ It exits 0 when a signature (and every attestation asked for) verifies and 1 oth
 			if err != nil {
 				return err
 			}
-			v, err := client.Verify(cmd.Context(), refs[0], set, nil)
+			v, err := signature.Verify(cmd.Context(), client, refs[0], set, nil)
 			if err != nil {
 				return err
 			}
@@ -89,7 +90,7 @@ It exits 0 when a signature (and every attestation asked for) verifies and 1 oth
 			// The attestations of the digest just verified, not of whatever the tag names now.
 			pinned := refs[0].WithDigest(v.Digest)
 			for _, t := range types {
-				a, err := client.VerifyAttestation(cmd.Context(), pinned, set, t, nil)
+				a, err := signature.VerifyAttestation(cmd.Context(), client, pinned, set, t, nil)
 				if err != nil {
 					return err
 				}
@@ -114,11 +115,11 @@ func verifyKeylessCmd(cmd *cobra.Command, registry *registryOptions, ref source.
 	if err != nil {
 		return fmt.Errorf("read --trusted-root: %w", err)
 	}
-	ids := make([]source.OIDCIdentity, len(identities))
+	ids := make([]signature.OIDCIdentity, len(identities))
 	for i, subject := range identities {
-		ids[i] = source.OIDCIdentity{Issuer: issuer, Subject: subject}
+		ids[i] = signature.OIDCIdentity{Issuer: issuer, Subject: subject}
 	}
-	policy, err := source.NewKeylessPolicy(trusted, ids)
+	policy, err := signature.NewKeylessPolicy(trusted, ids)
 	if err != nil {
 		return usageError("--trusted-root, --identity: %w", err)
 	}
@@ -126,7 +127,7 @@ func verifyKeylessCmd(cmd *cobra.Command, registry *registryOptions, ref source.
 	if err != nil {
 		return err
 	}
-	v, err := client.VerifyKeyless(cmd.Context(), ref, policy, nil)
+	v, err := signature.VerifyKeyless(cmd.Context(), client, ref, policy, nil)
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func verifyKeylessCmd(cmd *cobra.Command, registry *registryOptions, ref source.
 }
 
 // readPublicKeys reads the PEM public key files a flag names, each named by its file name.
-func readPublicKeys(flag string, paths []string) (*source.PublicKeys, error) {
+func readPublicKeys(flag string, paths []string) (*signature.PublicKeys, error) {
 	named := map[string][]byte{}
 	for _, path := range paths {
 		data, err := os.ReadFile(path)
@@ -144,7 +145,7 @@ func readPublicKeys(flag string, paths []string) (*source.PublicKeys, error) {
 		}
 		named[filepath.Base(path)] = data
 	}
-	set, err := source.ParsePublicKeys(named)
+	set, err := signature.ParsePublicKeys(named)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}

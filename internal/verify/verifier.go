@@ -16,6 +16,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 )
 
 // verifiedEntries bounds the digests remembered as verified, per repository and key set.
@@ -110,7 +111,7 @@ func (v *Verifier) checkWith(ctx context.Context, spec *v1alpha1.Verification, n
 	}
 	var (
 		trustID, trust string
-		verify         func() (*source.Verification, error)
+		verify         func() (*signature.Verification, error)
 	)
 	if len(spec.MatchOIDCIdentity) > 0 {
 		policy, err := keylessPolicy(key, &secret, field, spec.MatchOIDCIdentity)
@@ -118,14 +119,16 @@ func (v *Verifier) checkWith(ctx context.Context, spec *v1alpha1.Verification, n
 			return &reconciler.StageError{Reason: v1alpha1.VerificationFailedReason, Err: err}
 		}
 		trustID, trust = "keyless\x00"+policy.ID(), "the trusted root of Secret "+secretName+" and "+field+".matchOIDCIdentity"
-		verify = func() (*source.Verification, error) { return v.source.VerifyKeyless(ctx, ref, policy, creds) }
+		verify = func() (*signature.Verification, error) {
+			return signature.VerifyKeyless(ctx, v.source, ref, policy, creds)
+		}
 	} else {
 		keys, err := publicKeys(key, &secret, field)
 		if err != nil {
 			return &reconciler.StageError{Reason: v1alpha1.VerificationFailedReason, Err: err}
 		}
 		trustID, trust = keys.ID(), fmt.Sprintf("the keys %v of Secret %s", keys.Names(), secretName)
-		verify = func() (*source.Verification, error) { return v.source.Verify(ctx, ref, keys, creds) }
+		verify = func() (*signature.Verification, error) { return signature.Verify(ctx, v.source, ref, keys, creds) }
 	}
 	if ref.Digest == "" {
 		// Verdicts are cached per digest: a tag would make one verdict stand for every digest
@@ -191,16 +194,16 @@ func (v *Verifier) refuseUnverified(field, image string) error {
 }
 
 // keylessPolicy reads the trusted root of a Secret and the identities of spec.verify.
-func keylessPolicy(key client.ObjectKey, secret *corev1.Secret, field string, match []v1alpha1.OIDCIdentityMatch) (*source.KeylessPolicy, error) {
+func keylessPolicy(key client.ObjectKey, secret *corev1.Secret, field string, match []v1alpha1.OIDCIdentityMatch) (*signature.KeylessPolicy, error) {
 	trusted, ok := secret.Data[v1alpha1.TrustedRootKey]
 	if !ok {
 		return nil, fmt.Errorf("the Secret %s (%s.secretRef) has no %s, which keyless verification (%s.matchOIDCIdentity) needs: add the Sigstore trusted root (cosign trusted-root create)", key, field, v1alpha1.TrustedRootKey, field)
 	}
-	ids := make([]source.OIDCIdentity, len(match))
+	ids := make([]signature.OIDCIdentity, len(match))
 	for i, m := range match {
-		ids[i] = source.OIDCIdentity{Issuer: m.Issuer, Subject: m.Subject}
+		ids[i] = signature.OIDCIdentity{Issuer: m.Issuer, Subject: m.Subject}
 	}
-	policy, err := source.NewKeylessPolicy(trusted, ids)
+	policy, err := signature.NewKeylessPolicy(trusted, ids)
 	if err != nil {
 		return nil, fmt.Errorf("%s.matchOIDCIdentity with the Secret %s: %w", field, key, err)
 	}
@@ -208,7 +211,7 @@ func keylessPolicy(key client.ObjectKey, secret *corev1.Secret, field string, ma
 }
 
 // publicKeys reads the public keys of a Secret: every data key ending in .pub.
-func publicKeys(key client.ObjectKey, secret *corev1.Secret, field string) (*source.PublicKeys, error) {
+func publicKeys(key client.ObjectKey, secret *corev1.Secret, field string) (*signature.PublicKeys, error) {
 	named := map[string][]byte{}
 	var others []string
 	for name, data := range secret.Data {
@@ -222,7 +225,7 @@ func publicKeys(key client.ObjectKey, secret *corev1.Secret, field string) (*sou
 		slices.Sort(others)
 		return nil, fmt.Errorf("the Secret %s (%s.secretRef) has no key ending in %s (it has %v): add the cosign public key as cosign.pub", key, field, v1alpha1.PublicKeySuffix, others)
 	}
-	keys, err := source.ParsePublicKeys(named)
+	keys, err := signature.ParsePublicKeys(named)
 	if err != nil {
 		return nil, fmt.Errorf("the Secret %s (%s.secretRef): %w", key, field, err)
 	}

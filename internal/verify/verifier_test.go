@@ -20,6 +20,7 @@ import (
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/internal/verify/verifytest"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 )
 
 // fixtureVerifier is a verifier over f's Secrets and policies, for namespace.
@@ -62,7 +63,7 @@ func TestVerificationOutcome(t *testing.T) {
 		{name: "signed with a key the Secret does not hold", spec: verifytest.KeysOf("keys-b"), namespace: verifytest.TenantNamespace, ref: f.Signed,
 			reason: v1alpha1.VerificationFailedReason, says: []string{"[b.pub]", "Secret team/keys-b", "spec.verify"}},
 		{name: "unsigned", spec: verifytest.KeysOf("keys-a"), namespace: verifytest.TenantNamespace, ref: f.Unsigned,
-			reason: v1alpha1.VerificationFailedReason, says: []string{"[a.pub]", source.SignatureTag(f.Unsigned.Digest)}},
+			reason: v1alpha1.VerificationFailedReason, says: []string{"[a.pub]", signature.SignatureTag(f.Unsigned.Digest)}},
 		{name: "the Secret is missing", spec: verifytest.KeysOf("absent"), namespace: verifytest.TenantNamespace, ref: f.Signed,
 			reason: v1alpha1.VerificationFailedReason, says: []string{"read the verification Secret", "team/absent"}},
 		{name: "the Secret holds no key", spec: verifytest.KeysOf("no-keys"), namespace: verifytest.TenantNamespace, ref: f.Signed,
@@ -173,7 +174,7 @@ func TestVerificationCacheExpires(t *testing.T) {
 
 	// Revoke: delete the signature from the registry.
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodDelete,
-		"http://"+f.Reg.Host+"/v2/addons/signed/manifests/"+source.SignatureTag(f.Signed.Digest), nil)
+		"http://"+f.Reg.Host+"/v2/addons/signed/manifests/"+signature.SignatureTag(f.Signed.Digest), nil)
 	require.NoError(t, err)
 	req.SetBasicAuth("reader", "secret")
 	resp, err := http.DefaultClient.Do(req)

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -266,7 +266,7 @@ func (d *demo) startController(abort context.CancelCauseFunc) error {
 // makeSigningKey writes a throw-away key pair in cosign's format, as `cosign generate-key-pair`
 // would.
 func (d *demo) makeSigningKey() error {
-	private, public, err := source.GenerateSigningKey([]byte(signingKeyPassword))
+	private, public, err := signature.GenerateSigningKey([]byte(signingKeyPassword))
 	if err != nil {
 		return fmt.Errorf("generate a signing key: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -111,7 +112,7 @@ func TestFleetSecretsFollowTheFleet(t *testing.T) {
 		require.NoError(t, err)
 		_, err = suite.source.Push(t.Context(), img, []source.Reference{ref}, creds)
 		require.NoError(t, err)
-		_, err = suite.source.Sign(t.Context(), ref.WithDigest(img.Digest), key, creds)
+		_, err = signature.Sign(t.Context(), suite.source, ref.WithDigest(img.Digest), key, creds)
 		require.NoError(t, err)
 		return img.Digest
 	}

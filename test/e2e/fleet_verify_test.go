@@ -18,6 +18,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 )
 
 // waitForFleetRequest asks the fleet to reconcile (and resolve its tag) now and waits until it
@@ -65,11 +66,11 @@ func TestFleetVerification(t *testing.T) {
 	require.NoError(t, err)
 	key, pub := signingKey(t)
 	signatureReads := func(digest string) int {
-		return suite.registryRequests.count(http.MethodGet, "/v2/"+repo+"/manifests/"+source.SignatureTag(digest))
+		return suite.registryRequests.count(http.MethodGet, "/v2/"+repo+"/manifests/"+signature.SignatureTag(digest))
 	}
 
 	digest1 := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
-	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest1), key, nil)
+	_, err = signature.Sign(t.Context(), suite.source, ref.WithDigest(digest1), key, nil)
 	require.NoError(t, err)
 	signedReads := signatureReads(digest1) // signing reads the tag too
 	// The fleet reads the Secret in the controller's namespace, each member in its own, where
@@ -130,7 +131,7 @@ func TestFleetVerification(t *testing.T) {
 	assert.Equal(t, digest1, got.Status.Target.Digest, "the target stays the verified one")
 
 	// Signed after all: rolled out.
-	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest2), key, nil)
+	_, err = signature.Sign(t.Context(), suite.source, ref.WithDigest(digest2), key, nil)
 	require.NoError(t, err)
 	waitForFleetRequest(t, fleet)
 	waitForFleet(t, fleet.Name, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, digest2)

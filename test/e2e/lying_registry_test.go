@@ -19,6 +19,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -112,7 +113,7 @@ func TestCachedRenderNotServedThroughAnotherRegistry(t *testing.T) {
 		require.NoError(t, err)
 		key, pub := signingKey(t)
 		// B's signature of A's digest, pushed to B's registry next to the digest it claims.
-		_, err = suite.source.Sign(t.Context(), ref, key, nil)
+		_, err = signature.Sign(t.Context(), suite.source, ref, key, nil)
 		require.NoError(t, err)
 		putKeys(t, b, map[string][]byte{"cosign.pub": pub})
 		pkg := newPackage(b, "stolen", ref.String(), "")
@@ -139,7 +140,7 @@ func TestCachedVerdictNotServedWithoutAccess(t *testing.T) {
 	key, pub := signingKey(t)
 	ref, err := source.ParseReference(private.pkg.Spec.Image)
 	require.NoError(t, err)
-	_, err = suite.source.Sign(t.Context(), ref.WithDigest(private.digest), key, private.creds)
+	_, err = signature.Sign(t.Context(), suite.source, ref.WithDigest(private.digest), key, private.creds)
 	require.NoError(t, err)
 	putKeys(t, private.namespace, map[string][]byte{"cosign.pub": pub})
 	require.NoError(t, suite.mgmtClient.Get(t.Context(), clientKey(private.pkg), private.pkg))

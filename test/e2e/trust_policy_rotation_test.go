@@ -10,6 +10,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 )
 
 // A TrustPolicy's Secret is watched: rotating it to a key that does not verify the installed
@@ -31,7 +32,7 @@ func TestTrustPolicyRotation(t *testing.T) {
 	digest := pushPackage(t, writePackage(t, versionedPackage("1")), "e2e/"+ns+"/rotation/addon:v1")
 	ref, err := source.ParseReference(image)
 	require.NoError(t, err)
-	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest), oldKey, nil)
+	_, err = signature.Sign(t.Context(), suite.source, ref.WithDigest(digest), oldKey, nil)
 	require.NoError(t, err)
 
 	pkg := newPackage(ns, "addon", image, "")

@@ -15,6 +15,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -69,11 +70,11 @@ func TestTrustPolicyPinsTenantPackages(t *testing.T) {
 	putKeys(t, ns, map[string][]byte{"cosign.pub": tenantPub})
 	putSecret(t, controllerNS, "platform-keys", map[string][]byte{"cosign.pub": platformPub})
 	labels := map[string]string{shardLabel: shard}
-	sign := func(image, digest string, key *source.SigningKey) {
+	sign := func(image, digest string, key *signature.SigningKey) {
 		t.Helper()
 		ref, err := source.ParseReference(image)
 		require.NoError(t, err)
-		_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest), key, nil)
+		_, err = signature.Sign(t.Context(), suite.source, ref.WithDigest(digest), key, nil)
 		require.NoError(t, err)
 	}
 	newTenantPackage := func(name, image string, verify bool) *v1alpha1.Package {
@@ -163,9 +164,9 @@ func TestTrustPolicyPinsTenantPackages(t *testing.T) {
 	keylessRepo := "e2e/" + ns + "/platform/keyless/app"
 	attachKeyless := func(digest, identity string) {
 		t.Helper()
-		bundle, err := sigstore.SignImage(suite.registry.Host+"/"+keylessRepo, digest, source.SignPredicateType, identity, "https://issuer.example")
+		bundle, err := sigstore.SignImage(suite.registry.Host+"/"+keylessRepo, digest, signature.SignPredicateType, identity, "https://issuer.example")
 		require.NoError(t, err)
-		_, err = testenv.AttachBundle(t.Context(), suite.registry.Host, keylessRepo, digest, bundle, source.SignPredicateType)
+		_, err = testenv.AttachBundle(t.Context(), suite.registry.Host, keylessRepo, digest, bundle, signature.SignPredicateType)
 		require.NoError(t, err)
 	}
 	keylessImage := suite.registry.Host + "/" + keylessRepo + ":v1"
@@ -249,8 +250,8 @@ func TestTrustPolicyHoldsFleetTarget(t *testing.T) {
 	newTrustPolicy(t, policyName, "platform-keys", suite.registry.Host+"/e2e/"+hcNamespace+"/platform")
 
 	digest1 := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
-	for _, key := range []*source.SigningKey{templateKey, platformKey} {
-		_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest1), key, nil)
+	for _, key := range []*signature.SigningKey{templateKey, platformKey} {
+		_, err = signature.Sign(t.Context(), suite.source, ref.WithDigest(digest1), key, nil)
 		require.NoError(t, err)
 	}
 	fleet := verifiedFleet("trusted-"+hcNamespace[len(hcNamespace)-8:], shard, hcNamespace, image)
@@ -261,7 +262,7 @@ func TestTrustPolicyHoldsFleetTarget(t *testing.T) {
 	before := fleetMembers(t, t.Context(), fleet.Name)
 	require.Len(t, before, 2)
 	digest2 := pushPackage(t, writePackage(t, versionedPackage("2")), repo+":v1")
-	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest2), templateKey, nil)
+	_, err = signature.Sign(t.Context(), suite.source, ref.WithDigest(digest2), templateKey, nil)
 	require.NoError(t, err)
 	waitForFleetRequest(t, fleet)
 	got := waitForFleet(t, fleet.Name, metav1.ConditionFalse, v1alpha1.VerificationFailedReason, digest1)
@@ -277,7 +278,7 @@ func TestTrustPolicyHoldsFleetTarget(t *testing.T) {
 	}
 
 	// Signed by the policy's key as well: rolled out.
-	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest2), platformKey, nil)
+	_, err = signature.Sign(t.Context(), suite.source, ref.WithDigest(digest2), platformKey, nil)
 	require.NoError(t, err)
 	waitForFleetRequest(t, fleet)
 	waitForFleet(t, fleet.Name, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, digest2)

@@ -10,6 +10,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -31,7 +32,7 @@ func TestUserRegistry(t *testing.T) {
 	key, pub := signingKey(t)
 	ref, err := source.ParseReference(repo + ":1.1.0")
 	require.NoError(t, err)
-	_, err = suite.source.Sign(t.Context(), ref, key, nil)
+	_, err = signature.Sign(t.Context(), suite.source, ref, key, nil)
 	require.NoError(t, err)
 
 	ns := newNamespace(t)

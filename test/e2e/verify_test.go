@@ -18,6 +18,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -31,11 +32,11 @@ func versionedPackage(version string) map[string]string {
 }
 
 // signingKey makes a cosign-format key pair; it returns the loaded private key and the public PEM.
-func signingKey(t *testing.T) (*source.SigningKey, []byte) {
+func signingKey(t *testing.T) (*signature.SigningKey, []byte) {
 	t.Helper()
-	priv, pub, err := source.GenerateSigningKey([]byte("e2e"))
+	priv, pub, err := signature.GenerateSigningKey([]byte("e2e"))
 	require.NoError(t, err)
-	key, err := source.LoadSigningKey(priv, []byte("e2e"))
+	key, err := signature.LoadSigningKey(priv, []byte("e2e"))
 	require.NoError(t, err)
 	return key, pub
 }
@@ -85,7 +86,7 @@ func TestPackageVerification(t *testing.T) {
 	keyB, pubB := signingKey(t)
 
 	digest1 := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
-	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest1), keyA, nil)
+	_, err = signature.Sign(t.Context(), suite.source, ref.WithDigest(digest1), keyA, nil)
 	require.NoError(t, err)
 	putKeys(t, ns, map[string][]byte{"cosign.pub": pubA})
 
@@ -118,7 +119,7 @@ func TestPackageVerification(t *testing.T) {
 	}, timeout, interval)
 
 	// Signed, but by a key the Secret does not hold.
-	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest2), keyB, nil)
+	_, err = signature.Sign(t.Context(), suite.source, ref.WithDigest(digest2), keyB, nil)
 	require.NoError(t, err)
 	ready = waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
 	assert.Contains(t, ready.Message, "no signature verifies with the keys [cosign.pub]")
@@ -170,7 +171,7 @@ func TestRequireSignatures(t *testing.T) {
 	ref, err := source.ParseReference(image)
 	require.NoError(t, err)
 	key, pub := signingKey(t)
-	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest), key, nil)
+	_, err = signature.Sign(t.Context(), suite.source, ref.WithDigest(digest), key, nil)
 	require.NoError(t, err)
 	putKeys(t, ns, map[string][]byte{"cosign.pub": pub})
 	verified := newPackage(ns, "verified", image, "")
@@ -207,10 +208,10 @@ func TestVerificationCachedPerKeySet(t *testing.T) {
 	digest := pushPackage(t, writePackage(t, versionedPackage("1")), repo+":v1")
 	keyA, pubA := signingKey(t)
 	_, pubB := signingKey(t)
-	_, err = suite.source.Sign(t.Context(), ref.WithDigest(digest), keyA, nil)
+	_, err = signature.Sign(t.Context(), suite.source, ref.WithDigest(digest), keyA, nil)
 	require.NoError(t, err)
 	signatures := func() int {
-		return suite.registryRequests.count(http.MethodGet, "/v2/"+repo+"/manifests/"+source.SignatureTag(digest))
+		return suite.registryRequests.count(http.MethodGet, "/v2/"+repo+"/manifests/"+signature.SignatureTag(digest))
 	}
 	before := signatures()
 
@@ -259,9 +260,9 @@ func TestPackageKeylessVerification(t *testing.T) {
 	require.NoError(t, err)
 	otherTrusted, err := other.TrustedRoot()
 	require.NoError(t, err)
-	bundle, err := sigstore.SignImage(suite.registry.Host+"/"+repo, digest, source.SignPredicateType, "release@example.com", "https://issuer.example")
+	bundle, err := sigstore.SignImage(suite.registry.Host+"/"+repo, digest, signature.SignPredicateType, "release@example.com", "https://issuer.example")
 	require.NoError(t, err)
-	_, err = testenv.AttachBundle(t.Context(), suite.registry.Host, repo, digest, bundle, source.SignPredicateType)
+	_, err = testenv.AttachBundle(t.Context(), suite.registry.Host, repo, digest, bundle, signature.SignPredicateType)
 	require.NoError(t, err)
 
 	pkg := keylessPackage(t, ns, image, trusted, digest)
@@ -317,7 +318,7 @@ func TestPackageKeylessCosign2Verification(t *testing.T) {
 	require.NoError(t, testenv.AttachCosign2Signatures(t.Context(), suite.registry.Host, repo, digest2, sig))
 	ready := waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
 	assert.Contains(t, ready.Message, "no identity matches")
-	assert.Contains(t, ready.Message, source.SignatureTag(digest2))
+	assert.Contains(t, ready.Message, signature.SignatureTag(digest2))
 	assert.Equal(t, digest, pkg.Status.LastAppliedRevision)
 	assert.Equal(t, "1", configMapData(t, ns, "signed")["version"])
 }

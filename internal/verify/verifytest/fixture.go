@@ -22,6 +22,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/source/signature"
 )
 
 const (
@@ -68,7 +69,7 @@ func UserCredentials(user string) source.Credentials {
 
 // pushSigned pushes a package to repo:v1 and signs it with key (nil: unsigned); it returns the
 // reference pinned to the digest.
-func pushSigned(t *testing.T, src *source.Client, host, repo, content string, key *source.SigningKey) source.Reference {
+func pushSigned(t *testing.T, src *source.Client, host, repo, content string, key *signature.SigningKey) source.Reference {
 	t.Helper()
 	img := BuildPackage(t, content)
 	ref, err := source.ParseReference(host + "/" + repo + ":v1")
@@ -76,7 +77,7 @@ func pushSigned(t *testing.T, src *source.Client, host, repo, content string, ke
 	_, err = src.Push(t.Context(), img, []source.Reference{ref}, UserCredentials("reader"))
 	require.NoError(t, err)
 	if key != nil {
-		_, err = src.Sign(t.Context(), ref, key, UserCredentials("reader"))
+		_, err = signature.Sign(t.Context(), src, ref, key, UserCredentials("reader"))
 		require.NoError(t, err)
 	}
 	return ref.WithDigest(img.Digest)
@@ -93,11 +94,11 @@ func BuildPackage(t *testing.T, content string) *source.Image {
 	return img
 }
 
-func newKeyPair(t *testing.T) (*source.SigningKey, []byte) {
+func newKeyPair(t *testing.T) (*signature.SigningKey, []byte) {
 	t.Helper()
-	private, public, err := source.GenerateSigningKey([]byte("pw"))
+	private, public, err := signature.GenerateSigningKey([]byte("pw"))
 	require.NoError(t, err)
-	key, err := source.LoadSigningKey(private, []byte("pw"))
+	key, err := signature.LoadSigningKey(private, []byte("pw"))
 	require.NoError(t, err)
 	return key, public
 }

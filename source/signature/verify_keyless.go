@@ -1,4 +1,4 @@
-package source
+package signature
 
 import (
 	"context"
@@ -16,10 +16,10 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
 
 	"pkgsync.dev/pkgsync/internal/regexcost"
+	"pkgsync.dev/pkgsync/source"
 )
 
 // How cosign (--new-bundle-format, the default of cosign 3) stores a keyless signature: a
@@ -87,7 +87,7 @@ type KeylessPolicy struct {
 // signature's certificate must match one.
 func NewKeylessPolicy(trustedRoot []byte, identities []OIDCIdentity) (*KeylessPolicy, error) {
 	if len(trustedRoot) > maxTrustedRootBytes {
-		return nil, fmt.Errorf("trusted root of %d bytes: %w (at most %d)", len(trustedRoot), ErrLimit, maxTrustedRootBytes)
+		return nil, fmt.Errorf("trusted root of %d bytes: %w (at most %d)", len(trustedRoot), source.ErrLimit, maxTrustedRootBytes)
 	}
 	if len(identities) == 0 {
 		return nil, errors.New("no identity given: keyless signatures need the issuer and subject to trust")
@@ -161,10 +161,10 @@ func (p *KeylessPolicy) String() string { return "[" + strings.Join(p.described,
 // sigstore bundles among the image's referrers. It returns the verified signature, with the
 // identity that matched as Key. The error wraps ErrNoSignature when the image has neither and
 // ErrSignatureInvalid when none verifies.
-func (c *Client) VerifyKeyless(ctx context.Context, ref Reference, p *KeylessPolicy, creds Credentials) (*Verification, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.verifyTimeout)
+func VerifyKeyless(ctx context.Context, c *source.Client, ref source.Reference, p *KeylessPolicy, creds source.Credentials) (*Verification, error) {
+	ctx, cancel := context.WithTimeout(ctx, maxVerifyTime)
 	defer cancel()
-	dgst, loc, cred, err := c.signaturesAt(ctx, ref, creds)
+	dgst, loc, repo, err := c.LocateRepository(ctx, ref, creds)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", ref, err)
 	}
@@ -172,19 +172,17 @@ func (c *Client) VerifyKeyless(ctx context.Context, ref Reference, p *KeylessPol
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", ref, err)
 	}
-	repo := c.repositoryWith(loc, cred)
-	sigRef := Reference{Registry: loc.Registry, Repository: loc.Repository, Tag: SignatureTag(dgst)}
-	identity, failures, err := c.verifyKeylessTag(ctx, repo, sigRef, dgst, p)
+	sigRef := source.Reference{Registry: loc.Registry, Repository: loc.Repository, Tag: SignatureTag(dgst)}
+	identity, failures, err := verifyKeylessTag(ctx, c, repo, sigRef, dgst, p)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s@%s: %w", ref.Name(), dgst, err)
 	}
 	if identity != "" {
 		return &Verification{Digest: dgst, Key: identity, Signature: sigRef}, nil
 	}
-	repo.ReferrerListMaxPages = maxReferrerPages
 	bundles, more, err := listBundles(ctx, repo, d)
 	if err != nil {
-		return nil, fmt.Errorf("verify %s@%s: list the image's referrers: %w", ref.Name(), dgst, c.explain(loc, err))
+		return nil, fmt.Errorf("verify %s@%s: list the image's referrers: %w", ref.Name(), dgst, c.Explain(loc, err))
 	}
 	if len(bundles) == 0 && len(failures) == 0 {
 		return nil, fmt.Errorf("verify %s@%s: %w: no signature in %s and no sigstore bundle (%s) refers to the image", ref.Name(), dgst, ErrNoSignature, sigRef, BundleMediaType)
@@ -194,8 +192,8 @@ func (c *Client) VerifyKeyless(ctx context.Context, ref Reference, p *KeylessPol
 		return nil, fmt.Errorf("verify %s: %w", ref, err)
 	}
 	for i, desc := range bundles {
-		where := Reference{Registry: loc.Registry, Repository: loc.Repository, Digest: desc.Digest.String()}
-		identity, err := c.verifyBundle(ctx, repo, desc, d.Algorithm().String(), raw, p)
+		where := source.Reference{Registry: loc.Registry, Repository: loc.Repository, Digest: desc.Digest.String()}
+		identity, err := verifyBundle(ctx, repo, desc, d.Algorithm().String(), raw, p)
 		if err == nil {
 			return &Verification{Digest: dgst, Key: identity, Signature: where}, nil
 		}
@@ -211,14 +209,12 @@ func (c *Client) VerifyKeyless(ctx context.Context, ref Reference, p *KeylessPol
 // signatures before other bundles, and whether there were more.
 //
 // The registry decides how many referrers there are: the listing reads at most maxReferrerPages
-// pages (the repository's ReferrerListMaxPages) of at most maxReferrerPageBytes each, and keeps
-// maxBundles of each kind, so what is kept does not grow with what is listed.
+// pages of at most maxReferrerPageBytes each (source.ListReferrers), and keeps maxBundles of
+// each kind, so what is kept does not grow with what is listed.
 func listBundles(ctx context.Context, repo *remote.Repository, d digest.Digest) ([]ocispec.Descriptor, bool, error) {
 	var signatures, others []ocispec.Descriptor
 	more := false
-	subject := ocispec.Descriptor{Digest: d}
-	listCtx := withReadBudget(ctx, &readBudget{what: "the referrers listing", perResponse: maxReferrerPageBytes, total: maxReferrerPages * maxReferrerPageBytes})
-	err := repo.Referrers(listCtx, subject, BundleMediaType, func(page []ocispec.Descriptor) error {
+	err := source.ListReferrers(ctx, repo, d, BundleMediaType, maxReferrerPages, maxReferrerPageBytes, func(page []ocispec.Descriptor) error {
 		for _, desc := range page {
 			// The annotation is a hint for the order only: the statement inside is checked.
 			kind := &others
@@ -233,9 +229,6 @@ func listBundles(ctx context.Context, repo *remote.Repository, d digest.Digest) 
 		}
 		return nil
 	})
-	if errors.Is(err, errdef.ErrTooManyPages) {
-		err = fmt.Errorf("%w: %w", ErrLimit, err)
-	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -248,7 +241,7 @@ func listBundles(ctx context.Context, repo *remote.Repository, d digest.Digest) 
 
 // verifyBundle reads one bundle and verifies it for the digest (algorithm, raw) under the
 // policy. It returns the identity that matched.
-func (c *Client) verifyBundle(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor, algorithm string, raw []byte, p *KeylessPolicy) (string, error) {
+func verifyBundle(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor, algorithm string, raw []byte, p *KeylessPolicy) (string, error) {
 	b, err := fetchBundle(ctx, repo, desc)
 	if err != nil {
 		return "", err
@@ -289,12 +282,9 @@ func identityOf(res *verify.VerificationResult) string {
 
 // fetchBundle reads one bundle manifest and its bundle, bounded and digest-checked.
 func fetchBundle(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor) (*bundle.Bundle, error) {
-	if desc.Size > maxManifestBytes {
-		return nil, fmt.Errorf("manifest of %d bytes: %w (at most %d)", desc.Size, ErrLimit, maxManifestBytes)
-	}
-	data, err := content.FetchAll(ctx, repo, desc)
+	data, err := source.FetchManifest(ctx, repo, desc)
 	if err != nil {
-		return nil, fmt.Errorf("fetch manifest: %w", err)
+		return nil, err
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
@@ -305,7 +295,7 @@ func fetchBundle(ctx context.Context, repo *remote.Repository, desc ocispec.Desc
 	}
 	layer := m.Layers[0]
 	if layer.Size > maxBundleBytes {
-		return nil, fmt.Errorf("bundle of %d bytes: %w (at most %d)", layer.Size, ErrLimit, maxBundleBytes)
+		return nil, fmt.Errorf("bundle of %d bytes: %w (at most %d)", layer.Size, source.ErrLimit, maxBundleBytes)
 	}
 	body, err := content.FetchAll(ctx, repo.Blobs(), layer)
 	if err != nil {

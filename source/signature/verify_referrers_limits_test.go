@@ -1,4 +1,4 @@
-package source
+package signature
 
 import (
 	"context"
@@ -15,7 +15,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"pkgsync.dev/pkgsync/source"
 )
 
 // referrerPager answers the referrers API with pages of descriptors, linking a next page for up
@@ -76,11 +77,10 @@ func TestReferrersListingBounded(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(tc.srv)
 			t.Cleanup(srv.Close)
-			c := newClient(t, Options{})
-			repo := c.repositoryWith(mustRef(t, strings.TrimPrefix(srv.URL, "http://")+"/attack"), auth.EmptyCredential)
-			repo.ReferrerListMaxPages = maxReferrerPages
+			c := newClient(t, source.Options{})
+			repo := repositoryOf(t, c, mustRef(t, strings.TrimPrefix(srv.URL, "http://")+"/attack"))
 			_, _, err := listBundles(t.Context(), repo, digest.FromString("image"))
-			require.ErrorIs(t, err, ErrLimit)
+			require.ErrorIs(t, err, source.ErrLimit)
 			assert.ErrorContains(t, err, tc.message)
 			assert.LessOrEqual(t, tc.srv.served.Load(), int64(maxReferrerPages))
 		})
@@ -89,9 +89,8 @@ func TestReferrersListingBounded(t *testing.T) {
 	// Many referrers: maxBundles are kept, signatures first, and the rest is said to be there.
 	srv := httptest.NewServer(&referrerPager{pages: 3, page: func(i int) []ocispec.Descriptor { return bundleDescriptors(1000, i == 2) }})
 	t.Cleanup(srv.Close)
-	c := newClient(t, Options{})
-	repo := c.repositoryWith(mustRef(t, strings.TrimPrefix(srv.URL, "http://")+"/attack"), auth.EmptyCredential)
-	repo.ReferrerListMaxPages = maxReferrerPages
+	c := newClient(t, source.Options{})
+	repo := repositoryOf(t, c, mustRef(t, strings.TrimPrefix(srv.URL, "http://")+"/attack"))
 	bundles, more, err := listBundles(t.Context(), repo, digest.FromString("image"))
 	require.NoError(t, err)
 	assert.True(t, more)
@@ -124,12 +123,11 @@ func TestVerifyBoundedInTime(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	c := newClient(t, Options{})
-	c.verifyTimeout = 300 * time.Millisecond
+	c := newClient(t, source.Options{})
 	_, pub := newKey(t)
 	ref := mustRef(t, strings.TrimPrefix(srv.URL, "http://")+"/attack@"+digest.FromString("image").String())
 	start := time.Now()
-	_, err := c.Verify(t.Context(), ref, mustKeys(t, map[string][]byte{"cosign.pub": pub}), nil)
+	_, err := verifyWithin(t.Context(), c, ref, mustKeys(t, map[string][]byte{"cosign.pub": pub}), nil, 300*time.Millisecond)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), 10*time.Second)
 }

@@ -1,4 +1,4 @@
-package source
+package signature
 
 import (
 	"bytes"
@@ -20,6 +20,8 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"oras.land/oras-go/v2/registry/remote"
+
+	"pkgsync.dev/pkgsync/source"
 )
 
 // How cosign 2 (and cosign 3 with --new-bundle-format=false) stores a keyless signature: a
@@ -59,8 +61,8 @@ type rekorBundle struct {
 // signature manifest sigRef names. It returns the identity that verified, or what failed per
 // layer (nothing when the tag does not exist or holds no layer). Errors are those of reading the
 // manifest.
-func (c *Client) verifyKeylessTag(ctx context.Context, repo *remote.Repository, sigRef Reference, dgst string, p *KeylessPolicy) (string, []string, error) {
-	manifest, err := c.readSignatureManifest(ctx, repo, sigRef)
+func verifyKeylessTag(ctx context.Context, c *source.Client, repo *remote.Repository, sigRef source.Reference, dgst string, p *KeylessPolicy) (string, []string, error) {
+	manifest, err := readSignatureManifest(ctx, c, repo, sigRef)
 	if errors.Is(err, ErrNoSignature) {
 		return "", nil, nil
 	}
@@ -73,7 +75,7 @@ func (c *Client) verifyKeylessTag(ctx context.Context, repo *remote.Repository, 
 			failures = append(failures, fmt.Sprintf("%d more signatures in %s not read (at most %d are)", len(manifest.Layers)-i, sigRef, maxSignatureLayers))
 			break
 		}
-		identity, err := c.verifyKeylessLayer(ctx, repo, sigRef, layer, dgst, p)
+		identity, err := verifyKeylessLayer(ctx, c, repo, sigRef, layer, dgst, p)
 		if err == nil {
 			return identity, nil, nil
 		}
@@ -85,7 +87,7 @@ func (c *Client) verifyKeylessTag(ctx context.Context, repo *remote.Repository, 
 // verifyKeylessLayer checks one signature layer as a keyless signature: converted to a sigstore
 // bundle, it must verify under the policy (certificate, identity, log entry) with the payload as
 // the signed artifact, and the payload must name dgst. It returns the identity that matched.
-func (c *Client) verifyKeylessLayer(ctx context.Context, repo *remote.Repository, sigRef Reference, layer ocispec.Descriptor, dgst string, p *KeylessPolicy) (string, error) {
+func verifyKeylessLayer(ctx context.Context, c *source.Client, repo *remote.Repository, sigRef source.Reference, layer ocispec.Descriptor, dgst string, p *KeylessPolicy) (string, error) {
 	sig, err := layerSignature(layer)
 	if err != nil {
 		return "", err
@@ -98,7 +100,7 @@ func (c *Client) verifyKeylessLayer(ctx context.Context, repo *remote.Repository
 	if !ok {
 		return "", fmt.Errorf("no %s annotation: the signature was not logged in a transparency log (cosign --tlog-upload=false), which a keyless signature needs", RekorBundleAnnotation)
 	}
-	body, err := c.fetchPayload(ctx, repo, sigRef, layer)
+	body, err := fetchPayload(ctx, c, repo, sigRef, layer)
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package source
+package signature
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"oras.land/oras-go/v2/registry/remote"
+
+	"pkgsync.dev/pkgsync/source"
 )
 
 // verifyKeyedBundles looks for signatures made with a key in cosign 3's format (its default):
@@ -19,8 +21,8 @@ import (
 // and timestamps in the bundle are not required. It returns the name of the key that verified
 // and the bundle's manifest, or what failed per bundle (nothing when no bundle refers to the
 // image). Errors are those of the listing.
-func (c *Client) verifyKeyedBundles(ctx context.Context, repo *remote.Repository, ref Reference, dgst string, keys *PublicKeys) (string, Reference, []string, error) {
-	var none Reference
+func verifyKeyedBundles(ctx context.Context, c *source.Client, repo *remote.Repository, ref source.Reference, dgst string, keys *PublicKeys) (string, source.Reference, []string, error) {
+	var none source.Reference
 	d, err := digest.Parse(dgst)
 	if err != nil {
 		return "", none, nil, err
@@ -29,10 +31,9 @@ func (c *Client) verifyKeyedBundles(ctx context.Context, repo *remote.Repository
 	if err != nil {
 		return "", none, nil, err
 	}
-	repo.ReferrerListMaxPages = maxReferrerPages
 	bundles, more, err := listBundles(ctx, repo, d)
 	if err != nil {
-		return "", none, nil, fmt.Errorf("list the image's referrers: %w", c.explain(ref, err))
+		return "", none, nil, fmt.Errorf("list the image's referrers: %w", c.Explain(ref, err))
 	}
 	verifiers := make([]*verify.Verifier, len(keys.keys))
 	for i, k := range keys.keys {
@@ -57,7 +58,7 @@ func (c *Client) verifyKeyedBundles(ctx context.Context, repo *remote.Repository
 				err = checkSignatureStatement(res)
 			}
 			if err == nil {
-				return keys.keys[j].name, Reference{Registry: ref.Registry, Repository: ref.Repository, Digest: desc.Digest.String()}, nil, nil
+				return keys.keys[j].name, source.Reference{Registry: ref.Registry, Repository: ref.Repository, Digest: desc.Digest.String()}, nil, nil
 			}
 			errs = append(errs, fmt.Sprintf("%s: %v", keys.keys[j].name, err))
 		}

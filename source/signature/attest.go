@@ -1,4 +1,4 @@
-package source
+package signature
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
@@ -14,6 +13,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
+
+	"pkgsync.dev/pkgsync/source"
 )
 
 // How cosign (attest, verify-attestation) stores signed attestations of an image: a manifest
@@ -40,50 +41,6 @@ var ErrNoAttestation = errors.New("no attestation verifies")
 // AttestationTag is the tag cosign stores the attestations of dgst under: sha256-HEX.att.
 func AttestationTag(dgst string) string {
 	return strings.Replace(dgst, ":", "-", 1) + attestationTagSuffix
-}
-
-// Attachment is a manifest to push beside an image, with its blobs: a referrer (pushed by digest;
-// its subject names the image) or a manifest under a tag.
-type Attachment struct {
-	// Tag, when not empty, is the tag it is pushed under.
-	Tag string
-	// Manifest is the manifest's content and Descriptor describes it.
-	Manifest   []byte
-	Descriptor ocispec.Descriptor
-	// Blobs are the blobs the manifest references.
-	Blobs map[digest.Digest][]byte
-}
-
-// PushAttachments pushes attachments to the repository ref names (its tag or digest do not
-// count): blobs first, then each manifest, by tag or, for a referrer, by digest (oras maintains
-// the referrers tag schema on registries without the referrers API).
-func (c *Client) PushAttachments(ctx context.Context, ref Reference, attachments []Attachment, creds Credentials) error {
-	repo, err := c.repository(ctx, ref, creds)
-	if err != nil {
-		return fmt.Errorf("push attachments to %s: %w", ref.Name(), err)
-	}
-	for _, a := range attachments {
-		digests := make([]digest.Digest, 0, len(a.Blobs))
-		for d := range a.Blobs {
-			digests = append(digests, d)
-		}
-		slices.Sort(digests)
-		for _, d := range digests {
-			data := a.Blobs[d]
-			if err := pushBlob(ctx, repo, ocispec.Descriptor{MediaType: "application/octet-stream", Digest: d, Size: int64(len(data))}, data); err != nil {
-				return fmt.Errorf("push attachment %s: blob %s: %w", a.Descriptor.Digest, d, c.explain(ref, err))
-			}
-		}
-		if a.Tag != "" {
-			err = repo.PushReference(ctx, a.Descriptor, bytes.NewReader(a.Manifest), a.Tag)
-		} else {
-			err = repo.Push(ctx, a.Descriptor, bytes.NewReader(a.Manifest))
-		}
-		if err != nil {
-			return fmt.Errorf("push attachment %s: %w", a.Descriptor.Digest, c.explain(ref, err))
-		}
-	}
-	return nil
 }
 
 // statementHead is what is read of an in-toto statement to check it.
@@ -132,23 +89,23 @@ func checkStatement(stmt []byte, dgst string) (*statementHead, error) {
 // name the image's digest among its subjects: a statement about other content is refused. An
 // attestation by the same key of the same predicate type is replaced. ECDSA signatures are
 // randomized: the envelopes differ from run to run, the statements they carry do not.
-func (c *Client) Attest(ctx context.Context, ref Reference, key *SigningKey, statements [][]byte, creds Credentials) (Reference, error) {
-	repo, err := c.repository(ctx, ref, creds)
+func Attest(ctx context.Context, c *source.Client, ref source.Reference, key *SigningKey, statements [][]byte, creds source.Credentials) (source.Reference, error) {
+	repo, err := c.Repository(ctx, ref, creds)
 	if err != nil {
-		return Reference{}, fmt.Errorf("attest %s: %w", ref, err)
+		return source.Reference{}, fmt.Errorf("attest %s: %w", ref, err)
 	}
 	dgst := ref.Digest
 	if dgst == "" {
 		desc, err := repo.Resolve(ctx, ref.Tag)
 		if err != nil {
-			return Reference{}, fmt.Errorf("attest %s: %w", ref, c.explain(ref, err))
+			return source.Reference{}, fmt.Errorf("attest %s: %w", ref, c.Explain(ref, err))
 		}
 		dgst = desc.Digest.String()
 	}
-	attRef := Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: AttestationTag(dgst)}
-	existing, err := c.readSignatureManifest(ctx, repo, attRef)
+	attRef := source.Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: AttestationTag(dgst)}
+	existing, err := readSignatureManifest(ctx, c, repo, attRef)
 	if err != nil && !errors.Is(err, ErrNoSignature) {
-		return Reference{}, fmt.Errorf("attest %s: %w", ref, err)
+		return source.Reference{}, fmt.Errorf("attest %s: %w", ref, err)
 	}
 	signer := dsse.WrapSigner(key.signer, InTotoPayloadType)
 	verifier := dsse.WrapVerifier(key.signer)
@@ -157,17 +114,17 @@ func (c *Client) Attest(ctx context.Context, ref Reference, key *SigningKey, sta
 	for _, stmt := range statements {
 		head, err := checkStatement(stmt, dgst)
 		if err != nil {
-			return Reference{}, fmt.Errorf("attest %s@%s: %w", ref.Name(), dgst, err)
+			return source.Reference{}, fmt.Errorf("attest %s@%s: %w", ref.Name(), dgst, err)
 		}
 		envelope, err := signer.SignMessage(bytes.NewReader(stmt))
 		if err != nil {
-			return Reference{}, fmt.Errorf("attest %s: %w", ref, err)
+			return source.Reference{}, fmt.Errorf("attest %s: %w", ref, err)
 		}
 		layer := content.NewDescriptorFromBytes(DSSEMediaType, envelope)
 		// cosign reads the signature annotation of every layer; an attestation's is empty.
 		layer.Annotations = map[string]string{SignatureAnnotation: "", PredicateTypeAnnotation: head.PredicateType}
-		if err := pushBlob(ctx, repo, layer, envelope); err != nil {
-			return Reference{}, fmt.Errorf("attest %s: push attestation: %w", ref, c.explain(attRef, err))
+		if err := source.PushBlob(ctx, repo, layer, envelope); err != nil {
+			return source.Reference{}, fmt.Errorf("attest %s: push attestation: %w", ref, c.Explain(attRef, err))
 		}
 		added = append(added, layer)
 		replaced[head.PredicateType] = true
@@ -176,7 +133,7 @@ func (c *Client) Attest(ctx context.Context, ref Reference, key *SigningKey, sta
 	if existing != nil {
 		for _, l := range existing.Layers {
 			if replaced[l.Annotations[PredicateTypeAnnotation]] && l.Size <= maxAttestationBytes {
-				if env, err := c.fetchLimited(ctx, repo, attRef, l, maxAttestationBytes); err == nil &&
+				if env, err := fetchLimited(ctx, c, repo, attRef, l, maxAttestationBytes); err == nil &&
 					verifier.VerifySignature(bytes.NewReader(env), nil) == nil {
 					continue
 				}
@@ -185,9 +142,9 @@ func (c *Client) Attest(ctx context.Context, ref Reference, key *SigningKey, sta
 		}
 	}
 	layers = append(layers, added...)
-	pushed, err := c.pushLayers(ctx, repo, layers, attRef)
+	pushed, err := pushLayers(ctx, c, repo, layers, attRef)
 	if err != nil {
-		return Reference{}, fmt.Errorf("attest %s: push attestations: %w", ref, err)
+		return source.Reference{}, fmt.Errorf("attest %s: push attestations: %w", ref, err)
 	}
 	return pushed, nil
 }
@@ -208,23 +165,22 @@ type AttestationVerification struct {
 // attest stores it (the .att tag), that one of keys signed (DSSE), whose in-toto statement is
 // about the image's digest and of predicateType. A tag is resolved first. As with Verify, no
 // transparency log is consulted. The error wraps ErrNoAttestation when none verifies.
-func (c *Client) VerifyAttestation(ctx context.Context, ref Reference, keys *PublicKeys, predicateType string, creds Credentials) (*AttestationVerification, error) {
+func VerifyAttestation(ctx context.Context, c *source.Client, ref source.Reference, keys *PublicKeys, predicateType string, creds source.Credentials) (*AttestationVerification, error) {
 	if keys == nil || len(keys.keys) == 0 {
 		return nil, fmt.Errorf("verify attestation of %s: no public key given", ref)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.verifyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, maxVerifyTime)
 	defer cancel()
-	cred, err := c.credential(ctx, ref.Registry, creds)
+	repo, err := c.Repository(ctx, ref, creds)
 	if err != nil {
 		return nil, fmt.Errorf("verify attestation of %s: %w", ref, err)
 	}
-	dgst, err := c.resolve(ctx, ref, cred)
+	dgst, err := resolveAt(ctx, c, repo, ref)
 	if err != nil {
 		return nil, fmt.Errorf("verify attestation of %s: %w", ref, err)
 	}
-	repo := c.repositoryWith(ref, cred)
-	attRef := Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: AttestationTag(dgst)}
-	manifest, err := c.readSignatureManifest(ctx, repo, attRef)
+	attRef := source.Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: AttestationTag(dgst)}
+	manifest, err := readSignatureManifest(ctx, c, repo, attRef)
 	if errors.Is(err, ErrNoSignature) {
 		return nil, fmt.Errorf("verify attestation of %s@%s: %w: the registry has no %s", ref.Name(), dgst, ErrNoAttestation, attRef)
 	}
@@ -250,7 +206,7 @@ func (c *Client) VerifyAttestation(ctx context.Context, ref Reference, keys *Pub
 		if pt, ok := layer.Annotations[PredicateTypeAnnotation]; ok && pt != predicateType {
 			continue
 		}
-		v, err := c.verifyAttestationLayer(ctx, repo, attRef, layer, dgst, predicateType, verifiers)
+		v, err := verifyAttestationLayer(ctx, c, repo, attRef, layer, dgst, predicateType, verifiers)
 		if err == nil {
 			return v, nil
 		}
@@ -263,8 +219,8 @@ func (c *Client) VerifyAttestation(ctx context.Context, ref Reference, keys *Pub
 }
 
 // verifyAttestationLayer verifies one DSSE envelope and the statement it carries.
-func (c *Client) verifyAttestationLayer(ctx context.Context, repo *remote.Repository, attRef Reference, layer ocispec.Descriptor, dgst, predicateType string, verifiers []namedVerifier) (*AttestationVerification, error) {
-	envelope, err := c.fetchLimited(ctx, repo, attRef, layer, maxAttestationBytes)
+func verifyAttestationLayer(ctx context.Context, c *source.Client, repo *remote.Repository, attRef source.Reference, layer ocispec.Descriptor, dgst, predicateType string, verifiers []namedVerifier) (*AttestationVerification, error) {
+	envelope, err := fetchLimited(ctx, c, repo, attRef, layer, maxAttestationBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -300,13 +256,13 @@ func (c *Client) verifyAttestationLayer(ctx context.Context, repo *remote.Reposi
 }
 
 // fetchLimited downloads a blob of at most limit bytes, digest-checked.
-func (c *Client) fetchLimited(ctx context.Context, repo *remote.Repository, ref Reference, desc ocispec.Descriptor, limit int64) ([]byte, error) {
+func fetchLimited(ctx context.Context, c *source.Client, repo *remote.Repository, ref source.Reference, desc ocispec.Descriptor, limit int64) ([]byte, error) {
 	if desc.Size > limit {
-		return nil, fmt.Errorf("%s of %d bytes: %w (at most %d)", desc.Digest, desc.Size, ErrLimit, limit)
+		return nil, fmt.Errorf("%s of %d bytes: %w (at most %d)", desc.Digest, desc.Size, source.ErrLimit, limit)
 	}
 	rc, err := repo.Fetch(ctx, desc)
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", desc.Digest, c.explain(ref, err))
+		return nil, fmt.Errorf("fetch %s: %w", desc.Digest, c.Explain(ref, err))
 	}
 	defer rc.Close()
 	data, err := content.ReadAll(rc, desc)
@@ -314,4 +270,20 @@ func (c *Client) fetchLimited(ctx context.Context, repo *remote.Repository, ref 
 		return nil, fmt.Errorf("fetch %s: %w", desc.Digest, err)
 	}
 	return data, nil
+}
+
+// resolveAt returns the digest ref names in repo, the repository ref names as written (no
+// override or mirror): ref's own digest, else its tag's, asked of the registry.
+func resolveAt(ctx context.Context, c *source.Client, repo *remote.Repository, ref source.Reference) (string, error) {
+	if ref.Digest != "" {
+		return ref.Digest, nil
+	}
+	if ref.Tag == "" {
+		return "", fmt.Errorf("resolve %s: the reference names neither a tag nor a digest", ref)
+	}
+	desc, err := repo.Resolve(ctx, ref.Tag)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", ref, c.Explain(ref, err))
+	}
+	return desc.Digest.String(), nil
 }

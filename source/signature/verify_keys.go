@@ -1,4 +1,4 @@
-package source
+package signature
 
 import (
 	"crypto"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
-	"github.com/sigstore/sigstore/pkg/signature"
+	sigstoresig "github.com/sigstore/sigstore/pkg/signature"
 )
 
 // PEM block types of the private keys `cosign generate-key-pair` writes: the key in PKCS #8,
@@ -38,7 +38,7 @@ type PublicKeys struct {
 
 type namedVerifier struct {
 	name     string
-	verifier signature.Verifier
+	verifier sigstoresig.Verifier
 }
 
 // ParsePublicKeys reads PEM public keys (ECDSA, RSA or Ed25519, as `cosign generate-key-pair` and
@@ -63,7 +63,7 @@ func ParsePublicKeys(named map[string][]byte) (*PublicKeys, error) {
 		if err != nil {
 			return nil, fmt.Errorf("public key %s: %w (want a PEM \"PUBLIC KEY\" block, as cosign.pub holds)", name, err)
 		}
-		v, err := signature.LoadVerifier(pub, crypto.SHA256)
+		v, err := sigstoresig.LoadVerifier(pub, crypto.SHA256)
 		if err != nil {
 			return nil, fmt.Errorf("public key %s: %w", name, err)
 		}
@@ -102,7 +102,7 @@ func (k *PublicKeys) String() string {
 
 // SigningKey signs package images as cosign does.
 type SigningKey struct {
-	signer signature.SignerVerifier
+	signer sigstoresig.SignerVerifier
 	public crypto.PublicKey
 }
 
@@ -124,7 +124,7 @@ func LoadSigningKey(pemData, password []byte) (*SigningKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read signing key: %w", err)
 	}
-	sv, err := signature.LoadSignerVerifier(priv, crypto.SHA256)
+	sv, err := sigstoresig.LoadSignerVerifier(priv, crypto.SHA256)
 	if err != nil {
 		return nil, fmt.Errorf("read signing key: %w", err)
 	}

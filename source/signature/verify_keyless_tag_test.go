@@ -1,4 +1,4 @@
-package source
+package signature
 
 import (
 	"strings"
@@ -8,12 +8,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 // signCosign2 signs digest in ref's repository keylessly as cosign 2 does (the .sig tag),
 // bent by opts.
-func signCosign2(t *testing.T, s *testenv.Sigstore, ref Reference, digest, identity string, opts testenv.Cosign2Options) {
+func signCosign2(t *testing.T, s *testenv.Sigstore, ref source.Reference, digest, identity string, opts testenv.Cosign2Options) {
 	t.Helper()
 	sig, err := s.SignImageCosign2(ref.Name(), digest, identity, testIssuer, opts)
 	require.NoError(t, err)
@@ -26,19 +27,19 @@ func signCosign2(t *testing.T, s *testenv.Sigstore, ref Reference, digest, ident
 func TestVerifyKeylessCosign2(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	c := newClient(t, Options{})
+	c := newClient(t, source.Options{})
 	sigstore, trusted := newSigstore(t)
 	ci := OIDCIdentity{Issuer: `https://issuer\.example`, Subject: `ci@example\.com`}
 
 	img, ref := pushPackage(t, c, reg.Host, testenv.Repository(t, "cosign2"), nil)
 	signCosign2(t, sigstore, ref, img.Digest, testIdentity, testenv.Cosign2Options{})
-	v, err := c.VerifyKeyless(t.Context(), ref, mustPolicy(t, trusted, ci), nil)
+	v, err := VerifyKeyless(t.Context(), c, ref, mustPolicy(t, trusted, ci), nil)
 	require.NoError(t, err)
 	assert.Equal(t, img.Digest, v.Digest)
 	assert.Equal(t, "issuer "+testIssuer+" subject "+testIdentity, v.Key)
 	assert.Equal(t, SignatureTag(img.Digest), v.Signature.Tag)
 
-	_, err = c.VerifyKeyless(t.Context(), ref, mustPolicy(t, trusted, OIDCIdentity{Issuer: ci.Issuer, Subject: `release@example\.com`}), nil)
+	_, err = VerifyKeyless(t.Context(), c, ref, mustPolicy(t, trusted, OIDCIdentity{Issuer: ci.Issuer, Subject: `release@example\.com`}), nil)
 	require.ErrorIs(t, err, ErrSignatureInvalid, "another identity")
 	assert.ErrorContains(t, err, "no identity matches")
 }
@@ -48,7 +49,7 @@ func TestVerifyKeylessCosign2(t *testing.T) {
 func TestVerifyKeylessCosign2Refuses(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	c := newClient(t, Options{})
+	c := newClient(t, source.Options{})
 	sigstore, trusted := newSigstore(t)
 	otherCA, _ := newSigstore(t)
 	ci := OIDCIdentity{Issuer: `https://issuer\.example`, Subject: `ci@example\.com`}
@@ -70,7 +71,7 @@ func TestVerifyKeylessCosign2Refuses(t *testing.T) {
 			t.Parallel()
 			img, ref := pushPackage(t, c, reg.Host, testenv.Repository(t, "cosign2-refused-"+string(rune('a'+i))), nil)
 			signCosign2(t, sigstore, ref, img.Digest, testIdentity, tc.opts)
-			_, err := c.VerifyKeyless(t.Context(), ref, mustPolicy(t, trusted, ci), nil)
+			_, err := VerifyKeyless(t.Context(), c, ref, mustPolicy(t, trusted, ci), nil)
 			require.ErrorIs(t, err, ErrSignatureInvalid)
 			assert.ErrorContains(t, err, "signature 1")
 			assert.ErrorContains(t, err, tc.want)
@@ -82,7 +83,7 @@ func TestVerifyKeylessCosign2Refuses(t *testing.T) {
 func TestVerifyKeylessCosign2RefusesReplay(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	c := newClient(t, Options{})
+	c := newClient(t, source.Options{})
 	sigstore, trusted := newSigstore(t)
 	ci := OIDCIdentity{Issuer: `https://issuer\.example`, Subject: `ci@example\.com`}
 
@@ -93,7 +94,7 @@ func TestVerifyKeylessCosign2RefusesReplay(t *testing.T) {
 	otherRef := mustRef(t, reg.Host+"/"+name+":v2")
 	other := pushOther(t, c, otherRef, "other: true\n")
 	require.NoError(t, testenv.AttachCosign2Signatures(t.Context(), reg.Host, otherRef.Repository, other, sig))
-	_, err = c.VerifyKeyless(t.Context(), otherRef, mustPolicy(t, trusted, ci), nil)
+	_, err = VerifyKeyless(t.Context(), c, otherRef, mustPolicy(t, trusted, ci), nil)
 	require.ErrorIs(t, err, ErrSignatureInvalid)
 	assert.ErrorContains(t, err, "for "+img.Digest+", not "+other)
 }

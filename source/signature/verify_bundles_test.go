@@ -1,4 +1,4 @@
-package source
+package signature
 
 import (
 	"net/http"
@@ -12,12 +12,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 // attachKeyed signs subjectDigest with a fresh key in cosign 3's bundle format, attaches the
 // bundle to digest in ref's repository and returns the public key.
-func attachKeyed(t *testing.T, ref Reference, digest, subjectDigest, predicateType string) []byte {
+func attachKeyed(t *testing.T, ref source.Reference, digest, subjectDigest, predicateType string) []byte {
 	t.Helper()
 	b, pub, err := testenv.SignImageWithKey(ref.Name(), subjectDigest, predicateType)
 	require.NoError(t, err)
@@ -31,19 +32,19 @@ func attachKeyed(t *testing.T, ref Reference, digest, subjectDigest, predicateTy
 func TestVerifyKeyedBundles(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	c := newClient(t, Options{})
+	c := newClient(t, source.Options{})
 	ctx := t.Context()
 	img, ref := pushPackage(t, c, reg.Host, testenv.Repository(t, "bundled"), nil)
 	_, otherPub := newKey(t)
 
 	pub := attachKeyed(t, ref, img.Digest, img.Digest, SignPredicateType)
-	v, err := c.Verify(ctx, ref, mustKeys(t, map[string][]byte{"other.pub": otherPub, "cosign.pub": pub}), nil)
+	v, err := Verify(ctx, c, ref, mustKeys(t, map[string][]byte{"other.pub": otherPub, "cosign.pub": pub}), nil)
 	require.NoError(t, err)
 	assert.Equal(t, img.Digest, v.Digest)
 	assert.Equal(t, "cosign.pub", v.Key)
 	assert.NotEmpty(t, v.Signature.Digest, "the bundle's manifest")
 
-	_, err = c.Verify(ctx, ref, mustKeys(t, map[string][]byte{"other.pub": otherPub}), nil)
+	_, err = Verify(ctx, c, ref, mustKeys(t, map[string][]byte{"other.pub": otherPub}), nil)
 	require.ErrorIs(t, err, ErrSignatureInvalid)
 	assert.ErrorContains(t, err, "bundle 1 (")
 	assert.ErrorContains(t, err, "[other.pub]")
@@ -51,19 +52,19 @@ func TestVerifyKeyedBundles(t *testing.T) {
 	otherRef := mustRef(t, reg.Host+"/"+testenv.Repository(t, "bundled-other")+":v1")
 	other := pushOther(t, c, otherRef, "other: true\n")
 	pub = attachKeyed(t, otherRef, other, img.Digest, SignPredicateType)
-	_, err = c.Verify(ctx, otherRef, mustKeys(t, map[string][]byte{"cosign.pub": pub}), nil)
+	_, err = Verify(ctx, c, otherRef, mustKeys(t, map[string][]byte{"cosign.pub": pub}), nil)
 	require.ErrorIs(t, err, ErrSignatureInvalid, "a statement about another digest")
 
 	attestedRef := mustRef(t, reg.Host+"/"+testenv.Repository(t, "bundled-attested")+":v1")
 	attested := pushOther(t, c, attestedRef, "attested: true\n")
 	pub = attachKeyed(t, attestedRef, attested, attested, "https://slsa.dev/provenance/v1")
-	_, err = c.Verify(ctx, attestedRef, mustKeys(t, map[string][]byte{"cosign.pub": pub}), nil)
+	_, err = Verify(ctx, c, attestedRef, mustKeys(t, map[string][]byte{"cosign.pub": pub}), nil)
 	require.ErrorIs(t, err, ErrSignatureInvalid, "an attestation")
 	assert.ErrorContains(t, err, "not a signature")
 
 	unsignedRef := mustRef(t, reg.Host+"/"+testenv.Repository(t, "bundled-unsigned")+":v1")
 	pushOther(t, c, unsignedRef, "unsigned: true\n")
-	_, err = c.Verify(ctx, unsignedRef, mustKeys(t, map[string][]byte{"cosign.pub": pub}), nil)
+	_, err = Verify(ctx, c, unsignedRef, mustKeys(t, map[string][]byte{"cosign.pub": pub}), nil)
 	require.ErrorIs(t, err, ErrNoSignature)
 	assert.ErrorContains(t, err, "no sigstore bundle refers to the image")
 }
@@ -104,11 +105,11 @@ func TestBundlesThroughReferrersTagSchema(t *testing.T) {
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
 
-	c := newClient(t, Options{})
+	c := newClient(t, source.Options{})
 	name := testenv.Repository(t, "fallback")
 	img, ref := pushPackage(t, c, host, name, nil)
 	pub := attachKeyed(t, ref, img.Digest, img.Digest, SignPredicateType)
-	v, err := c.Verify(t.Context(), ref, mustKeys(t, map[string][]byte{"cosign.pub": pub}), nil)
+	v, err := Verify(t.Context(), c, ref, mustKeys(t, map[string][]byte{"cosign.pub": pub}), nil)
 	require.NoError(t, err)
 	assert.Equal(t, "cosign.pub", v.Key)
 

@@ -1,4 +1,4 @@
-package source
+package signature
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/opencontainers/go-digest"
@@ -17,7 +18,8 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
-	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"pkgsync.dev/pkgsync/source"
 )
 
 // Where and how cosign stores signatures of an image: a manifest tagged ALG-HEX.sig in the
@@ -67,45 +69,45 @@ type Verification struct {
 	// Key names the key that verified a signature.
 	Key string
 	// Signature is the reference of the signature manifest.
-	Signature Reference
+	Signature source.Reference
 }
 
 // Sign signs the image ref names (pinned to its digest) with key and stores the signature as
 // cosign does: a layer added to the manifest tagged SignatureTag(digest) in the same repository,
 // so that `cosign verify --key` and Verify accept it. A tag is resolved first. Signing an image
 // twice with the same key adds no second layer. It returns the signature manifest's reference.
-func (c *Client) Sign(ctx context.Context, ref Reference, key *SigningKey, creds Credentials) (Reference, error) {
-	repo, err := c.repository(ctx, ref, creds)
+func Sign(ctx context.Context, c *source.Client, ref source.Reference, key *SigningKey, creds source.Credentials) (source.Reference, error) {
+	repo, err := c.Repository(ctx, ref, creds)
 	if err != nil {
-		return Reference{}, fmt.Errorf("sign %s: %w", ref, err)
+		return source.Reference{}, fmt.Errorf("sign %s: %w", ref, err)
 	}
 	dgst := ref.Digest
 	if dgst == "" {
 		desc, err := repo.Resolve(ctx, ref.Tag)
 		if err != nil {
-			return Reference{}, fmt.Errorf("sign %s: %w", ref, c.explain(ref, err))
+			return source.Reference{}, fmt.Errorf("sign %s: %w", ref, c.Explain(ref, err))
 		}
 		dgst = desc.Digest.String()
 	}
 	imageName, err := name.NewDigest(ref.Name() + "@" + dgst)
 	if err != nil {
-		return Reference{}, fmt.Errorf("sign %s: %w", ref, err)
+		return source.Reference{}, fmt.Errorf("sign %s: %w", ref, err)
 	}
 	body, err := payload.Cosign{Image: imageName}.MarshalJSON()
 	if err != nil {
-		return Reference{}, fmt.Errorf("sign %s: payload: %w", ref, err)
+		return source.Reference{}, fmt.Errorf("sign %s: payload: %w", ref, err)
 	}
 	sig, err := key.signer.SignMessage(bytes.NewReader(body))
 	if err != nil {
-		return Reference{}, fmt.Errorf("sign %s: %w", ref, err)
+		return source.Reference{}, fmt.Errorf("sign %s: %w", ref, err)
 	}
 	layer := content.NewDescriptorFromBytes(SimpleSigningMediaType, body)
 	layer.Annotations = map[string]string{SignatureAnnotation: base64.StdEncoding.EncodeToString(sig)}
 
-	sigRef := Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: SignatureTag(dgst)}
-	existing, err := c.readSignatureManifest(ctx, repo, sigRef)
+	sigRef := source.Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: SignatureTag(dgst)}
+	existing, err := readSignatureManifest(ctx, c, repo, sigRef)
 	if err != nil && !errors.Is(err, ErrNoSignature) {
-		return Reference{}, fmt.Errorf("sign %s: %w", ref, err)
+		return source.Reference{}, fmt.Errorf("sign %s: %w", ref, err)
 	}
 	layers := []ocispec.Descriptor{}
 	if existing != nil {
@@ -118,12 +120,12 @@ func (c *Client) Sign(ctx context.Context, ref Reference, key *SigningKey, creds
 		}
 	}
 	layers = append(layers, layer)
-	if err := pushBlob(ctx, repo, layer, body); err != nil {
-		return Reference{}, fmt.Errorf("sign %s: push payload: %w", ref, c.explain(sigRef, err))
+	if err := source.PushBlob(ctx, repo, layer, body); err != nil {
+		return source.Reference{}, fmt.Errorf("sign %s: push payload: %w", ref, c.Explain(sigRef, err))
 	}
-	pushed, err := c.pushLayers(ctx, repo, layers, sigRef)
+	pushed, err := pushLayers(ctx, c, repo, layers, sigRef)
 	if err != nil {
-		return Reference{}, fmt.Errorf("sign %s: push signature: %w", ref, err)
+		return source.Reference{}, fmt.Errorf("sign %s: push signature: %w", ref, err)
 	}
 	return pushed, nil
 }
@@ -131,18 +133,18 @@ func (c *Client) Sign(ctx context.Context, ref Reference, key *SigningKey, creds
 // pushLayers pushes layers (already uploaded) as an image manifest tagged at tagged's tag, with
 // the config cosign writes beside them (the layers' digests as diff IDs): how cosign stores
 // signatures (.sig) and attestations (.att). It returns tagged pinned to the manifest.
-func (c *Client) pushLayers(ctx context.Context, repo *remote.Repository, layers []ocispec.Descriptor, tagged Reference) (Reference, error) {
+func pushLayers(ctx context.Context, c *source.Client, repo *remote.Repository, layers []ocispec.Descriptor, tagged source.Reference) (source.Reference, error) {
 	diffIDs := make([]digest.Digest, len(layers))
 	for i, l := range layers {
 		diffIDs[i] = l.Digest
 	}
 	config, err := json.Marshal(ocispec.Image{RootFS: ocispec.RootFS{Type: "layers", DiffIDs: diffIDs}})
 	if err != nil {
-		return Reference{}, err
+		return source.Reference{}, err
 	}
 	configDesc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageConfig, config)
-	if err := pushBlob(ctx, repo, configDesc, config); err != nil {
-		return Reference{}, fmt.Errorf("config: %w", c.explain(tagged, err))
+	if err := source.PushBlob(ctx, repo, configDesc, config); err != nil {
+		return source.Reference{}, fmt.Errorf("config: %w", c.Explain(tagged, err))
 	}
 	manifest, err := json.Marshal(ocispec.Manifest{
 		Versioned: specs.Versioned{SchemaVersion: 2},
@@ -151,25 +153,13 @@ func (c *Client) pushLayers(ctx context.Context, repo *remote.Repository, layers
 		Layers:    layers,
 	})
 	if err != nil {
-		return Reference{}, err
+		return source.Reference{}, err
 	}
 	manifestDesc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, manifest)
 	if err := repo.PushReference(ctx, manifestDesc, bytes.NewReader(manifest), tagged.Tag); err != nil {
-		return Reference{}, c.explain(tagged, err)
+		return source.Reference{}, c.Explain(tagged, err)
 	}
 	return tagged.WithDigest(manifestDesc.Digest.String()), nil
-}
-
-// pushBlob uploads a blob unless the registry has it.
-func pushBlob(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor, data []byte) error {
-	ok, err := repo.Exists(ctx, desc)
-	if err != nil || ok {
-		return err
-	}
-	if err := repo.Push(ctx, desc, bytes.NewReader(data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-		return err
-	}
-	return nil
 }
 
 // Verify checks that the image ref names carries a cosign signature, in the registry next to
@@ -179,19 +169,23 @@ func pushBlob(ctx context.Context, repo *remote.Repository, desc ocispec.Descrip
 // entries are not checked: the keys are the trust. The error wraps ErrNoSignature when the
 // registry holds no signature for the digest and ErrSignatureInvalid when none of those it
 // holds verifies.
-func (c *Client) Verify(ctx context.Context, ref Reference, keys *PublicKeys, creds Credentials) (*Verification, error) {
+func Verify(ctx context.Context, c *source.Client, ref source.Reference, keys *PublicKeys, creds source.Credentials) (*Verification, error) {
+	return verifyWithin(ctx, c, ref, keys, creds, maxVerifyTime)
+}
+
+// verifyWithin is Verify bounded by timeout (tests lower it).
+func verifyWithin(ctx context.Context, c *source.Client, ref source.Reference, keys *PublicKeys, creds source.Credentials, timeout time.Duration) (*Verification, error) {
 	if keys == nil || len(keys.keys) == 0 {
 		return nil, fmt.Errorf("verify %s: no public key given", ref)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.verifyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	dgst, loc, cred, err := c.signaturesAt(ctx, ref, creds)
+	dgst, loc, repo, err := c.LocateRepository(ctx, ref, creds)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", ref, err)
 	}
-	repo := c.repositoryWith(loc, cred)
-	sigRef := Reference{Registry: loc.Registry, Repository: loc.Repository, Tag: SignatureTag(dgst)}
-	manifest, err := c.readSignatureManifest(ctx, repo, sigRef)
+	sigRef := source.Reference{Registry: loc.Registry, Repository: loc.Repository, Tag: SignatureTag(dgst)}
+	manifest, err := readSignatureManifest(ctx, c, repo, sigRef)
 	noTag := errors.Is(err, ErrNoSignature)
 	if err != nil && !noTag {
 		return nil, fmt.Errorf("verify %s@%s: %w", ref.Name(), dgst, err)
@@ -203,7 +197,7 @@ func (c *Client) Verify(ctx context.Context, ref Reference, keys *PublicKeys, cr
 				failures = append(failures, fmt.Sprintf("%d more signatures not read (at most %d are)", len(manifest.Layers)-i, maxSignatureLayers))
 				break
 			}
-			key, err := c.verifyLayer(ctx, repo, sigRef, layer, dgst, keys)
+			key, err := verifyLayer(ctx, c, repo, sigRef, layer, dgst, keys)
 			if err == nil {
 				return &Verification{Digest: dgst, Key: key, Signature: sigRef}, nil
 			}
@@ -211,7 +205,7 @@ func (c *Client) Verify(ctx context.Context, ref Reference, keys *PublicKeys, cr
 		}
 	}
 	// cosign 3 stores signatures as sigstore bundles that refer to the image.
-	key, bundleRef, bundleFailures, err := c.verifyKeyedBundles(ctx, repo, loc, dgst, keys)
+	key, bundleRef, bundleFailures, err := verifyKeyedBundles(ctx, c, repo, loc, dgst, keys)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s@%s: %w", ref.Name(), dgst, err)
 	}
@@ -229,35 +223,19 @@ func (c *Client) Verify(ctx context.Context, ref Reference, keys *PublicKeys, cr
 	return nil, fmt.Errorf("verify %s@%s: %w with the keys %s: %s", ref.Name(), dgst, ErrSignatureInvalid, keys, strings.Join(failures, "; "))
 }
 
-// signaturesAt resolves ref (at its locations) and returns its digest and where its signatures
-// are read: the location that serves the content to this caller, with the credential creds
-// holds for it. A signature copied to a mirror verifies as it did at the source: it signs the
-// digest, and trust policies match the reference as named.
-func (c *Client) signaturesAt(ctx context.Context, ref Reference, creds Credentials) (string, Reference, auth.Credential, error) {
-	dgst, _, err := c.resolveChain(ctx, ref, creds)
-	if err != nil {
-		return "", Reference{}, auth.EmptyCredential, err
-	}
-	loc, cred, err := c.locate(ctx, ref.WithDigest(dgst), creds)
-	if err != nil {
-		return "", Reference{}, auth.EmptyCredential, err
-	}
-	return dgst, loc, cred, nil
-}
-
 // readSignatureManifest fetches the signature manifest sigRef names, bounded in size. A missing
 // tag is ErrNoSignature.
-func (c *Client) readSignatureManifest(ctx context.Context, repo *remote.Repository, sigRef Reference) (*ocispec.Manifest, error) {
+func readSignatureManifest(ctx context.Context, c *source.Client, repo *remote.Repository, sigRef source.Reference) (*ocispec.Manifest, error) {
 	desc, rc, err := repo.FetchReference(ctx, sigRef.Tag)
 	if errors.Is(err, errdef.ErrNotFound) {
 		return nil, ErrNoSignature
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read signatures %s: %w", sigRef, c.explain(sigRef, err))
+		return nil, fmt.Errorf("read signatures %s: %w", sigRef, c.Explain(sigRef, err))
 	}
 	defer rc.Close()
 	if desc.Size > maxSignatureManifestBytes {
-		return nil, fmt.Errorf("read signatures %s: manifest of %d bytes: %w (at most %d)", sigRef, desc.Size, ErrLimit, maxSignatureManifestBytes)
+		return nil, fmt.Errorf("read signatures %s: manifest of %d bytes: %w (at most %d)", sigRef, desc.Size, source.ErrLimit, maxSignatureManifestBytes)
 	}
 	data, err := content.ReadAll(rc, desc)
 	if err != nil {
@@ -272,12 +250,12 @@ func (c *Client) readSignatureManifest(ctx context.Context, repo *remote.Reposit
 
 // verifyLayer checks one signature layer: its payload (digest-verified on download) must carry a
 // signature one of keys made, and name dgst. It returns the name of that key.
-func (c *Client) verifyLayer(ctx context.Context, repo *remote.Repository, sigRef Reference, layer ocispec.Descriptor, dgst string, keys *PublicKeys) (string, error) {
+func verifyLayer(ctx context.Context, c *source.Client, repo *remote.Repository, sigRef source.Reference, layer ocispec.Descriptor, dgst string, keys *PublicKeys) (string, error) {
 	sig, err := layerSignature(layer)
 	if err != nil {
 		return "", err
 	}
-	body, err := c.fetchPayload(ctx, repo, sigRef, layer)
+	body, err := fetchPayload(ctx, c, repo, sigRef, layer)
 	if err != nil {
 		return "", err
 	}
@@ -312,7 +290,7 @@ func layerSignature(layer ocispec.Descriptor) ([]byte, error) {
 		return nil, fmt.Errorf("no %s annotation", SignatureAnnotation)
 	}
 	if base64.StdEncoding.DecodedLen(len(encoded)) > maxSignatureBytes {
-		return nil, fmt.Errorf("signature of %d bytes: %w (at most %d)", base64.StdEncoding.DecodedLen(len(encoded)), ErrLimit, maxSignatureBytes)
+		return nil, fmt.Errorf("signature of %d bytes: %w (at most %d)", base64.StdEncoding.DecodedLen(len(encoded)), source.ErrLimit, maxSignatureBytes)
 	}
 	sig, err := base64.StdEncoding.DecodeString(encoded)
 	if err != nil {
@@ -322,13 +300,13 @@ func layerSignature(layer ocispec.Descriptor) ([]byte, error) {
 }
 
 // fetchPayload downloads a signature layer's payload, bounded and digest-checked.
-func (c *Client) fetchPayload(ctx context.Context, repo *remote.Repository, sigRef Reference, layer ocispec.Descriptor) ([]byte, error) {
+func fetchPayload(ctx context.Context, c *source.Client, repo *remote.Repository, sigRef source.Reference, layer ocispec.Descriptor) ([]byte, error) {
 	if layer.Size > maxPayloadBytes {
-		return nil, fmt.Errorf("payload of %d bytes: %w (at most %d)", layer.Size, ErrLimit, maxPayloadBytes)
+		return nil, fmt.Errorf("payload of %d bytes: %w (at most %d)", layer.Size, source.ErrLimit, maxPayloadBytes)
 	}
 	rc, err := repo.Fetch(ctx, layer)
 	if err != nil {
-		return nil, fmt.Errorf("fetch payload %s: %w", layer.Digest, c.explain(sigRef, err))
+		return nil, fmt.Errorf("fetch payload %s: %w", layer.Digest, c.Explain(sigRef, err))
 	}
 	defer rc.Close()
 	body, err := content.ReadAll(rc, layer)

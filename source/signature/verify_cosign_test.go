@@ -1,4 +1,4 @@
-package source
+package signature
 
 import (
 	"os"
@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"oras.land/oras-go/v2/registry/remote/auth"
 
+	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -42,7 +42,7 @@ func TestCosignInterop(t *testing.T) {
 	t.Parallel()
 	cosign := cosignBinary(t)
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	c := newClient(t, Options{})
+	c := newClient(t, source.Options{})
 	ctx := t.Context()
 	dir := t.TempDir()
 
@@ -54,7 +54,7 @@ func TestCosignInterop(t *testing.T) {
 		require.NoError(t, os.WriteFile(pubFile, pub, 0o600))
 		key, err := LoadSigningKey(priv, []byte("pw"))
 		require.NoError(t, err)
-		_, err = c.Sign(ctx, ref, key, nil)
+		_, err = Sign(ctx, c, ref, key, nil)
 		require.NoError(t, err)
 
 		out, err := runCosign(t, cosign, "", "verify", "--key", pubFile, "--insecure-ignore-tlog=true",
@@ -86,7 +86,7 @@ func TestCosignInterop(t *testing.T) {
 
 		pub, err := os.ReadFile(filepath.Join(keyDir, "cosign.pub"))
 		require.NoError(t, err)
-		v, err := c.Verify(ctx, ref, mustKeys(t, map[string][]byte{"cosign.pub": pub}), nil)
+		v, err := Verify(ctx, c, ref, mustKeys(t, map[string][]byte{"cosign.pub": pub}), nil)
 		require.NoError(t, err)
 		assert.Equal(t, img.Digest, v.Digest)
 
@@ -95,9 +95,9 @@ func TestCosignInterop(t *testing.T) {
 		require.NoError(t, err)
 		key, err := LoadSigningKey(priv, []byte("secret"))
 		require.NoError(t, err)
-		_, err = c.Sign(ctx, ref, key, nil)
+		_, err = Sign(ctx, c, ref, key, nil)
 		require.NoError(t, err)
-		m, err := c.readSignatureManifest(ctx, c.repositoryWith(ref, auth.EmptyCredential), Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: SignatureTag(img.Digest)})
+		m, err := readSignatureManifest(ctx, c, repositoryOf(t, c, ref), source.Reference{Registry: ref.Registry, Repository: ref.Repository, Tag: SignatureTag(img.Digest)})
 		require.NoError(t, err)
 		assert.Len(t, m.Layers, 1, "the same key over the same payload replaces cosign's signature")
 	})

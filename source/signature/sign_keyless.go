@@ -1,4 +1,4 @@
-package source
+package signature
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
+
+	"pkgsync.dev/pkgsync/source"
 )
 
 // keylessServiceTimeout bounds one request to Fulcio or Rekor.
@@ -46,9 +48,9 @@ type KeylessSignatures struct {
 	// Digest is the signed image digest.
 	Digest string
 	// Signature is the referrer holding the signature's bundle.
-	Signature Reference
+	Signature source.Reference
 	// Attestations are the referrers holding the attestations' bundles, in the statements' order.
-	Attestations []Reference
+	Attestations []source.Reference
 	// Identity is the certificate's subject alternative name: who signed.
 	Identity string
 }
@@ -61,7 +63,7 @@ type KeylessSignatures struct {
 // --certificate-oidc-issuer ...`, `cosign verify-attestation` and VerifyKeyless accept them.
 // The statements must be about the image's digest. The certificate must be for the ephemeral
 // key: another one (ErrCertificateKey) fails before anything is logged or pushed.
-func (c *Client) SignKeyless(ctx context.Context, ref Reference, ks KeylessSigning, statements [][]byte, creds Credentials) (*KeylessSignatures, error) {
+func SignKeyless(ctx context.Context, c *source.Client, ref source.Reference, ks KeylessSigning, statements [][]byte, creds source.Credentials) (*KeylessSignatures, error) {
 	if ks.FulcioURL == "" || ks.RekorURL == "" || ks.IdentityToken == "" {
 		return nil, fmt.Errorf("sign %s keylessly: the Fulcio URL, the Rekor URL and an identity token are all needed", ref)
 	}
@@ -73,7 +75,7 @@ func (c *Client) SignKeyless(ctx context.Context, ref Reference, ks KeylessSigni
 		}
 		trusted = tr
 	}
-	repo, err := c.repository(ctx, ref, creds)
+	repo, err := c.Repository(ctx, ref, creds)
 	if err != nil {
 		return nil, fmt.Errorf("sign %s: %w", ref, err)
 	}
@@ -83,7 +85,7 @@ func (c *Client) SignKeyless(ctx context.Context, ref Reference, ks KeylessSigni
 	}
 	subject, err := repo.Resolve(ctx, tagOrDigest)
 	if err != nil {
-		return nil, fmt.Errorf("sign %s: %w", ref, c.explain(ref, err))
+		return nil, fmt.Errorf("sign %s: %w", ref, c.Explain(ref, err))
 	}
 	dgst := subject.Digest.String()
 	// Every statement is checked before anything is asked of Fulcio.
@@ -124,7 +126,7 @@ func (c *Client) SignKeyless(ctx context.Context, ref Reference, ks KeylessSigni
 		if err != nil {
 			return nil, fmt.Errorf("sign %s@%s: %w", ref.Name(), dgst, err)
 		}
-		pushed, err := c.pushBundle(ctx, ref, subject, body, types[i], creds)
+		pushed, err := pushBundle(ctx, c, ref, subject, body, types[i], creds)
 		if err != nil {
 			return nil, fmt.Errorf("sign %s@%s: push the %s bundle: %w", ref.Name(), dgst, types[i], err)
 		}
@@ -151,14 +153,14 @@ func signatureStatement(name string, d digest.Digest) ([]byte, error) {
 
 // pushBundle stores a bundle as cosign 3 does: an OCI 1.1 manifest of artifact type
 // BundleMediaType with the bundle as its one layer, whose subject is the image.
-func (c *Client) pushBundle(ctx context.Context, ref Reference, subject ocispec.Descriptor, body []byte, predicateType string, creds Credentials) (Reference, error) {
-	repo, err := c.repository(ctx, ref, creds)
+func pushBundle(ctx context.Context, c *source.Client, ref source.Reference, subject ocispec.Descriptor, body []byte, predicateType string, creds source.Credentials) (source.Reference, error) {
+	repo, err := c.Repository(ctx, ref, creds)
 	if err != nil {
-		return Reference{}, err
+		return source.Reference{}, err
 	}
 	layer := content.NewDescriptorFromBytes(BundleMediaType, body)
-	if err := pushBlob(ctx, repo, layer, body); err != nil {
-		return Reference{}, c.explain(ref, err)
+	if err := source.PushBlob(ctx, repo, layer, body); err != nil {
+		return source.Reference{}, c.Explain(ref, err)
 	}
 	desc, err := oras.PackManifest(ctx, repo, oras.PackManifestVersion1_1, BundleMediaType, oras.PackManifestOptions{
 		Subject: &ocispec.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size},
@@ -169,9 +171,9 @@ func (c *Client) pushBundle(ctx context.Context, ref Reference, subject ocispec.
 		},
 	})
 	if err != nil {
-		return Reference{}, c.explain(ref, err)
+		return source.Reference{}, c.Explain(ref, err)
 	}
-	return Reference{Registry: ref.Registry, Repository: ref.Repository, Digest: desc.Digest.String()}, nil
+	return source.Reference{Registry: ref.Registry, Repository: ref.Repository, Digest: desc.Digest.String()}, nil
 }
 
 // checkedCertificate asks Fulcio for a certificate once per signing run and keeps it only when

@@ -1,4 +1,4 @@
-package source
+package signature
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -27,7 +28,7 @@ func newSigstore(t *testing.T) (*testenv.Sigstore, []byte) {
 // signKeyless signs digest in the registry at ref's repository keylessly, as cosign 3 does,
 // with a statement of predicateType about subjectDigest (the image's digest, unless a test
 // wants a statement about another).
-func signKeyless(t *testing.T, s *testenv.Sigstore, ref Reference, digest, subjectDigest, predicateType, identity string) {
+func signKeyless(t *testing.T, s *testenv.Sigstore, ref source.Reference, digest, subjectDigest, predicateType, identity string) {
 	t.Helper()
 	b, err := s.SignImage(ref.Name(), subjectDigest, predicateType, identity, testIssuer)
 	require.NoError(t, err)
@@ -47,24 +48,24 @@ func mustPolicy(t *testing.T, trusted []byte, ids ...OIDCIdentity) *KeylessPolic
 func TestVerifyKeyless(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	c := newClient(t, Options{})
+	c := newClient(t, source.Options{})
 	ctx := t.Context()
 	sigstore, trusted := newSigstore(t)
 	_, otherTrusted := newSigstore(t)
 	ci := OIDCIdentity{Issuer: `https://issuer\.example`, Subject: `ci@example\.com`}
 
 	img, ref := pushPackage(t, c, reg.Host, testenv.Repository(t, "keyless"), nil)
-	_, err := c.VerifyKeyless(ctx, ref, mustPolicy(t, trusted, ci), nil)
+	_, err := VerifyKeyless(ctx, c, ref, mustPolicy(t, trusted, ci), nil)
 	require.ErrorIs(t, err, ErrNoSignature, "unsigned")
 
 	signKeyless(t, sigstore, ref, img.Digest, img.Digest, SignPredicateType, testIdentity)
-	v, err := c.VerifyKeyless(ctx, ref, mustPolicy(t, trusted, ci), nil)
+	v, err := VerifyKeyless(ctx, c, ref, mustPolicy(t, trusted, ci), nil)
 	require.NoError(t, err)
 	assert.Equal(t, img.Digest, v.Digest)
 	assert.Equal(t, "issuer "+testIssuer+" subject "+testIdentity, v.Key)
 
 	// Any identity of the list may match.
-	v, err = c.VerifyKeyless(ctx, ref, mustPolicy(t, trusted, OIDCIdentity{Issuer: ".*", Subject: "nobody"}, ci), nil)
+	v, err = VerifyKeyless(ctx, c, ref, mustPolicy(t, trusted, OIDCIdentity{Issuer: ".*", Subject: "nobody"}, ci), nil)
 	require.NoError(t, err)
 	assert.Equal(t, img.Digest, v.Digest)
 
@@ -79,7 +80,7 @@ func TestVerifyKeyless(t *testing.T) {
 		{"another trusted root", mustPolicy(t, otherTrusted, ci), "transparency log"},
 	}
 	for _, tc := range refused {
-		_, err := c.VerifyKeyless(ctx, ref, tc.policy, nil)
+		_, err := VerifyKeyless(ctx, c, ref, tc.policy, nil)
 		require.ErrorIs(t, err, ErrSignatureInvalid, tc.name)
 		assert.ErrorContains(t, err, tc.want, tc.name)
 	}
@@ -90,11 +91,11 @@ func TestVerifyKeyless(t *testing.T) {
 	other := pushOther(t, c, otherRef, "other: true\n")
 	require.NotEqual(t, img.Digest, other)
 	signKeyless(t, sigstore, otherRef, other, img.Digest, SignPredicateType, testIdentity)
-	_, err = c.VerifyKeyless(ctx, otherRef, mustPolicy(t, trusted, ci), nil)
+	_, err = VerifyKeyless(ctx, c, otherRef, mustPolicy(t, trusted, ci), nil)
 	require.ErrorIs(t, err, ErrSignatureInvalid, "a statement about another digest")
 	attested, attestedRef := pushPackage(t, c, reg.Host, testenv.Repository(t, "keyless-attested"), nil)
 	signKeyless(t, sigstore, attestedRef, attested.Digest, attested.Digest, "https://slsa.dev/provenance/v1", testIdentity)
-	_, err = c.VerifyKeyless(ctx, attestedRef, mustPolicy(t, trusted, ci), nil)
+	_, err = VerifyKeyless(ctx, c, attestedRef, mustPolicy(t, trusted, ci), nil)
 	require.ErrorIs(t, err, ErrSignatureInvalid, "an attestation")
 	assert.ErrorContains(t, err, "not a signature")
 }

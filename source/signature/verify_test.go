@@ -1,4 +1,4 @@
-package source
+package signature
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/registry/remote/auth"
 
+	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -34,72 +34,60 @@ func mustKeys(t *testing.T, named map[string][]byte) *PublicKeys {
 	return keys
 }
 
-// pushOther pushes a package with other content under HOST/REPO:TAG and returns its digest.
-func pushOther(t *testing.T, c *Client, ref Reference, content string) string {
-	t.Helper()
-	dir := newPackageDir(t)
-	writeTree(t, dir, map[string]string{"deploy/extra.yaml": content})
-	img, err := Build(dir, BuildOptions{Version: "1.0.1"})
-	require.NoError(t, err)
-	_, err = c.Push(t.Context(), img, []Reference{ref}, nil)
-	require.NoError(t, err)
-	return img.Digest
-}
-
 func TestSignAndVerify(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	c := newClient(t, Options{})
+	c := newClient(t, source.Options{})
 	ctx := t.Context()
 	img, ref := pushPackage(t, c, reg.Host, testenv.Repository(t, "signed"), nil)
 	keyA, pubA := newKey(t)
 	keyB, pubB := newKey(t)
 
 	// Unsigned: refused, and said so.
-	_, err := c.Verify(ctx, ref, mustKeys(t, map[string][]byte{"a.pub": pubA}), nil)
+	_, err := Verify(ctx, c, ref, mustKeys(t, map[string][]byte{"a.pub": pubA}), nil)
 	require.ErrorIs(t, err, ErrNoSignature)
 	assert.ErrorContains(t, err, SignatureTag(img.Digest))
 
-	sigRef, err := c.Sign(ctx, ref, keyA, nil)
+	sigRef, err := Sign(ctx, c, ref, keyA, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "sha256-"+strings.TrimPrefix(img.Digest, "sha256:")+".sig", sigRef.Tag)
 
-	v, err := c.Verify(ctx, ref, mustKeys(t, map[string][]byte{"a.pub": pubA}), nil)
+	v, err := Verify(ctx, c, ref, mustKeys(t, map[string][]byte{"a.pub": pubA}), nil)
 	require.NoError(t, err)
 	assert.Equal(t, img.Digest, v.Digest)
 	assert.Equal(t, "a.pub", v.Key)
 
 	// Another key: refused, naming the keys.
-	_, err = c.Verify(ctx, ref, mustKeys(t, map[string][]byte{"b.pub": pubB}), nil)
+	_, err = Verify(ctx, c, ref, mustKeys(t, map[string][]byte{"b.pub": pubB}), nil)
 	require.ErrorIs(t, err, ErrSignatureInvalid)
 	assert.ErrorContains(t, err, "[b.pub]")
 	assert.ErrorContains(t, err, "made by none of the keys")
 
 	// Any key of the set may match.
-	v, err = c.Verify(ctx, ref.WithDigest(img.Digest), mustKeys(t, map[string][]byte{"b.pub": pubB, "a.pub": pubA}), nil)
+	v, err = Verify(ctx, c, ref.WithDigest(img.Digest), mustKeys(t, map[string][]byte{"b.pub": pubB, "a.pub": pubA}), nil)
 	require.NoError(t, err)
 	assert.Equal(t, "a.pub", v.Key)
 
 	// Signing again with the same key replaces its signature; another key adds one.
-	_, err = c.Sign(ctx, ref, keyA, nil)
+	_, err = Sign(ctx, c, ref, keyA, nil)
 	require.NoError(t, err)
-	m, err := c.readSignatureManifest(ctx, c.repositoryWith(ref, auth.EmptyCredential), sigRef)
+	m, err := readSignatureManifest(ctx, c, repositoryOf(t, c, ref), sigRef)
 	require.NoError(t, err)
 	assert.Len(t, m.Layers, 1)
-	_, err = c.Sign(ctx, ref, keyB, nil)
+	_, err = Sign(ctx, c, ref, keyB, nil)
 	require.NoError(t, err)
-	m, err = c.readSignatureManifest(ctx, c.repositoryWith(ref, auth.EmptyCredential), sigRef)
+	m, err = readSignatureManifest(ctx, c, repositoryOf(t, c, ref), sigRef)
 	require.NoError(t, err)
 	assert.Len(t, m.Layers, 2)
 	for _, pub := range [][]byte{pubA, pubB} {
-		_, err = c.Verify(ctx, ref, mustKeys(t, map[string][]byte{"k.pub": pub}), nil)
+		_, err = Verify(ctx, c, ref, mustKeys(t, map[string][]byte{"k.pub": pub}), nil)
 		require.NoError(t, err)
 	}
 
 	// Tampered: a new, unsigned digest under the signed tag is refused.
 	newDigest := pushOther(t, c, ref, "kind: ConfigMap\n")
 	require.NotEqual(t, img.Digest, newDigest)
-	_, err = c.Verify(ctx, ref, mustKeys(t, map[string][]byte{"a.pub": pubA}), nil)
+	_, err = Verify(ctx, c, ref, mustKeys(t, map[string][]byte{"a.pub": pubA}), nil)
 	require.ErrorIs(t, err, ErrNoSignature)
 	assert.ErrorContains(t, err, newDigest)
 }
@@ -109,16 +97,16 @@ func TestSignAndVerify(t *testing.T) {
 func TestVerifyRefusesReplayedSignature(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	c := newClient(t, Options{})
+	c := newClient(t, source.Options{})
 	ctx := t.Context()
 	name := testenv.Repository(t, "replay")
 	img, ref := pushPackage(t, c, reg.Host, name, nil)
 	key, pub := newKey(t)
-	sigRef, err := c.Sign(ctx, ref.WithDigest(img.Digest), key, nil)
+	sigRef, err := Sign(ctx, c, ref.WithDigest(img.Digest), key, nil)
 	require.NoError(t, err)
 
 	evil := pushOther(t, c, mustRef(t, reg.Host+"/"+name+":evil"), "kind: Secret\n")
-	repo := c.repositoryWith(ref, auth.EmptyCredential)
+	repo := repositoryOf(t, c, ref)
 	desc, rc, err := repo.FetchReference(ctx, sigRef.Tag)
 	require.NoError(t, err)
 	data, err := content.ReadAll(rc, desc)
@@ -126,7 +114,7 @@ func TestVerifyRefusesReplayedSignature(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, repo.PushReference(ctx, desc, bytes.NewReader(data), SignatureTag(evil)))
 
-	_, err = c.Verify(ctx, mustRef(t, reg.Host+"/"+name+":evil"), mustKeys(t, map[string][]byte{"k.pub": pub}), nil)
+	_, err = Verify(ctx, c, mustRef(t, reg.Host+"/"+name+":evil"), mustKeys(t, map[string][]byte{"k.pub": pub}), nil)
 	require.ErrorIs(t, err, ErrSignatureInvalid)
 	assert.ErrorContains(t, err, "but for "+img.Digest+", not "+evil)
 }
@@ -135,7 +123,7 @@ func TestVerifyRefusesReplayedSignature(t *testing.T) {
 func TestVerifyRefusesMalformedSignatures(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	c := newClient(t, Options{})
+	c := newClient(t, source.Options{})
 	ctx := t.Context()
 	_, pub := newKey(t)
 	keys := mustKeys(t, map[string][]byte{"k.pub": pub})
@@ -157,7 +145,7 @@ func TestVerifyRefusesMalformedSignatures(t *testing.T) {
 		{"oversized payload", func(repo string) []ocispec.Descriptor {
 			d := content.NewDescriptorFromBytes(SimpleSigningMediaType, big)
 			d.Annotations = map[string]string{SignatureAnnotation: base64.StdEncoding.EncodeToString([]byte("sig"))}
-			require.NoError(t, pushBlob(ctx, c.repositoryWith(mustRef(t, reg.Host+"/"+repo), auth.EmptyCredential), d, big))
+			require.NoError(t, source.PushBlob(ctx, repositoryOf(t, c, mustRef(t, reg.Host+"/"+repo)), d, big))
 			return []ocispec.Descriptor{d}
 		}, "limit exceeded"},
 		{"oversized signature", func(string) []ocispec.Descriptor {
@@ -176,7 +164,7 @@ func TestVerifyRefusesMalformedSignatures(t *testing.T) {
 			body := []byte(`{"critical":{"type":"cosign container image signature"}}`)
 			d := content.NewDescriptorFromBytes(SimpleSigningMediaType, body)
 			d.Annotations = map[string]string{SignatureAnnotation: base64.StdEncoding.EncodeToString([]byte("not a signature"))}
-			require.NoError(t, pushBlob(ctx, c.repositoryWith(mustRef(t, reg.Host+"/"+repo), auth.EmptyCredential), d, body))
+			require.NoError(t, source.PushBlob(ctx, repositoryOf(t, c, mustRef(t, reg.Host+"/"+repo)), d, body))
 			return []ocispec.Descriptor{d}
 		}, "made by none of the keys"},
 	}
@@ -185,7 +173,7 @@ func TestVerifyRefusesMalformedSignatures(t *testing.T) {
 			repoName := testenv.Repository(t, "malformed"+string(rune('a'+i)))
 			img, ref := pushPackage(t, c, reg.Host, repoName, nil)
 			pushSignatureManifest(t, c, ref, img.Digest, tc.layers(repoName))
-			_, err := c.Verify(ctx, ref, keys, nil)
+			_, err := Verify(ctx, c, ref, keys, nil)
 			require.Error(t, err)
 			assert.ErrorContains(t, err, tc.want)
 		})
@@ -193,12 +181,12 @@ func TestVerifyRefusesMalformedSignatures(t *testing.T) {
 }
 
 // pushSignatureManifest tags a manifest with layers as the signatures of dgst.
-func pushSignatureManifest(t *testing.T, c *Client, ref Reference, dgst string, layers []ocispec.Descriptor) {
+func pushSignatureManifest(t *testing.T, c *source.Client, ref source.Reference, dgst string, layers []ocispec.Descriptor) {
 	t.Helper()
-	repo := c.repositoryWith(ref, auth.EmptyCredential)
+	repo := repositoryOf(t, c, ref)
 	config := []byte("{}")
 	configDesc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageConfig, config)
-	require.NoError(t, pushBlob(t.Context(), repo, configDesc, config))
+	require.NoError(t, source.PushBlob(t.Context(), repo, configDesc, config))
 	if layers == nil {
 		layers = []ocispec.Descriptor{}
 	}
