@@ -65,16 +65,17 @@ func (a *accessCache) proven(key string) bool {
 // Authorize proves that creds may read the manifest ref.Digest names in ref's repository (at
 // one of its locations, with the credential creds holds for that location's host), as
 // Pull does before it serves anything cached: by a recent proof (a tag resolution or an earlier
-// check with the same credential), or by one HEAD request. The caller's own mirrors
-// (WithCallerMirrors) are not asked: they prove access only to what is read from them. Callers that keep what they made of a
-// pulled package (a render) call it before using that again, so that revoked access ends there too.
+// check with the same credential), or by one HEAD request. The caller's own mirrors (a view's,
+// WithCallerMirrors) are not asked: they prove access only to what is read from them. Callers
+// that keep what they made of a pulled package (a render) call it before using that again, so
+// that revoked access ends there too.
 func (c *Client) Authorize(ctx context.Context, ref Reference, creds Credentials) error {
 	if ref.Digest == "" {
 		return fmt.Errorf("authorize %s: the reference names no digest", ref)
 	}
 	// Not at the caller's own mirrors (callerOnly): what the caller keeps is kept under ref's
 	// name, and such a mirror proves access only to what is read from it.
-	if _, _, err := c.authorizeChain(withoutCallerMirrors(ctx), ref, creds); err != nil {
+	if _, _, err := c.withoutCallerMirrors().authorizeChain(ctx, ref, creds); err != nil {
 		return fmt.Errorf("pull %s: %w", ref, err)
 	}
 	return nil

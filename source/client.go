@@ -24,8 +24,17 @@ import (
 const authCacheEntries = 1024
 
 // Client talks to OCI registries. It is safe for concurrent use; share one per process so
-// pulls of one digest are merged and cached.
+// pulls of one digest are merged and cached. WithCallerMirrors makes a view of it for one
+// caller, which shares all of it.
 type Client struct {
+	*shared
+	// caller are the caller's own mirrors (WithCallerMirrors), nil for the client itself.
+	caller []MirrorSet
+}
+
+// shared is what a Client and its views (WithCallerMirrors) share: the configuration, the
+// transport, the caches and the mirror sets.
+type shared struct {
 	opts       Options
 	limits     Limits
 	httpClient *http.Client
@@ -100,7 +109,7 @@ func NewClient(opts Options) (*Client, error) {
 		// oras' own redirect checks (leaving the origin, token realms) call this one too.
 		httpClient.CheckRedirect = opts.checkRedirect
 	}
-	c := &Client{
+	c := &Client{shared: &shared{
 		opts:        opts,
 		limits:      limits,
 		pullBudget:  budget,
@@ -111,7 +120,7 @@ func NewClient(opts Options) (*Client, error) {
 		access:      newAccessCache(opts.AccessTTL),
 		resolutions: newResolutionCache(),
 		tagLists:    newTagListCache(),
-	}
+	}}
 	if opts.CacheDir != "" {
 		c.disk = &diskCache{dir: opts.CacheDir}
 	}

@@ -24,56 +24,50 @@ import (
 // A mirror that serves other bytes under a digest is caught by the digest checks of every
 // manifest and blob read (pull.go); a mirror is written by whoever configures the controller
 // (flags, cluster-scoped mirror sets), never by a Package. A caller's own mirrors (a
-// HostedCluster's, for the Packages of its namespace) come with the call, so they reach no other
-// caller's reads: everything remembered across callers is keyed by location, or by the chain of
-// locations (chainKey), computed from the caller's own context.
+// HostedCluster's, for the Packages of its namespace) come with the caller's view of the
+// client, so they reach no other caller's reads: everything remembered across callers is keyed
+// by location, or by the chain of locations (chainKey), computed from the caller's own view.
 
-// callerMirrorsKey is the context key of WithCallerMirrors.
-type callerMirrorsKey struct{}
-
-// WithCallerMirrors returns ctx carrying mirrors of the caller's own: digest mirrors tried, for
-// reads by digest (content, access proofs, signatures; never a tag resolution or listing), after
-// the client's mirror sets and before the source. They apply to the calls made with the
-// returned context and to nothing else.
+// WithCallerMirrors returns a view of c for one caller, with mirrors of the caller's own: digest
+// mirrors tried, for its reads by digest (content, access proofs, locations, signatures; never a
+// tag resolution or listing), after the client's mirror sets and before the source. The view
+// shares everything else of c (configuration, transport, caches, the mirror sets SetMirrorSets
+// replaces); the mirrors apply to the calls made through it and to nothing else. Without sets it
+// is c; on a view, the sets replace the view's.
 //
-// A context value, where the rest of the client takes its inputs as arguments: the mirrors
-// follow a call through every path that reads by digest (Pull, Authorize, Locate, Verify,
-// VerifyKeyless, ResolveVersion's pulls) without a second set of signatures for each. A call
-// merged into another's shared request (flight.go) shares it only under a key that names the
-// locations, so it never reads through mirrors it was not given.
-func WithCallerMirrors(ctx context.Context, sets []MirrorSet) context.Context {
+// A view rather than an argument: the mirrors follow a call through every path that reads by
+// digest (Pull, Authorize, Locate, LocateRepository and so source/signature's verifications,
+// ResolveVersion's pulls) without a parameter of their own in each. A call merged into
+// another's shared request (flight.go) shares it only under a key that names the locations, so
+// it never reads through mirrors it was not given.
+func (c *Client) WithCallerMirrors(sets []MirrorSet) *Client {
 	if len(sets) == 0 {
-		return ctx
+		return c
 	}
-	return context.WithValue(ctx, callerMirrorsKey{}, sets)
+	return &Client{shared: c.shared, caller: sets}
 }
 
-// callerMirrors returns the mirrors WithCallerMirrors put in ctx.
-func callerMirrors(ctx context.Context) []MirrorSet {
-	sets, _ := ctx.Value(callerMirrorsKey{}).([]MirrorSet)
-	return sets
-}
+// HasCallerMirrors reports whether c is a view with mirrors of the caller's own
+// (WithCallerMirrors).
+func (c *Client) HasCallerMirrors() bool { return len(c.caller) > 0 }
 
-// HasCallerMirrors reports whether ctx carries mirrors of the caller's own (WithCallerMirrors).
-func HasCallerMirrors(ctx context.Context) bool { return len(callerMirrors(ctx)) > 0 }
-
-// withoutCallerMirrors returns ctx without the caller's own mirrors.
-func withoutCallerMirrors(ctx context.Context) context.Context {
-	if !HasCallerMirrors(ctx) {
-		return ctx
+// withoutCallerMirrors returns the client c is a view of, without the caller's own mirrors.
+func (c *Client) withoutCallerMirrors() *Client {
+	if !c.HasCallerMirrors() {
+		return c
 	}
-	return context.WithValue(ctx, callerMirrorsKey{}, []MirrorSet(nil))
+	return &Client{shared: c.shared}
 }
 
 // callerOnly reports whether loc is a location of ref only through the caller's own mirrors.
 // Such a mirror is written by whoever writes the caller's HostedCluster, who may run a registry
 // that answers yes for every digest: its yes proves access to what is read from it, never to
 // what is kept under ref's name (content, renders, verdicts another caller's read left).
-func (c *Client) callerOnly(ctx context.Context, ref, loc Reference) bool {
-	if !HasCallerMirrors(ctx) {
+func (c *Client) callerOnly(ref, loc Reference) bool {
+	if !c.HasCallerMirrors() {
 		return false
 	}
-	for _, l := range c.locationsOf(withoutCallerMirrors(ctx), ref, kindOf(ref)) {
+	for _, l := range c.withoutCallerMirrors().locationsOf(ref, kindOf(ref)) {
 		if l.Name() == loc.Name() {
 			return false
 		}
@@ -82,21 +76,21 @@ func (c *Client) callerOnly(ctx context.Context, ref, loc Reference) bool {
 }
 
 // SetMirrorSets replaces the mirror sets that later calls read through (the controller's watch
-// of ImageDigestMirrorSets and ImageTagMirrorSets). A call in progress keeps the sets it began
-// with.
+// of ImageDigestMirrorSets and ImageTagMirrorSets), for the client and its views alike. A call
+// in progress keeps the sets it began with.
 func (c *Client) SetMirrorSets(m MirrorSets) {
 	c.mirrors.Store(&m)
 }
 
-// Locations returns where the client reads ref from, in the order it tries them, for a call
-// made with ctx.
-func (c *Client) Locations(ctx context.Context, ref Reference) []Reference {
-	return c.locationsOf(ctx, ref, kindOf(ref))
+// Locations returns where the client (or the caller's view of it) reads ref from, in the order
+// it tries them.
+func (c *Client) Locations(ref Reference) []Reference {
+	return c.locationsOf(ref, kindOf(ref))
 }
 
 // locationsOf returns where ref is read from through mirrors of kind.
-func (c *Client) locationsOf(ctx context.Context, ref Reference, kind mirrorKind) []Reference {
-	return c.mirrors.Load().locations(ref, c.opts.Overrides, kind, callerMirrors(ctx))
+func (c *Client) locationsOf(ref Reference, kind mirrorKind) []Reference {
+	return c.mirrors.Load().locations(ref, c.opts.Overrides, kind, c.caller)
 }
 
 // mirrored tells whether ref is read from anywhere but where it is named.
@@ -128,7 +122,7 @@ func (c *Client) resolveChain(ctx context.Context, ref Reference, creds Credenti
 	if ref.Digest != "" {
 		return ref.Digest, Reference{}, nil
 	}
-	locs := c.Locations(ctx, ref)
+	locs := c.Locations(ref)
 	var errs []error
 	for _, loc := range locs {
 		cred, err := c.credential(ctx, loc.Registry, creds)
@@ -150,7 +144,7 @@ func (c *Client) resolveChain(ctx context.Context, ref Reference, creds Credenti
 // Authorize does at one: a recent proof for that location and the credential the pull secret
 // holds for its host, or one HEAD request there. It returns the location and the credential.
 func (c *Client) authorizeChain(ctx context.Context, ref Reference, creds Credentials) (Reference, auth.Credential, error) {
-	locs := c.Locations(ctx, ref)
+	locs := c.Locations(ref)
 	var errs []error
 	for _, loc := range locs {
 		cred, err := c.credential(ctx, loc.Registry, creds)
@@ -170,7 +164,7 @@ func (c *Client) authorizeChain(ctx context.Context, ref Reference, creds Creden
 // locate returns the location ref.Digest is read from and its credential: the one location
 // without a request when ref is not mirrored, else the first that proves access.
 func (c *Client) locate(ctx context.Context, ref Reference, creds Credentials) (Reference, auth.Credential, error) {
-	locs := c.Locations(ctx, ref)
+	locs := c.Locations(ref)
 	if len(locs) == 1 {
 		cred, err := c.credential(ctx, locs[0].Registry, creds)
 		return locs[0], cred, err
@@ -200,7 +194,7 @@ func (c *Client) Locate(ctx context.Context, ref Reference, creds Credentials) (
 // mirror told another.
 func (c *Client) chainKey(ctx context.Context, ref Reference, kind mirrorKind, creds Credentials) (string, error) {
 	h := sha256.New()
-	for _, loc := range c.locationsOf(ctx, ref, kind) {
+	for _, loc := range c.locationsOf(ref, kind) {
 		cred, err := c.credential(ctx, loc.Registry, creds)
 		if err != nil {
 			return "", err

@@ -42,19 +42,20 @@ func TestCallerMirrors(t *testing.T) {
 		return out
 	}
 	c := newClient(t, Options{MirrorSets: clusterWide})
-	withOwn := WithCallerMirrors(t.Context(), own)
-	assert.Equal(t, []string{"cluster.example/m/team/pkg", mirror.Host + "/team/pkg", src.Host + "/team/pkg"}, names(c.Locations(withOwn, pinned)))
-	assert.Equal(t, []string{"cluster.example/m/team/pkg", src.Host + "/team/pkg"}, names(c.Locations(t.Context(), pinned)))
-	assert.Equal(t, []string{src.Host + "/team/pkg"}, names(c.Locations(withOwn, tagged)), "a tag resolution went through a digest mirror")
+	withOwn := c.WithCallerMirrors(own)
+	assert.Equal(t, []string{"cluster.example/m/team/pkg", mirror.Host + "/team/pkg", src.Host + "/team/pkg"}, names(withOwn.Locations(pinned)))
+	assert.Equal(t, []string{"cluster.example/m/team/pkg", src.Host + "/team/pkg"}, names(c.Locations(pinned)))
+	assert.Equal(t, []string{src.Host + "/team/pkg"}, names(withOwn.Locations(tagged)), "a tag resolution went through a digest mirror")
 
 	rec := newHostRecorder()
 	c = newClient(t, Options{Transport: rec})
-	a, err := c.Pull(withOwn, pinned, nil)
+	withOwn = c.WithCallerMirrors(own)
+	a, err := withOwn.Pull(t.Context(), pinned, nil)
 	require.NoError(t, err)
 	assert.Equal(t, img.Digest, a.Digest)
 	assert.NotEmpty(t, rec.requests(mirror.Host))
 	assert.Empty(t, rec.requests(src.Host))
-	loc, err := c.Locate(withOwn, pinned, nil)
+	loc, err := withOwn.Locate(t.Context(), pinned, nil)
 	require.NoError(t, err)
 	assert.Equal(t, mirror.Host+"/team/pkg", loc.Name())
 

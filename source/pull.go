@@ -100,7 +100,7 @@ func (c *Client) Pull(ctx context.Context, ref Reference, creds Credentials) (*A
 	// Proved only at the caller's own mirror: what is read from it is kept under the mirror's
 	// name, as a registry of one's own is, and nothing kept under ref's name is served.
 	name := ref
-	if c.callerOnly(ctx, ref, loc) {
+	if c.callerOnly(ref, loc) {
 		name = loc
 	}
 	key := name.Content()

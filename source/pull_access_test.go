@@ -314,12 +314,12 @@ func TestCallerMirrorProvesNoAccessToSharedContent(t *testing.T) {
 	require.NoError(t, err)
 
 	evil, blobRequests := fakeRegistry(t, img.manifest, ocispec.MediaTypeImageManifest)
-	ctx := WithCallerMirrors(t.Context(), []MirrorSet{{Source: reg.Host, Mirrors: []string{evil}}})
-	a, err := c.Pull(ctx, pinned, nil)
+	viaEvil := c.WithCallerMirrors([]MirrorSet{{Source: reg.Host, Mirrors: []string{evil}}})
+	a, err := viaEvil.Pull(t.Context(), pinned, nil)
 	assert.Nil(t, a, "the cached private package was served on a caller mirror's word")
 	assert.Error(t, err)
 	assert.Equal(t, 1, blobRequests(), "the layer is asked of the mirror that proved access")
-	assert.Error(t, c.Authorize(ctx, pinned, nil), "a caller mirror's word proved access to shared renders and verdicts")
+	assert.Error(t, viaEvil.Authorize(t.Context(), pinned, nil), "a caller mirror's word proved access to shared renders and verdicts")
 
 	// The owner, with its own credentials, still proves access at the source.
 	require.NoError(t, c.Authorize(t.Context(), pinned, good))

@@ -71,7 +71,7 @@ func (c *Client) TagsWithin(ctx context.Context, ref Reference, creds Credential
 	}
 	val, err := rc.flight.do(ctx, key, sharedResolveTimeout, func(ctx context.Context) (any, error) {
 		started := rc.now()
-		locs := c.locationsOf(ctx, ref, byTag)
+		locs := c.locationsOf(ref, byTag)
 		var errs []error
 		for _, loc := range locs {
 			tags, err := c.listTags(ctx, loc, creds)

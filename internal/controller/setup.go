@@ -99,7 +99,7 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*setup.Serv
 	}
 	return &setup.Services{
 		Manager: mgr, Source: cfg.Source, Hosted: cfg.Hosted, RuntimeMetrics: cfg.Metrics, Options: opts, Recorder: recorder, Metrics: m, Applier: ro,
-		Verifier:          verify.NewVerifier(mgr.GetAPIReader(), mgr.GetClient(), cfg.Source, opts.Namespace, opts.RequireSignatures).WithInterval(opts.VerifyInterval),
+		Verifier:          verify.NewVerifier(mgr.GetAPIReader(), mgr.GetClient(), opts.Namespace, opts.RequireSignatures).WithInterval(opts.VerifyInterval),
 		ControllerOptions: controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)},
 		HostedClusterAPI:  hostedClusterAPI,
 		TrustSecrets:      trustSecrets,

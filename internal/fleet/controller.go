@@ -211,7 +211,7 @@ func (r *fleetSteps) chooseTarget(ctx context.Context, fleet *v1alpha1.HostedClu
 	var held error
 	if err != nil {
 		held = err
-	} else if verr := r.verifier.Check(ctx, verify, "", fleetVerifyField, pinned, creds); verr != nil {
+	} else if verr := r.verifier.Check(ctx, r.source, verify, "", fleetVerifyField, pinned, creds); verr != nil {
 		// A digest is verified before it becomes the target: one that fails never reaches a
 		// member, canaries included. The verdict is cached per digest and key set, so members
 		// verifying the same digest with the same keys cost no further request.

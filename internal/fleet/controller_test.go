@@ -102,7 +102,7 @@ func (f *fleetFixture) steps(t *testing.T, require bool, objs ...client.Object) 
 	objs = append(append(objs, f.pullSecret), f.Objects...)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(verifytest.Copies(objs)...).Build()
 	return &fleetSteps{
-		client: c, apiReader: c, source: f.Src, verifier: verify.NewVerifier(c, c, f.Src, verifytest.ControllerNamespace, require),
+		client: c, apiReader: c, source: f.Src, verifier: verify.NewVerifier(c, c, verifytest.ControllerNamespace, require),
 		recorder: record.NewFakeRecorder(10), own: reconciler.NewMetrics(), hostedClusterAPI: true, now: time.Now,
 		options: reconciler.Options{Namespace: verifytest.ControllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
 	}, c

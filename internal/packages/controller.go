@@ -104,9 +104,10 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err != nil {
 		return nil, err
 	}
-	// Its reads by digest go through its own HostedCluster's mirrors too, and no other's.
-	ctx = source.WithCallerMirrors(ctx, mirrors.OfHostedCluster(hc.Cluster))
-	ref, err := r.resolve(ctx, spec, image, creds, maxAge)
+	// Its reads by digest go through its own HostedCluster's mirrors too, and no other's: src is
+	// its view of the source client.
+	src := r.source.WithCallerMirrors(mirrors.OfHostedCluster(hc.Cluster))
+	ref, err := r.resolve(ctx, src, spec, image, creds, maxAge)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	}
 	status.LastAttemptedRevision, status.LastAttemptedTag = digest, ref.Tag
 	// Before anything of the digest is pulled or a cached render of it is used.
-	if err := r.verify(ctx, obj, ref, creds); err != nil {
+	if err := r.verify(ctx, src, obj, ref, creds); err != nil {
 		return nil, err
 	}
 	config, err := r.config(ctx, obj)
@@ -131,13 +132,13 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 		// The whole Package waits, not only its hosted-cluster phases.
 		return nil, &reconciler.NotHostedError{Namespace: obj.GetNamespace(), Why: hc.Ambiguous.Error()}
 	}
-	rendered, err := r.render(ctx, obj, ref, creds, config, hc.Cluster)
+	rendered, err := r.render(ctx, src, obj, ref, creds, config, hc.Cluster)
 	if err != nil {
 		return nil, constraintViolated(err)
 	}
 	version := packageVersion(spec.Semver != "", ref, r.versions, status.LastAttemptedVersion)
 	status.LastAttemptedVersion = version
-	from := r.servedFrom(ctx, ref, creds)
+	from := r.servedFrom(ctx, src, ref, creds)
 	if err := r.checkUniqueInstallation(ctx, obj, image, rendered.Manifest); err != nil {
 		return nil, constraintViolated(err)
 	}
@@ -200,11 +201,11 @@ func (r *packageSteps[T]) passRequest(obj T, rendered *render.Result, hc applier
 //
 // A registry notification for the repository (Options.Wakes) narrows maxAge as a reconcile
 // request does: to a resolution made after it.
-func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpec, ref source.Reference, creds source.Credentials, maxAge time.Duration) (source.Reference, error) {
+func (r *packageSteps[T]) resolve(ctx context.Context, src *source.Client, spec *v1alpha1.PackageSpec, ref source.Reference, creds source.Credentials, maxAge time.Duration) (source.Reference, error) {
 	byRange := spec.Semver != ""
 	maxAge = r.options.Wakes.Bound(ref, byRange, maxAge, time.Now())
 	if !byRange {
-		digest, err := r.source.ResolveWithin(ctx, ref, creds, maxAge)
+		digest, err := src.ResolveWithin(ctx, ref, creds, maxAge)
 		if err != nil {
 			return source.Reference{}, reconciler.PullFailed(err)
 		}
@@ -216,7 +217,7 @@ func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpe
 		return source.Reference{}, &reconciler.StageError{Reason: v1alpha1.InvalidVersionRangeReason,
 			Err: fmt.Errorf("spec.semver: %w (write a range such as \">=1.4.0 <2.0.0\", \"~1.4\" or \"^1\")", err)}
 	}
-	chosen, err := r.source.ResolveVersion(ctx, ref, rng, creds, maxAge)
+	chosen, err := src.ResolveVersion(ctx, ref, rng, creds, maxAge)
 	if errors.Is(err, source.ErrNoMatchingVersion) {
 		return source.Reference{}, &reconciler.StageError{Reason: v1alpha1.NoMatchingVersionReason,
 			Err: fmt.Errorf("spec.semver: %w; looked at again in %s", err, spec.GetInterval())}
@@ -233,12 +234,12 @@ func (r *packageSteps[T]) resolve(ctx context.Context, spec *v1alpha1.PackageSpe
 // another one (the render cache decides from what the package's renders read).
 //
 // Errors have the values of Secrets that spec.configFrom read removed from their messages.
-func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Reference, creds source.Credentials, config *applier.ConfigInput, hc *hosted.HostedCluster) (*render.Result, error) {
+func (r *packageSteps[T]) render(ctx context.Context, src *source.Client, obj T, ref source.Reference, creds source.Credentials, config *applier.ConfigInput, hc *hosted.HostedCluster) (*render.Result, error) {
 	opts := applier.RenderOptions(r.options, obj.GetName(), obj.GetNamespace(), obj.GetLabels(), obj.GetAnnotations(), obj.GetSpec(), ref.String(), config.Raw, hc)
 	pulls := r.applier.Metrics.Pulls
 	renderFn := func() (*render.Result, error) {
 		start := time.Now()
-		artifact, err := r.source.Pull(ctx, ref, creds)
+		artifact, err := src.Pull(ctx, ref, creds)
 		if err != nil {
 			pulls.WithLabelValues("failed").Inc()
 			return nil, reconciler.PullFailed(err)
@@ -266,12 +267,12 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 		// credentials could read; check this one's can (free within source's access TTL), so that
 		// revoked access ends here too. The proof is asked of the registry the package was
 		// pulled from, which the render key names.
-		if err := r.source.Authorize(ctx, ref, creds); err != nil {
-			if !source.HasCallerMirrors(ctx) {
+		if err := src.Authorize(ctx, ref, creds); err != nil {
+			if !src.HasCallerMirrors() {
 				return nil, reconciler.PullFailed(err)
 			}
 			// Its HostedCluster's own mirrors prove access only to what is read from them
-			// (source.WithCallerMirrors): it pulls and renders for itself.
+			// (source.Client.WithCallerMirrors): it pulls and renders for itself.
 			if rendered, err = renderFn(); err != nil {
 				return nil, config.Redact(err)
 			}
@@ -290,8 +291,8 @@ func (r *packageSteps[T]) render(ctx context.Context, obj T, ref source.Referenc
 // covers it and against spec.verify when set. Failures are VerificationFailed stage errors
 // naming the policy or field, the Secret, its keys and what failed. Without spec.verify or a
 // policy it refuses the resource when signatures are required.
-func (r *packageSteps[T]) verify(ctx context.Context, obj T, ref source.Reference, creds source.Credentials) error {
-	return r.verifier.Check(ctx, obj.GetSpec().Verify, obj.GetNamespace(), "spec.verify", ref, creds)
+func (r *packageSteps[T]) verify(ctx context.Context, src *source.Client, obj T, ref source.Reference, creds source.Credentials) error {
+	return r.verifier.Check(ctx, src, obj.GetSpec().Verify, obj.GetNamespace(), "spec.verify", ref, creds)
 }
 
 // pullCredentials reads spec.pullSecretRef; nil means the client's defaults (anonymous).

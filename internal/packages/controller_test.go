@@ -121,7 +121,7 @@ func TestPackageRevisionChoice(t *testing.T) {
 			ref, err := source.ParseReference(tt.image)
 			require.NoError(t, err)
 			spec := &v1alpha1.PackageSpec{Image: tt.image, Semver: tt.semver}
-			got, err := r.resolve(t.Context(), spec, ref, creds, 0)
+			got, err := r.resolve(t.Context(), r.source, spec, ref, creds, 0)
 			if tt.reason != "" {
 				require.Error(t, err)
 				assert.Equal(t, tt.reason, reconciler.ReasonFor(err))

@@ -53,7 +53,7 @@ func packageKind[T packageObject](kind string, newObject func() T) reconcilertes
 			WithIndex(&v1alpha1.Package{}, dependsOnIndex, indexDependsOn(v1alpha1.PackageKind)).
 			WithIndex(&v1alpha1.ClusterPackage{}, dependsOnIndex, indexDependsOn(v1alpha1.ClusterPackageKind)).Build()
 		steps := &packageSteps[T]{apiReader: c, options: reconcilertest.FailureOptions(verifytest.ControllerNamespace), applier: failingApplier(c), renders: newRenderCache(1 << 20),
-			verifier: verify.NewVerifier(c, c, nil, verifytest.ControllerNamespace, false), versions: newImageVersions(), kind: kind,
+			verifier: verify.NewVerifier(c, c, verifytest.ControllerNamespace, false), versions: newImageVersions(), kind: kind,
 			deps: &dependencies{reader: c, exprs: newReadyExprs()}}
 		return obj, c, reconciler.New(reconciler.Base{Client: c, Recorder: record.NewFakeRecorder(100)}, kind, newObject, steps.steps())
 	}}

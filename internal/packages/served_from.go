@@ -11,8 +11,8 @@ import (
 // servedFrom names the registry and repository that serve ref's content to creds when that is
 // not ref's own (a mirror or an override), else "". The render step proved the access, so this
 // costs no request.
-func (r *packageSteps[T]) servedFrom(ctx context.Context, ref source.Reference, creds source.Credentials) string {
-	loc, err := r.source.Locate(ctx, ref, creds)
+func (r *packageSteps[T]) servedFrom(ctx context.Context, src *source.Client, ref source.Reference, creds source.Credentials) string {
+	loc, err := src.Locate(ctx, ref, creds)
 	if err != nil || loc.Name() == ref.Name() {
 		return ""
 	}

@@ -27,12 +27,13 @@ const verifiedEntries = 4096
 // a rotation counts at once), and a digest verified with a key set (or a trusted root and
 // identities) is remembered for the verify interval, so the registry is asked once per digest,
 // key set and interval, and a signature deleted from the registry counts within one interval.
+// The signatures are read through the source client each caller passes (its view, with its
+// HostedCluster's mirrors, source.Client.WithCallerMirrors).
 type Verifier struct {
 	// apiReader reads the key Secrets without caching every Secret of the cluster.
 	apiReader client.Reader
 	// policies reads TrustPolicies from the manager's cache (every policy, whatever the shard).
 	policies client.Reader
-	source   *source.Client
 	// namespace holds the key Secrets of cluster-scoped resources and of TrustPolicies.
 	namespace string
 	// Require refuses resources without spec.verify (--require-signatures) that no policy covers.
@@ -57,8 +58,8 @@ type verdict struct {
 // defaultVerifyInterval is how long a verdict stands when Options.VerifyInterval is not set.
 const defaultVerifyInterval = 10 * time.Minute
 
-func NewVerifier(apiReader, policies client.Reader, src *source.Client, namespace string, require bool) *Verifier {
-	return &Verifier{apiReader: apiReader, policies: policies, source: src, namespace: namespace, Require: require,
+func NewVerifier(apiReader, policies client.Reader, namespace string, require bool) *Verifier {
+	return &Verifier{apiReader: apiReader, policies: policies, namespace: namespace, Require: require,
 		verified: lru.New(verifiedEntries), ttl: defaultVerifyInterval, clock: clock.RealClock{}}
 }
 
@@ -73,14 +74,15 @@ func (v *Verifier) WithInterval(interval time.Duration) *Verifier {
 // Check verifies ref with every TrustPolicy that covers it (in name order, the first refusal
 // wins), then with spec, the verification settings at field of a resource in namespace ("" for
 // a cluster-scoped resource: its Secret is in the controller's namespace). The policies come
-// first: a tenant's own settings, whatever they are, neither replace nor precede them.
-func (v *Verifier) Check(ctx context.Context, spec *v1alpha1.Verification, namespace, field string, ref source.Reference, creds source.Credentials) error {
+// first: a tenant's own settings, whatever they are, neither replace nor precede them. The
+// signatures are read through src, the caller's source client (or view of it), with creds.
+func (v *Verifier) Check(ctx context.Context, src *source.Client, spec *v1alpha1.Verification, namespace, field string, ref source.Reference, creds source.Credentials) error {
 	policies, err := coveringPolicies(ctx, v.policies, ref)
 	if err != nil {
 		return err
 	}
 	for i := range policies {
-		if err := v.checkWith(ctx, &policies[i].Spec.Verify, v.namespace, trustPolicyField(policies[i].Name), ref, creds); err != nil {
+		if err := v.checkWith(ctx, src, &policies[i].Spec.Verify, v.namespace, trustPolicyField(policies[i].Name), ref, creds); err != nil {
 			return err
 		}
 	}
@@ -93,11 +95,11 @@ func (v *Verifier) Check(ctx context.Context, spec *v1alpha1.Verification, names
 	if namespace == "" {
 		namespace = v.namespace
 	}
-	return v.checkWith(ctx, spec, namespace, field, ref, creds)
+	return v.checkWith(ctx, src, spec, namespace, field, ref, creds)
 }
 
 // checkWith verifies ref with spec, whose Secret is in namespace; field names spec in messages.
-func (v *Verifier) checkWith(ctx context.Context, spec *v1alpha1.Verification, namespace, field string, ref source.Reference, creds source.Credentials) error {
+func (v *Verifier) checkWith(ctx context.Context, src *source.Client, spec *v1alpha1.Verification, namespace, field string, ref source.Reference, creds source.Credentials) error {
 	if namespace == "" {
 		// Only a controller started without --namespace (tests, a local run) gets here.
 		return &reconciler.StageError{Reason: v1alpha1.VerificationFailedReason,
@@ -120,7 +122,7 @@ func (v *Verifier) checkWith(ctx context.Context, spec *v1alpha1.Verification, n
 		}
 		trustID, trust = "keyless\x00"+policy.ID(), "the trusted root of Secret "+secretName+" and "+field+".matchOIDCIdentity"
 		verify = func() (*signature.Verification, error) {
-			return signature.VerifyKeyless(ctx, v.source, ref, policy, creds)
+			return signature.VerifyKeyless(ctx, src, ref, policy, creds)
 		}
 	} else {
 		keys, err := publicKeys(key, &secret, field)
@@ -128,7 +130,7 @@ func (v *Verifier) checkWith(ctx context.Context, spec *v1alpha1.Verification, n
 			return &reconciler.StageError{Reason: v1alpha1.VerificationFailedReason, Err: err}
 		}
 		trustID, trust = keys.ID(), fmt.Sprintf("the keys %v of Secret %s", keys.Names(), secretName)
-		verify = func() (*signature.Verification, error) { return signature.Verify(ctx, v.source, ref, keys, creds) }
+		verify = func() (*signature.Verification, error) { return signature.Verify(ctx, src, ref, keys, creds) }
 	}
 	if ref.Digest == "" {
 		// Verdicts are cached per digest: a tag would make one verdict stand for every digest
@@ -143,11 +145,11 @@ func (v *Verifier) checkWith(ctx context.Context, spec *v1alpha1.Verification, n
 		// TTL; a tag it resolved itself counts). Its HostedCluster's own mirrors prove none
 		// (source.Authorize does not ask them): a caller that reads through them verifies for
 		// itself instead.
-		err := v.source.Authorize(ctx, ref, creds)
+		err := src.Authorize(ctx, ref, creds)
 		if err == nil {
 			return nil
 		}
-		if !source.HasCallerMirrors(ctx) {
+		if !src.HasCallerMirrors() {
 			return &reconciler.StageError{Reason: v1alpha1.VerificationFailedReason,
 				Err: fmt.Errorf("%w (%s: %s)", reconciler.WithRegistryHint(err), field, trust)}
 		}

@@ -34,7 +34,7 @@ func fixtureVerifier(t *testing.T, f *verifytest.Fixture, namespace string, requ
 		objs = append(objs, p)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(verifytest.Copies(objs)...).Build()
-	return NewVerifier(c, c, f.Src, namespace, require)
+	return NewVerifier(c, c, namespace, require)
 }
 
 // TestVerificationOutcome: what verification makes of a digest, per signature, key Secret,
@@ -95,7 +95,7 @@ func TestVerificationOutcome(t *testing.T) {
 				policies = append(policies, tt.policy)
 			}
 			v := fixtureVerifier(t, f, tt.ctrlNS, tt.require, policies...)
-			err := v.Check(t.Context(), tt.spec, tt.namespace, "spec.verify", tt.ref, verifytest.UserCredentials("reader"))
+			err := v.Check(t.Context(), f.Src, tt.spec, tt.namespace, "spec.verify", tt.ref, verifytest.UserCredentials("reader"))
 			if tt.reason == "" {
 				require.NoError(t, err)
 				return
@@ -113,7 +113,7 @@ func TestVerificationOutcome(t *testing.T) {
 		t.Parallel()
 		tag := f.Signed
 		tag.Digest = ""
-		err := fixtureVerifier(t, f, "", false).Check(t.Context(), verifytest.KeysOf("keys-a"), verifytest.TenantNamespace, "spec.verify", tag, verifytest.UserCredentials("reader"))
+		err := fixtureVerifier(t, f, "", false).Check(t.Context(), f.Src, verifytest.KeysOf("keys-a"), verifytest.TenantNamespace, "spec.verify", tag, verifytest.UserCredentials("reader"))
 		require.ErrorContains(t, err, "no digest")
 		var stage *reconciler.StageError
 		assert.False(t, errors.As(err, &stage), "the caller's error, not the resource's")
@@ -128,7 +128,7 @@ func TestVerificationCache(t *testing.T) {
 	f := verifytest.NewFixture(t)
 	v := fixtureVerifier(t, f, verifytest.ControllerNamespace, false)
 	check := func(spec *v1alpha1.Verification, user string, ref source.Reference) error {
-		return v.Check(t.Context(), spec, verifytest.TenantNamespace, "spec.verify", ref, verifytest.UserCredentials(user))
+		return v.Check(t.Context(), f.Src, spec, verifytest.TenantNamespace, "spec.verify", ref, verifytest.UserCredentials(user))
 	}
 
 	sigs := f.Reg.SigRequests.Load()
@@ -165,7 +165,7 @@ func TestVerificationCacheExpires(t *testing.T) {
 	v := fixtureVerifier(t, f, verifytest.ControllerNamespace, false).WithInterval(10 * time.Minute)
 	v.clock = clk
 	check := func() error {
-		return v.Check(t.Context(), verifytest.KeysOf("keys-a"), verifytest.TenantNamespace, "spec.verify", f.Signed, verifytest.UserCredentials("reader"))
+		return v.Check(t.Context(), f.Src, verifytest.KeysOf("keys-a"), verifytest.TenantNamespace, "spec.verify", f.Signed, verifytest.UserCredentials("reader"))
 	}
 
 	sigs := f.Reg.SigRequests.Load()

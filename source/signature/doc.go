@@ -9,7 +9,8 @@
 // overrides and the caller's mirrors, the transport's bounds, error mapping) is the
 // source.Client's, through its exported API (Client.Repository, Client.LocateRepository,
 // Client.Explain, PushBlob, FetchManifest, ListReferrers). A *source.Client is the first
-// argument after the context of every function that talks to a registry.
+// argument after the context of every function that talks to a registry; a caller's view of it
+// (source.Client.WithCallerMirrors) reads the signatures through the caller's own mirrors.
 //
 // Libraries: sigstore-go verifies bundles and makes keyless ones (Fulcio, Rekor), sigstore's
 // signature package signs and verifies with keys and DSSE, go-securesystemslib decrypts

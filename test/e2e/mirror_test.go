@@ -73,7 +73,7 @@ func TestPackageFromMirror(t *testing.T) {
 	// The controller shares suite.source: once it reads through the mirrors, so do the reconciles.
 	eventually(t, func(a *attempt) {
 		for _, ref := range []source.Reference{tagged, pinned} {
-			locs := suite.source.Locations(a.Context(), ref)
+			locs := suite.source.Locations(ref)
 			if assert.Len(a, locs, 1, ref.String()) {
 				assert.Equal(a, mirror.Host+"/e2e-mirror-dst/app", locs[0].Name())
 			}
@@ -193,7 +193,7 @@ func TestWildcardMirrorSet(t *testing.T) {
 	pinned, err := source.ParseReference("pkgs.e2e-wild.invalid/app@" + digest)
 	require.NoError(t, err)
 	eventually(t, func(a *attempt) {
-		locs := suite.source.Locations(a.Context(), pinned)
+		locs := suite.source.Locations(pinned)
 		if assert.Len(a, locs, 1) {
 			assert.Equal(a, mirror.Host+"/e2e-wild-dst/app", locs[0].Name())
 		}
