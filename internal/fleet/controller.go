@@ -203,11 +203,22 @@ func (r *fleetSteps) write(ctx context.Context, fleet *v1alpha1.HostedClusterPac
 // spec: members would be refused without spec.verify, so the fleet refuses first, before any
 // request.
 func (r *fleetSteps) chooseTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (*v1alpha1.FleetRevision, *reconciler.Outcome, error) {
-	verify := fleet.Spec.Template.Spec.Verify
-	if err := r.verifier.Required(ctx, verify, fleetVerifyField, fleet.Spec.Template.Spec.Image); err != nil {
-		return nil, nil, err
+	tmpl := &fleet.Spec.Template.Spec
+	// The template's image is parsed once, here: what does not parse is refused as a failed
+	// resolution (held, below), before any request.
+	ref, err := source.ParseReference(tmpl.Image)
+	if err != nil {
+		err = &reconciler.StageError{Reason: v1alpha1.PullFailedReason, Err: fmt.Errorf("spec.template.spec.image: %w", err)}
+	} else if rerr := r.verifier.Required(ctx, tmpl.Verify, fleetVerifyField, ref); rerr != nil {
+		return nil, nil, rerr
 	}
-	target, pinned, creds, err := r.resolveTarget(ctx, fleet, lastHandled)
+	var target *v1alpha1.FleetRevision
+	var pinned source.Reference
+	var creds source.Credentials
+	if err == nil {
+		target, pinned, creds, err = r.resolveTarget(ctx, fleet, ref, lastHandled)
+	}
+	verify := tmpl.Verify
 	var held error
 	if err != nil {
 		held = err
@@ -287,16 +298,12 @@ func (r *fleetSteps) stableNote(fleet *v1alpha1.HostedClusterPackage) string {
 	return " (stable revision " + fleet.Status.Stable.Name + ")"
 }
 
-// resolveTarget resolves the template's tag, once per interval for the whole fleet, and names
+// resolveTarget resolves ref, the template's image, once per interval for the whole fleet, and names
 // the revision it makes with the template. It also returns the image pinned to the digest and
 // the credentials it was resolved with, to verify it.
-func (r *fleetSteps) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lastHandled string) (*v1alpha1.FleetRevision, source.Reference, source.Credentials, error) {
+func (r *fleetSteps) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, ref source.Reference, lastHandled string) (*v1alpha1.FleetRevision, source.Reference, source.Credentials, error) {
 	var none source.Reference
 	tmpl := &fleet.Spec.Template.Spec
-	ref, err := source.ParseReference(tmpl.Image)
-	if err != nil {
-		return nil, none, nil, &reconciler.StageError{Reason: v1alpha1.PullFailedReason, Err: fmt.Errorf("spec.template.spec.image: %w", err)}
-	}
 	creds, err := verify.ReadPullCredentials(ctx, r.apiReader, r.options.Namespace, tmpl.PullSecretRef)
 	if err != nil {
 		return nil, none, nil, err

@@ -165,14 +165,10 @@ func (v *Verifier) checkWith(ctx context.Context, src *source.Client, spec *v1al
 }
 
 // Required refuses, when signatures are required (--require-signatures), verification settings
-// (at field) that are not set for image, unless a TrustPolicy covers the image (it is then
-// verified against the policy). An image that does not parse is left to the resolution to refuse.
-func (v *Verifier) Required(ctx context.Context, spec *v1alpha1.Verification, field, image string) error {
+// (at field) that are not set for ref, unless a TrustPolicy covers it (it is then verified
+// against the policy).
+func (v *Verifier) Required(ctx context.Context, spec *v1alpha1.Verification, field string, ref source.Reference) error {
 	if spec != nil || !v.Require {
-		return nil
-	}
-	ref, err := source.ParseReference(image)
-	if err != nil {
 		return nil
 	}
 	policies, err := coveringPolicies(ctx, v.policies, ref)
@@ -182,7 +178,7 @@ func (v *Verifier) Required(ctx context.Context, spec *v1alpha1.Verification, fi
 	if len(policies) > 0 {
 		return nil
 	}
-	return v.refuseUnverified(field, image)
+	return v.refuseUnverified(field, ref.String())
 }
 
 // refuseUnverified refuses, when signatures are required, an image that neither verification
