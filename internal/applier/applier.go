@@ -126,7 +126,7 @@ func (r *Applier) Apply(ctx context.Context, req Request) (*apply.Result, error)
 	if res != nil && err == nil && res.Complete() {
 		r.progress.done(req.UID)
 	}
-	r.Metrics.RecordPass(req.Owner.Kind, res)
+	r.Metrics.ObservePass(req.Owner.Kind, res)
 	var confined *apply.ConfinementError
 	if errors.As(err, &confined) {
 		err = fmt.Errorf("%w; a namespaced resource may only create objects in its own namespace on the management cluster: use a ClusterPackage, or start the controller with --allow-cross-namespace", err)

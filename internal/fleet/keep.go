@@ -75,7 +75,7 @@ func (r *fleetSteps) keepMember(ctx context.Context, fleet *v1alpha1.HostedClust
 	if err != nil {
 		return err
 	}
-	r.writes.record(fleet, m.Namespace, generation, src.name)
+	r.writes.remember(fleet, m.Namespace, generation, src.name)
 	return nil
 }
 

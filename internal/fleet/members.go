@@ -271,8 +271,8 @@ type memberWrite struct {
 	revision   string
 }
 
-func (w *memberWrites) record(fleet *v1alpha1.HostedClusterPackage, namespace string, generation int64, revision string) {
-	w.written.Record(memberKey{fleet.Name, namespace}, memberWrite{fleet: fleet.UID, generation: generation, revision: revision})
+func (w *memberWrites) remember(fleet *v1alpha1.HostedClusterPackage, namespace string, generation int64, revision string) {
+	w.written.Remember(memberKey{fleet.Name, namespace}, memberWrite{fleet: fleet.UID, generation: generation, revision: revision})
 }
 
 // view returns the member as the fleet last wrote it when the cache has not caught up (pending):

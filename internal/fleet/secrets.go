@@ -348,7 +348,7 @@ func (s *fleetSecrets) keepCopy(ctx context.Context, fleet *v1alpha1.HostedClust
 		if pending && current != nil && copyUpToDate(current, fleet, src) {
 			// Up to date as it is now: wait for the cache to show this version, not the one the
 			// fleet wrote, which may have been followed by another (a label put back by hand).
-			s.written.Record(key, current.ResourceVersion)
+			s.written.Remember(key, current.ResourceVersion)
 			return nil
 		}
 	}
@@ -359,7 +359,7 @@ func (s *fleetSecrets) keepCopy(ctx context.Context, fleet *v1alpha1.HostedClust
 	if err != nil {
 		return err
 	}
-	s.written.Record(key, written)
+	s.written.Remember(key, written)
 	return nil
 }
 

@@ -178,7 +178,7 @@ func (l *Lifecycle[T]) remember(obj T, written bool) {
 	kept := l.newObject()
 	kept.SetUID(obj.GetUID())
 	l.steps.CopyStatus(kept, obj)
-	l.Written.Record(key, kept)
+	l.Written.Remember(key, kept)
 }
 
 // forget drops what is kept for a resource that is gone.

@@ -218,7 +218,8 @@ func registerOrReuse[C prometheus.Collector](c C) (C, error) {
 	return c, nil
 }
 
-func (m *Metrics) RecordPass(ownerKind string, res *apply.Result) {
+// ObservePass counts what an apply pass applied, by the kind of its owner.
+func (m *Metrics) ObservePass(ownerKind string, res *apply.Result) {
 	if m == nil || res == nil {
 		return
 	}

@@ -13,8 +13,8 @@ type Written[K comparable, W any] struct {
 	written map[K]W
 }
 
-// Record remembers w as what was last written under key.
-func (p *Written[K, W]) Record(key K, w W) {
+// Remember keeps w as what was last written under key.
+func (p *Written[K, W]) Remember(key K, w W) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.written == nil {

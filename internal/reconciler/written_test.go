@@ -26,11 +26,11 @@ func TestWritten(t *testing.T) {
 	_, pending := p.Pending(a, shows(""))
 	assert.False(t, pending, "nothing written")
 
-	p.Record(a, "2")
+	p.Remember(a, "2")
 	w, pending := p.Pending(a, shows("1"))
 	assert.True(t, pending, "the cache shows an older version")
 	assert.Equal(t, "2", w)
-	p.Record(a, "3")
+	p.Remember(a, "3")
 	w, pending = p.Pending(a, shows("2"))
 	assert.True(t, pending, "the last write counts")
 	assert.Equal(t, "3", w)
@@ -39,14 +39,14 @@ func TestWritten(t *testing.T) {
 	_, pending = p.Pending(a, shows("1"))
 	assert.False(t, pending, "forgotten once shown, whatever the cache shows next")
 
-	p.Record(a, "4")
+	p.Remember(a, "4")
 	p.Drop(a)
 	_, pending = p.Pending(a, shows(""))
 	assert.False(t, pending, "dropped")
 
-	p.Record(a, "5")
-	p.Record(b, "5")
-	p.Record(other, "5")
+	p.Remember(a, "5")
+	p.Remember(b, "5")
+	p.Remember(other, "5")
 	p.DropWhere(ofFleet("f"))
 	_, pendingA := p.Pending(a, shows(""))
 	_, pendingB := p.Pending(b, shows(""))
@@ -66,7 +66,7 @@ func TestWrittenConcurrent(t *testing.T) {
 		wg.Go(func() {
 			key := writeKey{fmt.Sprint("fleet-", i), "a"}
 			for n := range 100 {
-				p.Record(key, n)
+				p.Remember(key, n)
 				w, pending := p.Pending(key, func(int) bool { return false })
 				assert.True(t, pending)
 				assert.Equal(t, n, w, "no other fleet's write")
