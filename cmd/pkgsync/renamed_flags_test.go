@@ -52,29 +52,6 @@ func TestRenamedOutputFlags(t *testing.T) {
 		wantStderr: archiveWarning,
 		wantErr:    "--output is the old spelling of --archive: give one of them",
 	}, {
-		// The archive's name reached the command: it goes on to ask for the commit time.
-		name:       "image --archive",
-		args:       func(dir string) []string { return []string{"image", "--archive", filepath.Join(dir, "i.tar")} },
-		wantErr:    "pass --created",
-		wantStderr: "",
-	}, {
-		name:       "image --output, the old spelling",
-		args:       func(dir string) []string { return []string{"image", "--output", filepath.Join(dir, "i.tar")} },
-		wantErr:    "pass --created",
-		wantStderr: archiveWarning,
-	}, {
-		name:       "image -o, the old shorthand",
-		args:       func(dir string) []string { return []string{"image", "-o", filepath.Join(dir, "i.tar")} },
-		wantErr:    "pass --created",
-		wantStderr: archiveWarning,
-	}, {
-		name: "image with both spellings",
-		args: func(dir string) []string {
-			return []string{"image", "--archive", filepath.Join(dir, "a.tar"), "-o", filepath.Join(dir, "b.tar"), "--created", "0"}
-		},
-		wantStderr: archiveWarning,
-		wantErr:    "--output is the old spelling of --archive: give one of them",
-	}, {
 		name: "pull with both spellings",
 		args: func(dir string) []string {
 			return []string{"pull", "127.0.0.1:1/x:v1", "--into", filepath.Join(dir, "a"), "--output", filepath.Join(dir, "b")}
@@ -129,7 +106,7 @@ func TestPullOldOutputSpelling(t *testing.T) {
 // Help lists the new spellings only.
 func TestRenamedFlagsHidden(t *testing.T) {
 	t.Parallel()
-	for cmd, flag := range map[string]string{"build": "--archive", "image": "--archive", "pull": "--into"} {
+	for cmd, flag := range map[string]string{"build": "--archive", "pull": "--into"} {
 		stdout, _, err := runCLI(t, cmd, "--help")
 		require.NoError(t, err)
 		assert.Contains(t, stdout, flag, cmd)
