@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,7 +19,7 @@ import (
 
 // applyFlags are the flags of apply besides the render inputs.
 type applyFlags struct {
-	kubeconfig       string
+	kube             *kubeFlags
 	hostedKubeconfig string
 	dryRun           bool
 	wait             bool
@@ -28,7 +29,7 @@ type applyFlags struct {
 }
 
 func (o *applyFlags) ApplyFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (required)")
+	o.kube = newKubeFlags(fs, kubeconfigUsage)
 	fs.StringVar(&o.hostedKubeconfig, "hosted-kubeconfig", "", "kubeconfig of the hosted cluster, for phases of class hosted-cluster")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "send every change as a server-side dry run and print what would change")
 	fs.BoolVar(&o.wait, "wait", false, "keep applying until every phase is available, or --timeout passes")
@@ -41,7 +42,7 @@ func newApplyCmd() *cobra.Command {
 	var in renderInputs
 	var flags applyFlags
 	cmd := &cobra.Command{
-		Use:   "apply DIR|REF --kubeconfig FILE",
+		Use:   "apply DIR|REF [--kubeconfig FILE] [--context NAME]",
 		Short: "Apply a package to clusters once, phase by phase",
 		Long: `Render a package (a directory, or a registry reference that is pulled first) and apply it
 with server-side apply, phase by phase: a phase starts only when every object of the previous
@@ -57,9 +58,6 @@ controller does that.
 Progress goes to stderr; the objects changed (with --dry-run: that would change) go to stdout.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if flags.kubeconfig == "" {
-				return usageError("--kubeconfig is required")
-			}
 			if flags.wait && flags.dryRun {
 				return usageError("--wait and --dry-run exclude each other: a dry run changes nothing to wait for")
 			}
@@ -105,26 +103,33 @@ Progress goes to stderr; the objects changed (with --dry-run: that would change)
 	return cmd
 }
 
-// targets builds a client per kubeconfig. The CLI reads credentials from files only; the
-// controller finds them in the cluster.
+// targets builds a client per cluster: the management cluster of the cluster flags (--kubeconfig,
+// --context, $KUBECONFIG), and the hosted cluster of --hosted-kubeconfig when given. The CLI reads
+// credentials from the user's kubeconfig; the controller finds them in the cluster.
 func (o *applyFlags) targets() (map[string]apply.Target, error) {
-	targets := map[string]apply.Target{}
-	for class, t := range map[string]struct{ path, name string }{
-		"":                          {o.kubeconfig, "management cluster"},
-		v1alpha1.ClassHostedCluster: {o.hostedKubeconfig, "hosted cluster"},
-	} {
-		if t.path == "" {
-			continue
-		}
-		cfg, err := clientcmd.BuildConfigFromFlags("", t.path)
+	cfg, err := o.kube.restConfig()
+	if err != nil {
+		return nil, fmt.Errorf("the management cluster: %w", err)
+	}
+	configs := map[string]*rest.Config{"": cfg}
+	if o.hostedKubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.hostedKubeconfig)
 		if err != nil {
-			return nil, fmt.Errorf("load kubeconfig %s of the %s: %w", t.path, t.name, err)
+			return nil, fmt.Errorf("load kubeconfig %s of the hosted cluster: %w", o.hostedKubeconfig, err)
+		}
+		configs[v1alpha1.ClassHostedCluster] = cfg
+	}
+	targets := map[string]apply.Target{}
+	for class, cfg := range configs {
+		name := "management cluster"
+		if class == v1alpha1.ClassHostedCluster {
+			name = "hosted cluster"
 		}
 		c, err := client.New(cfg, client.Options{})
 		if err != nil {
-			return nil, fmt.Errorf("connect to the %s (%s): %w", t.name, cfg.Host, err)
+			return nil, fmt.Errorf("connect to the %s (%s): %w", name, cfg.Host, err)
 		}
-		targets[class] = apply.Target{Client: c, Name: t.name}
+		targets[class] = apply.Target{Client: c, Name: name}
 	}
 	return targets, nil
 }

@@ -17,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -37,7 +35,7 @@ import (
 )
 
 type controllerOptions struct {
-	kubeconfig            string
+	kube                  *kubeFlags
 	metricsAddr           string
 	probeAddr             string
 	pprof                 bool
@@ -94,7 +92,8 @@ hosted cluster of the resource's hosted-control-plane namespace through HyperShi
 		RunE: func(cmd *cobra.Command, _ []string) error { return runController(cmd, o) },
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default: in-cluster or $KUBECONFIG)")
+	o.kube = newKubeFlags(fs, "Kubeconfig of the management cluster (default: $KUBECONFIG, in-cluster, or ~/.kube/config)")
+	o.kube.inClusterFirst = true
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
 	fs.BoolVar(&o.pprof, "enable-pprof", false, "Serve Go's pprof profiles under /debug/pprof/ on the metrics endpoint (heap, CPU, goroutines: for diagnosing memory and CPU use)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them")
@@ -160,7 +159,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 	if rule != reconciler.HostedNamespaceByHostedCluster && rule != reconciler.HostedNamespaceByLabel {
 		return usageError("--hosted-namespace-rule: %q is not a rule, want %s or %s", o.hostedNamespaceRule, reconciler.HostedNamespaceByHostedCluster, reconciler.HostedNamespaceByLabel)
 	}
-	restConfig, err := loadConfig(o.kubeconfig)
+	restConfig, err := o.kube.restConfig()
 	if err != nil {
 		return err
 	}
@@ -341,20 +340,4 @@ func webhookRegistries(flags []string) (map[receiver.Source][]string, error) {
 		out[source] = append(out[source], host)
 	}
 	return out, nil
-}
-
-// loadConfig reads --kubeconfig, or falls back to $KUBECONFIG, in-cluster and ~/.kube/config.
-func loadConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("read --kubeconfig %s: %w", kubeconfig, err)
-		}
-		return cfg, nil
-	}
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil, fmt.Errorf("find a cluster: %w (pass --kubeconfig)", err)
-	}
-	return cfg, nil
 }

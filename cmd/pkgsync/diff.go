@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -31,7 +30,7 @@ func newDiffCmd() *cobra.Command {
 	var in renderInputs
 	var flags applyFlags
 	cmd := &cobra.Command{
-		Use:   "diff DIR|REF --kubeconfig FILE | diff package NAME -n NAMESPACE --kubeconfig FILE",
+		Use:   "diff DIR|REF [--kubeconfig FILE] [--context NAME] | diff package NAME -n NAMESPACE",
 		Short: "Show what applying a package, or reconciling a Package, would change",
 		Long: `Diff renders a package as the controller does and shows, object by object, what a reconcile
 would change in the cluster, as a unified diff of the live object against the object a
@@ -69,9 +68,6 @@ wrong command line), like "kubectl diff".`,
 			return usageError(`diff takes a package directory or image, or "package NAME", got %d arguments`, len(args))
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if flags.kubeconfig == "" {
-				return usageError("--kubeconfig is required")
-			}
 			changed, err := runDiff(cmd, &in, flags, args)
 			if err != nil {
 				var code exitCodeError
@@ -87,7 +83,7 @@ wrong command line), like "kubectl diff".`,
 		},
 	}
 	in.ApplyFlags(cmd.Flags())
-	cmd.Flags().StringVar(&flags.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (required)")
+	flags.kube = newKubeFlags(cmd.Flags(), kubeconfigUsage)
 	cmd.Flags().StringVar(&flags.hostedKubeconfig, "hosted-kubeconfig", "", "kubeconfig of the hosted cluster, for phases of class hosted-cluster (without it they are skipped)")
 	return cmd
 }
@@ -107,7 +103,7 @@ func runDiff(cmd *cobra.Command, in *renderInputs, flags applyFlags, args []stri
 	var adopt v1alpha1.AdoptionPolicy
 	redact := func(err error) error { return err }
 	if len(args) == 2 {
-		pkg, err := renderClusterPackage(ctx, cmd.ErrOrStderr(), in, flags.kubeconfig, args[1])
+		pkg, err := renderClusterPackage(ctx, cmd.ErrOrStderr(), in, flags.kube, args[1])
 		if err != nil {
 			return false, err
 		}
@@ -160,16 +156,16 @@ type clusterPackage struct {
 // at start-up, the HostedCluster behind the namespace, spec.configFrom merged. The image is
 // pulled, and the ConfigMaps and Secrets of spec.configFrom are read, with this machine's
 // credentials (registry and kubeconfig), not the Package's pull Secret or ServiceAccount.
-func renderClusterPackage(ctx context.Context, stderr io.Writer, in *renderInputs, kubeconfig, name string) (*clusterPackage, error) {
+func renderClusterPackage(ctx context.Context, stderr io.Writer, in *renderInputs, kube *kubeFlags, name string) (*clusterPackage, error) {
 	if in.namespace == "" {
 		return nil, usageError("diff package NAME needs -n NAMESPACE")
 	}
 	if in.configFile != "" || in.name != "" || in.component != "" || in.kubernetesVersion != "" || in.openShiftVersion != "" || in.hostedCluster != "" {
 		return nil, usageError("diff package renders as the controller does: the configuration, name and component come from the Package, the versions and HostedCluster from the cluster, not from --config, --name, --component, --kubernetes-version, --openshift-version or --hosted-cluster")
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := kube.restConfig()
 	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+		return nil, err
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

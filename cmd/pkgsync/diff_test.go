@@ -152,7 +152,7 @@ func TestDiffCommand(t *testing.T) {
 	t.Run("errors exit 3, usage 2", func(t *testing.T) {
 		_, _, err := runCLI(t, "diff", pkg, "--kubeconfig", filepath.Join(t.TempDir(), "missing"), "-n", "team")
 		assert.Equal(t, 3, exitCodeOf(err), "%v", err)
-		_, _, err = runCLI(t, "diff", pkg)
+		_, _, err = runCLI(t, "diff", pkg, "extra", "arguments")
 		assert.Equal(t, 2, exitCodeOf(err), "%v", err)
 		_, _, err = runCLI(t, "diff", "package", "x", "--kubeconfig", mgmt.KubeconfigPath)
 		assert.Equal(t, 2, exitCodeOf(err), "needs -n: %v", err)

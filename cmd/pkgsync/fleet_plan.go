@@ -68,16 +68,16 @@ type fleetPlanMemberLine struct {
 }
 
 type fleetPlanOptions struct {
-	kubeconfig string
-	image      string
-	output     string
-	registry   registryOptions
+	kube     *kubeFlags
+	image    string
+	output   string
+	registry registryOptions
 }
 
 func newFleetPlanCmd() *cobra.Command {
 	o := &fleetPlanOptions{}
 	cmd := &cobra.Command{
-		Use:   "plan NAME [--image REF] [--kubeconfig FILE] [-o table|json]",
+		Use:   "plan NAME [--image REF] [--kubeconfig FILE] [--context NAME] [-o table|json]",
 		Short: "Show which members of a HostedClusterPackage a revision would move and which would fail",
 		Long: `Plan renders a candidate revision of the HostedClusterPackage NAME for every member's
 environment, exactly as the member Package would render it (the HostedCluster's labels and
@@ -109,7 +109,7 @@ Exits 0 when no member would fail, 1 when one would (or on an error), 2 on a usa
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default $KUBECONFIG, in-cluster, or ~/.kube/config)")
+	o.kube = newKubeFlags(fs, kubeconfigUsage)
 	fs.StringVar(&o.image, "image", "", "Candidate image (tag or digest) instead of the fleet's target revision")
 	fs.StringVarP(&o.output, "output", "o", "table", "Output format: table or json")
 	o.registry.ApplyFlags(fs)
@@ -119,7 +119,7 @@ Exits 0 when no member would fail, 1 when one would (or on an error), 2 on a usa
 
 func runFleetPlan(cmd *cobra.Command, o *fleetPlanOptions, name string) error {
 	ctx := cmd.Context()
-	cfg, err := loadConfig(o.kubeconfig)
+	cfg, err := o.kube.restConfig()
 	if err != nil {
 		return err
 	}

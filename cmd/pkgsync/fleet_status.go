@@ -120,11 +120,12 @@ type fleetMemberOutput struct {
 
 func newFleetStatusCmd() *cobra.Command {
 	var (
-		kubeconfig, output string
-		watch              bool
+		output string
+		watch  bool
+		kube   *kubeFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "status NAME [--kubeconfig FILE] [-o table|json|yaml | --watch]",
+		Use:   "status NAME [--kubeconfig FILE] [--context NAME] [-o table|json|yaml | --watch]",
 		Short: "Print where a HostedClusterPackage's rollout stands",
 		Long: `Status reads the HostedClusterPackage NAME and prints its target and stable revisions, its
 Ready condition, its partitions in rollout order (state and member counts) and the members in
@@ -168,9 +169,9 @@ Exits 1 when the fleet does not exist, 0 when it is deleted while watched.`,
 				if cmd.Flags().Changed("output") {
 					return usageError("--watch draws tables or lines: it does not take --output")
 				}
-				return watchFleet(cmd, kubeconfig, args[0])
+				return watchFleet(cmd, kube, args[0])
 			}
-			fleet, err := getFleet(cmd, kubeconfig, args[0])
+			fleet, err := getFleet(cmd, kube, args[0])
 			if err != nil {
 				return err
 			}
@@ -192,15 +193,15 @@ Exits 1 when the fleet does not exist, 0 when it is deleted while watched.`,
 			return printFleetStatus(w, fleet, out, time.Now())
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default $KUBECONFIG, in-cluster, or ~/.kube/config)")
+	kube = newKubeFlags(cmd.Flags(), kubeconfigUsage)
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table, json or yaml")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Follow the rollout until interrupted: redraw in place on a terminal, a line per change otherwise")
 	return cmd
 }
 
 // getFleet reads one HostedClusterPackage from the management cluster.
-func getFleet(cmd *cobra.Command, kubeconfig, name string) (*v1alpha1.HostedClusterPackage, error) {
-	cfg, scheme, err := fleetClientConfig(kubeconfig)
+func getFleet(cmd *cobra.Command, kube *kubeFlags, name string) (*v1alpha1.HostedClusterPackage, error) {
+	cfg, scheme, err := fleetClientConfig(kube)
 	if err != nil {
 		return nil, err
 	}
@@ -217,8 +218,8 @@ func getFleet(cmd *cobra.Command, kubeconfig, name string) (*v1alpha1.HostedClus
 
 // fleetClientConfig is the management cluster's client configuration and the scheme of the
 // pkgsync API, for the fleet commands.
-func fleetClientConfig(kubeconfig string) (*rest.Config, *runtime.Scheme, error) {
-	cfg, err := loadConfig(kubeconfig)
+func fleetClientConfig(kube *kubeFlags) (*rest.Config, *runtime.Scheme, error) {
+	cfg, err := kube.restConfig()
 	if err != nil {
 		return nil, nil, err
 	}

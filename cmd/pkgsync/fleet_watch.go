@@ -61,8 +61,8 @@ func watchOutputOf(w io.Writer) fleetWatchOutput {
 }
 
 // watchFleet follows the fleet name and its members until the command's context ends.
-func watchFleet(cmd *cobra.Command, kubeconfig, name string) error {
-	cfg, scheme, err := fleetClientConfig(kubeconfig)
+func watchFleet(cmd *cobra.Command, kube *kubeFlags, name string) error {
+	cfg, scheme, err := fleetClientConfig(kube)
 	if err != nil {
 		return err
 	}

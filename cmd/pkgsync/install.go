@@ -31,10 +31,10 @@ const (
 
 // clusterFlags select the management cluster and where pkgsync lives in it.
 type clusterFlags struct {
-	kubeconfig string
-	namespace  string
-	wait       bool
-	timeout    time.Duration
+	kube      *kubeFlags
+	namespace string
+	wait      bool
+	timeout   time.Duration
 }
 
 func (o *clusterFlags) validate() error {
@@ -48,7 +48,7 @@ func (o *clusterFlags) validate() error {
 }
 
 func (o *clusterFlags) ApplyFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig of the management cluster (default $KUBECONFIG, in-cluster, or ~/.kube/config)")
+	o.kube = newKubeFlags(fs, kubeconfigUsage)
 	fs.StringVarP(&o.namespace, "namespace", "n", config.DefaultNamespace, "Namespace of the controller")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "How long --wait waits")
 }
@@ -256,7 +256,7 @@ progress goes to stderr.`,
 					version.Version, img, cluster.namespace)
 				return nil
 			}
-			inst, err := newInstaller(cluster.kubeconfig, stdout, stderr)
+			inst, err := newInstaller(cluster.kube, stdout, stderr)
 			if err != nil {
 				return err
 			}

@@ -44,8 +44,8 @@ func (c actionCounts) String() string {
 	return fmt.Sprintf("%d created, %d configured, %d unchanged", c.created, c.configured, c.unchanged)
 }
 
-func newInstaller(kubeconfig string, stdout, stderr io.Writer) (*installer, error) {
-	cfg, err := loadConfig(kubeconfig)
+func newInstaller(kube *kubeFlags, stdout, stderr io.Writer) (*installer, error) {
+	cfg, err := kube.restConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ cluster and the hosted clusters.`,
 				return err
 			}
 			sortForInstall(objs)
-			inst, err := newInstaller(cluster.kubeconfig, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			inst, err := newInstaller(cluster.kube, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
