@@ -42,6 +42,7 @@ other phases go to the management cluster.`,
 		newFleetCmd(),
 		newVersionCmd(),
 	)
+	addVersionFlag(root)
 	addRegistryHints(root)
 	warnOnStderr(root)
 	return root

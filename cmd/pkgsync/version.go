@@ -20,6 +20,36 @@ type versionInfo struct {
 	Platform string `json:"platform"`
 }
 
+// currentVersion describes this binary.
+func currentVersion() versionInfo {
+	return versionInfo{
+		Version:  version.Version,
+		Commit:   version.Revision(),
+		Image:    version.Image(),
+		Go:       runtime.Version(),
+		Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	}
+}
+
+// text is what `pkgsync version` and `pkgsync --version` print.
+func (info versionInfo) text() string {
+	return fmt.Sprintf("version:  %s\ncommit:   %s\nimage:    %s\ngo:       %s\nplatform: %s\n",
+		info.Version, info.Commit, info.Image, info.Go, info.Platform)
+}
+
+// addVersionFlag gives root --version, cobra's version flag, printing what `pkgsync version`
+// prints. The flag is defined here rather than by cobra so that it has no -v shorthand (kubectl's
+// -v is the log level) and says what it prints.
+func addVersionFlag(root *cobra.Command) {
+	root.Version = version.Version
+	root.Flags().Bool("version", false, `Print what "pkgsync version" prints`)
+	root.SetVersionTemplate(`{{ versionText }}`)
+}
+
+func init() {
+	cobra.AddTemplateFunc("versionText", func() string { return currentVersion().text() })
+}
+
 func newVersionCmd() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
@@ -29,18 +59,11 @@ func newVersionCmd() *cobra.Command {
 "pkgsync install" installs by default (the image of the same release).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			info := versionInfo{
-				Version:  version.Version,
-				Commit:   version.Revision(),
-				Image:    version.Image(),
-				Go:       runtime.Version(),
-				Platform: runtime.GOOS + "/" + runtime.GOARCH,
-			}
+			info := currentVersion()
 			w := cmd.OutOrStdout()
 			switch output {
 			case "text":
-				_, err := fmt.Fprintf(w, "version:  %s\ncommit:   %s\nimage:    %s\ngo:       %s\nplatform: %s\n",
-					info.Version, info.Commit, info.Image, info.Go, info.Platform)
+				_, err := fmt.Fprint(w, info.text())
 				return err
 			case "json":
 				enc := json.NewEncoder(w)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,4 +26,18 @@ func TestVersionCommand(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &info))
 	assert.Equal(t, version.Version, info.Version)
 	assert.Equal(t, version.Image(), info.Image)
+}
+
+// pkgsync --version prints what pkgsync version prints, on stdout, exit 0.
+func TestVersionFlag(t *testing.T) {
+	t.Parallel()
+	var want, stdout, stderr bytes.Buffer
+	require.Zero(t, run([]string{"version"}, &want, io.Discard))
+	require.Zero(t, run([]string{"--version"}, &stdout, &stderr), stderr.String())
+	assert.Equal(t, want.String(), stdout.String())
+	assert.Empty(t, stderr.String())
+	assert.Contains(t, stdout.String(), "version:  "+version.Version+"\n")
+	// The flag is the root's: build's --version is the package's version.
+	assert.NotNil(t, newRootCmd().Flags().Lookup("version"))
+	assert.Nil(t, newRootCmd().Flags().ShorthandLookup("v"), "no -v: kubectl's -v is the log level")
 }
