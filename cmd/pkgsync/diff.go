@@ -23,8 +23,20 @@ import (
 	"pkgsync.dev/pkgsync/source"
 )
 
-// diffExitError is diff's failure exit code: 1 means differences, as for kubectl diff.
+// diffExitError is the exit code of a command that compares (diff, fleet plan) when it could not
+// run. kubectl diff exits 0 for no differences, 1 for differences and >1 when kubectl or diff
+// failed; pkgsync keeps that, with 2 already a wrong command line for every command, so 3.
 const diffExitError = 3
+
+// comparisonExit maps the outcome of a comparing command to its exit code: err as it is when it
+// already carries one (1: differences, 2: a wrong command line), else diffExitError.
+func comparisonExit(err error) error {
+	var code exitCodeError
+	if err == nil || errors.As(err, &code) {
+		return err
+	}
+	return exitCodeError{code: diffExitError, err: err}
+}
 
 func newDiffCmd() *cobra.Command {
 	var in renderInputs
@@ -70,6 +82,7 @@ wrong command line), like "kubectl diff".`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			changed, err := runDiff(cmd, &in, flags, args)
 			if err != nil {
+				// An error with differences found is an error still, as for kubectl diff.
 				var code exitCodeError
 				if errors.As(err, &code) && code.code == 2 {
 					return err

@@ -53,6 +53,13 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"render", invalid}, 1},
 		{[]string{"apply", "../../packages-example/simple", "--kubeconfig", missing}, 1},
 		{[]string{"fleet", "status", "x", "--kubeconfig", missing}, 1},
+
+		// Commands that compare: 1 is "differences found" (diff) or "a member would fail"
+		// (fleet plan), so "could not run" is 3.
+		{[]string{"fleet", "plan"}, 2},
+		{[]string{"fleet", "plan", "x", "-o", "bogus"}, 2},
+		{[]string{"fleet", "plan", "x", "--kubeconfig", missing}, diffExitError},
+		{[]string{"diff", "../../packages-example/simple", "--kubeconfig", missing}, diffExitError},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer

@@ -91,7 +91,9 @@ The package is pulled with the Docker config credentials (--registry-config), no
 pull Secret; --registry-host-overrides and --image-prefix-overrides should be the controller's.
 Hosted-cluster phases are rendered and validated, not dry-run.
 
-Exits 0 when no member would fail, 1 when one would (or on an error), 2 on a usage error.`,
+Exits 0 when no member would fail, 1 when one would, 3 when the plan could not be made (the
+cluster or the registry cannot be reached, the fleet does not exist...), 2 on a wrong command
+line: "kubectl diff"'s convention, as for "pkgsync diff".`,
 		Example: `  pkgsync fleet plan hosted-addon
   pkgsync fleet plan hosted-addon --image registry.example.com/addons/hosted-addon:1.2.0
   pkgsync fleet plan hosted-addon -o json | jq '.partitions[].members[] | select(.result == "fails")'`,
@@ -105,7 +107,7 @@ Exits 0 when no member would fail, 1 when one would (or on an error), 2 on a usa
 			if o.output != "table" && o.output != "json" {
 				return usageError("--output must be table or json, not %q", o.output)
 			}
-			return runFleetPlan(cmd, o, args[0])
+			return comparisonExit(runFleetPlan(cmd, o, args[0]))
 		},
 	}
 	fs := cmd.Flags()

@@ -99,6 +99,14 @@ func TestClusterFlags(t *testing.T) {
 		assert.ErrorContains(t, err, `context "missing" does not exist`)
 	})
 
+	t.Run("fleet plan that cannot run exits 3, not 1 (a member would fail)", func(t *testing.T) {
+		_, _, err := runCLI(t, "fleet", "plan", "hosted-addon", "--kubeconfig", bothPath)
+		assert.Equal(t, diffExitError, exitCodeOf(err), "unreachable: %v", err)
+		_, _, err = runCLI(t, "fleet", "plan", "hosted-addon", "--kubeconfig", bothPath, "--context", mgmtContext)
+		assert.Equal(t, diffExitError, exitCodeOf(err), "the API is not installed: %v", err)
+		assert.ErrorContains(t, err, "HostedClusterPackage API is not installed")
+	})
+
 	t.Run("install, uninstall and fleet take the same flags", func(t *testing.T) {
 		for _, args := range [][]string{
 			{"fleet", "status", "hosted-addon"},
