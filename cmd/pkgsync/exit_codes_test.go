@@ -31,7 +31,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"validate", "../../packages-example/simple"}, 0},
 
 		{[]string{"bogus"}, 2},
-		{[]string{"verison"}, 2},
+		{[]string{"rendr"}, 2}, // cobra suggests render
 		{[]string{"fleet", "bogus"}, 2},
 		{[]string{"key", "bogus"}, 2},
 		{[]string{"--bogus"}, 2},

@@ -39,9 +39,9 @@ func TestClusterFlags(t *testing.T) {
 
 	// The management cluster's kubeconfig, and one whose only context points nowhere.
 	dir := t.TempDir()
-	real, err := clientcmd.LoadFromFile(mgmt.KubeconfigPath)
+	mgmtConfig, err := clientcmd.LoadFromFile(mgmt.KubeconfigPath)
 	require.NoError(t, err)
-	mgmtContext := real.CurrentContext
+	mgmtContext := mgmtConfig.CurrentContext
 	require.NotEmpty(t, mgmtContext)
 	lost := clientcmdapi.NewConfig()
 	lost.Clusters["nowhere"] = &clientcmdapi.Cluster{Server: nowhere, InsecureSkipTLSVerify: true}
@@ -50,7 +50,7 @@ func TestClusterFlags(t *testing.T) {
 	lost.CurrentContext = "nowhere"
 	lostPath := writeKubeconfig(t, dir, "nowhere.kubeconfig", lost)
 	// One file with both contexts, the current one pointing nowhere.
-	both := real.DeepCopy()
+	both := mgmtConfig.DeepCopy()
 	both.Clusters["nowhere"] = lost.Clusters["nowhere"]
 	both.AuthInfos["nowhere"] = lost.AuthInfos["nowhere"]
 	both.Contexts["nowhere"] = lost.Contexts["nowhere"]
