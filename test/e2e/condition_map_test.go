@@ -48,6 +48,7 @@ spec:
 // Package Operator's condition-map annotation: the object's conditions show in the Package's
 // status under the mapped types, and the annotation itself is not applied.
 func TestConditionMapReportsObjectConditionsOnThePackage(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	pushPackage(t, writePackage(t, conditionMapPackage), "e2e/"+ns+"/mapped:v1")
 	pkg := newPackage(ns, "mapped", suite.registry.Host+"/e2e/"+ns+"/mapped:v1", "")

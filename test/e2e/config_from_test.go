@@ -50,6 +50,7 @@ data:
 // in the Package's status or in any event; a missing ConfigMap holds the Package until it is
 // created.
 func TestConfigFrom(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	image := suite.registry.Host + "/e2e/" + ns + "/configured:v1"
 	pushPackage(t, writePackage(t, configFromPackage), "e2e/"+ns+"/configured:v1")
@@ -101,6 +102,7 @@ func TestConfigFrom(t *testing.T) {
 // TestConfigFromMissing: a ConfigMap that is not optional and missing holds the Package
 // (ConfigSourceNotFound, naming it, nothing applied) until it is created, which reconciles it.
 func TestConfigFromMissing(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	image := suite.registry.Host + "/e2e/" + ns + "/configured:v1"
 	pushPackage(t, writePackage(t, configFromPackage), "e2e/"+ns+"/configured:v1")

@@ -153,6 +153,7 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // TestNoOpReconcileWritesNothing lets a converged Package reconcile on a one-second interval
 // and counts the controller's requests in its namespace: reads happen, writes do not.
 func TestNoOpReconcileWritesNothing(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	pushPackage(t, writePackage(t, appPackage), "e2e/"+ns+"/app:v1")
 	pkg := newPackage(ns, "app", suite.registry.Host+"/e2e/"+ns+"/app:v1", "")
@@ -181,6 +182,7 @@ func TestNoOpReconcileWritesNothing(t *testing.T) {
 // and its outcome last; one that updates objects it already holds writes its outcome only, in
 // one request: conditions and the rest of the status together.
 func TestStatusWritesPerReconcile(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	image := suite.registry.Host + "/e2e/" + ns + "/cms:stable"
 	pushPackage(t, writePackage(t, configMapsPackage("", nil, "one", "two")), "e2e/"+ns+"/cms:stable")
@@ -234,6 +236,7 @@ func (c *requestCounter) events(ns string) int {
 // inventory (once for the pass, not once per phase), the outcome, and the one Event of Ready
 // turning true.
 func TestRequestsPerNewPackage(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	pushPackage(t, writePackage(t, crashPackage()), "e2e/"+ns+"/three:v1")
 	const objects = 24
@@ -317,6 +320,7 @@ func hostedRequests(t *testing.T, user string) (map[string]int, int) {
 // tells the Package's connector user apart: it sees one apply per object and one request more,
 // the first contact's health check, and no read.
 func TestRequestsPerNewHostedPackage(t *testing.T) {
+	t.Parallel()
 	_, hcp := newHostedControlPlane(t, "", true)
 	const hostedObjects, mgmtObjects = 6, 2
 	pushPackage(t, writePackage(t, countedPackage("counted-"+hcp, false)), "e2e/"+hcp+"/counted:v1")
@@ -350,6 +354,7 @@ func TestRequestsPerNewHostedPackage(t *testing.T) {
 // completes (it never completes on memory alone), and the last phase's objects, recorded by the
 // first pass, are created without a read.
 func TestRequestsPerWaitingHostedPackage(t *testing.T) {
+	t.Parallel()
 	_, hcp := newHostedControlPlane(t, "", true)
 	user := "hcp-" + hcp
 	const hostedObjects, hostedFirstPhase, mgmtObjects = 6, 4, 3

@@ -96,6 +96,8 @@ func ownedConfigMaps(ctx context.Context, ns, name string) (int, error) {
 // middle of a pass, 20 times at different points, deletes the Package while no controller
 // runs, then lets a new controller process finalize it: nothing it created may stay behind.
 func TestCrashBetweenApplyAndStatusOrphansNothing(t *testing.T) {
+	// Not parallel: it kills controller processes 40 times, polling the API server without a pause
+	// to catch each mid-pass.
 	bin := crashBinary(t)
 	kc, err := testenv.KubeconfigFor("crash", suite.mgmt.Config)
 	require.NoError(t, err)

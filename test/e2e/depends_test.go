@@ -70,6 +70,7 @@ func dependsOn(p *v1alpha1.Package, names ...string) *v1alpha1.Package {
 // Ready: both have a 1h interval and the wait requeues at the interval, so only the watch on the
 // dependency can explain the wake-up.
 func TestDependsOnOrder(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	baseImage := suite.registry.Host + "/e2e/" + ns + "/base:v1"
 	pushPackage(t, writePackage(t, basePackage), "e2e/"+ns+"/base:v1")
@@ -107,6 +108,7 @@ func TestDependsOnOrder(t *testing.T) {
 // TestDependsOnCycle: a cycle of dependencies is refused, stalled, with the cycle named; breaking
 // it lets both apply.
 func TestDependsOnCycle(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	image := func(name string) string {
 		pushPackage(t, writePackage(t, configMapsPackage("", nil, "cm-"+name)), "e2e/"+ns+"/"+name+":v1")
@@ -126,9 +128,7 @@ func TestDependsOnCycle(t *testing.T) {
 	}
 
 	// Break the cycle at c: c applies, then b, then a, each woken by the one it depends on.
-	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(c), c))
-	c.Spec.DependsOn = nil
-	require.NoError(t, suite.mgmtClient.Update(t.Context(), c))
+	updateObject(t, c, func() { c.Spec.DependsOn = nil })
 	for _, p := range []*v1alpha1.Package{c, b, a} {
 		waitForReady(t, p, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 	}
@@ -139,6 +139,7 @@ func TestDependsOnCycle(t *testing.T) {
 // stay while the dependent's teardown runs. The dependent's object carries a finalizer of the
 // test's, which holds its teardown for as long as the test likes.
 func TestDependsOnTeardownOrder(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	baseImage := suite.registry.Host + "/e2e/" + ns + "/base:v1"
 	pushPackage(t, writePackage(t, configMapsPackage("", nil, "base-cm")), "e2e/"+ns+"/base:v1")
@@ -177,6 +178,7 @@ func TestDependsOnTeardownOrder(t *testing.T) {
 // TestDependsOnNotDeletedDependent: a dependency being deleted does not wait for a dependent
 // that is not being deleted (it would wait forever); the dependent then waits for it again.
 func TestDependsOnNotDeletedDependent(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	image := suite.registry.Host + "/e2e/" + ns + "/cms:v1"
 	pushPackage(t, writePackage(t, configMapsPackage("", nil, "cm-x")), "e2e/"+ns+"/cms:v1")
@@ -195,6 +197,7 @@ func TestDependsOnNotDeletedDependent(t *testing.T) {
 // the ClusterPackage becomes Ready (1h intervals: only the watch explains it); the API server
 // refuses a ClusterPackage that depends on a Package.
 func TestDependsOnClusterPackage(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	appImage := suite.registry.Host + "/e2e/" + ns + "/app:v1"
 	pushPackage(t, writePackage(t, configMapsPackage("", nil, "app-cm")), "e2e/"+ns+"/app:v1")
@@ -227,6 +230,7 @@ func TestDependsOnClusterPackage(t *testing.T) {
 // package for each, though the ClusterPackage was not being deleted and so waited for nothing.
 // Only a dependency being deleted is woken by its dependents' deletion.
 func TestDependsOnTerminatingDependentWakesNoDependency(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	appImage := suite.registry.Host + "/e2e/" + ns + "/app:v1"
 	pushPackage(t, writePackage(t, configMapsPackage("", nil, "app-cm")), "e2e/"+ns+"/app:v1")

@@ -21,6 +21,7 @@ import (
 // pkgsync sends that object no write over several reconciles. A new revision of the object is
 // then applied.
 func TestDriftReported(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	repo := "e2e/" + ns + "/cms:stable"
 	pushPackage(t, writePackage(t, configMapsPackage("", nil, "one", "two")), repo)

@@ -75,6 +75,7 @@ func holdHostedCluster(t *testing.T, hc *unstructured.Unstructured, reason *stri
 // neither halts nor waits on the four; the blocked ones are listed with their reasons and catch
 // up once Available and resumed; the held one stays on its revision until released.
 func TestFleetBlockedAndHeld(t *testing.T) {
+	t.Parallel()
 	registry := suite.registry.Host
 	hcNamespace := newNamespace(t)
 	var waves []string

@@ -296,8 +296,7 @@ func TestFleetDeletionCascades(t *testing.T) {
 		},
 	}
 	// The package is the management cluster's alone: the hosted clusters' connector Secrets are
-	// never used, and all hold the suite's admin kubeconfig (ConnectorKubeconfig adds a user,
-	// which envtest does not allow from parallel tests).
+	// never used, and all hold the suite's admin kubeconfig (no user provisioned per cluster).
 	kubeconfig, err := testenv.KubeconfigFor("cascade", suite.hosted.Config)
 	require.NoError(t, err)
 	cc.hostedClusters = func(t *testing.T, n int) (map[string]string, []string) {

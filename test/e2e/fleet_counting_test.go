@@ -19,6 +19,7 @@ import (
 // changes nothing but the observed generation (of the status and of its conditions). A fleet that selects no HostedCluster has no
 // member whose status would wake it in between, so each step is one reconcile.
 func TestFleetStatusWritesPerReconcile(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	repo := "fleet-counting/" + ns
 	digest := pushPackage(t, writePackage(t, fleetPackage("1", false)), repo+":v1")

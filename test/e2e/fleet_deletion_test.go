@@ -26,6 +26,7 @@ import (
 // installed and the copies go with the fleet. Members and copies carry the fleet's UID, and an
 // ownerReference to it only with Delete.
 func TestFleetDeletionPolicy(t *testing.T) {
+	t.Parallel()
 	const shard = "fleet-deletion"
 	controllerNS := newNamespace(t)
 	runShardController(t, shard, func(o *reconciler.Options) { o.Namespace = controllerNS })
@@ -35,6 +36,7 @@ func TestFleetDeletionPolicy(t *testing.T) {
 
 	for _, policy := range []v1alpha1.FleetDeletionPolicy{v1alpha1.FleetDeletionOrphan, v1alpha1.FleetDeletionDelete} {
 		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
 			hcNamespace := newNamespace(t)
 			digest := pushPackage(t, writePackage(t, fleetPackage("1", false)), "e2e/"+hcNamespace+"/deletion:stable")
 			clusters := newFleetClusters(t, hcNamespace, hcNamespace, "", "")
@@ -209,6 +211,7 @@ func setFleetShard(t *testing.T, fleet *v1alpha1.HostedClusterPackage, shard str
 // finalizer runs), and both at once. The outcome is cascadeFleet's (assertDeleted) either way.
 // TestFleetDeletionCascades runs the same with the real collector.
 func TestFleetDeletionUnderCascade(t *testing.T) {
+	t.Parallel()
 	const shard = "fleet-cascade"
 	cc := &cascadeCluster{c: suite.mgmtClient, wait: timeout, shard: map[string]string{shardLabel: shard}, controllerNS: newNamespace(t),
 		namespace: newNamespace, cleanup: cleanupObject}

@@ -20,12 +20,14 @@ import (
 // member's name that is not the fleet's is left alone and reported; a template that fails for
 // one cluster fails that member only and halts the rollout with its reason.
 func TestFleetEdgeCases(t *testing.T) {
+	t.Parallel()
 	registry := suite.registry.Host
 	hcNamespace := newNamespace(t)
 	repo := "fleet-edge/" + hcNamespace
 	digest := pushPackageTo(t, writePackage(t, fleetPackage("1", false)), registry+"/"+repo+":v1")
 
 	t.Run("nothing selected", func(t *testing.T) {
+		t.Parallel()
 		fleet := &v1alpha1.HostedClusterPackage{
 			ObjectMeta: metav1.ObjectMeta{Name: "empty-" + hcNamespace[len(hcNamespace)-8:]},
 			Spec: v1alpha1.HostedClusterPackageSpec{
@@ -39,6 +41,7 @@ func TestFleetEdgeCases(t *testing.T) {
 	})
 
 	t.Run("collision", func(t *testing.T) {
+		t.Parallel()
 		clusters := newFleetClusters(t, hcNamespace, hcNamespace, "a", "a")
 		name := "edge-" + hcNamespace[len(hcNamespace)-8:]
 		var taken string
@@ -72,6 +75,7 @@ func TestFleetEdgeCases(t *testing.T) {
 	})
 
 	t.Run("a template that fails for one cluster fails that member only", func(t *testing.T) {
+		t.Parallel()
 		ns := newNamespace(t)
 		clusters := newFleetClusters(t, ns, ns, "with-tier", "without-tier")
 		for cp, hc := range clusters {
@@ -122,6 +126,7 @@ data:
 	})
 
 	t.Run("invalid rollout refused at admission", func(t *testing.T) {
+		t.Parallel()
 		zero := intstr.FromString("0%")
 		fleet := &v1alpha1.HostedClusterPackage{
 			ObjectMeta: metav1.ObjectMeta{Name: "invalid-" + hcNamespace[len(hcNamespace)-8:]},

@@ -124,6 +124,7 @@ func planRow(out, namespace string) string {
 // the same, partition by partition, writing nothing (counted by a proxy) and exiting 1; a
 // good candidate then moves every member.
 func TestFleetPreflight(t *testing.T) {
+	t.Parallel()
 	registry := suite.registry.Host
 	ns := newNamespace(t)
 	clusters := newFleetClusters(t, ns, ns, "canary", "prod", "prod")

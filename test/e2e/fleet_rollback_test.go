@@ -40,6 +40,7 @@ func waitForFleetGeneration(t *testing.T, fleet *v1alpha1.HostedClusterPackage, 
 // rejected digest again; a reconcile request tries it once more (and rejects it again); a push
 // of a fixed digest to the tag is rolled out.
 func TestFleetRollback(t *testing.T) {
+	t.Parallel()
 	registry := suite.registry.Host
 	hcNamespace := newNamespace(t)
 	clusters := newFleetClusters(t, hcNamespace, hcNamespace, "canary", "canary", "prod", "prod", "prod", "prod")
@@ -142,6 +143,7 @@ func TestFleetRollback(t *testing.T) {
 // window open, it is rolled out. The windows are chosen from the real time: one that opens in
 // twelve hours for a minute is closed now, one that opens every minute for an hour is open.
 func TestFleetWindows(t *testing.T) {
+	t.Parallel()
 	registry := suite.registry.Host
 	hcNamespace := newNamespace(t)
 	clusters := newFleetClusters(t, hcNamespace, hcNamespace, "canary", "prod", "prod")

@@ -27,6 +27,7 @@ import (
 // fixed push, a pause with a HostedCluster joining, a HostedCluster leaving, drift reverted,
 // config overrides; one HEAD per interval for the whole fleet.
 func TestFleetRollout(t *testing.T) {
+	t.Parallel()
 	registry, counter := suite.registry.Host, suite.registryRequests
 	hcNamespace := newNamespace(t)
 	waves := []string{"canary", "canary"}
@@ -188,9 +189,10 @@ func TestFleetRollout(t *testing.T) {
 	member := &v1alpha1.Package{}
 	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKey{Namespace: victim, Name: fleet.Name}, member))
 	pinned := member.Spec.Image
-	member.Spec.Image = registry + "/" + repo + ":stable@" + v1
-	member.Spec.Config = &apiextensionsv1.JSON{Raw: []byte(`{"message":"edited"}`)}
-	require.NoError(t, suite.mgmtClient.Update(t.Context(), member, client.FieldOwner("someone")))
+	updateObject(t, member, func() {
+		member.Spec.Image = registry + "/" + repo + ":stable@" + v1
+		member.Spec.Config = &apiextensionsv1.JSON{Raw: []byte(`{"message":"edited"}`)}
+	}, client.FieldOwner("someone"))
 	eventually(t, func(a *attempt) {
 		m := &v1alpha1.Package{}
 		if assert.NoError(a, suite.mgmtClient.Get(a.Context(), client.ObjectKey{Namespace: victim, Name: fleet.Name}, m)) {

@@ -95,6 +95,7 @@ func assertFleetCopyOn(t testingT, c client.Client, fleet *v1alpha1.HostedCluste
 // of that name the fleet does not own is never overwritten: its member is reported until it is
 // deleted. A member that leaves takes its copies along, and so does the fleet's deletion.
 func TestFleetSecretsFollowTheFleet(t *testing.T) {
+	t.Parallel()
 	const shard = "fleet-secrets"
 	controllerNS := newNamespace(t)
 	runShardController(t, shard, func(o *reconciler.Options) { o.Namespace = controllerNS })

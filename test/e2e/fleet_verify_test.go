@@ -55,6 +55,7 @@ func fleetEvents(t testingT, ctx context.Context, name, eventType, reason string
 // left as they were); a signed v2 then rolls out. Members verify the digests the fleet verified
 // from the shared cache: the signatures are read once per digest.
 func TestFleetVerification(t *testing.T) {
+	t.Parallel()
 	const shard = "fleet-verify"
 	controllerNS := newNamespace(t)
 	runShardController(t, shard, func(o *reconciler.Options) { o.Namespace = controllerNS })

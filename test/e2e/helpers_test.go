@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -149,6 +150,20 @@ func cleanNamespace(t *testing.T, ns string) {
 	}, "objects of namespace %s deleted", ns)
 	suite.hostedClients.Forget(ns)
 	require.NoError(t, client.IgnoreNotFound(suite.mgmtClient.Delete(ctx, namespaceObj(ns))))
+}
+
+// updateObject writes change, made to a fresh read of obj, to the management cluster, and again
+// on a fresh read when a controller wrote obj (its status, its finalizer) between the read and
+// the write: a conflict that depends on how busy the controller is, not on what the test does.
+func updateObject(t testingT, obj client.Object, change func(), opts ...client.UpdateOption) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change()
+		return suite.mgmtClient.Update(t.Context(), obj, opts...)
+	}))
 }
 
 // deleteAndWait deletes a pkgsync resource, or any object, when the test ends and waits until

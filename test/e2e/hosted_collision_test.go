@@ -88,6 +88,7 @@ func newHostedControlPlaneObject(t *testing.T, namespace, cluster string) {
 // (NotHostedControlPlane, both named) and nothing reaches the hosted cluster; once HyperShift's
 // HostedControlPlane names one, the Package renders with that one's labels, never the other's.
 func TestHostedClusterNameCollision(t *testing.T) {
+	t.Parallel()
 	base := newNamespace(t)
 	createNamespace(t, suite.mgmtClient, base+"-x", nil)
 	newNamedHostedCluster(t, base+"-x", "b", map[string]string{"wave": "first"})
@@ -101,7 +102,7 @@ func TestHostedClusterNameCollision(t *testing.T) {
 	putConnectorSecret(t, hcp, kubeconfig)
 
 	cmName := "wave-" + base
-	pkg := newPackage(hcp, "wave", hostedWavePackage(t, "e2e/hosted-wave:v1"), `{"name":"`+cmName+`"}`)
+	pkg := newPackage(hcp, "wave", hostedWavePackage(t, "e2e/"+hcp+"/hosted-wave:v1"), `{"name":"`+cmName+`"}`)
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
 	cond := waitForReady(t, pkg, metav1.ConditionFalse, v1alpha1.NotHostedControlPlaneReason)
 	assert.Contains(t, cond.Message, base+"-x/b")
@@ -120,6 +121,7 @@ func TestHostedClusterNameCollision(t *testing.T) {
 // shared namespace while nothing tells which one owns it, and reports the collision naming both;
 // once the HostedControlPlane names one, that one's member is written.
 func TestFleetMemberCollision(t *testing.T) {
+	t.Parallel()
 	base := newNamespace(t)
 	createNamespace(t, suite.mgmtClient, base+"-x", nil)
 	fleetKey := base
@@ -176,6 +178,7 @@ func TestFleetMemberCollision(t *testing.T) {
 // the flag). When that server is the endpoint the HostedCluster advertises, pkgsync talks to
 // it, and what it answers that is not a Kubernetes API object never reaches the status.
 func TestConnectorServerElsewhereRefused(t *testing.T) {
+	t.Parallel()
 	const marker = "internal-dashboard-s3cr3t"
 	var requests atomic.Int64
 	page := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -206,7 +209,7 @@ func TestConnectorServerElsewhereRefused(t *testing.T) {
 	writeConnectorSecret(t, hcp, elsewhere)
 
 	cmName := "elsewhere-" + hcp
-	pkg := newPackage(hcp, "elsewhere", hostedWavePackage(t, "e2e/hosted-wave:v1"), `{"name":"`+cmName+`"}`)
+	pkg := newPackage(hcp, "elsewhere", hostedWavePackage(t, "e2e/"+hcp+"/hosted-wave:v1"), `{"name":"`+cmName+`"}`)
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), pkg))
 	cond := waitForReady(t, pkg, metav1.ConditionFalse, v1alpha1.InsecureKubeconfigReason)
 	assert.Contains(t, cond.Message, ".server")

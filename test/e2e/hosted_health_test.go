@@ -212,6 +212,8 @@ func deadDeployment(t *testing.T, name, server string, ca []byte) *v1alpha1.Obje
 //   - a black hole whose last resource is gone is probed no more;
 //   - the hole's resource becomes Ready once the hole forwards to the real API server.
 func TestDeadHostedClustersCostTheFleetNothing(t *testing.T) {
+	// Not parallel: it counts the shared controller's probes of every namespace, and times its
+	// reconciles against the hosted request timeout.
 	real := hostOf(t, suite.hosted.Config)
 	hole, gone := newBlackHole(t, real), newBlackHole(t, real)
 	// Slower than the reconcile-duration bucket below the hosted request timeout (2.16 s of
@@ -321,6 +323,7 @@ func hostedPackage(t *testing.T, namespace, name string) *v1alpha1.Package {
 // answering. The first teardown pass that waits on it opens the circuit: until the teardown
 // timeout lets the hosted objects go, only the prober connects to it.
 func TestTeardownOpensTheCircuit(t *testing.T) {
+	// Not parallel: it counts the shared controller's probes of every namespace.
 	hole := newBlackHole(t, hostOf(t, suite.hosted.Config))
 	hole.forward.Store(true)
 	od := deadDeployment(t, "leaving", hole.server(), nil)

@@ -55,6 +55,7 @@ func shardedInlineDeployment(t *testing.T, shard, namespace, name, hostedNamespa
 // management phases before the first hosted one and reports the hosted phase as unavailable,
 // saying why; nothing reaches the hosted cluster.
 func TestDisableHostedClusters(t *testing.T) {
+	t.Parallel()
 	runController(t, "no-hosted", "--disable-hosted-clusters")
 	_, hcp := newHostedControlPlane(t, "", true)
 	hostedNS := fmt.Sprintf("no-hosted-%d", nsCounter.Add(1))
@@ -80,6 +81,7 @@ func TestDisableHostedClusters(t *testing.T) {
 // Deletion waits --hosted-teardown-timeout for it, then lets the hosted objects go (a Warning
 // event says so), removes the management objects and the finalizer.
 func TestHostedTeardownTimeout(t *testing.T) {
+	t.Parallel()
 	const teardownTimeout = 8 * time.Second
 	runController(t, "teardown", "--hosted-teardown-timeout", teardownTimeout.String())
 	_, hcp := newHostedControlPlane(t, "", true)
@@ -122,6 +124,7 @@ func TestHostedTeardownTimeout(t *testing.T) {
 // at --retry-interval (500ms here) but at the circuit's next probe (an hour here): no reconcile
 // and no connection meanwhile. A new connector Secret wakes them at once.
 func TestHostedUnavailableCoolDown(t *testing.T) {
+	t.Parallel()
 	proc := runController(t, "cooldown", "--hosted-probe-interval", "1h", "--hosted-probe-max-interval", "1h")
 	dead := newHangUp(t)
 	_, hcp := newHostedControlPlane(t, "", true)

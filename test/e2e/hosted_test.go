@@ -90,6 +90,7 @@ func setHostedClusterConditions(t *testing.T, hc *unstructured.Unstructured, con
 // TestHostedAddonAcrossClusters installs packages-example/hosted-addon: RBAC in the hosted
 // cluster, the operator on the management cluster, configuration in the hosted cluster.
 func TestHostedAddonAcrossClusters(t *testing.T) {
+	t.Parallel()
 	hc, hcp := newHostedCluster(t, false)
 	pushPackage(t, "../../packages-example/hosted-addon", "e2e/hosted-addon:v1")
 	pkg := newPackage(hcp, "addon", suite.registry.Host+"/e2e/hosted-addon:v1", `{"hostedNamespace":"addon-e2e","greeting":"hi"}`)
@@ -182,6 +183,7 @@ func inlineDeployment(t *testing.T, namespace, name, hostedNamespace string) *v1
 }
 
 func TestObjectDeploymentsInManyHCPNamespaces(t *testing.T) {
+	// Not parallel: it counts the hosted clients the shared controller builds, for every namespace.
 	const n = 20
 	_, buildsBefore := suite.hostedClients.Stats()
 	ods := make([]*v1alpha1.ObjectDeployment, n)
@@ -200,6 +202,7 @@ func TestObjectDeploymentsInManyHCPNamespaces(t *testing.T) {
 }
 
 func TestHostedCredentialRotation(t *testing.T) {
+	// Not parallel: it counts the hosted clients the shared controller builds, for every namespace.
 	hcp := newHCPNamespace(t, "rotation-a")
 	od := inlineDeployment(t, hcp, "rotating", "rotation")
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), od))
@@ -220,6 +223,7 @@ func TestHostedCredentialRotation(t *testing.T) {
 }
 
 func TestHostedClusterUnreachableRecovers(t *testing.T) {
+	t.Parallel()
 	_, hcp := newHostedControlPlane(t, "", true)
 	proxy := startProxy(t, hostOf(t, suite.hosted.Config))
 	kubeconfig, err := suite.hosted.ConnectorKubeconfig("unreachable")
@@ -242,6 +246,7 @@ func TestHostedClusterUnreachableRecovers(t *testing.T) {
 }
 
 func TestTeardownWhenNamespaceTerminates(t *testing.T) {
+	t.Parallel()
 	hcp := newHCPNamespace(t, "terminating")
 	od := inlineDeployment(t, hcp, "leaving", "leaving")
 	deleteHostedNamespaceAtEnd(t, "leaving") // the teardown cannot reach it
@@ -331,6 +336,7 @@ var _ = testenv.KubeconfigFor
 // TestPausedHostedClusterHoldsHostedPhases: while HyperShift's reconciliation of a HostedCluster
 // is paused, hosted phases wait; resuming it lets them go on, without a reconcile request.
 func TestPausedHostedClusterHoldsHostedPhases(t *testing.T) {
+	t.Parallel()
 	hc, hcp := newHostedControlPlane(t, "", true)
 	setHostedClusterPaused(t, hc, true)
 	od := inlineDeployment(t, hcp, "paused", "paused-addon")
@@ -361,6 +367,8 @@ func setHostedClusterPaused(t *testing.T, hc *unstructured.Unstructured, paused 
 // "true" until the field is removed, a time until then, after which the phases go on by
 // themselves.
 func TestPausedUntilHoldsHostedPhases(t *testing.T) {
+	// Not parallel: the controller must report a pause of 5 seconds before it ends, which it may
+	// not on a busy machine.
 	hc, hcp := newHostedControlPlane(t, "", true)
 	setPausedUntil(t, hc, "true")
 	od := inlineDeployment(t, hcp, "paused-until", "paused-until-addon")

@@ -31,6 +31,7 @@ data:
 // hour); the Package of the same namespace that does not read it is not, and status churn of the
 // HostedCluster (HyperShift writes status often) wakes neither. Counted by reconciles.
 func TestHostedClusterChangesWakeWhatReadThem(t *testing.T) {
+	t.Parallel()
 	hc, hcp := newHostedCluster(t, true)
 	relabel := func(tier string) {
 		t.Helper()

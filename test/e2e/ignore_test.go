@@ -61,6 +61,7 @@ spec:
 // default), never counts its change as drift, and sends the Deployment no write while nothing
 // else changed.
 func TestIgnoredFieldLeftToAnotherManager(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	repo := "e2e/" + ns + "/scaled:stable"
 	pushPackage(t, writePackage(t, scaledPackage("2", "v1")), repo)
@@ -141,10 +142,10 @@ func TestIgnoredFieldLeftToAnotherManager(t *testing.T) {
 	t.Run("a field the Package spec ignores is left too", func(t *testing.T) {
 		// The user ignores the version annotation on this Deployment by name; another manager
 		// changes it, and a revision that changes the replicas' neighbour keeps it.
-		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
-		pkg.Spec.IgnoreFields = []v1alpha1.IgnoreFields{{Group: "apps", Kind: "Deployment", Name: "web",
-			JSONPointers: []string{"/metadata/annotations/example.com~1version"}}}
-		require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+		updateObject(t, pkg, func() {
+			pkg.Spec.IgnoreFields = []v1alpha1.IgnoreFields{{Group: "apps", Kind: "Deployment", Name: "web",
+				JSONPointers: []string{"/metadata/annotations/example.com~1version"}}}
+		})
 		eventually(t, func(a *attempt) {
 			readyCondition(a, pkg)
 			assert.Equal(a, pkg.Generation, pkg.Status.ObservedGeneration)
@@ -174,6 +175,7 @@ func TestIgnoredFieldLeftToAnotherManager(t *testing.T) {
 // TestIgnoreFieldsRefused checks that a JSON pointer that is not one is refused with the place
 // it is named: by the API server for a Package's spec, by the render for a manifest.
 func TestIgnoreFieldsRefused(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	pkg := newPackage(ns, "bad", suite.registry.Host+"/e2e/"+ns+"/bad:v1", "")
 	pkg.Spec.IgnoreFields = []v1alpha1.IgnoreFields{{Group: "apps", Kind: "Deployment", JSONPointers: []string{"/spec/replicas", "spec/replicas"}}}

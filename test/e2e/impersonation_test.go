@@ -15,6 +15,7 @@ import (
 // TestServiceAccountLimitsPackage: with spec.serviceAccountName, writes to the management
 // cluster are made as that ServiceAccount, so its RBAC bounds the package.
 func TestServiceAccountLimitsPackage(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer"}}))
 	role := &rbacv1.Role{

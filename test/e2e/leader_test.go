@@ -30,6 +30,7 @@ func leaderStateOf(ctx context.Context, ct *assert.CollectT, p *controllerProc, 
 // TestLeaderElection runs two controller processes with one lease: only the leader reconciles.
 // SIGKILL the leader (no release of the lease) and the other takes over once the lease expires.
 func TestLeaderElection(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	lease := "e2e-leader-" + ns
 	args := []string{"--leader-elect", "--leader-election-id", lease, "--namespace", ns}

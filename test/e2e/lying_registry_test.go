@@ -94,6 +94,7 @@ func lyingRegistry(t *testing.T, own *testenv.Registry) string {
 // A's package rendered; B must get nothing of it, also when B signs the digest with its own key
 // and verifies with it (as --require-signatures asks).
 func TestCachedRenderNotServedThroughAnotherRegistry(t *testing.T) {
+	t.Parallel()
 	private := installPrivatePackage(t)
 	own := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
 	lying := lyingRegistry(t, own)
@@ -136,6 +137,7 @@ func TestCachedRenderNotServedThroughAnotherRegistry(t *testing.T) {
 // could not read from the registry. Its verification fails as for a digest nobody verified: the
 // registry refuses it the signatures.
 func TestCachedVerdictNotServedWithoutAccess(t *testing.T) {
+	t.Parallel()
 	private := installPrivatePackage(t)
 	key, pub := signingKey(t)
 	ref, err := source.ParseReference(private.pkg.Spec.Image)
@@ -143,9 +145,9 @@ func TestCachedVerdictNotServedWithoutAccess(t *testing.T) {
 	_, err = signature.Sign(t.Context(), suite.source, ref.WithDigest(private.digest), key, private.creds)
 	require.NoError(t, err)
 	putKeys(t, private.namespace, map[string][]byte{"cosign.pub": pub})
-	require.NoError(t, suite.mgmtClient.Get(t.Context(), clientKey(private.pkg), private.pkg))
-	private.pkg.Spec.Verify = &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "signing-keys"}}
-	require.NoError(t, suite.mgmtClient.Update(t.Context(), private.pkg))
+	updateObject(t, private.pkg, func() {
+		private.pkg.Spec.Verify = &v1alpha1.Verification{SecretRef: meta.LocalObjectReference{Name: "signing-keys"}}
+	})
 	waitForVerdict(t, private.pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 
 	b := newNamespace(t)
@@ -163,6 +165,7 @@ func TestCachedVerdictNotServedWithoutAccess(t *testing.T) {
 // namespace names A's private package by digest, without credentials: the mirror's word must get
 // it neither A's render nor A's package (it proves access only to what is read from it).
 func TestCachedRenderNotServedThroughHostedClusterMirror(t *testing.T) {
+	t.Parallel()
 	private := installPrivatePackage(t)
 	own := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
 	lying := lyingRegistry(t, own)

@@ -16,6 +16,7 @@ import (
 // ObjectDeployment go through their lives, and checks that every pkgsync_* and gotk_* series
 // exists and moves as docs/operations.md says.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	proc := runController(t, "metrics")
 	_, hcp := newHostedControlPlane(t, "", true)
 	registry := suite.registry.Host
@@ -84,9 +85,7 @@ func TestMetrics(t *testing.T) {
 	})
 
 	t.Run("a failed pull turns Ready False", func(t *testing.T) {
-		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
-		pkg.Spec.Image = registry + "/e2e/" + hcp + "/metrics@sha256:" + strings.Repeat("0", 64)
-		require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+		updateObject(t, pkg, func() { pkg.Spec.Image = registry + "/e2e/" + hcp + "/metrics@sha256:" + strings.Repeat("0", 64) })
 		waitForReady(t, pkg, metav1.ConditionFalse, v1alpha1.PullFailedReason)
 		waitForMetric(t, proc, "pkgsync_pulls_total", map[string]string{"outcome": "failed"}, ">= 1", atLeast(1))
 		waitForMetric(t, proc, "gotk_reconcile_condition", with(map[string]string{"type": "Ready", "status": "False"}), "1", is(1))
@@ -94,9 +93,7 @@ func TestMetrics(t *testing.T) {
 	})
 
 	t.Run("suspend", func(t *testing.T) {
-		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
-		pkg.Spec.Suspend = true
-		require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+		updateObject(t, pkg, func() { pkg.Spec.Suspend = true })
 		waitForMetric(t, proc, "gotk_suspend_status", ref, "1", is(1))
 	})
 

@@ -131,6 +131,7 @@ func TestPackageFromMirror(t *testing.T) {
 // controller relocates the .images a package's templates see (the package image itself is read
 // through the source client's overrides, which the source tests cover).
 func TestControllerImageOverrides(t *testing.T) {
+	t.Parallel()
 	runShardController(t, "image-overrides", func(o *reconciler.Options) {
 		o.ImageOverrides = source.Overrides{
 			Hosts:    map[string]string{"quay.io": "mirror.example.com:5000"},

@@ -18,6 +18,7 @@ import (
 // on a label selector the API server refuses; the API server now refuses the name itself.
 // Created with a server-side dry run: the validation runs, nothing is stored.
 func TestLongNamesRefused(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	image := suite.registry.Host + "/e2e/" + ns + "/names:v1"
 	template := v1alpha1.ObjectSetTemplate{Spec: v1alpha1.ObjectSetTemplateSpec{

@@ -53,6 +53,7 @@ func newCountingRegistry(t *testing.T) *countingRegistry {
 // followed by a Package: A's push (and a notification posted with A's key) wakes A's follower
 // and sends B nothing.
 func TestNotificationKeyBoundToRegistry(t *testing.T) {
+	t.Parallel()
 	const shard = "notify-host"
 	ns := newNamespace(t)
 	key := "dist-" + ns

@@ -136,6 +136,7 @@ func tagHeads(repo, tag string) int {
 // in a payload is never used; a burst costs one resolution at once and one at the end of the
 // second; a repository nobody follows costs no registry request.
 func TestRegistryNotifications(t *testing.T) {
+	t.Parallel()
 	env := startNotifyEnv(t, "notify")
 
 	t.Run("authenticated-push-wakes", func(t *testing.T) {
@@ -254,6 +255,7 @@ func (env *notifyEnv) followNew(t *testing.T) (repo, image string, pkg *v1alpha1
 // the pushed digest; one without is refused; both are counted on /metrics, and so is the time
 // from the notification to the resolution.
 func TestWebhookFlags(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	key := "generic-" + ns
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hooks"},

@@ -33,6 +33,7 @@ func inlineConfigMap(t *testing.T, namespace, name string) v1alpha1.ObjectSetObj
 // refuses hosted-cluster phases (it has no hosted-control-plane namespace), and tears
 // everything down when deleted.
 func TestClusterObjectDeployment(t *testing.T) {
+	t.Parallel()
 	target := newNamespace(t)
 	name := "e2e-cod-" + target
 	clusterRole := inlineObject(t, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -66,9 +67,7 @@ func TestClusterObjectDeployment(t *testing.T) {
 	}, timeout, interval)
 
 	t.Run("an object that leaves the spec is pruned", func(t *testing.T) {
-		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(cod), cod))
-		cod.Spec.Template.Spec.Phases[1].Objects = cod.Spec.Template.Spec.Phases[1].Objects[:1]
-		require.NoError(t, suite.mgmtClient.Update(t.Context(), cod))
+		updateObject(t, cod, func() { cod.Spec.Template.Spec.Phases[1].Objects = cod.Spec.Template.Spec.Phases[1].Objects[:1] })
 		eventually(t, func(a *attempt) {
 			assert.False(a, exists(a, suite.mgmtClient, "v1", "ConfigMap", target, "dropped"))
 		})
@@ -78,12 +77,11 @@ func TestClusterObjectDeployment(t *testing.T) {
 
 	t.Run("hosted-cluster phases are refused", func(t *testing.T) {
 		hostedNS := "e2e-cod-hosted-" + target
-		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(cod), cod))
-		cod.Spec.Template.Spec.Phases = append(cod.Spec.Template.Spec.Phases, v1alpha1.ObjectSetPhase{
+		hosted := v1alpha1.ObjectSetPhase{
 			Name: "hosted", Class: v1alpha1.ClassHostedCluster,
 			Objects: []v1alpha1.ObjectSetObject{inlineObject(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": hostedNS}})},
-		})
-		require.NoError(t, suite.mgmtClient.Update(t.Context(), cod))
+		}
+		updateObject(t, cod, func() { cod.Spec.Template.Spec.Phases = append(cod.Spec.Template.Spec.Phases, hosted) })
 		cond := waitForReady(t, cod, metav1.ConditionFalse, v1alpha1.HostedClusterUnavailableReason)
 		assert.Contains(t, cond.Message, "cluster-scoped resources have no hosted-control-plane namespace")
 		assert.False(t, exists(t, suite.hostedClient, "v1", "Namespace", "", hostedNS))

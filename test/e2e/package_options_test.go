@@ -68,6 +68,7 @@ func inventoryIDs(inv *v1alpha1.Inventory) []string {
 // TestPullSecretRef: a registry that requires authentication serves the package only to a
 // Package whose spec.pullSecretRef names a dockerconfigjson Secret with its credentials.
 func TestPullSecretRef(t *testing.T) {
+	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{Htpasswd: true})
 	dockerConfig := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg.Host,
 		base64.StdEncoding.EncodeToString([]byte(reg.Username+":"+reg.Password)))
@@ -103,9 +104,7 @@ func TestPullSecretRef(t *testing.T) {
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(dockerConfig)},
 	}))
-	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
-	pkg.Spec.PullSecretRef.Name = "registry-creds"
-	require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+	updateObject(t, pkg, func() { pkg.Spec.PullSecretRef.Name = "registry-creds" })
 	waitForReady(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason)
 	assert.Equal(t, "private", configMapData(t, ns, "private")["name"])
 }
@@ -113,6 +112,7 @@ func TestPullSecretRef(t *testing.T) {
 // TestPruneFalseReleasesObjects: with prune: false an object that leaves the package stays in
 // the cluster, untracked, and survives the Package's deletion; tracked objects do not.
 func TestPruneFalseReleasesObjects(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	repo := "e2e/" + ns + "/release:stable"
 	pushPackage(t, writePackage(t, configMapsPackage("", nil, "kept", "released")), repo)
@@ -143,7 +143,9 @@ func TestPruneFalseReleasesObjects(t *testing.T) {
 // TestManifestScopes: a package whose manifest lists spec.scopes is refused, as RenderFailed and
 // Stalled, by the kind it does not name, and nothing of it is applied (docs/api.md).
 func TestManifestScopes(t *testing.T) {
+	t.Parallel()
 	t.Run("Cluster-only package as a Package", func(t *testing.T) {
+		t.Parallel()
 		ns := newNamespace(t)
 		pushPackage(t, writePackage(t, configMapsPackage("", []string{"Cluster"}, "cluster-only")), "e2e/"+ns+"/cluster-only:v1")
 		pkg := newPackage(ns, "cluster-only", suite.registry.Host+"/e2e/"+ns+"/cluster-only:v1", "")
@@ -157,6 +159,7 @@ func TestManifestScopes(t *testing.T) {
 		assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "cluster-only"), "nothing is applied")
 	})
 	t.Run("Namespaced-only package as a ClusterPackage", func(t *testing.T) {
+		t.Parallel()
 		ns := newNamespace(t)
 		pushPackage(t, writePackage(t, configMapsPackage(ns, []string{"Namespaced"}, "namespaced-only")), "e2e/"+ns+"/namespaced-only:v1")
 		cp := &v1alpha1.ClusterPackage{
@@ -181,6 +184,7 @@ func TestManifestScopes(t *testing.T) {
 // connections and never answers holds a reconcile only that long; it ends PullFailed with the
 // deadline in the message, long before the source's own one-minute bound.
 func TestTimeoutBoundsReconcile(t *testing.T) {
+	t.Parallel()
 	hole := newBlackHole(t, refusedAddress(t))
 	ns := newNamespace(t)
 	pkg := newPackage(ns, "slow", hole.listener.Addr().String()+"/e2e/slow:v1", "")
@@ -209,6 +213,7 @@ func TestTimeoutBoundsReconcile(t *testing.T) {
 // the one with the controller's interval recovers by itself, the one with retryInterval: 1h
 // does not until asked.
 func TestRetryIntervalPerResource(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	slow := newPackage(ns, "slow", suite.registry.Host+"/e2e/"+ns+"/late-slow:v1", "")
 	slow.Spec.RetryInterval = &metav1.Duration{Duration: time.Hour}
@@ -241,6 +246,7 @@ func TestRetryIntervalPerResource(t *testing.T) {
 // digest, configuration and metadata is served from the render cache (no pull, no render), and
 // a change of any input the templates read (the configuration, an annotation) renders again.
 func TestRenderCacheKey(t *testing.T) {
+	t.Parallel()
 	proc := runController(t, "render-cache")
 	ns := newNamespace(t)
 	// appPackage, with a ConfigMap that shows one annotation of the Package.
@@ -265,9 +271,7 @@ func TestRenderCacheKey(t *testing.T) {
 	})
 
 	t.Run("a config change renders again", func(t *testing.T) {
-		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
-		pkg.Spec.Config.Raw = []byte(`{"message":"two"}`)
-		require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+		updateObject(t, pkg, func() { pkg.Spec.Config.Raw = []byte(`{"message":"two"}`) })
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
 			var cm corev1.ConfigMap
 			if assert.NoError(ct, suite.mgmtClient.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "app-config"}, &cm)) {
@@ -278,9 +282,7 @@ func TestRenderCacheKey(t *testing.T) {
 	})
 
 	t.Run("an annotation change renders again", func(t *testing.T) {
-		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
-		pkg.Annotations = map[string]string{"example.com/team": "blue"}
-		require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+		updateObject(t, pkg, func() { pkg.Annotations = map[string]string{"example.com/team": "blue"} })
 		waitForHandledRequest(t, pkg) // metadata changes alone do not trigger a reconcile
 		assert.Equal(t, 3.0, currentMetric(t, proc, "pkgsync_pulls_total", rendered))
 		assert.Equal(t, "blue", configMapData(t, ns, "app-config")["team"])
@@ -320,6 +322,7 @@ data:
 // configuration, whose templates do not name the Package, costs one render, not one per
 // Package, however many reconcile at once (the controller runs 16 workers here).
 func TestRenderSharedAcrossPackages(t *testing.T) {
+	t.Parallel()
 	const packages = 50
 	proc := runController(t, "render-share", "--concurrency", "16")
 	repo := "e2e/" + strings.ToLower(t.Name()) + "/shared"
@@ -364,6 +367,7 @@ func TestRenderSharedAcrossPackages(t *testing.T) {
 // ServiceAccount of the controller's namespace (--namespace), impersonated for every write to
 // the management cluster: without RBAC the apply is forbidden, with it the package applies.
 func TestClusterPackageServiceAccount(t *testing.T) {
+	t.Parallel()
 	controllerNS := newNamespace(t)
 	runController(t, "cluster-sa", "--namespace", controllerNS)
 	target := newNamespace(t)
@@ -399,6 +403,7 @@ func TestClusterPackageServiceAccount(t *testing.T) {
 // that a tenant can neither hold a shared worker for as long as its registry stalls nor retry in
 // a loop; the API server says so at once.
 func TestPackageTimingBounds(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	for _, tt := range []struct {
 		name    string

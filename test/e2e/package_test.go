@@ -145,6 +145,7 @@ func requestReconcileOn(t *testing.T, c client.Client, obj client.Object) {
 }
 
 func TestPackageLifecycle(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	image := suite.registry.Host + "/e2e/" + ns + "/app:stable"
 	digest1 := pushPackage(t, writePackage(t, appPackage), "e2e/"+ns+"/app:stable")
@@ -213,9 +214,7 @@ func TestPackageLifecycle(t *testing.T) {
 	})
 
 	t.Run("a config change re-renders", func(t *testing.T) {
-		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
-		pkg.Spec.Config = &apiextensionsv1.JSON{Raw: []byte(`{"message":"changed"}`)}
-		require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+		updateObject(t, pkg, func() { pkg.Spec.Config = &apiextensionsv1.JSON{Raw: []byte(`{"message":"changed"}`)} })
 		eventually(t, func(a *attempt) {
 			assert.Equal(a, "changed", configMapData(a, ns, "app-config")["message"])
 		})
@@ -259,9 +258,7 @@ func TestPackageLifecycle(t *testing.T) {
 	})
 
 	t.Run("suspend stops writes, resume corrects drift", func(t *testing.T) {
-		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
-		pkg.Spec.Suspend = true
-		require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+		updateObject(t, pkg, func() { pkg.Spec.Suspend = true })
 		waitForHandledRequest(t, pkg) // the controller has seen the suspended spec
 		require.NoError(t, suite.mgmtClient.Delete(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-config"}}))
 
@@ -270,9 +267,7 @@ func TestPackageLifecycle(t *testing.T) {
 		waitForHandledRequest(t, pkg)
 		assert.False(t, exists(t, suite.mgmtClient, "v1", "ConfigMap", ns, "app-config"), "a suspended Package restores nothing")
 
-		require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
-		pkg.Spec.Suspend = false
-		require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+		updateObject(t, pkg, func() { pkg.Spec.Suspend = false })
 		eventually(t, func(a *attempt) {
 			assert.True(a, exists(a, suite.mgmtClient, "v1", "ConfigMap", ns, "app-config"), "ConfigMap app-config restored")
 		})
@@ -291,6 +286,7 @@ func TestPackageLifecycle(t *testing.T) {
 
 // TestNewImagePickedUpOnInterval needs no request: the tag is re-resolved every interval.
 func TestNewImagePickedUpOnInterval(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	files := map[string]string{}
 	for k, v := range appPackage {

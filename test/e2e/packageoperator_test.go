@@ -27,6 +27,7 @@ import (
 // HostedCluster: CEL conditions, a locked image, constraints, a hosted-cluster phase and
 // templates reading the HostedCluster, unchanged.
 func TestPackageOperatorPackageInHCPNamespace(t *testing.T) {
+	t.Parallel()
 	hc, hcp := newHostedCluster(t, true)
 	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(hc), hc))
 	hc.SetLabels(map[string]string{"example.com/team": "payments"})
@@ -219,6 +220,7 @@ spec:
 // lays it out through the controller: both components of a multi-component package, each
 // mapping the same destination, with the component's lock file as Package Operator writes it.
 func TestPackageOperatorBuiltImage(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	repoTag := "e2e/" + ns + "/pko-built:v1"
 	pushPackageOperatorImage(t, writePackage(t, pkoShopImage), repoTag)

@@ -18,6 +18,7 @@ import (
 // there) unless the operator named it with --plain-http-registry or --local-registry. The
 // suite's registry is on loopback: refused without the flag, Ready with it.
 func TestControllerRefusesLoopbackRegistry(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	pushPackage(t, writePackage(t, configMapsPackage("", nil, "local")), "e2e/"+ns+"/local:v1")
 	image := suite.registry.Host + "/e2e/" + ns + "/local:v1"

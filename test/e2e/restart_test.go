@@ -18,6 +18,7 @@ import (
 // Package carries a shard label, so only the controllers of this test (sharded by
 // --watch-label-selector) reconcile it.
 func TestControllerRestartResumesRollout(t *testing.T) {
+	// Not parallel: it stops and restarts a controller, one that shares the suite's source client.
 	ns := newNamespace(t)
 	pushPackage(t, writePackage(t, appPackage), "e2e/"+ns+"/app:v1")
 	pkg := newPackage(ns, "app", suite.registry.Host+"/e2e/"+ns+"/app:v1", "")

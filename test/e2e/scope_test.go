@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -41,11 +42,13 @@ data:
 }
 
 func TestClusterPackage(t *testing.T) {
-	target := "e2e-cluster-wide"
-	pushPackage(t, writePackage(t, clusterWidePackage(target)), "e2e/wide:v1")
+	t.Parallel()
+	// Names of its own, the namespace it creates and the ClusterPackage: tests run in parallel.
+	target := fmt.Sprintf("e2e-cluster-wide-%d", nsCounter.Add(1))
+	pushPackage(t, writePackage(t, clusterWidePackage(target)), "e2e/"+target+"/wide:v1")
 	cp := &v1alpha1.ClusterPackage{
-		ObjectMeta: metav1.ObjectMeta{Name: "wide"},
-		Spec:       v1alpha1.PackageSpec{Image: suite.registry.Host + "/e2e/wide:v1", Interval: &metav1.Duration{Duration: time.Hour}},
+		ObjectMeta: metav1.ObjectMeta{Name: target},
+		Spec:       v1alpha1.PackageSpec{Image: suite.registry.Host + "/e2e/" + target + "/wide:v1", Interval: &metav1.Duration{Duration: time.Hour}},
 	}
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), cp))
 	t.Cleanup(func() { deleteAndWait(t, cp) })
@@ -62,6 +65,7 @@ func TestClusterPackage(t *testing.T) {
 }
 
 func TestNamespacedPackageStaysInItsNamespace(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	pushPackage(t, writePackage(t, clusterWidePackage("e2e-elsewhere")), "e2e/"+ns+"/wide:v1")
 	pkg := newPackage(ns, "wide", suite.registry.Host+"/e2e/"+ns+"/wide:v1", "")

@@ -60,6 +60,7 @@ func waitForApplied(t *testing.T, pkg *v1alpha1.Package, tag, digest string) {
 // the range names one; a range nothing matches says so, and a new tag is picked up at the next
 // interval, without a reconcile request.
 func TestPackageSemver(t *testing.T) {
+	t.Parallel()
 	repo := "e2e/" + newNamespace(t) + "/versions"
 	digests := pushVersions(t, repo, "1.0.0", "v1.1.0", "1.2.0-rc.1", "2.0.0", "latest")
 
@@ -97,6 +98,7 @@ func TestPackageSemver(t *testing.T) {
 // spec.semver names the repository alone: the API server refuses a tag or digest with it, and a
 // range that does not parse stalls the Package.
 func TestPackageSemverValidation(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	repo := suite.registry.Host + "/e2e/" + ns + "/versions"
 	for _, image := range []string{repo + ":v1", repo + "@sha256:" + zeroHex, repo + ":v1@sha256:" + zeroHex} {
@@ -122,6 +124,7 @@ const zeroHex = "000000000000000000000000000000000000000000000000000000000000000
 // Packages following one repository share its tag listing: a reconcile request on all of them
 // costs one listing, and one more after a new tag is pushed, which all of them pick up.
 func TestSemverListingShared(t *testing.T) {
+	t.Parallel()
 	repo := "e2e/" + newNamespace(t) + "/shared"
 	digests := pushVersions(t, repo, "1.0.0", "1.1.0")
 	const followers = 3
@@ -167,6 +170,7 @@ func TestSemverListingShared(t *testing.T) {
 // drove the controller to 12 GiB) gets the Package Ready=False, PullFailed, with the bound it
 // broke named, after one page per listing.
 func TestPackageSemverListingBounded(t *testing.T) {
+	t.Parallel()
 	var pages atomic.Int64
 	tag := strings.Repeat("a", 4<<20-64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

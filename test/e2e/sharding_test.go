@@ -27,6 +27,7 @@ func reconcilesOf(ctx context.Context, ct assert.TestingT, p *controllerProc, ki
 // one of them (counted per object from each process's metrics), the members carry their
 // fleet's shard labels, and neither process waits for the other's lease.
 func TestShardedFleets(t *testing.T) {
+	t.Parallel()
 	const fleetShard = "e2e.pkgsync.dev/fleet-shard"
 	leases := newNamespace(t)
 	// Everything here carries shardLabel=sharding, which keeps the suite's shared controller

@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -59,7 +62,23 @@ var suite struct {
 	registryRequests *registryCounter
 }
 
-func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
+func TestMain(m *testing.M) {
+	flag.Parse()
+	defaultParallel()
+	os.Exit(runSuite(m))
+}
+
+// defaultParallel runs up to twice as many parallel tests at once as there are CPUs (at most 8),
+// unless -parallel says how many: go test's default, one per CPU, leaves a machine of two cores
+// mostly idle, the tests waiting on controllers and API servers far more than they compute, and
+// more than twice as many makes them wait on the CPU instead (see docs/architecture.md, Tests).
+func defaultParallel() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(min(2*goruntime.GOMAXPROCS(0), 8)))
+	}
+}
 
 func runSuite(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
@@ -212,11 +231,16 @@ func startControllerOn(ctx context.Context, mgmt *rest.Config, requests *request
 }
 
 // runShardController runs pkgsync's reconcilers in this process for the resources labelled
-// shardLabel=shard, with options changed by configure, until the test ends.
+// shardLabel=shard, with options changed by configure, until the test ends. The controller has
+// a source client of its own (its requests counted with the suite's), as a controller process
+// has: it keeps the mirror sets it watches there, and a shard of a test running in parallel
+// with the mirror tests does not write the shared controller's.
 func runShardController(t *testing.T, shard string, configure ...func(*reconciler.Options)) {
 	t.Helper()
+	src, err := source.NewClient(source.Options{Transport: suite.registryRequests})
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	stopped, err := startController(ctx, shardLabel+"="+shard, configure...)
+	stopped, err := startControllerWith(ctx, shardLabel+"="+shard, src, configure...)
 	require.NoError(t, err)
 	t.Cleanup(func() { cancel(); <-stopped })
 }

@@ -57,6 +57,7 @@ func hostileConnector(t *testing.T, namespace string, edit func(*testing.T, map[
 // TestConnectorExecPluginNeverRuns: an exec credential plugin in the connector Secret would run
 // a command inside the controller.
 func TestConnectorExecPluginNeverRuns(t *testing.T) {
+	t.Parallel()
 	_, hcp := newHostedControlPlane(t, "", true)
 	marker := filepath.Join(t.TempDir(), "exec-ran")
 	hostileConnector(t, hcp, func(_ *testing.T, user map[string]any) {
@@ -77,6 +78,7 @@ func TestConnectorExecPluginNeverRuns(t *testing.T) {
 // TestConnectorTokenFileNeverRead: a tokenFile naming a file of the controller's (here a file
 // holding a valid hosted-cluster token) would be read and sent.
 func TestConnectorTokenFileNeverRead(t *testing.T) {
+	t.Parallel()
 	_, hcp := newHostedControlPlane(t, "", true)
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(hostedAdminToken(t)), 0o600))
@@ -115,6 +117,7 @@ func hostedAdminToken(t *testing.T) string {
 // (or writes one for a cluster it wants to reach) into an ordinary namespace and labels the
 // namespace like HyperShift does.
 func TestHostedPhasesOnlyFromHostedControlPlaneNamespaces(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	kubeconfig, err := suite.hosted.ConnectorKubeconfig("copied-" + ns)
 	require.NoError(t, err)
@@ -146,7 +149,9 @@ func clusterRoleBindingNamedIntoNamespace(ns, name string) map[string]any {
 // TestNamespacedOwnersCannotCreateClusterScopedObjects: a ClusterRoleBinding that names the
 // owner's namespace is still cluster-scoped.
 func TestNamespacedOwnersCannotCreateClusterScopedObjects(t *testing.T) {
+	t.Parallel()
 	t.Run("ObjectDeployment", func(t *testing.T) {
+		t.Parallel()
 		ns := newNamespace(t)
 		name := "e2e-escalate-od-" + ns
 		raw, err := (&unstructured.Unstructured{Object: clusterRoleBindingNamedIntoNamespace(ns, name)}).MarshalJSON()
@@ -163,6 +168,7 @@ func TestNamespacedOwnersCannotCreateClusterScopedObjects(t *testing.T) {
 		assert.False(t, exists(t, suite.mgmtClient, "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", name), "nothing cluster-scoped is created")
 	})
 	t.Run("Package", func(t *testing.T) {
+		t.Parallel()
 		ns := newNamespace(t)
 		name := "e2e-escalate-pkg-" + ns
 		crb, err := (&unstructured.Unstructured{Object: clusterRoleBindingNamedIntoNamespace(ns, name)}).MarshalJSON()
@@ -182,6 +188,7 @@ func TestNamespacedOwnersCannotCreateClusterScopedObjects(t *testing.T) {
 // TestPrivatePackageDigestNotServedToOtherNamespaces: namespace B pins the digest of namespace
 // A's private package, which the controller has cached, without credentials of its own.
 func TestPrivatePackageDigestNotServedToOtherNamespaces(t *testing.T) {
+	t.Parallel()
 	private := installPrivatePackage(t)
 
 	b := newNamespace(t)
@@ -200,6 +207,7 @@ func TestPrivatePackageDigestNotServedToOtherNamespaces(t *testing.T) {
 // ServiceAccount its Package impersonates goes first. Teardown is forbidden for ever; the
 // namespace deletion removes the objects anyway, so the finalizer must not hold it.
 func TestNamespaceDeletionCompletesWithoutRBAC(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer"}}))
 	role := &rbacv1.Role{
@@ -237,6 +245,7 @@ func TestNamespaceDeletionCompletesWithoutRBAC(t *testing.T) {
 // TestDefaultServiceAccount: with --default-service-account, resources that name no
 // ServiceAccount (every ObjectDeployment) write as that ServiceAccount of their namespace.
 func TestDefaultServiceAccount(t *testing.T) {
+	t.Parallel()
 	runShardController(t, "default-sa", func(o *reconciler.Options) { o.DefaultServiceAccount = "pkgsync-tenant" })
 
 	ns := newNamespace(t)

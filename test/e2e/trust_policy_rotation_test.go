@@ -17,6 +17,7 @@ import (
 // digest refuses the Package at once, without a reconcile request and although its interval is
 // an hour (so polling cannot explain it); rotating back installs it again.
 func TestTrustPolicyRotation(t *testing.T) {
+	t.Parallel()
 	const shard = "trust-policy-rotation"
 	controllerNS := newNamespace(t)
 	runShardController(t, shard, func(o *reconciler.Options) { o.Namespace = controllerNS })

@@ -56,6 +56,7 @@ func newTrustPolicy(t *testing.T, name, secretName string, repositories ...strin
 // image outside the policies' prefixes (a sibling whose name merely starts the same) is not
 // affected.
 func TestTrustPolicyPinsTenantPackages(t *testing.T) {
+	t.Parallel()
 	const shard = "trust-policy"
 	controllerNS := newNamespace(t)
 	runShardController(t, shard, func(o *reconciler.Options) {
@@ -231,6 +232,7 @@ func TestTrustPolicyPinsTenantPackages(t *testing.T) {
 // before the digest becomes the target: a digest the template's key signs and the policy's
 // does not reaches no member, and the fleet's status names the policy.
 func TestTrustPolicyHoldsFleetTarget(t *testing.T) {
+	t.Parallel()
 	const shard = "trust-fleet"
 	controllerNS := newNamespace(t)
 	runShardController(t, shard, func(o *reconciler.Options) { o.Namespace = controllerNS })

@@ -20,6 +20,7 @@ import (
 // highest matching tag applied. Repositories are the run's own, so it passes again on the same
 // registry.
 func TestUserRegistry(t *testing.T) {
+	t.Parallel()
 	if testenv.UserRegistry() == "" {
 		t.Skipf("$%s is not set: set it to host:port of a registry on this machine (zot, for instance), or to %q (make test-zot), to run a package from it", testenv.RegistryEnv, testenv.ZotRegistry)
 	}

@@ -77,6 +77,7 @@ func putKeys(t *testing.T, ns string, keys map[string][]byte) {
 // (a new, unsigned digest) or a signature by another key is refused and the last good revision
 // stays; a key added to the Secret counts at the next reconcile.
 func TestPackageVerification(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	repo := "e2e/" + ns + "/signed"
 	image := suite.registry.Host + "/" + repo + ":v1"
@@ -153,6 +154,7 @@ func deleteAndWaitVerify(t *testing.T, pkg *v1alpha1.Package) {
 // TestRequireSignatures: with --require-signatures a Package without spec.verify is refused
 // before anything of it is pulled, and one with spec.verify and a signed digest is installed.
 func TestRequireSignatures(t *testing.T) {
+	t.Parallel()
 	runShardController(t, "require-signatures", func(o *reconciler.Options) { o.RequireSignatures = true })
 
 	ns := newNamespace(t)
@@ -200,6 +202,7 @@ func TestRequireSignatures(t *testing.T) {
 // reuse the verdict (no request for the signatures), and a key added to the Secret is a new key
 // set, verified once more.
 func TestVerificationCachedPerKeySet(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	repo := "e2e/" + ns + "/cached"
 	image := suite.registry.Host + "/" + repo + ":v1"
@@ -248,6 +251,7 @@ func TestVerificationCachedPerKeySet(t *testing.T) {
 // certificate of the Secret's trusted root for a matching identity, offline; another identity
 // or another root is refused, and the Secret must hold the root.
 func TestPackageKeylessVerification(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	repo := "e2e/" + ns + "/keyless"
 	image := suite.registry.Host + "/" + repo + ":v1"
@@ -268,18 +272,14 @@ func TestPackageKeylessVerification(t *testing.T) {
 	pkg := keylessPackage(t, ns, image, trusted, digest)
 
 	// Another identity: refused, the last good revision kept.
-	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
-	pkg.Spec.Verify.MatchOIDCIdentity[0].Subject = `ci@example\.com`
-	require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+	updateObject(t, pkg, func() { pkg.Spec.Verify.MatchOIDCIdentity[0].Subject = `ci@example\.com` })
 	ready := waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
 	assert.Contains(t, ready.Message, "no identity matches")
 	assert.Contains(t, ready.Message, "the trusted root of Secret "+ns+"/signing-keys and spec.verify.matchOIDCIdentity")
 	assert.Equal(t, digest, pkg.Status.LastAppliedRevision)
 
 	// The right identity with another root: refused.
-	require.NoError(t, suite.mgmtClient.Get(t.Context(), client.ObjectKeyFromObject(pkg), pkg))
-	pkg.Spec.Verify.MatchOIDCIdentity[0].Subject = `release@example\.com`
-	require.NoError(t, suite.mgmtClient.Update(t.Context(), pkg))
+	updateObject(t, pkg, func() { pkg.Spec.Verify.MatchOIDCIdentity[0].Subject = `release@example\.com` })
 	putKeys(t, ns, map[string][]byte{v1alpha1.TrustedRootKey: otherTrusted})
 	ready = waitForVerdict(t, pkg, metav1.ConditionFalse, v1alpha1.VerificationFailedReason)
 	assert.Contains(t, ready.Message, "transparency log")
@@ -297,6 +297,7 @@ func TestPackageKeylessVerification(t *testing.T) {
 // in the layer's annotations) verify in the controller too; a signature of another identity in
 // the same format is refused.
 func TestPackageKeylessCosign2Verification(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	repo := "e2e/" + ns + "/keyless-cosign2"
 	image := suite.registry.Host + "/" + repo + ":v1"

@@ -60,6 +60,7 @@ func printedColumn(t testingT, path, column string) string {
 // version not fit to show (a terminal escape, a line break) shows none, and is installed as
 // any other.
 func TestPackageVersion(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	repo := suite.registry.Host + "/e2e/" + ns
 	files := versionedPackage("1.4.2")
@@ -102,6 +103,7 @@ func TestPackageVersion(t *testing.T) {
 // A fleet following :stable shows the version of its target, as its first member reported it
 // from the image it pulled, in its status and kubectl's columns; the stable revision keeps it.
 func TestFleetVersion(t *testing.T) {
+	t.Parallel()
 	hcNamespace := newNamespace(t)
 	newFleetClusters(t, hcNamespace, hcNamespace, "canary", "prod")
 	repo := suite.registry.Host + "/fleet/" + hcNamespace

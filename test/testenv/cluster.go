@@ -33,6 +33,8 @@ type Cluster struct {
 	Nodes []string
 
 	components []*process
+	// nodeResources are the capacity and allocatable resources of each node.
+	nodeResources corev1.ResourceList
 }
 
 // ClusterOptions configure a cluster.
@@ -177,6 +179,7 @@ func (c *Cluster) addNodes(ctx context.Context, opts ClusterOptions) error {
 		}
 		resources[k] = q
 	}
+	c.nodeResources = resources
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return err
@@ -202,8 +205,9 @@ func (c *Cluster) addNodes(ctx context.Context, opts ClusterOptions) error {
 	return nil
 }
 
-// waitReady waits until the components are up: the controller manager has given the default
-// namespace its ServiceAccount, and a pod is scheduled onto a node that reports it running.
+// waitReady waits until the components are up: KWOK reports every node Ready with the capacity
+// addNodes gave it, the controller manager has given the default namespace its ServiceAccount,
+// and a pod is scheduled onto a node that reports it running.
 func (c *Cluster) waitReady(ctx context.Context) error {
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
@@ -224,6 +228,10 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 			if p.exited() {
 				return false, fmt.Errorf("%s exited; see %s", p.name, p.log.Name())
 			}
+		}
+		if err := c.nodesReady(ctx, cs); err != nil {
+			last = err
+			return false, nil
 		}
 		if _, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{}); err != nil {
 			last = fmt.Errorf("kube-controller-manager has not created the default ServiceAccount: %w", err)
@@ -252,6 +260,47 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		return fmt.Errorf("delete pod %s: %w", probe.Name, err)
 	}
 	return nil
+}
+
+// nodesReady reports whether every node is Ready, as KWOK reports it, with the capacity addNodes
+// gave it, and gives a Ready node that capacity again where KWOK wrote its own over it. KWOK's
+// node-initialize stage writes a new node's status from its last read of the node: when that read
+// came before addNodes set the capacity (KWOK slow to catch up, on a busy machine), the node gets
+// KWOK's defaults, 1000 CPUs, and every pod fits on it. The stage runs until the node is Ready,
+// and no more then.
+func (c *Cluster) nodesReady(ctx context.Context, cs kubernetes.Interface) error {
+	for _, name := range c.Nodes {
+		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ready := false
+		for _, cond := range node.Status.Conditions {
+			ready = ready || (cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue)
+		}
+		if !ready {
+			return fmt.Errorf("node %s is not Ready", name)
+		}
+		if hasResources(node.Status.Capacity, c.nodeResources) && hasResources(node.Status.Allocatable, c.nodeResources) {
+			continue
+		}
+		node.Status.Capacity, node.Status.Allocatable = c.nodeResources, c.nodeResources
+		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("set capacity of node %s again: %w", name, err)
+		}
+		return fmt.Errorf("node %s had KWOK's capacity, set again", name)
+	}
+	return nil
+}
+
+// hasResources reports whether have holds each of want's resources in the same quantity.
+func hasResources(have, want corev1.ResourceList) bool {
+	for k, q := range want {
+		if h, ok := have[k]; !ok || h.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Stop stops the components, then the control plane, whatever fails first.

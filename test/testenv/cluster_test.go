@@ -30,6 +30,14 @@ func TestCluster(t *testing.T) {
 	require.NoError(t, err)
 	ctx := t.Context()
 
+	// The nodes have the capacity the cluster gave them, not KWOK's defaults (1000 CPUs).
+	for _, name := range c.Nodes {
+		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "4", node.Status.Allocatable.Cpu().String(), "node %s", name)
+		assert.Equal(t, "4", node.Status.Capacity.Cpu().String(), "node %s", name)
+	}
+
 	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	labels := map[string]string{"app": "app"}
