@@ -225,33 +225,8 @@ func ProvenanceStatement(opts Options, p Provenance) ([]byte, error) {
 	if builder == "" {
 		builder = DefaultBuilderID
 	}
-	source := &intotov1.ResourceDescriptor{Uri: "git+" + opts.Source}
-	if opts.Revision != "" {
-		source.Uri += "@" + opts.Revision
-	}
-	if isGitCommit(opts.Revision) {
-		source.Digest = map[string]string{"gitCommit": opts.Revision}
-	}
-	deps := []*intotov1.ResourceDescriptor{source, {Name: "go", Uri: purl("stdlib", mods.goVersion)}}
-	for _, dep := range mods.deps {
-		rd := &intotov1.ResourceDescriptor{Name: dep.Path, Uri: purl(dep.Path, dep.Version)}
-		if h, ok := dirHash(dep.Sum); ok {
-			rd.Digest = map[string]string{"dirHash": h}
-		}
-		deps = append(deps, rd)
-	}
-	var byproducts []*intotov1.ResourceDescriptor
-	var builds []any
-	for _, b := range mods.builds {
-		byproducts = append(byproducts, &intotov1.ResourceDescriptor{
-			Name: "pkgsync_" + strings.ReplaceAll(b.platform, "/", "_"), Digest: map[string]string{"sha256": b.sha256},
-		})
-		settings := map[string]any{}
-		for _, s := range b.settings {
-			settings[s.Key] = s.Value
-		}
-		builds = append(builds, map[string]any{"platform": b.platform, "goVersion": b.goVersion, "settings": settings})
-	}
+	deps := resolvedDependencies(opts, mods)
+	byproducts, builds := buildRecords(mods)
 	platforms := make([]any, len(opts.Binaries))
 	for i, b := range opts.Binaries {
 		platforms[i] = b.Platform()
@@ -298,6 +273,43 @@ func ProvenanceStatement(opts Options, p Provenance) ([]byte, error) {
 		return fail(err)
 	}
 	return intoto.Statement(p.Subject, hexDigest, intoto.ProvenancePredicateType, predStruct)
+}
+
+// resolvedDependencies are the provenance's inputs: the source at its commit, the Go toolchain
+// and every module linked in, with its go.sum hash as a dirHash digest.
+func resolvedDependencies(opts Options, mods *moduleSet) []*intotov1.ResourceDescriptor {
+	source := &intotov1.ResourceDescriptor{Uri: "git+" + opts.Source}
+	if opts.Revision != "" {
+		source.Uri += "@" + opts.Revision
+	}
+	if isGitCommit(opts.Revision) {
+		source.Digest = map[string]string{"gitCommit": opts.Revision}
+	}
+	deps := []*intotov1.ResourceDescriptor{source, {Name: "go", Uri: purl("stdlib", mods.goVersion)}}
+	for _, dep := range mods.deps {
+		rd := &intotov1.ResourceDescriptor{Name: dep.Path, Uri: purl(dep.Path, dep.Version)}
+		if h, ok := dirHash(dep.Sum); ok {
+			rd.Digest = map[string]string{"dirHash": h}
+		}
+		deps = append(deps, rd)
+	}
+	return deps
+}
+
+// buildRecords are, per binary, its byproduct (name and SHA-256) and what its build
+// information says of its build (platform, Go version, settings).
+func buildRecords(mods *moduleSet) (byproducts []*intotov1.ResourceDescriptor, builds []any) {
+	for _, b := range mods.builds {
+		byproducts = append(byproducts, &intotov1.ResourceDescriptor{
+			Name: "pkgsync_" + strings.ReplaceAll(b.platform, "/", "_"), Digest: map[string]string{"sha256": b.sha256},
+		})
+		settings := map[string]any{}
+		for _, s := range b.settings {
+			settings[s.Key] = s.Value
+		}
+		builds = append(builds, map[string]any{"platform": b.platform, "goVersion": b.goVersion, "settings": settings})
+	}
+	return byproducts, builds
 }
 
 func isGitCommit(rev string) bool {
