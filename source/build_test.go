@@ -16,21 +16,23 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"oras.land/oras-go/v2/content"
+
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 func TestBuildIsReproducible(t *testing.T) {
 	t.Parallel()
-	dir := newPackageDir(t)
+	dir := testenv.PackageDir(t)
 	first, err := Build(dir, BuildOptions{Version: "1.0.0"})
 	require.NoError(t, err)
 
 	// Same files, written later and in another order, in another directory.
 	again := t.TempDir()
-	writeTree(t, again, map[string]string{"config.yaml.gotmpl": "a: {{ .config.a }}\n"})
-	writeTree(t, again, map[string]string{
+	testenv.WriteTree(t, again, map[string]string{"config.yaml.gotmpl": "a: {{ .config.a }}\n"})
+	testenv.WriteTree(t, again, map[string]string{
 		"deploy/_helpers.tpl":    "{{ define \"x\" }}{{ end }}",
 		"deploy/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\n",
-		"manifest.yaml":          testManifest,
+		"manifest.yaml":          testenv.PackageManifest,
 	})
 	require.NoError(t, os.Chmod(filepath.Join(again, "manifest.yaml"), 0o755))
 	second, err := Build(again, BuildOptions{Version: "1.0.0"})
@@ -46,7 +48,7 @@ func TestBuildManifest(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	dir := newPackageDir(t)
+	dir := testenv.PackageDir(t)
 	img, err := Build(dir, BuildOptions{
 		Version: "1.2.3", Source: "https://example.com/repo", Revision: "abc123", BuilderVersion: "v9.8.7",
 		Annotations: map[string]string{"example.com/team": "blue"},
@@ -86,7 +88,7 @@ func TestBuildManifest(t *testing.T) {
 	require.NoError(t, u.unpack(bytes.NewReader(layer), true))
 	assert.Equal(t, readTree(t, os.DirFS(dir)), readTree(t, u.files))
 
-	withCreated, err := Build(newPackageDir(t), BuildOptions{Created: created})
+	withCreated, err := Build(testenv.PackageDir(t), BuildOptions{Created: created})
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(withCreated.manifest, &m))
 	assert.Equal(t, "2026-01-02T03:04:05Z", m.Annotations[ocispec.AnnotationCreated])
@@ -94,10 +96,10 @@ func TestBuildManifest(t *testing.T) {
 
 func TestBuildSkipsDotFiles(t *testing.T) {
 	t.Parallel()
-	dir := newPackageDir(t)
+	dir := testenv.PackageDir(t)
 	plain, err := Build(dir, BuildOptions{})
 	require.NoError(t, err)
-	writeTree(t, dir, map[string]string{".git/config": "x", ".hidden.yaml": "y", "deploy/.swp": "z"})
+	testenv.WriteTree(t, dir, map[string]string{".git/config": "x", ".hidden.yaml": "y", "deploy/.swp": "z"})
 	withDots, err := Build(dir, BuildOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, plain.Digest, withDots.Digest)
@@ -126,14 +128,14 @@ func TestBuildRejects(t *testing.T) {
 		{
 			name: "wrong kind",
 			setup: func(t *testing.T, dir string) {
-				writeTree(t, dir, map[string]string{"manifest.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"})
+				testenv.WriteTree(t, dir, map[string]string{"manifest.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"})
 			},
 			wantErr: "want pkgsync.dev/v1alpha1 PackageManifest",
 		},
 		{
 			name: "no name",
 			setup: func(t *testing.T, dir string) {
-				writeTree(t, dir, map[string]string{"manifest.yaml": "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\n"})
+				testenv.WriteTree(t, dir, map[string]string{"manifest.yaml": "apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\n"})
 			},
 			wantErr: "no metadata.name",
 		},
@@ -151,7 +153,7 @@ func TestBuildRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir := newPackageDir(t)
+			dir := testenv.PackageDir(t)
 			if tt.setup != nil {
 				tt.setup(t, dir)
 			}
@@ -164,7 +166,7 @@ func TestBuildRejects(t *testing.T) {
 func TestBuildAcceptsPackageOperatorManifest(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"manifest.yml": "apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: pko\nspec:\n  scopes: [Namespaced]\n  phases: [{name: a}]\n"})
+	testenv.WriteTree(t, dir, map[string]string{"manifest.yml": "apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata:\n  name: pko\nspec:\n  scopes: [Namespaced]\n  phases: [{name: a}]\n"})
 	var seen []string
 	img, err := Build(dir, BuildOptions{Validate: func(fsys fs.FS) error {
 		seen = append(seen, readTree(t, fsys)["manifest.yml"])
@@ -178,7 +180,7 @@ func TestBuildAcceptsPackageOperatorManifest(t *testing.T) {
 func TestLayoutRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	img, err := Build(newPackageDir(t), BuildOptions{Version: "1"})
+	img, err := Build(testenv.PackageDir(t), BuildOptions{Version: "1"})
 	require.NoError(t, err)
 
 	var first, second bytes.Buffer

@@ -128,7 +128,7 @@ func dockerConfig(t *testing.T, hosts map[string][2]string) Credentials {
 // source and of the mirror, and returns the built image.
 func mirroredPackage(t *testing.T, src, mirror *testenv.Registry, srcCreds, mirrorCreds Credentials, repo string) *Image {
 	t.Helper()
-	img, err := Build(newPackageDir(t), BuildOptions{Version: "1.0.0"})
+	img, err := Build(testenv.PackageDir(t), BuildOptions{Version: "1.0.0"})
 	require.NoError(t, err)
 	pusher := newClient(t, Options{})
 	for _, target := range []struct {

@@ -11,12 +11,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 func TestLoadDir(t *testing.T) {
 	t.Parallel()
-	dir := newPackageDir(t)
-	writeTree(t, dir, map[string]string{".git/HEAD": "ref", "deploy/.swp": "x"})
+	dir := testenv.PackageDir(t)
+	testenv.WriteTree(t, dir, map[string]string{".git/HEAD": "ref", "deploy/.swp": "x"})
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "empty"), 0o755))
 	// The directory named on the command line may itself be a link: the operator chose it.
 	link := filepath.Join(t.TempDir(), "pkg")
@@ -25,7 +27,7 @@ func TestLoadDir(t *testing.T) {
 	fsys, err := LoadDir(link, Limits{})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{
-		"manifest.yaml":          testManifest,
+		"manifest.yaml":          testenv.PackageManifest,
 		"deploy/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\n",
 		"deploy/_helpers.tpl":    "{{ define \"x\" }}{{ end }}",
 		"config.yaml.gotmpl":     "a: {{ .config.a }}\n",
@@ -38,7 +40,7 @@ func TestLoadDir(t *testing.T) {
 func TestLoadDirRejects(t *testing.T) {
 	t.Parallel()
 	outside := t.TempDir()
-	writeTree(t, outside, map[string]string{"passwd": "root"})
+	testenv.WriteTree(t, outside, map[string]string{"passwd": "root"})
 	tests := []struct {
 		name     string
 		setup    func(t *testing.T, dir string)
@@ -78,7 +80,7 @@ func TestLoadDirRejects(t *testing.T) {
 	}, {
 		name: "too many bytes",
 		setup: func(t *testing.T, dir string) {
-			writeTree(t, dir, map[string]string{"big.yaml": strings.Repeat("x", 200)})
+			testenv.WriteTree(t, dir, map[string]string{"big.yaml": strings.Repeat("x", 200)})
 		},
 		limits:  Limits{MaxUncompressedBytes: 150},
 		wantErr: "the package is larger than 150 bytes",
@@ -92,7 +94,7 @@ func TestLoadDirRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir := newPackageDir(t)
+			dir := testenv.PackageDir(t)
 			if tt.setup != nil {
 				tt.setup(t, dir)
 			}

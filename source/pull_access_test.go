@@ -97,7 +97,7 @@ func TestPullRefusesCachedPackagesToOtherCallers(t *testing.T) {
 			a, err := c.Pull(t.Context(), pinned, good)
 			require.NoError(t, err)
 			assert.Equal(t, img.Digest, a.Digest)
-			assert.Equal(t, readTree(t, os.DirFS(newPackageDir(t))), readTree(t, a.FS))
+			assert.Equal(t, readTree(t, os.DirFS(testenv.PackageDir(t))), readTree(t, a.FS))
 			assert.Equal(t, blobs, counter.count("GET blobs"), "requests: %v", counter.requests)
 		})
 	}

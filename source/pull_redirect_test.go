@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"oras.land/oras-go/v2/content"
+
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 // redirectingRegistry is a registry that requires credentials and redirects blob downloads to
@@ -138,7 +140,7 @@ func (s *objectStorage) leaked() []string {
 // challenges the client; and that such redirects work when the other origin needs nothing.
 func TestPullRedirectKeepsCredentials(t *testing.T) {
 	t.Parallel()
-	img, err := Build(newPackageDir(t), BuildOptions{Version: "1.0.0"})
+	img, err := Build(testenv.PackageDir(t), BuildOptions{Version: "1.0.0"})
 	require.NoError(t, err)
 	var m ocispec.Manifest
 	require.NoError(t, json.Unmarshal(img.manifest, &m))
@@ -170,7 +172,7 @@ func TestPullRedirectKeepsCredentials(t *testing.T) {
 					a, err := newClient(t, Options{}).Pull(t.Context(), mustRef(t, host+"/pkg@"+img.Digest), creds)
 					if challenge == "" {
 						require.NoError(t, err)
-						assert.Equal(t, readTree(t, os.DirFS(newPackageDir(t))), readTree(t, a.FS))
+						assert.Equal(t, readTree(t, os.DirFS(testenv.PackageDir(t))), readTree(t, a.FS))
 					} else {
 						require.Error(t, err)
 					}

@@ -100,7 +100,7 @@ func mustRef(t *testing.T, s string) Reference {
 // pushPackage builds the test package and pushes it to HOST/REPO:v1.
 func pushPackage(t *testing.T, c *Client, host, repo string, creds Credentials) (*Image, Reference) {
 	t.Helper()
-	img, err := Build(newPackageDir(t), BuildOptions{Version: "1.0.0"})
+	img, err := Build(testenv.PackageDir(t), BuildOptions{Version: "1.0.0"})
 	require.NoError(t, err)
 	ref := mustRef(t, host+"/"+repo+":v1")
 	_, err = c.Push(t.Context(), img, []Reference{ref}, creds)
@@ -112,7 +112,7 @@ func TestRoundTrip(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
 	ctx := t.Context()
-	dir := newPackageDir(t)
+	dir := testenv.PackageDir(t)
 	img, err := Build(dir, BuildOptions{Version: "1.0.0", Source: "https://example.com/demo"})
 	require.NoError(t, err)
 

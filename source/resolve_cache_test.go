@@ -46,7 +46,7 @@ func TestResolveWithin(t *testing.T) {
 	assert.Equal(t, 1, counter.total(), "requests: %v", counter.requests)
 
 	// The tag moves; within maxAge the remembered digest answers without a request.
-	v2, err := Build(newPackageDir(t), BuildOptions{Version: "2.0.0"})
+	v2, err := Build(testenv.PackageDir(t), BuildOptions{Version: "2.0.0"})
 	require.NoError(t, err)
 	require.NotEqual(t, v1.Digest, v2.Digest)
 	_, err = pusher.Push(t.Context(), v2, []Reference{ref}, nil)

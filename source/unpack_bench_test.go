@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 // BenchmarkUnpack unpacks a package layer in memory, as every pull of a new digest does: gzip,
@@ -16,12 +18,12 @@ func BenchmarkUnpack(b *testing.B) {
 	for _, files := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("files=%d", files), func(b *testing.B) {
 			dir := b.TempDir()
-			tree := map[string]string{"manifest.yaml": testManifest}
+			tree := map[string]string{"manifest.yaml": testenv.PackageManifest}
 			for i := range files - 1 {
 				tree[fmt.Sprintf("deploy/object-%04d.yaml", i)] = fmt.Sprintf(
 					"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: object-%d\ndata:\n  payload: %q\n", i, strings.Repeat("x", 1024))
 			}
-			writeTree(b, dir, tree)
+			testenv.WriteTree(b, dir, tree)
 			layer, err := packLayer(os.DirFS(dir), DefaultLimits())
 			require.NoError(b, err)
 			var size int64
@@ -46,7 +48,7 @@ func BenchmarkUnpack(b *testing.B) {
 
 // BenchmarkPack builds the reproducible layer of a package directory, as `pkgsync build` does.
 func BenchmarkPack(b *testing.B) {
-	dir := newPackageDir(b)
+	dir := testenv.PackageDir(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := packLayer(os.DirFS(dir), DefaultLimits()); err != nil {

@@ -58,7 +58,7 @@ func TestArtifactVersion(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			img, err := Build(newPackageDir(t), BuildOptions{Annotations: map[string]string{ocispec.AnnotationVersion: tc.version}})
+			img, err := Build(testenv.PackageDir(t), BuildOptions{Annotations: map[string]string{ocispec.AnnotationVersion: tc.version}})
 			require.NoError(t, err)
 			ref := mustRef(t, reg.Host+"/"+testenv.Repository(t, "version")+":stable")
 			_, err = c.Push(t.Context(), img, []Reference{ref}, nil)

@@ -1,47 +1,14 @@
 package signature
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"oras.land/oras-go/v2/registry/remote"
 
 	"pkgsync.dev/pkgsync/source"
+	"pkgsync.dev/pkgsync/test/testenv"
 )
-
-const testManifest = `apiVersion: pkgsync.dev/v1alpha1
-kind: PackageManifest
-metadata:
-  name: demo
-spec:
-  phases:
-  - name: deploy
-`
-
-// writeTree writes files (path → content) under dir.
-func writeTree(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
-	}
-}
-
-// newPackageDir writes a small package and returns its directory.
-func newPackageDir(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{
-		"manifest.yaml":          testManifest,
-		"deploy/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\n",
-		"deploy/_helpers.tpl":    "{{ define \"x\" }}{{ end }}",
-		"config.yaml.gotmpl":     "a: {{ .config.a }}\n",
-	})
-	return dir
-}
 
 func newClient(t *testing.T, opts source.Options) *source.Client {
 	t.Helper()
@@ -68,7 +35,7 @@ func repositoryOf(t *testing.T, c *source.Client, ref source.Reference) *remote.
 // pushPackage builds the test package and pushes it to HOST/REPO:v1.
 func pushPackage(t *testing.T, c *source.Client, host, repo string, creds source.Credentials) (*source.Image, source.Reference) {
 	t.Helper()
-	img, err := source.Build(newPackageDir(t), source.BuildOptions{Version: "1.0.0"})
+	img, err := source.Build(testenv.PackageDir(t), source.BuildOptions{Version: "1.0.0"})
 	require.NoError(t, err)
 	ref := mustRef(t, host+"/"+repo+":v1")
 	_, err = c.Push(t.Context(), img, []source.Reference{ref}, creds)
@@ -79,8 +46,8 @@ func pushPackage(t *testing.T, c *source.Client, host, repo string, creds source
 // pushOther pushes a package with other content under HOST/REPO:TAG and returns its digest.
 func pushOther(t *testing.T, c *source.Client, ref source.Reference, content string) string {
 	t.Helper()
-	dir := newPackageDir(t)
-	writeTree(t, dir, map[string]string{"deploy/extra.yaml": content})
+	dir := testenv.PackageDir(t)
+	testenv.WriteTree(t, dir, map[string]string{"deploy/extra.yaml": content})
 	img, err := source.Build(dir, source.BuildOptions{Version: "1.0.1"})
 	require.NoError(t, err)
 	_, err = c.Push(t.Context(), img, []source.Reference{ref}, nil)

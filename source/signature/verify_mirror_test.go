@@ -15,7 +15,7 @@ import (
 // mirroredPackage pushes the test package to repo:v1 in the source registry and in its mirror.
 func mirroredPackage(t *testing.T, src, mirror *testenv.Registry, repo string) *source.Image {
 	t.Helper()
-	img, err := source.Build(newPackageDir(t), source.BuildOptions{Version: "1.0.0"})
+	img, err := source.Build(testenv.PackageDir(t), source.BuildOptions{Version: "1.0.0"})
 	require.NoError(t, err)
 	pusher := newClient(t, source.Options{})
 	for _, reg := range []*testenv.Registry{src, mirror} {
