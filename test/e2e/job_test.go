@@ -191,7 +191,7 @@ func TestRealClusterJobWithTTLRunsOnce(t *testing.T) {
 	env := useCluster(t)
 	ns := env.namespace(t, nil)
 	image := suite.registry.Host + "/e2e/cluster/" + ns + "/migrate:stable"
-	pushPackageTo(t, writePackage(t, jobPackage("registry.k8s.io/pause:3.10", 0)), image)
+	digest := pushPackageTo(t, writePackage(t, jobPackage("registry.k8s.io/pause:3.10", 0)), image)
 	pkg := newPackage(ns, "migrate", image, "")
 	pkg.Spec.Interval = &metav1.Duration{Duration: time.Second}
 	env.create(t, pkg)
@@ -203,8 +203,19 @@ func TestRealClusterJobWithTTLRunsOnce(t *testing.T) {
 			assert.Empty(a, jobImage(a, env.client, ns, "migrate"), "the TTL controller deleted the Job")
 		}, "the Job of %s ran and the TTL controller deleted it", version)
 		// The Job ran and is gone before pkgsync's next look at it: until then the Package
-		// still shows the phase waiting for it. Stability is counted from Ready again.
-		env.ready(t, pkg, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "")
+		// still shows the phase waiting for it. Stability is counted from Ready again, on this
+		// version: under load the whole life of the Job can fit between the pass that created
+		// it and that pass's status write (waiting for it to start), so the previous version's
+		// Ready=True is no start.
+		eventuallyFor(t, t.Context(), clusterTimeout, func(a *attempt) {
+			if !assert.NoError(a, env.client.Get(a.Context(), client.ObjectKeyFromObject(pkg), pkg)) {
+				return
+			}
+			assert.Equal(a, digest, pkg.Status.LastAppliedRevision, "the version applied")
+			if cond := apimeta.FindStatusCondition(pkg.Status.Conditions, "Ready"); assert.NotNil(a, cond) {
+				assert.Equal(a, metav1.ConditionTrue, cond.Status, cond.Message)
+			}
+		}, "the Package is Ready on %s", version)
 		before := env.requests.get(ns)
 		var notReady atomic.Value
 		const reconciles = 4
@@ -226,6 +237,6 @@ func TestRealClusterJobWithTTLRunsOnce(t *testing.T) {
 	}
 	runs(1, "v1")
 
-	pushPackageTo(t, writePackage(t, jobPackage("registry.k8s.io/pause:3.9", 0)), image)
+	digest = pushPackageTo(t, writePackage(t, jobPackage("registry.k8s.io/pause:3.9", 0)), image)
 	runs(2, "v2")
 }
