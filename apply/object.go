@@ -51,18 +51,31 @@ func resolveNamespace(req Request, t Target, desired *unstructured.Unstructured)
 	return nil
 }
 
+// prior is what earlier passes tell of an object before a pass sends anything for it.
+type prior struct {
+	// isNew says the owner's inventory does not hold it: it is expected not to exist.
+	isNew bool
+	// ran, for a Job, is the record of an earlier pass saying it ran in this desired state to
+	// an end: gone, it is not created again (job.go).
+	ran *v1alpha1.InventoryJob
+	// version is the resourceVersion the last complete pass left it at, when its desired state
+	// changed since (settled.go).
+	version string
+}
+
 // applyObject brings one object to its desired state with at most one read and, only when the
 // live object differs, one server-side apply. An object the owner's inventory does not hold
-// (isNew) is expected not to exist: it is created without a read first (createNew), and read
-// only when it turns out to exist. ran, for a Job, is the record of an earlier pass saying it
-// ran in this desired state to an end: gone, it is not created again (job.go).
-func (e *Engine) applyObject(ctx context.Context, req Request, class string, t Target, desired *unstructured.Unstructured, isNew bool, ran *v1alpha1.InventoryJob) (outcome, error) {
+// (before.isNew) is expected not to exist: it is created without a read first (createNew), and
+// read only when it turns out to exist. One whose resourceVersion the last complete pass
+// settled (before.version) is written without a read first (updateKnown), and read only when
+// it changed since.
+func (e *Engine) applyObject(ctx context.Context, req Request, class string, t Target, desired *unstructured.Unstructured, before prior) (outcome, error) {
 	if err := resolveKind(req, class, t, desired); err != nil {
 		return outcome{}, err
 	}
 	ref := RefOf(desired)
 
-	if isNew && !req.DryRun {
+	if before.isNew && !req.DryRun {
 		created, err := e.createNew(ctx, t.Client, desired)
 		switch {
 		case err == nil:
@@ -72,6 +85,18 @@ func (e *Engine) applyObject(ctx context.Context, req Request, class string, t T
 		}
 		// It exists: read it and decide as for any object (collision, adoption, no-op).
 	}
+	if before.version != "" && !req.DryRun && len(ignoredPointers(req.IgnoreFields, desired))+len(controllerOwnedPointers(desired)) == 0 {
+		updated, err := e.updateKnown(ctx, t.Client, desired, before.version)
+		var status apierrors.APIStatus
+		switch {
+		case err == nil:
+			return outcome{action: ActionConfigured, live: updated}, nil
+		case !errors.As(err, &status):
+			return outcome{}, unreachable(fmt.Errorf("apply %s: %w", ref, err), class, t)
+		}
+		// Changed since, or refused: read it and decide as for any object.
+	}
+	ran := before.ran
 
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(desired.GroupVersionKind())
@@ -218,6 +243,20 @@ func (e *Engine) ssa(ctx context.Context, c client.Client, desired *unstructured
 func (e *Engine) createNew(ctx context.Context, c client.Client, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	obj := desired.DeepCopy()
 	obj.SetResourceVersion(neverResourceVersion)
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(e.fieldManager)); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// updateKnown writes a new desired state over an object exactly as the last complete pass left
+// it, with one server-side apply carrying that pass's resourceVersion as a precondition: the API
+// server answers 409 Conflict, writing nothing, when anyone (a controller, an edit, a deletion
+// and a creation by someone else) changed the object since. pkgsync owned it then, and nothing
+// changed: no read is needed to check ownership or drift.
+func (e *Engine) updateKnown(ctx context.Context, c client.Client, desired *unstructured.Unstructured, resourceVersion string) (*unstructured.Unstructured, error) {
+	obj := desired.DeepCopy()
+	obj.SetResourceVersion(resourceVersion)
 	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(e.fieldManager)); err != nil {
 		return nil, err
 	}

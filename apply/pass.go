@@ -35,6 +35,10 @@ type pass struct {
 	progress *Progress
 	// ranJobs holds the Job records of Previous, jobs those this pass made (job.go).
 	ranJobs, jobs map[key]v1alpha1.InventoryJob
+	// update says the pass changes desired states the last complete pass settled (settled.go);
+	// settled holds what this pass found of each object available in its desired state.
+	update  bool
+	settled map[key]settledObject
 }
 
 // phaseOf returns the phase that holds an object of a class's cluster in the new revision.
@@ -73,6 +77,7 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 			states[i] = newPhaseState(ph, target, &p.res.Phases[i], req.Owner)
 		}
 	}
+	p.update = p.isUpdate(states)
 	budgets := newBudgets(ctx)
 	defer budgets.stop()
 	var errs []error
@@ -87,6 +92,9 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		p.forgetAvailable()
 		errs = e.verifySkipped(budgets, p, states)
 	}
+	if len(errs) == 0 && p.res.Complete() && req.Progress != nil && !req.DryRun {
+		req.Progress.settle(p.settledAll(states))
+	}
 
 	pruned := map[key]bool{}
 	if len(errs) == 0 && p.res.Complete() && !req.DryRun && !req.NoPrune {
@@ -100,8 +108,9 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 		p.res.Inventory = req.Previous
 		return p.res, errors.Join(errs...)
 	}
-	if len(errs) > 0 {
-		p.forgetAvailable() // the memory may be what keeps the owner from converging
+	if len(errs) > 0 && req.Progress != nil && !req.DryRun {
+		req.Progress.forget() // the memory may be what keeps the owner from converging
+		p.progress = nil
 	}
 	p.res.Inventory = p.inventory(pruned)
 	return p.res, errors.Join(errs...)
@@ -112,7 +121,7 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 func newPass(ctx context.Context, req Request) *pass {
 	p := &pass{req: req, res: &Result{}, inv: newInventoryBuilder(), desired: map[key]phaseKey{}, applied: map[key]phaseKey{},
 		recorded: map[key]bool{}, previous: map[key]bool{}, refused: map[key]bool{}, recordCtx: ctx,
-		ranJobs: jobRuns(req.Previous), jobs: map[key]v1alpha1.InventoryJob{}}
+		ranJobs: jobRuns(req.Previous), jobs: map[key]v1alpha1.InventoryJob{}, settled: map[key]settledObject{}}
 	for _, ph := range req.Previous.Phases {
 		for _, ref := range ph.Objects {
 			p.recorded[ref.key(ph.Class)] = true

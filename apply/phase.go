@@ -113,7 +113,10 @@ type appliedObject struct {
 	// availableBefore says an earlier pass found the object available in this desired state
 	// (Request.Progress): nothing was sent.
 	availableBefore bool
-	out             outcome
+	// settled says the last complete pass found it in this desired state (settled.go): it is
+	// not read before the pass completes either.
+	settled bool
+	out     outcome
 	err             error
 	reasons         []string
 	// failed says kstatus found the object Failed: waiting will not make it available.
@@ -169,7 +172,7 @@ func (e *Engine) applyStep(ctx context.Context, p *pass, s *phaseState, objs []*
 			errs = append(errs, err)
 		}
 		if r.ran {
-			p.found(s, r.obj, r.available())
+			p.found(s, r)
 		}
 	}
 	return stopped.Load(), errors.Join(errs...)
@@ -191,7 +194,7 @@ func (p *pass) stepObjects(s *phaseState, objs []*unstructured.Unstructured) ([]
 		}
 		if resolveNamespace(p.req, s.target, obj) == nil {
 			r.resolved = true
-			r.availableBefore = p.availableBefore(s, obj)
+			r.availableBefore, r.settled = p.availableBefore(s, obj)
 			fresh = append(fresh, intendedRef{phase: s.key, ref: RefOf(obj)})
 		}
 	}
@@ -205,9 +208,13 @@ func (e *Engine) applyOne(ctx context.Context, p *pass, s *phaseState, r *applie
 	if r.resolved {
 		ran = ranBefore(p.ranJobs, s.ph.Class, r.obj)
 	}
+	k := RefOf(r.obj).key(s.ph.Class)
 	// A Job that ran may be gone: it is read, never created unread.
-	isNew := r.resolved && ran == nil && p.isNew(RefOf(r.obj).key(s.ph.Class))
-	r.out, r.err = e.applyObject(ctx, p.req, s.ph.Class, s.target, r.obj, isNew, ran)
+	before := prior{ran: ran, isNew: r.resolved && ran == nil && p.isNew(k)}
+	if r.resolved && ran == nil {
+		before.version = p.knownVersion(k, r.obj)
+	}
+	r.out, r.err = e.applyObject(ctx, p.req, s.ph.Class, s.target, r.obj, before)
 	switch {
 	case r.err != nil:
 	case r.out.job != nil:
@@ -236,7 +243,11 @@ func (p *pass) report(s *phaseState, r *appliedObject) error {
 	case r.availableBefore:
 		p.applied[ref.key(s.ph.Class)] = s.key
 		p.inv.add(s.ph.Name, s.ph.Class, ref)
-		s.skipped = append(s.skipped, r.obj)
+		if settled, ok := p.req.Progress.settledAs(ref.key(s.ph.Class)); r.settled && ok {
+			p.settled[ref.key(s.ph.Class)] = settled
+		} else {
+			s.skipped = append(s.skipped, r.obj)
+		}
 		return nil
 	case !r.ran:
 		return nil

@@ -94,7 +94,7 @@ func (e *Engine) previewObject(ctx context.Context, req Request, class string, t
 	}
 	// No record of the Jobs that ran (the CLI keeps no inventory): a Job gone after it ran is
 	// shown created, as the first pass of a new owner would create it.
-	out, err := e.applyObject(ctx, req, class, t, obj, false, nil)
+	out, err := e.applyObject(ctx, req, class, t, obj, prior{})
 	switch {
 	case err != nil && p.Live == nil && pending["ns:"+obj.GetNamespace()] && apierrors.IsNotFound(err):
 		p.Applied, p.Unchecked = obj, "its namespace is created first"

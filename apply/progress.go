@@ -33,7 +33,8 @@ import (
 //
 // The engine forgets what was found available once a pass completes every phase, so the passes
 // of a converged owner (its interval) read each object as before: drift is found by those
-// reads, and hidden by this memory for maxAge at most while the owner has not converged. The
+// reads, and hidden by this memory for maxAge at most while the owner has not converged. What
+// that complete pass found is kept instead, for the owner's next update (settled.go). The
 // caller keeps one Progress per owner, in memory only (a restarted controller reads every
 // object again), and drops it with the owner. It is safe for concurrent use.
 type Progress struct {
@@ -42,6 +43,9 @@ type Progress struct {
 	fingerprint string
 	available   map[key]found
 	unsent      map[key]bool
+	// settled is what the last pass that completed every phase found, at settledAt (settled.go).
+	settled   map[key]settledObject
+	settledAt time.Time
 }
 
 // found is an object found available: with which desired-state hash, and when.
@@ -78,6 +82,7 @@ func (p *Progress) begin(fingerprint string) {
 	if p.fingerprint != fingerprint {
 		p.fingerprint = fingerprint
 		clear(p.available)
+		p.settled = nil
 	}
 }
 
@@ -119,7 +124,7 @@ func (p *Progress) isUnsent(k key) bool {
 	return p.unsent[k]
 }
 
-// forgetAvailable forgets what was found available: every phase is complete, or a pass failed.
+// forgetAvailable forgets what was found available: every phase is complete.
 func (p *Progress) forgetAvailable() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -158,17 +163,22 @@ func (r *appliedObject) available() bool {
 }
 
 // availableBefore reports whether an earlier pass found obj available in its desired state,
-// so that this pass need not send or read it. CRDs are always read (the custom resources of
-// their phase wait for them to be Established), and so are objects whose conditions the phase
-// maps (they are reported from the live object).
-func (p *pass) availableBefore(s *phaseState, obj *unstructured.Unstructured) bool {
+// so that this pass need not send or read it, and whether that pass was the last complete one
+// (settled: it is not read before this pass completes either, settled.go). CRDs are always
+// read (the custom resources of their phase wait for them to be Established), and so are
+// objects whose conditions the phase maps (they are reported from the live object).
+func (p *pass) availableBefore(s *phaseState, obj *unstructured.Unstructured) (available, settled bool) {
 	if p.progress == nil || len(s.mappings[s.origin[obj]]) > 0 {
-		return false
+		return false, false
 	}
 	if _, ok := crdKind(obj); ok {
-		return false
+		return false, false
 	}
-	return p.progress.isAvailable(RefOf(obj).key(s.ph.Class), obj.GetAnnotations()[DesiredHashAnnotation])
+	k := RefOf(obj).key(s.ph.Class)
+	if p.settledUnchanged(k, obj) {
+		return true, true
+	}
+	return p.progress.isAvailable(k, obj.GetAnnotations()[DesiredHashAnnotation]), false
 }
 
 // isNew reports whether an object is expected not to exist, so that it is created without a
@@ -187,9 +197,14 @@ func (p *pass) forgetAvailable() {
 	}
 }
 
-// found remembers whether the pass found obj, which it sent, available in its desired state.
-func (p *pass) found(s *phaseState, obj *unstructured.Unstructured, available bool) {
+// found remembers whether the pass found the object r sent available in its desired state.
+func (p *pass) found(s *phaseState, r *appliedObject) {
+	available := r.available()
+	k := RefOf(r.obj).key(s.ph.Class)
+	if available {
+		p.settled[k] = settledOf(r.obj, r.out.live)
+	}
 	if p.progress != nil {
-		p.progress.found(RefOf(obj).key(s.ph.Class), obj.GetAnnotations()[DesiredHashAnnotation], available)
+		p.progress.found(k, r.obj.GetAnnotations()[DesiredHashAnnotation], available)
 	}
 }

@@ -92,6 +92,11 @@ type Request struct {
 	// recorded but never sent without reading them first. The caller keeps one per owner
 	// (Progress).
 	Progress *Progress
+	// Interval is how often, at most, the owner's passes read every object (its reconcile
+	// interval). A pass that updates a few objects trusts what the last complete pass found of
+	// the others for this long: it neither reads nor sends them (settled.go). Zero: every pass
+	// reads every object.
+	Interval time.Duration
 }
 
 // ObjectStatus explains why an object is not available.

@@ -65,6 +65,10 @@ type Request struct {
 	// DriftPolicy and ignoreFields: docs/drift.md.
 	DriftPolicy  v1alpha1.DriftPolicy
 	IgnoreFields []v1alpha1.IgnoreFields
+	// Interval is the owner's reconcile interval: its passes read every object at least that
+	// often, so an update trusts what the last complete pass found for that long
+	// (apply.Request.Interval).
+	Interval time.Duration
 }
 
 // Apply makes one pass and returns its result; the result is non-nil whenever the engine ran,
@@ -108,6 +112,7 @@ func (r *Applier) Apply(ctx context.Context, req Request) (*apply.Result, error)
 		Adopt:            req.Adopt,
 		DriftPolicy:      req.DriftPolicy,
 		IgnoreFields:     req.IgnoreFields,
+		Interval:         req.Interval,
 	}
 	if req.Owner.Namespace != "" && !r.allowCrossNamespace {
 		areq.Confine = map[string]string{"": req.Owner.Namespace}
@@ -124,7 +129,7 @@ func (r *Applier) Apply(ctx context.Context, req Request) (*apply.Result, error)
 	}
 	res, err := r.engine.Apply(ctx, areq)
 	if res != nil && err == nil && res.Complete() {
-		r.progress.done(req.UID)
+		r.progress.converged(req.UID)
 	}
 	r.Metrics.ObservePass(req.Owner.Kind, res)
 	var confined *apply.ConfinementError

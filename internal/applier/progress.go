@@ -104,7 +104,20 @@ func (r *Applier) ProgressCheck(uid types.UID, res *apply.Result, interval time.
 	return r.progress.nextCheck(uid, res.Progressing().Name, len(res.Phases), time.Now(), interval)
 }
 
-// done forgets the resource uid: it converged, or it is being deleted.
+// converged starts the quick checks of the resource uid afresh: it converged. What its passes
+// learnt is kept: the last complete pass's findings spare an update the reads of the objects
+// it does not change (apply.Request.Interval).
+func (s progressByOwner) converged(uid types.UID) {
+	if s.owners == nil {
+		return
+	}
+	if o, ok := s.owners.Get(uid); ok {
+		p := o.(*ownerProgress)
+		p.waiting, p.quickUntil, p.windows = "", time.Time{}, 0
+	}
+}
+
+// done forgets the resource uid: it is being deleted.
 func (s progressByOwner) done(uid types.UID) {
 	if s.owners != nil {
 		s.owners.Delete(uid)

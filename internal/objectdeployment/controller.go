@@ -77,6 +77,7 @@ func (r *objectDeploymentSteps[T]) pass(ctx context.Context, obj T, rep *reconci
 		Prune:    true,
 		Previous: status.Inventory,
 		Record:   applier.RecordInventory(rep, status),
+		Interval: spec.GetInterval(),
 	})
 	applier.RecordPass(status, res)
 	if err == nil && res.Complete() {

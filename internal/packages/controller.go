@@ -190,6 +190,7 @@ func (r *packageSteps[T]) passRequest(obj T, rendered *render.Result, hc applier
 		Hosted:         hc,
 		Record:         record,
 		DriftPolicy:    spec.GetDriftPolicy(),
+		Interval:       spec.GetInterval(),
 		// The package's own first, then the user's.
 		IgnoreFields: append(slices.Clone(rendered.Manifest.Spec.IgnoreFields), spec.IgnoreFields...),
 	}

@@ -389,3 +389,61 @@ func TestRequestsPerWaitingHostedPackage(t *testing.T) {
 	assert.LessOrEqual(t, delta["PATCH status"], 3, "status writes: the intended inventory, progress, the outcome")
 	assert.Equal(t, 2, suite.requests.events(hcp)-eventsBefore, "the Events of Ready turning False (progressing), then true")
 }
+
+// TestRequestsPerHostedUpdate (issue 46): an update of a converged Package that changes one
+// object on each cluster, of six hosted and two management objects, costs one write on each
+// cluster and no read of the objects it does not change: the complete pass before settled them
+// (each read or written then), and the changed ConfigMaps are applied over the resourceVersion
+// that pass left them at, a precondition that keeps the collision check without a read.
+func TestRequestsPerHostedUpdate(t *testing.T) {
+	t.Parallel()
+	_, hcp := newHostedControlPlane(t, "", true)
+	user := "hcp-" + hcp
+	hostedNS := "counted-" + hcp
+	image := suite.registry.Host + "/e2e/" + hcp + "/counted:stable"
+	pushPackageTo(t, writePackage(t, countedPackage(hostedNS, false)), image)
+	pkg := newPackage(hcp, "counted", image, "")
+	createPackage(t, pkg)
+	eventually(t, func(a *attempt) {
+		readyCondition(a, pkg)
+		assert.Equal(a, pkg.Generation, pkg.Status.ObservedGeneration)
+	}, "the Package converges")
+
+	v2 := countedPackage(hostedNS, false)
+	withData := func(file, name string) {
+		marker := "name: " + name + "\n"
+		i := strings.Index(v2[file], marker)
+		require.GreaterOrEqual(t, i, 0, "%s in %s", name, file)
+		end := strings.Index(v2[file][i:], "\n---")
+		if end < 0 {
+			end = len(v2[file]) - i
+		}
+		v2[file] = v2[file][:i+end] + "data:\n  version: v2\n" + v2[file][i+end:]
+	}
+	withData("config.yaml", "config-a")
+	withData("operator.yaml", "operator-a")
+	hostedCounts, hostedBefore := hostedRequests(t, user)
+	before := suite.requests.get(hcp)
+	digest2 := pushPackageTo(t, writePackage(t, v2), image)
+	requestReconcile(t, pkg)
+	eventually(t, func(a *attempt) {
+		readyCondition(a, pkg)
+		assert.Equal(a, digest2, pkg.Status.LastAppliedRevision)
+	}, "the Package applies the update")
+
+	hosted, total := hostedRequests(t, user)
+	for k, n := range hostedCounts {
+		hosted[k] -= n
+	}
+	t.Logf("hosted requests of the update: %v", hosted)
+	assert.Equal(t, 1, hosted["patch configmaps"], "the changed hosted ConfigMap is written")
+	assert.Zero(t, hosted["patch namespaces"]+hosted["patch serviceaccounts"], "nothing else is written")
+	assert.Zero(t, hosted["get namespaces"]+hosted["get serviceaccounts"]+hosted["get configmaps"], "no hosted object is read")
+	assert.LessOrEqual(t, total-hostedBefore, 1, "hosted requests of the update")
+
+	delta, _ := requestsSince(before, suite.requests.get(hcp))
+	t.Logf("management requests of the update: %v", delta)
+	assert.Equal(t, 1, delta["PATCH configmaps"], "the changed management ConfigMap is written")
+	assert.Zero(t, delta["GET configmaps"], "no management object is read")
+	assert.Equal(t, "v2", configMapData(t, hcp, "operator-a")["version"])
+}

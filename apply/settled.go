@@ -1,0 +1,153 @@
+package apply
+
+import (
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// An owner's update (a new revision of its package) usually changes a few of its objects. The
+// pass that takes it there would read every object before deciding to leave it or to write
+// it: a request per object that changed nothing, and the read before each write is the
+// collision check. Progress therefore also keeps what the last pass that completed every phase
+// found of each object (settled): its desired-state hash and, for objects nobody else writes
+// to, the resourceVersion the pass left it at. A pass whose desired states differ from the
+// settled ones (an update) then
+//   - neither reads nor sends an object whose desired state has not changed, if the owner's
+//     passes read every object at least once per Request.Interval and the settled memory is
+//     younger than that: drift of such an object is found by the next such pass, as it would
+//     have been without the update;
+//   - writes an object whose desired state changed without reading it first when the settled
+//     memory holds its resourceVersion: the server-side apply carries it as a precondition,
+//     so it writes only over the object exactly as pkgsync left it (owned, undrifted, not
+//     recreated by someone else). Any other answer (409 Conflict included) falls back to the
+//     read and the checks of any pass, so a stale memory costs a request, never a wrong
+//     write.
+//
+// A pass whose desired states are all the settled ones (the owner's interval) reads every
+// object as before, and settles again. Objects with a status are settled without a
+// resourceVersion: their controllers write them (a Deployment's status changes with every
+// rollout step), so the precondition would fail and cost a request.
+
+// settledObject is what the last complete pass found of one object.
+type settledObject struct {
+	hash string
+	// resourceVersion is the object's when the pass left it, empty when others write to it.
+	resourceVersion string
+}
+
+// settledOf is what a pass found of an object available in its desired state: live is the
+// object as the API server answered.
+func settledOf(desired, live *unstructured.Unstructured) settledObject {
+	s := settledObject{hash: desired.GetAnnotations()[DesiredHashAnnotation]}
+	if _, hasStatus := live.Object["status"]; !hasStatus {
+		s.resourceVersion = live.GetResourceVersion()
+	}
+	return s
+}
+
+// settle remembers what a pass that completed every phase found of each object.
+func (p *Progress) settle(objects map[key]settledObject) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.settled, p.settledAt = objects, time.Now()
+}
+
+// isUpdate reports whether a pass whose objects have the desired-state hashes given updates
+// what the last complete pass settled less than interval ago: some hash differs. A zero
+// interval never trusts the settled memory.
+func (p *Progress) isUpdate(hashes []string, interval time.Duration) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.settled) == 0 || interval <= 0 || time.Since(p.settledAt) >= interval {
+		return false
+	}
+	settled := make([]string, 0, len(p.settled))
+	for _, s := range p.settled {
+		settled = append(settled, s.hash)
+	}
+	slices.Sort(settled)
+	return !slices.Equal(settled, slices.Sorted(slices.Values(hashes)))
+}
+
+// settledAs returns what the last complete pass found of an object.
+func (p *Progress) settledAs(k key) (settledObject, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.settled[k]
+	return s, ok
+}
+
+// forget forgets everything: a pass failed, or the request changed.
+func (p *Progress) forget() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.available)
+	p.settled = nil
+}
+
+// Settled is the number of objects the last complete pass settled.
+func (p *Progress) Settled() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.settled)
+}
+
+// isUpdate reports whether the pass changes desired states the last complete pass settled
+// within Request.Interval (Progress.isUpdate), every phase's objects prepared.
+func (p *pass) isUpdate(states []*phaseState) bool {
+	if p.progress == nil {
+		return false
+	}
+	var hashes []string
+	for _, s := range states {
+		if s == nil || s.prepareErr != nil {
+			return false
+		}
+		for _, obj := range s.objs {
+			hashes = append(hashes, obj.GetAnnotations()[DesiredHashAnnotation])
+		}
+	}
+	return p.progress.isUpdate(hashes, p.req.Interval)
+}
+
+// settledAll is what a complete pass settles: every object it found available in its desired
+// state, or nothing when it did not find them all so (drift reported and left, say), so that
+// the next pass is not mistaken for an update and reads every object.
+func (p *pass) settledAll(states []*phaseState) map[key]settledObject {
+	n := 0
+	for _, s := range states {
+		if s != nil {
+			n += len(s.objs)
+		}
+	}
+	if len(p.settled) != n {
+		return nil
+	}
+	return p.settled
+}
+
+// settledUnchanged reports whether, in an update pass, obj's desired state is the one the
+// last complete pass settled: it is neither read nor sent.
+func (p *pass) settledUnchanged(k key, obj *unstructured.Unstructured) bool {
+	if !p.update || p.progress == nil {
+		return false
+	}
+	s, ok := p.progress.settledAs(k)
+	return ok && s.hash != "" && s.hash == obj.GetAnnotations()[DesiredHashAnnotation]
+}
+
+// knownVersion returns, in an update pass, the resourceVersion the last complete pass left an
+// object at whose desired state changed since: its write needs no read first.
+func (p *pass) knownVersion(k key, obj *unstructured.Unstructured) string {
+	if !p.update || p.req.Progress == nil || isJob(obj) {
+		return ""
+	}
+	s, ok := p.req.Progress.settledAs(k)
+	if !ok || s.hash == obj.GetAnnotations()[DesiredHashAnnotation] {
+		return ""
+	}
+	return s.resourceVersion
+}
+
