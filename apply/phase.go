@@ -117,8 +117,8 @@ type appliedObject struct {
 	// not read before the pass completes either.
 	settled bool
 	out     outcome
-	err             error
-	reasons         []string
+	err     error
+	reasons []string
 	// failed says kstatus found the object Failed: waiting will not make it available.
 	failed bool
 }

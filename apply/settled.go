@@ -150,4 +150,3 @@ func (p *pass) knownVersion(k key, obj *unstructured.Unstructured) string {
 	}
 	return s.resourceVersion
 }
-
