@@ -414,8 +414,8 @@ func TestRequestsPerHostedUpdate(t *testing.T) {
 		marker := "name: " + name + "\n"
 		i := strings.Index(v2[file], marker)
 		require.GreaterOrEqual(t, i, 0, "%s in %s", name, file)
-		end := strings.Index(v2[file][i:], "\n---")
-		if end < 0 {
+		end := strings.Index(v2[file][i:], "\n---") + 1 // after the object's last line
+		if end <= 0 {
 			end = len(v2[file]) - i
 		}
 		v2[file] = v2[file][:i+end] + "data:\n  version: v2\n" + v2[file][i+end:]
