@@ -13,7 +13,6 @@ import (
 	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
-	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -99,25 +98,26 @@ func checkSchemaAsCRD(file, field0 string, schema *apiextensions.JSONSchemaProps
 // the order in which the API server treats a custom resource. Every violation is a *ConfigError.
 // A Package Operator package's configuration (pko) is pruned as Package Operator prunes it: as
 // the root of a resource (apiVersion, kind and metadata are kept), and entirely when the package
-// has no schema.
-func (s *configSchema) apply(raw []byte, pko bool) (map[string]any, Errors) {
+// has no schema. Every key pruned is a warning, returned whether or not the configuration is
+// valid: a dropped key is often why a required one is missing.
+func (s *configSchema) apply(raw []byte, pko bool) (map[string]any, []Warning, Errors) {
 	cfg, errs := decodeConfig(raw)
 	if errs != nil {
-		return nil, errs
+		return nil, nil, errs
 	}
 	if s == nil {
 		if pko {
-			return map[string]any{}, nil
+			return map[string]any{}, unschematized(cfg), nil
 		}
 		// Without a schema there is nothing to check against; the configuration is passed on.
-		return cfg, nil
+		return cfg, nil, nil
 	}
-	structuralpruning.Prune(cfg, s.structural, pko)
+	warnings := pruneConfig(cfg, s.structural, pko)
 	structuraldefaulting.Default(cfg, s.structural)
 	if errs := s.validate(cfg); len(errs) > 0 {
-		return nil, errs
+		return nil, warnings, errs
 	}
-	return cfg, nil
+	return cfg, warnings, nil
 }
 
 // decodeConfig decodes a configuration: a JSON or YAML object, {} when raw is empty.

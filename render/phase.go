@@ -17,6 +17,9 @@ type Result struct {
 	// Inputs says which per-resource parts of Options the render read: renders of the same
 	// package, configuration and cluster-wide environment that agree on these are identical.
 	Inputs Inputs
+	// Warnings are what the render did that its user may not expect and that did not stop it:
+	// configuration keys the schema does not declare, dropped.
+	Warnings []Warning
 	// Files is set by RenderTestCase only: every YAML file of the package that holds objects,
 	// as rendered.
 	Files []File

@@ -19,7 +19,17 @@ const pkoPackageDir = v1alpha1.PackageOperatorImageDir
 // Errors holding every problem found: *Error for a broken package, *ConfigError for a
 // configuration that does not satisfy the package's schema.
 func Render(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
-	return renderWith(ctx, fsys, opts, mode{})
+	return renderWarning(ctx, fsys, opts, mode{})
+}
+
+// renderWarning is renderWith, its warnings in the result.
+func renderWarning(ctx context.Context, fsys fs.FS, opts Options, m mode) (*Result, error) {
+	m.warnings = new([]Warning)
+	res, err := renderWith(ctx, fsys, opts, m)
+	if res != nil {
+		res.Warnings = *m.warnings
+	}
+	return res, err
 }
 
 // mode says how a render differs from a plain Render.
@@ -30,6 +40,15 @@ type mode struct {
 	noCluster bool
 	// testCase renders as Package Operator's template tests do (see RenderTestCase).
 	testCase bool
+	// warnings collects the render's warnings, whether or not it fails; nil drops them.
+	warnings *[]Warning
+}
+
+// warn records warnings of the render.
+func (m mode) warn(w ...Warning) {
+	if m.warnings != nil {
+		*m.warnings = append(*m.warnings, w...)
+	}
 }
 
 // Validate renders the package and returns every problem at once, or nil.
@@ -108,7 +127,6 @@ func renderComponent(ctx context.Context, c component, opts Options, m mode) (*R
 
 // renderTree renders the package tree of one component.
 func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result, error) {
-	allowMissing := m.allowMissing
 	fsys := c.fsys
 	manifest, manifestFile, pko, errs := readManifestFormat(fsys)
 	if manifest == nil {
@@ -144,20 +162,8 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 		// A test case's context is what it says, as in Package Operator: an empty name too.
 		opts.Name = manifest.Name
 	}
-	schema, schemaErrs := newConfigSchema(manifestFile, manifest.Spec.Config.OpenAPIV3Schema)
-	errs = append(errs, schemaErrs...)
-	var cfg map[string]any
-	configOK := false
-	if len(schemaErrs) == 0 {
-		var cfgErrs Errors
-		cfg, cfgErrs = schema.apply(opts.Config, pko)
-		missing := false
-		if allowMissing {
-			cfgErrs, missing = withoutMissing(cfgErrs)
-		}
-		errs = append(errs, cfgErrs...)
-		configOK = len(cfgErrs) == 0 && !missing
-	}
+	cfg, configOK, cfgErrs := configure(manifestFile, manifest, opts.Config, pko, m)
+	errs = append(errs, cfgErrs...)
 
 	// Templates and filters would only add confusing errors without the images they read.
 	configOK = configOK && len(imageErrs) == 0
@@ -221,6 +227,23 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 	res.Manifest, res.Config = manifest, cfg
 	res.Inputs = flt.cel.reads.inputs()
 	return &res, nil
+}
+
+// configure checks the manifest's configuration schema and applies it to the configuration
+// raw: the configuration templates see, whether it is complete and valid, and the problems of
+// both. Its warnings go to m.
+func configure(manifestFile string, manifest *v1alpha1.PackageManifest, raw []byte, pko bool, m mode) (map[string]any, bool, Errors) {
+	schema, errs := newConfigSchema(manifestFile, manifest.Spec.Config.OpenAPIV3Schema)
+	if len(errs) > 0 {
+		return nil, false, errs
+	}
+	cfg, warnings, errs := schema.apply(raw, pko)
+	m.warn(warnings...)
+	missing := false
+	if m.allowMissing {
+		errs, missing = withoutMissing(errs)
+	}
+	return cfg, len(errs) == 0 && !missing, errs
 }
 
 // withoutMissing drops the errors of required configuration values that are absent and reports

@@ -160,5 +160,5 @@ func ReadComponentTemplateTests(fsys fs.FS, component string) (*TemplateTests, e
 // spec.images is TestImage (the lock file is checked, its digests not used), and the result's Files holds each YAML file
 // of the package as rendered, for comparison with the case's fixtures.
 func RenderTestCase(ctx context.Context, fsys fs.FS, tc TestCase) (*Result, error) {
-	return renderWith(ctx, fsys, tc.Options, mode{testCase: true})
+	return renderWarning(ctx, fsys, tc.Options, mode{testCase: true})
 }
