@@ -102,7 +102,11 @@ directory is read as build reads it: dot-files are skipped; symbolic links are e
 The yaml output is one multi-document stream with a comment "# Phase N: NAME (class: CLASS)"
 before each phase. The json output is {"phases":[{"name":..,"class":..,"objects":[..]}]},
 class being "" for the management cluster and "hosted-cluster" for the hosted cluster; scripts
-may rely on that shape.`,
+may rely on that shape.
+
+A configuration key the package's schema does not declare is dropped, as the API server drops
+an unknown field of a custom resource, with a warning on stderr naming the nearest declared
+name ("pkgsync validate --strict" fails on it).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "yaml" && output != "json" {
@@ -114,8 +118,11 @@ may rely on that shape.`,
 			}
 			res, err := renderPackage(cmd.Context(), fsys, opts)
 			if err != nil {
+				// A dropped configuration key is often why a required one is missing.
+				printWarnings(cmd, render.ConfigWarnings(fsys, opts))
 				return fmt.Errorf("render %s: %w", args[0], err)
 			}
+			printWarnings(cmd, res.Warnings)
 			if output == "json" {
 				return res.WriteJSON(cmd.OutOrStdout())
 			}
