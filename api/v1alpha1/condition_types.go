@@ -49,6 +49,9 @@ const (
 	UniqueInScopeConstraintViolatedReason = "UniqueInScopeConstraintViolated"
 	// InvalidConfigReason: spec.config does not satisfy the package's configuration schema.
 	InvalidConfigReason = "InvalidConfig"
+	// ConfigPrunedReason (a Warning event, not a condition): the configuration holds keys the
+	// package's schema does not declare, dropped; the Package is not failed (status.warnings).
+	ConfigPrunedReason = "ConfigPruned"
 	// DependencyNotReadyReason: a dependency (spec.dependsOn) is missing or not Ready; nothing is
 	// applied until it is.
 	DependencyNotReadyReason = "DependencyNotReady"

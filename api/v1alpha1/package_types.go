@@ -237,6 +237,13 @@ func (in *ConfigSource) GetKey() string {
 // DefaultConfigKey is the key a ConfigSource reads by default.
 const DefaultConfigKey = "config.yaml"
 
+// MaxStatusWarnings and MaxStatusWarningLength bound PackageStatus.Warnings: lines, and bytes a
+// line.
+const (
+	MaxStatusWarnings      = 16
+	MaxStatusWarningLength = 1024
+)
+
 // PackageStatus is the observed state of a package installation.
 type PackageStatus struct {
 	ApplyStatus `json:",inline"`
@@ -261,6 +268,18 @@ type PackageStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	LastAttemptedVersion string `json:"lastAttemptedVersion,omitempty"`
+
+	// Warnings are what the last render of lastAttemptedRevision did that the Package's author
+	// may not expect and that did not stop it, one line each: a key of spec.config (or
+	// spec.configFrom) that the package's configuration schema does not declare, dropped as the
+	// API server drops an unknown field of a custom resource, with the nearest declared name.
+	// Each new set is also a Warning event (reason ConfigPruned). Cleared by a render without
+	// warnings and by one that fails (its error is in the Ready condition). At most 16 lines of
+	// at most 1024 bytes; the last says how many more there were.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=1024
+	Warnings []string `json:"warnings,omitempty"`
 
 	// LastAppliedRevision is the image digest of the last revision applied completely.
 	// +optional

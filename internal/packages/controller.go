@@ -134,8 +134,10 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	}
 	rendered, err := r.render(ctx, src, obj, ref, creds, config, hc.Cluster)
 	if err != nil {
+		status.Warnings = nil // the last render's; the error says more
 		return nil, constraintViolated(err)
 	}
+	reportWarnings(r.applier.Recorder, obj, rendered.Warnings)
 	version := packageVersion(spec.Semver != "", ref, r.versions, status.LastAttemptedVersion)
 	status.LastAttemptedVersion = version
 	from := r.servedFrom(ctx, src, ref, creds)
