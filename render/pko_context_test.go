@@ -100,14 +100,14 @@ func TestPackageOperatorTemplateContextErrors(t *testing.T) {
 		expr string
 		want string
 	}{
-		{"missing key read as a field", full, `.package.metadata.labels.x`, `map has no entry for key "x"`},
-		{"missing key of a string map read as a field", Options{}, `.package.metadata.labels.x`, `map has no entry for key "x"`},
+		{"missing key read as a field", full, `.package.metadata.labels.x`, `has no key "x"`},
+		{"missing key of a string map read as a field", Options{}, `.package.metadata.labels.x`, `.package.metadata.labels has no key "x" (it has none); test for an optional key with {{ index .package.metadata.labels "x" | default "d" }}`},
 		{"hasKey of a string map", Options{}, `hasKey .package.metadata.labels "x"`, "wrong type for value; expected map[string]interface {}; got map[string]string"},
 		{"a float compared with an integer", full, `eq .config.num 3`, "incompatible types for comparison"},
-		{"no .package.name shorthand", full, `.package.name`, `map has no entry for key "name"`},
-		{"no .package.namespace shorthand", full, `.package.namespace`, `map has no entry for key "namespace"`},
+		{"no .package.name shorthand", full, `.package.name`, `has no key "name"`},
+		{"no .package.namespace shorthand", full, `.package.namespace`, `has no key "namespace"`},
 		{"null hosted-cluster labels", full, `index .environment.hyperShift.hostedCluster.metadata.labels "x"`, "index of untyped nil"},
-		{"no openShift", full, `.environment.openShift.version`, `map has no entry for key "openShift"`},
+		{"no openShift", full, `.environment.openShift.version`, `has no key "openShift"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

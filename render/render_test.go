@@ -205,7 +205,7 @@ func TestRenderErrors(t *testing.T) {
 		dir: "bad-template",
 		want: []wantError{
 			{file: "clock.yaml.gotmpl", line: 6, contains: `function "now" not defined`},
-			{file: "missing-key.yaml.gotmpl", line: 4, contains: `map has no entry for key "nothere"`},
+			{file: "missing-key.yaml.gotmpl", line: 4, contains: `has no key "nothere"`},
 			{file: "parse-error.yaml.gotmpl", line: 3, contains: "missing value for if"},
 			{file: "bad-output.yaml.gotmpl", document: 1, line: 4, contains: "invalid YAML"},
 		},

@@ -100,7 +100,7 @@ spec:
 		name:     "a complete configuration executes templates",
 		files:    map[string]string{"t.yaml.gotmpl": "{{ .config.nothere }}"},
 		config:   "name: x",
-		wantErrs: []string{`map has no entry for key "nothere"`},
+		wantErrs: []string{`has no key "nothere"`},
 	}, {
 		name:     "template syntax is checked without a configuration",
 		files:    map[string]string{"t.yaml.gotmpl": "{{ if }}"},

@@ -140,7 +140,7 @@ func (tp *templater) execute(file, src string) (string, *Error) {
 	instrument(t)
 	w := tp.budget.writer()
 	if err := t.ExecuteTemplate(w, file, tp.data); err != nil {
-		return "", templateError(file, err)
+		return "", templateError(file, explainMissingKey(t, file, tp.data, err))
 	}
 	return w.String(), nil
 }
