@@ -110,7 +110,9 @@ func parseObjects(file, data string, keys keyRule) ([]parsedObject, []*Error) {
 		if err != nil {
 			var perr *Error
 			if errors.As(err, &perr) {
-				perr.File, perr.Document, perr.Line = file, doc.index, doc.startLine
+				// A line parseObject found is the document's.
+				line := doc.startLine + max(perr.Line-1, 0)
+				perr.File, perr.Document, perr.Line = file, doc.index, line
 				errs = append(errs, perr)
 				continue
 			}
@@ -148,12 +150,17 @@ func parseObject(body string, keys keyRule) (*unstructured.Unstructured, error) 
 	if !ok {
 		return nil, &Error{Err: fmt.Errorf("a document must be a Kubernetes object (a mapping), not %s", describe(v))}
 	}
-	return newObject(m)
+	obj, err := newObject(m)
+	locateBoolean(body, err)
+	return obj, err
 }
 
 // newObject checks the fields every object needs.
 func newObject(m map[string]any) (*unstructured.Unstructured, error) {
 	obj := &unstructured.Unstructured{Object: m}
+	if err := BooleanFields(m); err != nil {
+		return nil, err
+	}
 	for _, f := range []struct{ name, value string }{{"apiVersion", obj.GetAPIVersion()}, {"kind", obj.GetKind()}} {
 		if s, ok := m[f.name].(string); !ok || s == "" {
 			return nil, &Error{Field: f.name, Err: errors.New("required: every object needs apiVersion and kind")}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/render"
 )
 
 // pkoGroup is the API group of Package Operator's resources.
@@ -30,7 +31,8 @@ ClusterObjectDeployment and HostedClusterPackage manifests (YAML or JSON, severa
 file; from the files given, or stdin when none or "-" is given) and prints pkgsync's
 equivalents on stdout, one YAML document each. Every field that has no equivalent is named on
 stderr with what to do instead; status is dropped. Exits 1 when a document is not one of those
-kinds.`,
+kinds, or when its apiVersion, kind, name, namespace or a label or annotation value is a boolean:
+read as kubectl reads YAML (1.1), y, n, on, off, yes and no are booleans; quote them.`,
 		Example: `  pkgsync convert package.yaml > pkgsync-package.yaml
   kubectl get packages.package-operator.run -A -o yaml | pkgsync convert`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,6 +47,12 @@ kinds.`,
 				}
 				for i, doc := range docs {
 					where := fmt.Sprintf("%s (document %d)", file, i+1)
+					// Read as kubectl and Package Operator read it (YAML 1.1), `namespace: y`
+					// is true: refused, as render refuses it, rather than printed as true or
+					// guessed back into a string.
+					if err := render.BooleanFields(doc); err != nil {
+						return exitCodeError{code: 1, err: fmt.Errorf("convert %s: %w", where, err)}
+					}
 					converted, notes, err := convertPKO(doc)
 					if err != nil {
 						return exitCodeError{code: 1, err: fmt.Errorf("convert %s: %w", where, err)}

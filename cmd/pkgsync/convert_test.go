@@ -142,3 +142,22 @@ func TestConvertReadsStdinAndRefusesOtherKinds(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "v1 ConfigMap is not a Package Operator resource")
 }
+
+// A name, namespace, label or annotation written y, n, on, off, yes or no is a boolean to
+// kubectl and to Package Operator (YAML 1.1): convert refuses it, naming the field and the fix,
+// rather than printing `namespace: true` or guessing which string was meant.
+func TestConvertRefusesYAML11Booleans(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "package.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("apiVersion: package-operator.run/v1alpha1\nkind: Package\nmetadata: {name: p, namespace: ok}\nspec: {image: quay.io/p:1}\n---\n"+
+		"apiVersion: package-operator.run/v1alpha1\nkind: Package\nmetadata: {name: p, namespace: y}\nspec: {image: quay.io/p:1}\n"), 0o600))
+	out, _, err := runCLI(t, "convert", file)
+	assert.Equal(t, 1, exitCode(err))
+	assert.EqualError(t, err, "convert "+file+" (document 2): metadata.namespace: is the boolean true (YAML 1.1 reads on/off/y/n/yes/no as booleans): quote it")
+	assert.NotContains(t, out, "namespace: true")
+
+	require.NoError(t, os.WriteFile(file, []byte("apiVersion: package-operator.run/v1alpha1\nkind: Package\nmetadata: {name: p, namespace: \"y\"}\nspec: {image: quay.io/p:1}\n"), 0o600))
+	out, _, err = runCLI(t, "convert", file)
+	require.NoError(t, err)
+	assert.Contains(t, out, "namespace: \"y\"", "a quoted string stays one, and is written quoted")
+}
