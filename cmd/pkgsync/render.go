@@ -150,3 +150,10 @@ func renderPackage(ctx context.Context, fsys fs.FS, opts render.Options) (*rende
 	}
 	return render.Render(ctx, fsys, opts)
 }
+
+// printWarnings writes warnings on stderr as kubectl writes the API server's: "Warning: ...".
+func printWarnings(cmd *cobra.Command, warnings []render.Warning) {
+	for _, w := range warnings {
+		fmt.Fprintln(cmd.ErrOrStderr(), "Warning:", w)
+	}
+}

@@ -115,10 +115,3 @@ func (o *validateOutput) print(cmd *cobra.Command, res *validateResult, hint str
 	}
 	return nil
 }
-
-// printWarnings writes warnings on stderr as kubectl writes the API server's: "Warning: ...".
-func printWarnings(cmd *cobra.Command, warnings []render.Warning) {
-	for _, w := range warnings {
-		fmt.Fprintln(cmd.ErrOrStderr(), "Warning:", w)
-	}
-}
