@@ -42,7 +42,8 @@ func ConfigWarnings(fsys fs.FS, opts Options) []Warning {
 		return nil
 	}
 	m := mode{warnings: new([]Warning)}
-	configure(file, manifest, opts.Config, pko, m)
+	// The configuration's own errors are the render's to report; only its warnings are wanted.
+	_, _, _ = configure(file, manifest, opts.Config, pko, m)
 	return *m.warnings
 }
 

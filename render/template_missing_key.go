@@ -146,7 +146,7 @@ func rootedLookup(t *template.Template, name, file, expr string) ([]string, bool
 	}
 	var idents []string
 	rooted, found := true, false
-	walkLookups(tt.Tree.Root, false, func(n parse.Node, rebound bool) {
+	walkLookups(tt.Root, false, func(n parse.Node, rebound bool) {
 		if n.String() != expr {
 			return
 		}
