@@ -15,13 +15,14 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/render"
 )
 
 // applyFlags are the flags of apply besides the render inputs.
 type applyFlags struct {
 	kube             *kubeFlags
 	hostedKubeconfig string
-	dryRun           bool
+	dryRun           *dryRunFlag
 	wait             bool
 	adopt            bool
 	timeout          time.Duration
@@ -31,7 +32,8 @@ type applyFlags struct {
 func (o *applyFlags) ApplyFlags(fs *pflag.FlagSet) {
 	o.kube = newKubeFlags(fs, kubeconfigUsage)
 	fs.StringVar(&o.hostedKubeconfig, "hosted-kubeconfig", "", "kubeconfig of the hosted cluster, for phases of class hosted-cluster")
-	fs.BoolVar(&o.dryRun, "dry-run", false, "send every change as a server-side dry run and print what would change")
+	o.dryRun = addDryRunFlag(fs, true, `"server" sends every change as a server-side dry run and prints what would change; `+
+		`"client" prints the objects that would be applied without contacting a cluster (--dry-run alone, deprecated: server)`)
 	fs.BoolVar(&o.wait, "wait", false, "keep applying until every phase is available, or --timeout passes")
 	fs.BoolVar(&o.adopt, "adopt", false, "take over objects that exist without this package's ownership labels")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long --wait waits for every phase to be available")
@@ -55,52 +57,86 @@ passes until every phase is available. Objects are labelled as owned by the Pack
 over later. The CLI keeps no inventory: objects dropped from the package are not pruned; the
 controller does that.
 
+-n/--namespace defaults to the namespace of the kubeconfig context, as for kubectl ("default"
+when the context sets none).
+
+--dry-run=server sends every change as a server-side dry run: the API server checks it and
+persists nothing. --dry-run=client contacts no cluster: it lists the objects of every phase as
+rendered. --dry-run alone (and =true, =false), apply's former bool flag, is deprecated: it means
+--dry-run=server (=none).
+
 Progress goes to stderr; the objects changed (with --dry-run: that would change) go to stdout.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if flags.wait && flags.dryRun {
-				return usageError("--wait and --dry-run exclude each other: a dry run changes nothing to wait for")
-			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			fsys, opts, err := in.open(ctx, args[0], cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			rendered, err := renderPackage(ctx, fsys, opts)
-			if err != nil {
-				return fmt.Errorf("render %s: %w", args[0], err)
-			}
-			targets, err := flags.targets()
-			if err != nil {
-				return err
-			}
-			name := opts.Name
-			if name == "" && rendered.Manifest != nil {
-				name = rendered.Manifest.Name
-			}
-			req := apply.Request{
-				Owner:   apply.Owner{Kind: "Package", Namespace: opts.Namespace, Name: name},
-				Phases:  rendered.Phases,
-				Targets: targets,
-				DryRun:  flags.dryRun,
-				// Namespaced objects without a namespace go to the Package's namespace.
-				DefaultNamespace: opts.Namespace,
-			}
-			if rendered.Manifest != nil {
-				req.Probes = rendered.Manifest.Spec.AvailabilityProbes
-			}
-			if flags.adopt {
-				req.Adopt = v1alpha1.AdoptAlways
-			}
-			return runApply(ctx, apply.NewEngine(apply.Options{}), req, flags, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runApplyCmd(cmd, &in, &flags, args[0])
 		},
 	}
 	in.ApplyFlags(cmd.Flags())
 	flags.ApplyFlags(cmd.Flags())
 	return cmd
+}
+
+// runApplyCmd renders the package arg and applies it: once, until complete (--wait), as a
+// server-side dry run, or, for a client dry run, lists what would be applied.
+func runApplyCmd(cmd *cobra.Command, in *renderInputs, flags *applyFlags, arg string) error {
+	flags.dryRun.warnDeprecated(cmd.ErrOrStderr())
+	if flags.wait && flags.dryRun.enabled() {
+		return usageError("--wait and --dry-run exclude each other: a dry run changes nothing to wait for")
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := flags.kube.defaultNamespace(cmd.Flags(), &in.namespace); err != nil {
+		return err
+	}
+	fsys, opts, err := in.open(ctx, arg, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	rendered, err := renderPackage(ctx, fsys, opts)
+	if err != nil {
+		return fmt.Errorf("render %s: %w", arg, err)
+	}
+	if flags.dryRun.mode == dryRunClient {
+		printClientDryRun(cmd.OutOrStdout(), cmd.ErrOrStderr(), rendered, opts.Namespace)
+		return nil
+	}
+	targets, err := flags.targets()
+	if err != nil {
+		return err
+	}
+	name := opts.Name
+	if name == "" && rendered.Manifest != nil {
+		name = rendered.Manifest.Name
+	}
+	req := apply.Request{
+		Owner:   apply.Owner{Kind: "Package", Namespace: opts.Namespace, Name: name},
+		Phases:  rendered.Phases,
+		Targets: targets,
+		DryRun:  flags.dryRun.mode == dryRunServer,
+		// Namespaced objects without a namespace go to the Package's namespace.
+		DefaultNamespace: opts.Namespace,
+	}
+	if rendered.Manifest != nil {
+		req.Probes = rendered.Manifest.Spec.AvailabilityProbes
+	}
+	if flags.adopt {
+		req.Adopt = v1alpha1.AdoptAlways
+	}
+	return runApply(ctx, apply.NewEngine(apply.Options{}), req, *flags, cmd.OutOrStdout(), cmd.ErrOrStderr())
+}
+
+// printClientDryRun lists the objects of every phase as rendered: a client dry run sends
+// nothing, so it cannot tell which kinds are namespaced; it says where those without a
+// namespace go.
+func printClientDryRun(stdout, stderr io.Writer, rendered *render.Result, namespace string) {
+	for _, p := range rendered.Phases {
+		for _, obj := range p.Objects {
+			fmt.Fprintf(stdout, "%s (dry run)\n", apply.RefOf(obj))
+		}
+	}
+	fmt.Fprintf(stderr, "dry run: nothing was sent to a cluster; namespaced objects without a namespace go to namespace %s\n", namespace)
 }
 
 // targets builds a client per cluster: the management cluster of the cluster flags (--kubeconfig,
@@ -151,7 +187,7 @@ func runApply(ctx context.Context, engine *apply.Engine, req apply.Request, flag
 		}
 		if res != nil {
 			req.Previous = res.Inventory
-			printChanges(stdout, res, flags.dryRun)
+			printChanges(stdout, res, flags.dryRun.enabled())
 			if p := progress(res); p != lastProgress {
 				fmt.Fprint(stderr, p)
 				lastProgress = p
@@ -174,7 +210,7 @@ func runApply(ctx context.Context, engine *apply.Engine, req apply.Request, flag
 			return err
 		}
 		switch {
-		case flags.dryRun:
+		case flags.dryRun.enabled():
 			fmt.Fprintln(stderr, "dry run: nothing was changed")
 			return nil
 		case res.Complete():

@@ -34,7 +34,7 @@ func TestApplyCommand(t *testing.T) {
 	deployment := client.ObjectKey{Namespace: "clusters-demo", Name: "addon-operator"}
 
 	t.Run("dry run changes nothing", func(t *testing.T) {
-		stdout, stderr, err := runCLI(t, append(args, "--dry-run")...)
+		stdout, stderr, err := runCLI(t, append(args, "--dry-run=server")...)
 		require.NoError(t, err)
 		assert.Equal(t, `Namespace hosted-addon created (dry run)
 ServiceAccount hosted-addon/hosted-addon-operator created (dry run)

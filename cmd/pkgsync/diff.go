@@ -42,7 +42,7 @@ func newDiffCmd() *cobra.Command {
 	var in renderInputs
 	var flags applyFlags
 	cmd := &cobra.Command{
-		Use:   "diff DIR|REF [--kubeconfig FILE] [--context NAME] | diff package NAME -n NAMESPACE",
+		Use:   "diff DIR|REF [--kubeconfig FILE] [--context NAME] | diff package NAME [-n NAMESPACE]",
 		Short: "Show what applying a package, or reconciling a Package, would change",
 		Long: `Diff renders a package as the controller does and shows, object by object, what a reconcile
 would change in the cluster, as a unified diff of the live object against the object a
@@ -50,7 +50,7 @@ server-side dry-run apply returns (pkgsync's field manager, ownership labels and
 as "pkgsync apply" and the controller apply). Nothing is written.
 
 "diff DIR|REF" renders a package directory or image with the render flags (--config, --name,
--n...); "diff package NAME -n NAMESPACE" renders the Package NAME of the cluster of --kubeconfig
+-n...); "diff package NAME [-n NAMESPACE]" renders the Package NAME of the cluster of --kubeconfig
 exactly as the controller does: its image's tag resolved to a digest, its labels, annotations
 and component, spec.config merged over what spec.configFrom reads, and the environment templates
 see (the cluster's Kubernetes and OpenShift versions and proxy, the HostedCluster behind the
@@ -66,7 +66,8 @@ status are left out of the diff, and the values of a Secret's data and stringDat
 printed: a changed value shows as "*** (changed)". A new object is shown against an empty one.
 Phases of class hosted-cluster are compared with the cluster of --hosted-kubeconfig; without it
 they are listed as skipped. Objects the package no longer holds (which the controller prunes)
-are not shown: the CLI keeps no inventory.
+are not shown: the CLI keeps no inventory. -n/--namespace defaults to the namespace of the
+kubeconfig context, as for kubectl ("default" when the context sets none).
 
 Exit code: 0 when nothing would change, 1 when something would, 3 when the diff failed (2 for a
 wrong command line), like "kubectl diff".`,
@@ -106,6 +107,9 @@ func runDiff(cmd *cobra.Command, in *renderInputs, flags applyFlags, args []stri
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if err := flags.kube.defaultNamespace(cmd.Flags(), &in.namespace); err != nil {
+		return false, err
 	}
 	targets, err := flags.targets()
 	if err != nil {
@@ -170,9 +174,6 @@ type clusterPackage struct {
 // pulled, and the ConfigMaps and Secrets of spec.configFrom are read, with this machine's
 // credentials (registry and kubeconfig), not the Package's pull Secret or ServiceAccount.
 func renderClusterPackage(ctx context.Context, stderr io.Writer, in *renderInputs, kube *kubeFlags, name string) (*clusterPackage, error) {
-	if in.namespace == "" {
-		return nil, usageError("diff package NAME needs -n NAMESPACE")
-	}
 	if in.configFile != "" || in.name != "" || in.component != "" || in.kubernetesVersion != "" || in.openShiftVersion != "" || in.hostedCluster != "" {
 		return nil, usageError("diff package renders as the controller does: the configuration, name and component come from the Package, the versions and HostedCluster from the cluster, not from --config, --name, --component, --kubernetes-version, --openshift-version or --hosted-cluster")
 	}

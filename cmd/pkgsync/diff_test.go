@@ -155,7 +155,8 @@ func TestDiffCommand(t *testing.T) {
 		_, _, err = runCLI(t, "diff", pkg, "extra", "arguments")
 		assert.Equal(t, 2, exitCodeOf(err), "%v", err)
 		_, _, err = runCLI(t, "diff", "package", "x", "--kubeconfig", mgmt.KubeconfigPath)
-		assert.Equal(t, 2, exitCodeOf(err), "needs -n: %v", err)
+		assert.Equal(t, 3, exitCodeOf(err), "-n defaults to the context's namespace: %v", err)
+		assert.ErrorContains(t, err, "get Package default/x")
 	})
 }
 

@@ -22,13 +22,6 @@ import (
 	"pkgsync.dev/pkgsync/source/signature"
 )
 
-// Dry-run modes of install.
-const (
-	dryRunNone   = "none"
-	dryRunClient = "client"
-	dryRunServer = "server"
-)
-
 // clusterFlags select the management cluster and where pkgsync lives in it.
 type clusterFlags struct {
 	kube      *kubeFlags
@@ -56,7 +49,7 @@ func (o *clusterFlags) ApplyFlags(fs *pflag.FlagSet) {
 // installFlags are the flags of install besides the cluster.
 type installFlags struct {
 	image      string
-	dryRun     string
+	dryRun     *dryRunFlag
 	export     bool
 	lockdown   bool
 	verifyKeys []string
@@ -72,7 +65,7 @@ type installFlags struct {
 
 func (o *installFlags) ApplyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.image, "image", "", "Controller image REGISTRY/REPOSITORY[:TAG][@DIGEST] (default "+version.Image()+", the image of this release)")
-	fs.StringVar(&o.dryRun, "dry-run", dryRunNone, `"client" prints what would be applied without contacting the cluster; "server" sends every object as a server-side dry run`)
+	o.dryRun = addDryRunFlag(fs, false, `"client" prints what would be applied without contacting the cluster; "server" sends every object as a server-side dry run`)
 	fs.BoolVar(&o.export, "export", false, "Print the manifests as YAML instead of applying them (kubectl apply --server-side -f reads them)")
 	fs.BoolVar(&o.lockdown, "lockdown", false, "Install config/lockdown, for management clusters shared with tenants: namespaced resources "+
 		"act as the ServiceAccount pkgsync of their namespace (docs/operations.md, security model)")
@@ -181,7 +174,7 @@ func newInstallCmd() *cobra.Command {
 		flags   installFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "install [--image REF] [--namespace NS] [--dry-run=client|server] [--export]",
+		Use:   "install [--image REF] [--namespace NS] [--dry-run=none|client|server] [--export]",
 		Short: "Install the pkgsync CRDs, RBAC and controller on a management cluster",
 		Long: `Install applies what config/default holds (config/lockdown with --lockdown), embedded in this
 binary, with server-side apply (field manager "pkgsync-install"): first the
@@ -209,10 +202,7 @@ progress goes to stderr.`,
   pkgsync install --export > pkgsync.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !slices.Contains([]string{dryRunNone, dryRunClient, dryRunServer}, flags.dryRun) {
-				return usageError("--dry-run must be client or server, not %q", flags.dryRun)
-			}
-			if flags.export && flags.dryRun != dryRunNone {
+			if flags.export && flags.dryRun.enabled() {
 				return usageError("--export and --dry-run exclude each other: --export contacts no cluster")
 			}
 			if err := cluster.validate(); err != nil {
@@ -248,7 +238,7 @@ progress goes to stderr.`,
 			switch {
 			case flags.export:
 				return writeManifests(stdout, objs, img)
-			case flags.dryRun == dryRunClient:
+			case flags.dryRun.mode == dryRunClient:
 				for _, obj := range objs {
 					fmt.Fprintf(stdout, "%s (dry run)\n", apply.RefOf(obj))
 				}
@@ -260,7 +250,7 @@ progress goes to stderr.`,
 			if err != nil {
 				return err
 			}
-			inst.dryRun = flags.dryRun == dryRunServer
+			inst.dryRun = flags.dryRun.mode == dryRunServer
 			inst.image = img
 			fmt.Fprintf(stderr, "installing pkgsync %s (config/%s) with image %s in namespace %s on %s\n",
 				version.Version, flags.variant(), img, cluster.namespace, inst.host)

@@ -73,6 +73,31 @@ func (k *kubeFlags) restConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
+// namespace is kubectl's default for -n: the namespace of the kubeconfig context the flags
+// select, "default" when the context sets none, the Pod's own namespace in a cluster without a
+// kubeconfig (clientcmd's DeferredLoadingClientConfig.Namespace, as kubectl reads it).
+func (k *kubeFlags) namespace() (string, error) {
+	ns, _, err := k.config.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("read the namespace of the kubeconfig context%s (or pass -n NAMESPACE): %w", k.describe(), err)
+	}
+	return ns, nil
+}
+
+// defaultNamespace sets *namespace to the kubeconfig context's namespace when fs's
+// -n/--namespace was not given, as kubectl does for every namespaced command.
+func (k *kubeFlags) defaultNamespace(fs *pflag.FlagSet, namespace *string) error {
+	if fs.Changed("namespace") {
+		return nil
+	}
+	ns, err := k.namespace()
+	if err != nil {
+		return err
+	}
+	*namespace = ns
+	return nil
+}
+
 // describe names the file and context given, for errors.
 func (k *kubeFlags) describe() string {
 	s := ""

@@ -58,7 +58,7 @@ func TestClusterFlags(t *testing.T) {
 	bothPath := writeKubeconfig(t, dir, "both.kubeconfig", both)
 
 	diffArgs := []string{"diff", pkg, "-n", "team", "--name", "diffed"}
-	applyArgs := []string{"apply", pkg, "-n", "team", "--name", "diffed", "--dry-run", "--hosted-kubeconfig", mgmt.KubeconfigPath}
+	applyArgs := []string{"apply", pkg, "-n", "team", "--name", "diffed", "--dry-run=server", "--hosted-kubeconfig", mgmt.KubeconfigPath}
 
 	t.Run("diff and apply read $KUBECONFIG", func(t *testing.T) {
 		// The first file's current-context wins, as for kubectl.
