@@ -3,10 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -70,14 +70,14 @@ type fleetPlanMemberLine struct {
 type fleetPlanOptions struct {
 	kube     *kubeFlags
 	image    string
-	output   string
+	output   *outputFlag
 	registry registryOptions
 }
 
 func newFleetPlanCmd() *cobra.Command {
 	o := &fleetPlanOptions{}
 	cmd := &cobra.Command{
-		Use:   "plan NAME [--image REF] [--kubeconfig FILE] [--context NAME] [-o table|json]",
+		Use:   "plan NAME [--image REF] [--kubeconfig FILE] [--context NAME] [-o table|wide|json|yaml]",
 		Short: "Show which members of a HostedClusterPackage a revision would move and which would fail",
 		Long: `Plan renders a candidate revision of the HostedClusterPackage NAME for every member's
 environment, exactly as the member Package would render it (the HostedCluster's labels and
@@ -90,6 +90,9 @@ The candidate is the fleet's target revision, or --image (a tag is resolved to a
 The package is pulled with the Docker config credentials (--registry-config), not the fleet's
 pull Secret; --registry-host-overrides and --image-prefix-overrides should be the controller's.
 Hosted-cluster phases are rendered and validated, not dry-run.
+
+-o json and -o yaml print the plan as a document; the table cuts messages at 200 characters,
+-o wide prints them whole.
 
 Exits 0 when no member would fail, 1 when one would, 3 when the plan could not be made (the
 cluster or the registry cannot be reached, the fleet does not exist...), 2 on a wrong command
@@ -104,8 +107,8 @@ line: "kubectl diff"'s convention, as for "pkgsync diff".`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.output != "table" && o.output != "json" {
-				return usageError("--output must be table or json, not %q", o.output)
+			if err := o.output.check(); err != nil {
+				return err
 			}
 			return comparisonExit(runFleetPlan(cmd, o, args[0]))
 		},
@@ -113,7 +116,7 @@ line: "kubectl diff"'s convention, as for "pkgsync diff".`,
 	fs := cmd.Flags()
 	o.kube = newKubeFlags(fs, kubeconfigUsage)
 	fs.StringVar(&o.image, "image", "", "Candidate image (tag or digest) instead of the fleet's target revision")
-	fs.StringVarP(&o.output, "output", "o", "table", "Output format: table or json")
+	o.output = addOutputFlag(fs, outputTable, outputWide)
 	o.registry.ApplyFlags(fs)
 	o.registry.overrides.ApplyFlags(fs)
 	return cmd
@@ -180,14 +183,12 @@ func runFleetPlan(cmd *cobra.Command, o *fleetPlanOptions, name string) error {
 		return fmt.Errorf("preflight of HostedClusterPackage %s: %w", name, err)
 	}
 	out := fleetPlanOf(ctx, c, fleet.Name, ref.String(), pre)
-	w := cmd.OutOrStdout()
-	if o.output == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return err
-		}
-	} else if err := printFleetPlan(w, out); err != nil {
+	if o.output.document() {
+		err = o.output.writeDocument(cmd, "the plan of HostedClusterPackage "+name, out)
+	} else {
+		err = printFleetPlan(cmd.OutOrStdout(), out, o.output.format == outputWide)
+	}
+	if err != nil {
 		return err
 	}
 	if out.Fails > 0 {
@@ -297,7 +298,12 @@ func dryRunManagement(ctx context.Context, c client.Client, namespace string, ph
 	return errors.Join(errs...)
 }
 
-func printFleetPlan(w io.Writer, out fleetPlanOutput) error {
+func printFleetPlan(w io.Writer, out fleetPlanOutput, wide bool) error {
+	// A message is cut at 200 characters in the table; -o wide prints it whole.
+	limit := 200
+	if wide {
+		limit = math.MaxInt
+	}
 	counts := map[string]int{}
 	for _, p := range out.Partitions {
 		for _, m := range p.Members {
@@ -318,7 +324,7 @@ func printFleetPlan(w io.Writer, out fleetPlanOutput) error {
 				from = "-"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(planPartitionName(p.Name)), printable(m.Namespace), printable(m.HostedCluster),
-				printable(from), m.Result, printable(m.Reason), oneLine(m.Message, 200))
+				printable(from), m.Result, printable(m.Reason), oneLine(m.Message, limit))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -333,7 +339,7 @@ func printFleetPlan(w io.Writer, out fleetPlanOutput) error {
 	if len(out.Collisions) > 0 {
 		fmt.Fprintln(w, "\nCollisions (no member):")
 		for _, col := range out.Collisions {
-			fmt.Fprintf(w, "  %s  %s: %s\n", printable(col.Namespace), printable(col.Reason), oneLine(col.Message, 200))
+			fmt.Fprintf(w, "  %s  %s: %s\n", printable(col.Namespace), printable(col.Reason), oneLine(col.Message, limit))
 		}
 	}
 	return nil

@@ -40,6 +40,6 @@ func TestFleetPlanOutput(t *testing.T) {
 	assert.Equal(t, planCreates, out.Partitions[2].Members[0].Result)
 
 	var buf bytes.Buffer
-	require.NoError(t, printFleetPlan(&buf, out))
+	require.NoError(t, printFleetPlan(&buf, out, false))
 	assertGolden(t, filepath.Join("testdata", "fleet-plan.golden"), buf.String())
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/source"
@@ -120,7 +118,7 @@ type fleetMemberOutput struct {
 
 func newFleetStatusCmd() *cobra.Command {
 	var (
-		output string
+		output *outputFlag
 		watch  bool
 		kube   *kubeFlags
 	)
@@ -160,10 +158,8 @@ Exits 1 when the fleet does not exist, 0 when it is deleted while watched.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch output {
-			case "table", "json", "yaml":
-			default:
-				return usageError("--output must be table, json or yaml, not %q", output)
+			if err := output.check(); err != nil {
+				return err
 			}
 			if watch {
 				if cmd.Flags().Changed("output") {
@@ -176,25 +172,14 @@ Exits 1 when the fleet does not exist, 0 when it is deleted while watched.`,
 				return err
 			}
 			out := fleetStatusOf(fleet)
-			w := cmd.OutOrStdout()
-			switch output {
-			case "json":
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
-			case "yaml":
-				data, err := yaml.Marshal(out)
-				if err != nil {
-					return fmt.Errorf("encode the status of HostedClusterPackage %s: %w", fleet.Name, err)
-				}
-				_, err = yamlOutput(cmd).Write(data)
-				return err
+			if output.document() {
+				return output.writeDocument(cmd, "the status of HostedClusterPackage "+fleet.Name, out)
 			}
-			return printFleetStatus(w, fleet, out, time.Now())
+			return printFleetStatus(cmd.OutOrStdout(), fleet, out, time.Now())
 		},
 	}
 	kube = newKubeFlags(cmd.Flags(), kubeconfigUsage)
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table, json or yaml")
+	output = addOutputFlag(cmd.Flags(), outputTable)
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Follow the rollout until interrupted: redraw in place on a terminal, a line per change otherwise")
 	return cmd
 }

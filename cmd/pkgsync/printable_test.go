@@ -232,7 +232,7 @@ func TestFleetPlanTableEscapesMessages(t *testing.T) {
 			{Namespace: "clusters-c2", HostedCluster: "clusters/c2", Result: planMoves},
 		}}}}
 	var buf bytes.Buffer
-	require.NoError(t, printFleetPlan(&buf, out))
+	require.NoError(t, printFleetPlan(&buf, out, false))
 	assertPrintable(t, buf.String(), "fleet plan")
 	assert.Contains(t, buf.String(), `Render\u001b[2KFailed  deploy/cm.yaml.gotmpl:1: \u001b]0;pwned\u0007\u001b[2K\u000dnothing to report`)
 }

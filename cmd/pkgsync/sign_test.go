@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -63,6 +64,12 @@ func TestSignAndVerifyCommands(t *testing.T) {
 	out, err = runPkgsync(t, "verify", ref, "--key", pub, "--registry-config", dockerConfig)
 	require.NoError(t, err)
 	assert.Equal(t, "Verified "+signed+"@"+digest+" with cosign.pub\n", out)
+	out, err = runPkgsync(t, "verify", ref, "--key", pub, "--registry-config", dockerConfig, "-o", "json")
+	require.NoError(t, err)
+	var doc verifyOutput
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	assert.Equal(t, verifyOutput{Image: signed, Digest: digest, Key: "cosign.pub", Signature: doc.Signature, Attestations: []verifiedAttestation{}}, doc)
+	assert.Contains(t, doc.Signature, signed+":"+signature.SignatureTag(digest))
 
 	// Another key: exit code 1, the keys named.
 	_, err = runPkgsync(t, "verify", ref, "--key", otherPub, "--registry-config", dockerConfig)

@@ -12,15 +12,7 @@ import (
 )
 
 func newVerifyCmd() *cobra.Command {
-	var (
-		registry     registryOptions
-		keys         []string
-		attestations []string
-		// Keyless: a certificate of the trusted root's CA issued to one of the identities.
-		identities  []string
-		issuer      string
-		trustedRoot string
-	)
+	o := &verifyOptions{}
 	cmd := &cobra.Command{
 		Use:   "verify REF --key cosign.pub [--key other.pub...] | --identity RE --oidc-issuer RE --trusted-root FILE",
 		Short: "Verify the cosign signature of a package image",
@@ -40,7 +32,10 @@ image's digest. The controller image of a release carries both.
 matching identity, logged in a transparency log of the root. Nothing is fetched but the image's
 signatures.
 
-It exits 0 when a signature (and every attestation asked for) verifies and 1 otherwise.`,
+It prints a line per signature and attestation verified; -o json and -o yaml print them as one
+document ({"image", "digest", "key", "signature", "attestations": [{"predicateType", "digest",
+"key"}]}), and nothing when verification fails. It exits 0 when a signature (and every
+attestation asked for) verifies and 1 otherwise.`,
 		Example: `  pkgsync verify registry.example.com/team/my-package:v1 --key cosign.pub
   pkgsync verify ghcr.io/pkgsync/pkgsync:v0.1.0 --key pkgsync-release.pub --attestation slsaprovenance1 --attestation spdxjson`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -50,70 +45,126 @@ It exits 0 when a signature (and every attestation asked for) verifies and 1 oth
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			refs, err := parseReferences(args[0])
+			if err := o.output.check(); err != nil {
+				return err
+			}
+			res, err := o.verify(cmd, args[0])
 			if err != nil {
 				return err
 			}
-			keyless := len(identities) > 0 || issuer != "" || trustedRoot != ""
-			switch {
-			case keyless && len(keys) > 0:
-				return usageError("--key and --identity exclude each other: the image is verified with a key or keylessly")
-			case keyless && (len(identities) == 0 || issuer == "" || trustedRoot == ""):
-				return usageError("keyless verification needs --identity, --oidc-issuer and --trusted-root together")
-			case keyless && len(attestations) > 0:
-				return usageError("--attestation is checked with --key only; keyless attestations verify with cosign verify-attestation")
-			case keyless:
-				return verifyKeylessCmd(cmd, &registry, refs[0], trustedRoot, issuer, identities)
+			if o.output.document() {
+				return o.output.writeDocument(cmd, "the verification of "+args[0], res)
 			}
-			if len(keys) == 0 {
-				return usageError("--key (or --identity) is required: a public key file (cosign.pub) to verify with")
-			}
-			set, err := readPublicKeys("--key", keys)
-			if err != nil {
-				return err
-			}
-			types := make([]string, len(attestations))
-			for i, a := range attestations {
-				if types[i], err = predicateType(a); err != nil {
-					return err
-				}
-			}
-			client, err := registry.client(cmd.ErrOrStderr(), refs...)
-			if err != nil {
-				return err
-			}
-			v, err := signature.Verify(cmd.Context(), client, refs[0], set, nil)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Verified %s@%s with %s\n", refs[0].Name(), v.Digest, v.Key)
-			// The attestations of the digest just verified, not of whatever the tag names now.
-			pinned := refs[0].WithDigest(v.Digest)
-			for _, t := range types {
-				a, err := signature.VerifyAttestation(cmd.Context(), client, pinned, set, t, nil)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Verified the %s attestation of %s@%s with %s\n", a.PredicateType, refs[0].Name(), a.Digest, a.Key)
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "Verified %s@%s with %s\n", res.Image, res.Digest, res.Key)
+			for _, a := range res.Attestations {
+				fmt.Fprintf(w, "Verified the %s attestation of %s@%s with %s\n", a.PredicateType, res.Image, a.Digest, a.Key)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVar(&keys, "key", nil, "Public key file in PEM (cosign.pub); any of several may match (repeatable)")
-	cmd.Flags().StringArrayVar(&attestations, "attestation", nil, "Also require a signed attestation of this predicate type: slsaprovenance1, spdxjson or a URI (repeatable)")
-	cmd.Flags().StringArrayVar(&identities, "identity", nil, "Verify a keyless signature instead of a key: a regular expression (RE2, whole value) "+
+	cmd.Flags().StringArrayVar(&o.keys, "key", nil, "Public key file in PEM (cosign.pub); any of several may match (repeatable)")
+	cmd.Flags().StringArrayVar(&o.attestations, "attestation", nil, "Also require a signed attestation of this predicate type: slsaprovenance1, spdxjson or a URI (repeatable)")
+	cmd.Flags().StringArrayVar(&o.identities, "identity", nil, "Verify a keyless signature instead of a key: a regular expression (RE2, whole value) "+
 		"the signing certificate's subject must match (repeatable; any may match); needs --oidc-issuer and --trusted-root")
-	cmd.Flags().StringVar(&issuer, "oidc-issuer", "", "With --identity: a regular expression the OIDC issuer that vouched for the signer must match")
-	cmd.Flags().StringVar(&trustedRoot, "trusted-root", "", "With --identity: the Sigstore trusted root (trusted_root.json); nothing is fetched")
-	registry.ApplyFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.issuer, "oidc-issuer", "", "With --identity: a regular expression the OIDC issuer that vouched for the signer must match")
+	cmd.Flags().StringVar(&o.trustedRoot, "trusted-root", "", "With --identity: the Sigstore trusted root (trusted_root.json); nothing is fetched")
+	o.registry.ApplyFlags(cmd.Flags())
+	o.output = addOutputFlag(cmd.Flags(), outputText)
 	return cmd
 }
 
+// verifyOptions are verify's flags.
+type verifyOptions struct {
+	registry     registryOptions
+	keys         []string
+	attestations []string
+	// Keyless: a certificate of the trusted root's CA issued to one of the identities.
+	identities  []string
+	issuer      string
+	trustedRoot string
+	output      *outputFlag
+}
+
+// verifyOutput is what verify prints: -o json and -o yaml as a document of its own.
+type verifyOutput struct {
+	// Image is REGISTRY/REPOSITORY, without tag or digest.
+	Image string `json:"image"`
+	// Digest is the verified manifest digest.
+	Digest string `json:"digest"`
+	// Key names the key file, or the keyless signer, that verified a signature.
+	Key string `json:"key"`
+	// Signature is the reference of the signature verified.
+	Signature    string                `json:"signature"`
+	Attestations []verifiedAttestation `json:"attestations"`
+}
+
+type verifiedAttestation struct {
+	PredicateType string `json:"predicateType"`
+	Digest        string `json:"digest"`
+	Key           string `json:"key"`
+}
+
+// verify checks the signature (and the attestations asked for) of the image arg names.
+func (o *verifyOptions) verify(cmd *cobra.Command, arg string) (*verifyOutput, error) {
+	refs, err := parseReferences(arg)
+	if err != nil {
+		return nil, err
+	}
+	keyless := len(o.identities) > 0 || o.issuer != "" || o.trustedRoot != ""
+	switch {
+	case keyless && len(o.keys) > 0:
+		return nil, usageError("--key and --identity exclude each other: the image is verified with a key or keylessly")
+	case keyless && (len(o.identities) == 0 || o.issuer == "" || o.trustedRoot == ""):
+		return nil, usageError("keyless verification needs --identity, --oidc-issuer and --trusted-root together")
+	case keyless && len(o.attestations) > 0:
+		return nil, usageError("--attestation is checked with --key only; keyless attestations verify with cosign verify-attestation")
+	case keyless:
+		return verifyKeylessCmd(cmd, &o.registry, refs[0], o.trustedRoot, o.issuer, o.identities)
+	case len(o.keys) == 0:
+		return nil, usageError("--key (or --identity) is required: a public key file (cosign.pub) to verify with")
+	}
+	set, err := readPublicKeys("--key", o.keys)
+	if err != nil {
+		return nil, err
+	}
+	types := make([]string, len(o.attestations))
+	for i, a := range o.attestations {
+		if types[i], err = predicateType(a); err != nil {
+			return nil, err
+		}
+	}
+	client, err := o.registry.client(cmd.ErrOrStderr(), refs...)
+	if err != nil {
+		return nil, err
+	}
+	v, err := signature.Verify(cmd.Context(), client, refs[0], set, nil)
+	if err != nil {
+		return nil, err
+	}
+	res := verificationOutput(refs[0], v)
+	// The attestations of the digest just verified, not of whatever the tag names now.
+	pinned := refs[0].WithDigest(v.Digest)
+	for _, t := range types {
+		a, err := signature.VerifyAttestation(cmd.Context(), client, pinned, set, t, nil)
+		if err != nil {
+			return nil, err
+		}
+		res.Attestations = append(res.Attestations, verifiedAttestation{PredicateType: a.PredicateType, Digest: a.Digest, Key: a.Key})
+	}
+	return res, nil
+}
+
+// verificationOutput is the document of a verified signature, without attestations yet.
+func verificationOutput(ref source.Reference, v *signature.Verification) *verifyOutput {
+	return &verifyOutput{Image: ref.Name(), Digest: v.Digest, Key: v.Key, Signature: v.Signature.String(), Attestations: []verifiedAttestation{}}
+}
+
 // verifyKeylessCmd verifies ref's keyless signature for one of the identities.
-func verifyKeylessCmd(cmd *cobra.Command, registry *registryOptions, ref source.Reference, trustedRoot, issuer string, identities []string) error {
+func verifyKeylessCmd(cmd *cobra.Command, registry *registryOptions, ref source.Reference, trustedRoot, issuer string, identities []string) (*verifyOutput, error) {
 	trusted, err := os.ReadFile(trustedRoot)
 	if err != nil {
-		return fmt.Errorf("read --trusted-root: %w", err)
+		return nil, fmt.Errorf("read --trusted-root: %w", err)
 	}
 	ids := make([]signature.OIDCIdentity, len(identities))
 	for i, subject := range identities {
@@ -121,18 +172,17 @@ func verifyKeylessCmd(cmd *cobra.Command, registry *registryOptions, ref source.
 	}
 	policy, err := signature.NewKeylessPolicy(trusted, ids)
 	if err != nil {
-		return usageError("--trusted-root, --identity: %w", err)
+		return nil, usageError("--trusted-root, --identity: %w", err)
 	}
 	client, err := registry.client(cmd.ErrOrStderr(), ref)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	v, err := signature.VerifyKeyless(cmd.Context(), client, ref, policy, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "Verified %s@%s with %s\n", ref.Name(), v.Digest, v.Key)
-	return nil
+	return verificationOutput(ref, v), nil
 }
 
 // readPublicKeys reads the PEM public key files a flag names, each named by its file name.

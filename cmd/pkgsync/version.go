@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 
@@ -51,7 +50,7 @@ func init() {
 }
 
 func newVersionCmd() *cobra.Command {
-	var output string
+	var output *outputFlag
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the pkgsync version, commit, and the controller image it installs",
@@ -59,21 +58,17 @@ func newVersionCmd() *cobra.Command {
 "pkgsync install" installs by default (the image of the same release).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			info := currentVersion()
-			w := cmd.OutOrStdout()
-			switch output {
-			case "text":
-				_, err := fmt.Fprint(w, info.text())
+			if err := output.check(); err != nil {
 				return err
-			case "json":
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(info)
-			default:
-				return usageError("--output must be text or json, not %q", output)
 			}
+			info := currentVersion()
+			if output.document() {
+				return output.writeDocument(cmd, "the version", info)
+			}
+			_, err := fmt.Fprint(cmd.OutOrStdout(), info.text())
+			return err
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "Output format: text or json")
+	output = addOutputFlag(cmd.Flags(), outputText)
 	return cmd
 }
