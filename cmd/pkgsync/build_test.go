@@ -69,7 +69,7 @@ func TestBuildPushPull(t *testing.T) {
 	pkg := writePackage(t)
 	tmp := t.TempDir()
 	// An empty Docker config: the test must not depend on the machine's credentials.
-	dockerConfig := filepath.Join(tmp, "config.json")
+	dockerConfig := emptyDockerConfig(t)
 	archive := filepath.Join(tmp, "demo.tar")
 	demo, cp, direct := reg.Host+"/"+testenv.Repository(t, "demo"), reg.Host+"/"+testenv.Repository(t, "copy"), reg.Host+"/"+testenv.Repository(t, "direct")
 
@@ -169,7 +169,7 @@ func TestRegistryFlagsTLSAndDockerConfig(t *testing.T) {
 
 	_, err = runPkgsync(t, "pull", ref, "--into", filepath.Join(tmp, "b"), "--registry-config", dockerConfig)
 	require.ErrorContains(t, err, "--ca-file")
-	_, err = runPkgsync(t, "pull", ref, "--into", filepath.Join(tmp, "c"), "--ca-file", reg.CAFile, "--registry-config", filepath.Join(tmp, "empty.json"))
+	_, err = runPkgsync(t, "pull", ref, "--into", filepath.Join(tmp, "c"), "--ca-file", reg.CAFile, "--registry-config", emptyDockerConfig(t))
 	require.ErrorContains(t, err, "authentication required for "+reg.Host)
 }
 
@@ -177,7 +177,7 @@ func TestBuildValidatesPackage(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
 	tmp := t.TempDir()
-	dockerConfig := filepath.Join(tmp, "config.json")
+	dockerConfig := emptyDockerConfig(t)
 	badConfig := filepath.Join(tmp, "bad.yaml")
 	require.NoError(t, os.WriteFile(badConfig, []byte("name: ab\n"), 0o600))
 	goodConfig := filepath.Join(tmp, "good.yaml")

@@ -88,7 +88,7 @@ stringData:
 	}
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
 	ref := reg.Host + "/" + testenv.Repository(t, "envdiff") + ":v1"
-	dockerConfig := filepath.Join(t.TempDir(), "config.json")
+	dockerConfig := emptyDockerConfig(t)
 	_, err = runPkgsync(t, "push", dir, ref, "--version", "1", "--registry-config", dockerConfig)
 	require.NoError(t, err)
 

@@ -128,7 +128,7 @@ func TestDiffCommand(t *testing.T) {
 	t.Run("diff package reads the Package's spec", func(t *testing.T) {
 		reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
 		ref := reg.Host + "/" + testenv.Repository(t, "diffed") + ":v1"
-		dockerConfig := filepath.Join(t.TempDir(), "config.json")
+		dockerConfig := emptyDockerConfig(t)
 		_, err := runPkgsync(t, "push", pkg, ref, "--version", "1", "--registry-config", dockerConfig)
 		require.NoError(t, err)
 		scheme := runtime.NewScheme()

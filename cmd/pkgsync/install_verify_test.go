@@ -85,7 +85,7 @@ func TestInstallVerifyKey(t *testing.T) {
 func TestInstallVerifyIdentity(t *testing.T) {
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
 	tmp := t.TempDir()
-	dockerConfig := filepath.Join(tmp, "config.json")
+	dockerConfig := emptyDockerConfig(t)
 	sigstore, err := testenv.NewSigstore()
 	require.NoError(t, err)
 	trusted, err := sigstore.TrustedRoot()

@@ -46,7 +46,7 @@ data: {image: "{{ .images.app }}"}
 func TestLockResolvesImagesThroughTheRegistry(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	dockerConfig := filepath.Join(t.TempDir(), "config.json")
+	dockerConfig := emptyDockerConfig(t)
 	simple := reg.Host + "/" + testenv.Repository(t, "simple")
 	image := simple + ":v1"
 	out, err := runPkgsync(t, "build", "../../packages-example/simple", "--tag", image, "--push", "--output-format", "digest", "--registry-config", dockerConfig)

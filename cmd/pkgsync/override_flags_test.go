@@ -19,7 +19,7 @@ import (
 func TestOverridesInTheCLI(t *testing.T) {
 	t.Parallel()
 	mirror := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	dockerConfig := filepath.Join(t.TempDir(), "config.json")
+	dockerConfig := emptyDockerConfig(t)
 	out, err := runPkgsync(t, "build", "../../packages-example/simple", "--tag", mirror.Host+"/mirrored/team/simple:v1",
 		"--push", "--output-format", "digest", "--registry-config", dockerConfig)
 	require.NoError(t, err)

@@ -17,7 +17,7 @@ func TestRenderRegistryReference(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
 	// An empty Docker config: the test must not depend on the machine's credentials.
-	dockerConfig := filepath.Join(t.TempDir(), "config.json")
+	dockerConfig := emptyDockerConfig(t)
 	const dir = "../../packages-example/simple"
 	simple := reg.Host + "/" + testenv.Repository(t, "simple")
 	ref := simple + ":v1"

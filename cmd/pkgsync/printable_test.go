@@ -88,7 +88,7 @@ users: [{name: u, user: {token: x}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `), 0o600))
-	dockerConfig := filepath.Join(t.TempDir(), "config.json")
+	dockerConfig := emptyDockerConfig(t)
 
 	tests := []struct {
 		name string

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"sync"
@@ -54,6 +56,15 @@ func (o *registryOptions) client(stderr io.Writer, refs ...source.Reference) (*s
 	if o.plainHTTP {
 		for _, ref := range refs {
 			opts.PlainHTTPHosts = append(opts.PlainHTTPHosts, ref.Registry, overriddenHost(overrides, ref))
+		}
+	}
+	if o.registryConfig != "" {
+		// oras reads a missing file as no credentials: a typo would push or pull anonymously.
+		if _, err := os.Stat(o.registryConfig); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, usageError("--registry-config %s: no such file: name an existing Docker config file ({} for no credentials), or leave the flag out for $DOCKER_CONFIG/config.json", o.registryConfig)
+			}
+			return nil, fmt.Errorf("--registry-config %s: %w", o.registryConfig, err)
 		}
 	}
 	creds, err := source.CredentialsFromDockerConfig(o.registryConfig)

@@ -90,7 +90,7 @@ func TestRenamedOutputFlags(t *testing.T) {
 func TestPullOldOutputSpelling(t *testing.T) {
 	t.Parallel()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{})
-	dockerConfig := filepath.Join(t.TempDir(), "config.json")
+	dockerConfig := emptyDockerConfig(t)
 	ref := reg.Host + "/" + testenv.Repository(t, "demo") + ":v1"
 	digest, err := runPkgsync(t, "push", writePackage(t), ref, "--output-format", "digest", "--registry-config", dockerConfig)
 	require.NoError(t, err)

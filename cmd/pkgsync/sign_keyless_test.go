@@ -32,7 +32,7 @@ func newKeylessSetup(t *testing.T) keylessSetup {
 	t.Helper()
 	dir := t.TempDir()
 	s := keylessSetup{reg: testenv.NewRegistry(t, testenv.RegistryOptions{}), services: testenv.NewSigstoreServices(t)}
-	s.dockerConfig = filepath.Join(dir, "config.json")
+	s.dockerConfig = emptyDockerConfig(t)
 	trusted, err := s.services.TrustedRoot()
 	require.NoError(t, err)
 	s.rootFile = filepath.Join(dir, "trusted_root.json")

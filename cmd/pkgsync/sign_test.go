@@ -38,7 +38,7 @@ type signingSetup struct {
 func newSigningSetup(t *testing.T) signingSetup {
 	t.Helper()
 	s := signingSetup{reg: testenv.NewRegistry(t, testenv.RegistryOptions{}), dir: t.TempDir()}
-	s.dockerConfig = filepath.Join(s.dir, "config.json")
+	s.dockerConfig = emptyDockerConfig(t)
 	s.key, s.pub = writeKeyPair(t, s.dir, "s3cret")
 	otherDir := filepath.Join(s.dir, "other")
 	require.NoError(t, os.MkdirAll(otherDir, 0o755))
