@@ -106,9 +106,11 @@ The package is validated first, as "pkgsync validate" does, with the configurati
 or the schema's defaults; configuration values the schema requires may be missing. Templates are
 executed only when the configuration is complete, and parsed otherwise.
 
-With --push the image goes to every --tag; with --archive it is written as an OCI image layout
+With --push the image goes to every --tag (REGISTRY/REPOSITORY:TAG: a reference without a tag is
+refused, not pushed as :latest); with --archive it is written as an OCI image layout
 archive that "pkgsync push FILE.tar REF" uploads later. With --sign --key cosign.key the pushed
-image is signed as "pkgsync sign" does (the key's password from $COSIGN_PASSWORD).`,
+image is signed as "pkgsync sign" does (the key's password from $COSIGN_PASSWORD). Without
+--push or --archive nothing is written: build prints the digest the image would have.`,
 		Example: `  pkgsync build ./my-package --tag registry.example.com/team/my-package:v1 --push
   pkgsync build ./my-package --tag registry.example.com/team/my-package:v1 --archive my-package.tar
   pkgsync build ./my-package --tag registry.example.com/team/my-package:v1 --push --sign --key cosign.key`,
@@ -125,7 +127,7 @@ image is signed as "pkgsync sign" does (the key's password from $COSIGN_PASSWORD
 			if err := out.validate(); err != nil {
 				return err
 			}
-			refs, err := parseReferences(tags...)
+			refs, err := parseTagReferences("--tag ", tags...)
 			if err != nil {
 				return err
 			}
@@ -183,6 +185,8 @@ image is signed as "pkgsync sign" does (the key's password from $COSIGN_PASSWORD
 			}
 			if !text {
 				fmt.Fprintln(stdout, img.Digest)
+			} else if !push && archive == "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "nothing was written: pass --tag REGISTRY/REPOSITORY:TAG --push to push the image, or --archive FILE.tar to save it")
 			}
 			return nil
 		},
@@ -198,6 +202,23 @@ image is signed as "pkgsync sign" does (the key's password from $COSIGN_PASSWORD
 	out.ApplyFlags(flags)
 	checkArchiveSpelling = renameFlag(cmd, "archive", "output", "")
 	return cmd
+}
+
+// parseTagReferences parses the references an image is pushed or saved under (build --tag,
+// push REF): each names a tag. A reference without tag or digest is refused rather than
+// pushed untagged (by digest) or, as docker does, as :latest: oras refuses it too, and a tag
+// moved in silence is what a Package following it would pull next. prefix names the flag.
+func parseTagReferences(prefix string, args ...string) ([]source.Reference, error) {
+	refs, err := parseReferences(args...)
+	if err != nil {
+		return nil, err
+	}
+	for i, ref := range refs {
+		if ref.Tag == "" && ref.Digest == "" {
+			return nil, usageError("%s%s names no tag: write %s:TAG (pkgsync does not default to latest)", prefix, args[i], args[i])
+		}
+	}
+	return refs, nil
 }
 
 // writeLayout writes img to file as an OCI layout archive, tagged with the refs' tags.

@@ -132,6 +132,10 @@ func TestRegistryCommandUsageErrors(t *testing.T) {
 		{args: []string{"build", pkg, "--output-format", "yaml"}, wantErr: "--output-format must be"},
 		{args: []string{"build", pkg, "--annotation", "novalue"}, wantErr: "want KEY=VALUE"},
 		{args: []string{"push", pkg}, wantErr: "a reference"},
+		// docker would push :latest without a word, oras refuses; pkgsync refuses.
+		{args: []string{"build", pkg, "--tag", "127.0.0.1:1/team/pkg", "--push"}, wantErr: "--tag 127.0.0.1:1/team/pkg names no tag"},
+		{args: []string{"build", pkg, "--tag", "127.0.0.1:1/team/pkg", "--archive", filepath.Join(t.TempDir(), "x.tar")}, wantErr: "names no tag"},
+		{args: []string{"push", pkg, "127.0.0.1:1/team/pkg"}, wantErr: "127.0.0.1:1/team/pkg names no tag"},
 		{args: []string{"pull", "127.0.0.1:1/x:v1"}, wantErr: "pull needs --into DIR"},
 	}
 	for _, tt := range tests {
@@ -248,4 +252,21 @@ func TestBuildVersionNotShown(t *testing.T) {
 	out, err := runPkgsync(t, "build", pkg, "--version", "1.4.2", "--output-format", "digest")
 	require.NoError(t, err)
 	assert.NotEmpty(t, out)
+}
+
+// build without --push or --archive writes nothing, and says so and how to push or save.
+func TestBuildSaysNothingWasWritten(t *testing.T) {
+	t.Parallel()
+	pkg := writePackage(t)
+	stdout, stderr, err := runCLI(t, "build", pkg)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(stdout, "Built "), stdout)
+	assert.Contains(t, stderr, "nothing was written: pass --tag REGISTRY/REPOSITORY:TAG --push to push the image, or --archive FILE.tar to save it")
+
+	_, stderr, err = runCLI(t, "build", pkg, "--archive", filepath.Join(t.TempDir(), "p.tar"))
+	require.NoError(t, err)
+	assert.Empty(t, stderr)
+	_, stderr, err = runCLI(t, "build", pkg, "--output-format", "digest")
+	require.NoError(t, err)
+	assert.Empty(t, stderr, "a script asking for the digest only")
 }

@@ -34,7 +34,7 @@ SBOM and provenance, as OCI referrers and under cosign's sha256-HEX.sbom tag) is
 			if err := out.validate(); err != nil {
 				return err
 			}
-			refs, err := parseReferences(args[1])
+			refs, err := parseTagReferences("", args[1])
 			if err != nil {
 				return err
 			}
