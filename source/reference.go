@@ -2,6 +2,7 @@ package source
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
@@ -36,12 +37,44 @@ func ParseReference(s string) (Reference, error) {
 	// digest is cut off first.
 	parsed, err := registry.ParseReference(name)
 	if err != nil {
-		return Reference{}, fmt.Errorf("parse reference %q: %w (a reference names the registry host, "+
-			"for example registry.example.com/team/package:v1)", s, err)
+		return Reference{}, fmt.Errorf("parse reference %q: %w (%s)", s, err, referenceHint(s))
 	}
 	ref.Registry, ref.Repository, ref.Tag = parsed.Registry, parsed.Repository, parsed.Reference
 	return ref, nil
 }
+
+// referenceHint says what is wrong in a reference oras refused: the part at fault, since
+// "invalid reference" alone does not tell a missing host from a repository in upper case.
+func referenceHint(s string) string {
+	host, path, ok := strings.Cut(s, "/")
+	if !ok || host == "" {
+		return "a reference names the registry host, for example registry.example.com/team/package:v1"
+	}
+	name, pin, _ := strings.Cut(path, "@")
+	if pin != "" {
+		pin = "@" + pin
+	}
+	repo, tag := name, ""
+	if i := strings.LastIndex(name, ":"); i >= 0 {
+		repo, tag = name[:i], name[i:]
+	}
+	switch {
+	case repo != strings.ToLower(repo):
+		return "repository names are lower-case: " + host + "/" + strings.ToLower(repo) + tag + pin
+	case !repositoryPattern.MatchString(repo):
+		return "a repository is path components of lower-case letters and digits, separated by / and joined inside " +
+			"by one '.', one or two '_' or any '-' (team/my-package)"
+	case tag != "" && !tagPattern.MatchString(tag[1:]):
+		return "a tag is at most 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'"
+	}
+	return "REGISTRY/REPOSITORY[:TAG][@DIGEST], for example registry.example.com/team/package:v1"
+}
+
+// The OCI distribution spec's grammar of repository names and tags.
+var (
+	repositoryPattern = regexp.MustCompile(`^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$`)
+	tagPattern        = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
+)
 
 // Name is REGISTRY/REPOSITORY, without tag or digest.
 func (r Reference) Name() string {
