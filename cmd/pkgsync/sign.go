@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/pem"
 	"fmt"
 	"io"
 	"os"
@@ -35,6 +36,10 @@ func (f *signingKeyFlags) load(stderr io.Writer) (*signature.SigningKey, error) 
 	data, err := os.ReadFile(f.key)
 	if err != nil {
 		return nil, fmt.Errorf("read --key: %w", err)
+	}
+	// Before the password: a public key has none to ask for.
+	if block, _ := pem.Decode(data); block != nil && block.Type == "PUBLIC KEY" {
+		return nil, usageError("--key %s is a public key: sign with the private key (cosign.key) of the pair; the public key is what verify --key and a Package's spec.verify check with", f.key)
 	}
 	password, ok := os.LookupEnv(passwordEnv)
 	if !ok {

@@ -114,3 +114,19 @@ func exitCodeOf(err error) int {
 	}
 	return 1
 }
+
+// sign --key cosign.pub says to use the private key, before asking for a password.
+func TestSignRefusesAPublicKey(t *testing.T) {
+	t.Parallel()
+	_, pub := writeKeyPair(t, t.TempDir(), "s3cret")
+	for _, args := range [][]string{
+		{"sign", "127.0.0.1:1/team/pkg:v1", "--key", pub},
+		{"build", writePackage(t), "--tag", "127.0.0.1:1/team/pkg:v1", "--push", "--sign", "--key", pub},
+	} {
+		_, stderr, err := runCLI(t, args...)
+		require.Error(t, err, "%q", args)
+		assert.ErrorContains(t, err, "--key "+pub+" is a public key: sign with the private key (cosign.key)")
+		assert.Equal(t, 2, exitCodeOf(err))
+		assert.NotContains(t, stderr, "Password", "no password asked for")
+	}
+}
