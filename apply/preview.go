@@ -69,12 +69,25 @@ func (e *Engine) Preview(ctx context.Context, req Request) ([]PhasePreview, erro
 	return out, nil
 }
 
+// targetName names t for errors.
+func targetName(t Target) string {
+	if t.Name != "" {
+		return t.Name
+	}
+	return "cluster"
+}
+
 func (e *Engine) previewObject(ctx context.Context, req Request, class string, t Target, obj *unstructured.Unstructured, pending map[string]bool) (ObjectPreview, error) {
 	if err := resolveNamespace(req, t, obj); err != nil {
-		if meta.IsNoMatchError(err) && pending["kind:"+obj.GroupVersionKind().GroupKind().String()] {
+		switch {
+		case meta.IsNoMatchError(err) && pending["kind:"+obj.GroupVersionKind().GroupKind().String()]:
 			return ObjectPreview{Ref: RefOf(obj), Applied: obj, Unchecked: "its CRD is created first"}, nil
+		case meta.IsNoMatchError(err), errors.Is(err, errNoNamespace):
+			return ObjectPreview{Ref: RefOf(obj), Err: err}, nil
 		}
-		return ObjectPreview{Ref: RefOf(obj), Err: err}, nil
+		// Discovery failed: the cluster cannot be read, for this object and every other, so
+		// the preview ends with one error rather than the same one per object.
+		return ObjectPreview{}, fmt.Errorf("read the API resources of the %s: %w", targetName(t), err)
 	}
 	p := ObjectPreview{Ref: RefOf(obj)}
 	live := &unstructured.Unstructured{}

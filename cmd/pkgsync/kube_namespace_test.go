@@ -1,9 +1,11 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
@@ -49,4 +51,14 @@ func TestNamespaceDefaultsToTheContexts(t *testing.T) {
 			assert.Contains(t, stderr, tt.want)
 		})
 	}
+}
+
+// diff against a cluster it cannot reach says so once, not once per object.
+func TestDiffUnreachableClusterOneError(t *testing.T) {
+	t.Parallel()
+	_, _, err := runCLI(t, "diff", writeDiffPackage(t), "--kubeconfig", nowhereKubeconfig(t, "team"))
+	require.Error(t, err)
+	assert.Equal(t, diffExitError, exitCodeOf(err))
+	assert.Equal(t, 1, strings.Count(err.Error(), "connection refused"), "%v", err)
+	assert.NotContains(t, err.Error(), "would not be applied", "the objects were never compared")
 }
