@@ -32,9 +32,17 @@ func currentVersion() versionInfo {
 
 // text is what `pkgsync version` and `pkgsync --version` print.
 func (info versionInfo) text() string {
+	commit := info.Commit
+	if commit == version.Unknown {
+		commit += " (" + unknownCommitHint + ")"
+	}
 	return fmt.Sprintf("version:  %s\ncommit:   %s\nimage:    %s\ngo:       %s\nplatform: %s\n",
-		info.Version, info.Commit, info.Image, info.Go, info.Platform)
+		info.Version, commit, info.Image, info.Go, info.Platform)
 }
+
+// unknownCommitHint says why a binary carries no revision and how to build one that does.
+const unknownCommitHint = "this binary records none: make build stamps it; go build records it from a git clone, " +
+	"not with -buildvcs=false, go run or, with this toolchain, in a git worktree"
 
 // addVersionFlag gives root --version, cobra's version flag, printing what `pkgsync version`
 // prints. The flag is defined here rather than by cobra so that it has no -v shorthand (kubectl's

@@ -28,6 +28,16 @@ func TestVersionCommand(t *testing.T) {
 	assert.Equal(t, version.Image(), info.Image)
 }
 
+// A binary without a revision says why, and how to build one with it; -o json keeps the value.
+func TestVersionUnknownCommit(t *testing.T) {
+	t.Parallel()
+	info := currentVersion()
+	info.Commit = version.Unknown
+	assert.Contains(t, info.text(), "commit:   unknown (this binary records none: make build stamps it;")
+	info.Commit = "62ee744"
+	assert.Contains(t, info.text(), "commit:   62ee744\n")
+}
+
 // pkgsync --version prints what pkgsync version prints, on stdout, exit 0.
 func TestVersionFlag(t *testing.T) {
 	t.Parallel()

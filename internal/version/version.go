@@ -1,6 +1,7 @@
 package version
 
 import (
+	"regexp"
 	"runtime/debug"
 	"strings"
 )
@@ -23,17 +24,28 @@ var Repository = "ghcr.io/pkgsync/pkgsync"
 // Source is the URL of the source repository, recorded as org.opencontainers.image.source.
 const Source = "https://github.com/pkgsync/pkgsync"
 
-// Revision returns the source revision of this binary: Commit when stamped, else the VCS
-// revision in the build information ("-dirty" appended when the tree had local changes), else
-// "unknown".
+// Unknown is the revision of a binary that carries none: built with go build -buildvcs=false,
+// go run, or from a directory the go command finds no repository for (a git worktree, whose
+// .git is a file, with this toolchain), and not stamped by make build.
+const Unknown = "unknown"
+
+// Revision returns the source revision of this binary: Commit when stamped (make build), else
+// the VCS revision the go command records in a git checkout ("-dirty" appended when the tree
+// had local changes), else the commit prefix of a pseudo-version (go install
+// pkgsync.dev/pkgsync/cmd/pkgsync@COMMIT), else Unknown.
 func Revision() string {
 	if Commit != "" {
 		return Commit
 	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown"
+		return Unknown
 	}
+	return revisionOf(info)
+}
+
+// revisionOf is the revision info records.
+func revisionOf(info *debug.BuildInfo) string {
 	revision, modified := "", false
 	for _, s := range info.Settings {
 		switch s.Key {
@@ -44,13 +56,30 @@ func Revision() string {
 		}
 	}
 	if revision == "" {
-		return "unknown"
+		if rev := pseudoVersionRevision(info.Main.Version); rev != "" {
+			return rev
+		}
+		return Unknown
 	}
 	if modified {
 		revision += "-dirty"
 	}
 	return revision
 }
+
+// pseudoVersionRevision is the commit prefix of a pseudo-version (v0.0.0-20261202035614-62ee744abcde,
+// v1.2.4-0.20261202035614-62ee744abcde+incompatible), "" for any other version.
+func pseudoVersionRevision(v string) string {
+	v, _, _ = strings.Cut(v, "+")
+	if m := pseudoVersion.FindStringSubmatch(v); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// pseudoVersion ends each of the go command's pseudo-version forms: a 14-digit UTC time and a
+// 12-hex-digit commit prefix (go.dev/ref/mod#pseudo-versions).
+var pseudoVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+-(?:[0-9A-Za-z.-]*\.)?[0-9]{14}-([0-9a-f]{12})$`)
 
 // Image is the controller image this binary installs by default: Repository tagged with
 // Version. A release's binary and its image carry the same version, so `pkgsync install` of a
