@@ -36,7 +36,11 @@ a file that differs fails the case with a unified diff, as does a rendered file 
 or a fixture file the render no longer produces. --update rewrites the fixtures of every case.
 In a multi-component package every component's cases run too (fixtures in
 components/NAME/.test-fixtures); --component runs one component's only. A test.kubeconform
-section is reported as skipped. Exits 1 when a case fails.`,
+section is reported as skipped. Exits 1 when a case fails.
+
+The cases are read from a Package Operator manifest (apiVersion
+manifests.package-operator.run/v1alpha1) only: pkgsync's own manifest (pkgsync.dev/v1alpha1) has
+no test section, and a package without cases says so.`,
 		Example: `  pkgsync test ./my-package
   pkgsync test ./my-package --update`,
 		Args: func(_ *cobra.Command, args []string) error {
