@@ -84,10 +84,11 @@ func newControllerCmd() *cobra.Command {
 	o := &controllerOptions{}
 	cmd := &cobra.Command{
 		Use:   "controller",
-		Short: "Run the controller that reconciles Packages, ClusterPackages and ObjectDeployments",
-		Long: `Run the controller. It reconciles Package, ClusterPackage, ObjectDeployment and
-ClusterObjectDeployment resources of the management cluster, and sends hosted-cluster phases to the
-hosted cluster of the resource's hosted-control-plane namespace through HyperShift's connector Secret.`,
+		Short: "Run the controller that reconciles Packages, ClusterPackages, ObjectDeployments, ClusterObjectDeployments and HostedClusterPackages",
+		Long: `Run the controller. It reconciles Package, ClusterPackage, ObjectDeployment,
+ClusterObjectDeployment and HostedClusterPackage resources of the management cluster (TrustPolicies
+are read, not reconciled), and sends hosted-cluster phases to the hosted cluster of the resource's
+hosted-control-plane namespace through HyperShift's connector Secret.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runController(cmd, o) },
 	}

@@ -35,8 +35,8 @@ func newUninstallCmd() *cobra.Command {
 RBAC, the CustomResourceDefinitions and the namespace, and waits until they are gone
 (--wait=false to return at once).
 
-While Packages, ClusterPackages, ObjectDeployments or ClusterObjectDeployments exist, uninstall
-refuses: delete them first, so that the controller removes what they applied. --force uninstalls
+While Packages, ClusterPackages, ObjectDeployments, ClusterObjectDeployments or
+HostedClusterPackages exist (TrustPolicies do not count), uninstall refuses: delete them first, so that the controller removes what they applied. --force uninstalls
 anyway: it stops the controller, removes the pkgsync finalizer from every such resource and
 deletes them with their CRDs, and lists the objects they applied, which stay in the management
 cluster and the hosted clusters.`,
