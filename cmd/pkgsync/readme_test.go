@@ -115,3 +115,61 @@ func TestKindListsNameEveryKind(t *testing.T) {
 
 // flatten joins a paragraph's lines.
 func flatten(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// The shell blocks of packages-example/*/README.md run as shown: files written with
+// cat > FILE <<'EOF' go to a directory of the test's own, and each pkgsync command exits 0.
+func TestExampleREADMECommands(t *testing.T) {
+	t.Parallel()
+	readmes, err := filepath.Glob(filepath.Join("..", "..", "packages-example", "*", "README.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, readmes)
+	ran := 0
+	for _, readme := range readmes {
+		data, err := os.ReadFile(readme)
+		require.NoError(t, err)
+		dir := t.TempDir()
+		for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(data), -1) {
+			ran += runShellBlock(t, readme, dir, block[1])
+		}
+	}
+	assert.Positive(t, ran, "commands in the examples' READMEs")
+}
+
+// runShellBlock runs the pkgsync commands and heredocs of one shell block in dir; it returns
+// how many commands ran.
+func runShellBlock(t *testing.T, readme, dir, block string) int {
+	t.Helper()
+	ran := 0
+	heredoc := regexp.MustCompile(`^cat > (\S+) <<'EOF'$`)
+	lines := strings.Split(block, "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if m := heredoc.FindStringSubmatch(line); m != nil {
+			end := i + 1
+			for end < len(lines) && lines[end] != "EOF" {
+				end++
+			}
+			require.Less(t, end, len(lines), "%s: heredoc %s ends", readme, m[1])
+			body := strings.Join(lines[i+1:end], "\n") + "\n"
+			require.NoError(t, os.WriteFile(filepath.Join(dir, m[1]), []byte(body), 0o600))
+			i = end
+			continue
+		}
+		args := strings.Fields(line)
+		if len(args) == 0 || args[0] != "pkgsync" {
+			continue
+		}
+		for j, a := range args {
+			switch {
+			case strings.HasPrefix(a, "packages-example/"):
+				args[j] = filepath.Join("..", "..", a)
+			case j > 0 && args[j-1] == "--config":
+				args[j] = filepath.Join(dir, a)
+			}
+		}
+		_, stderr, err := runCLI(t, args[1:]...)
+		assert.NoError(t, err, "%s: %s\n%s", readme, line, stderr)
+		ran++
+	}
+	return ran
+}
