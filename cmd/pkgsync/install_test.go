@@ -352,7 +352,7 @@ func TestInstallFlags(t *testing.T) {
 	}{
 		{"an image without registry", []string{"--export", "--image", "pkgsync"}, "--image"},
 		{"a bad namespace", []string{"--export", "--namespace", "Platform_1"}, "Platform_1"},
-		{"an unknown dry-run mode", []string{"--dry-run=maybe"}, "--dry-run must be client or server"},
+		{"an unknown dry-run mode", []string{"--dry-run=maybe"}, `must be "none", "client" or "server"`},
 		{"export and dry run", []string{"--export", "--dry-run=client"}, "exclude each other"},
 	}
 	for _, tt := range tests {
