@@ -165,3 +165,13 @@ func apierrorsNotFound(t *testing.T, c client.Client, name string) bool {
 	err := c.Get(t.Context(), client.ObjectKey{Namespace: "team", Name: name}, &corev1.ConfigMap{})
 	return err != nil && strings.Contains(err.Error(), "not found")
 }
+
+// diff against a cluster it cannot reach says so once, not once per object.
+func TestDiffUnreachableClusterOneError(t *testing.T) {
+	t.Parallel()
+	_, _, err := runCLI(t, "diff", writeDiffPackage(t), "--kubeconfig", nowhereKubeconfig(t, "team"))
+	require.Error(t, err)
+	assert.Equal(t, diffExitError, exitCodeOf(err))
+	assert.Equal(t, 1, strings.Count(err.Error(), "connection refused"), "%v", err)
+	assert.NotContains(t, err.Error(), "would not be applied", "the objects were never compared")
+}

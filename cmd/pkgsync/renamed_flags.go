@@ -5,7 +5,7 @@ import (
 )
 
 // The CLI's output flags follow one rule, kubectl's: -o/--output names an output format (render,
-// version, fleet status). What a command writes to has a flag of its own: --archive FILE (build,
+// version, verify, fleet status, fleet plan; output_format.go). What a command writes to has a flag of its own: --archive FILE (build,
 // image), --into DIR (pull). build, push, pull and image name their format --output-format,
 // since their --output is still the deprecated spelling of a destination (renameFlag).
 
