@@ -84,18 +84,7 @@ func validatePackage(fsys fs.FS, config []byte) error {
 }
 
 func newBuildCmd() *cobra.Command {
-	var (
-		meta     buildFlags
-		registry registryOptions
-		out      outputOptions
-		tags     []string
-		push     bool
-		archive  string
-		sign     bool
-		keyFlags signingKeyFlags
-		// checkArchiveSpelling refuses --archive and its old spelling --output at once.
-		checkArchiveSpelling func() error
-	)
+	o := &buildOptions{}
 	cmd := &cobra.Command{
 		Use:   "build DIR --tag REF [--tag REF...] [--push] [--archive FILE.tar]",
 		Short: "Build a package image from a directory",
@@ -120,88 +109,112 @@ image is signed as "pkgsync sign" does (the key's password from $COSIGN_PASSWORD
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkArchiveSpelling(); err != nil {
-				return err
-			}
-			if err := out.validate(); err != nil {
-				return err
-			}
-			refs, err := parseTagReferences("--tag ", tags...)
-			if err != nil {
-				return err
-			}
-			if push && len(refs) == 0 {
-				return usageError("--push needs at least one --tag")
-			}
-			if sign && !push {
-				return usageError("--sign needs --push: signatures are stored in the registry")
-			}
-			var key *signature.SigningKey
-			if sign {
-				// Before the build: a wrong password should not cost a push.
-				if key, err = keyFlags.load(cmd.ErrOrStderr()); err != nil {
-					return err
-				}
-			}
-			opts, err := meta.options()
-			if err != nil {
-				return err
-			}
-			img, err := source.Build(args[0], opts)
-			if err != nil {
-				return err
-			}
-			stdout := cmd.OutOrStdout()
-			text := out.format == outputText
-			if text {
-				fmt.Fprintf(stdout, "Built %s %s\n", img.Name, img.Digest)
-			}
-			if archive != "" {
-				if err := writeLayout(cmd, img, refs, archive); err != nil {
-					return err
-				}
-				if text {
-					fmt.Fprintf(stdout, "Wrote %s\n", archive)
-				}
-			}
-			if push {
-				if err := pushImage(cmd, &registry, img, refs, text); err != nil {
-					return err
-				}
-			}
-			if sign {
-				client, err := registry.client(cmd.ErrOrStderr(), refs...)
-				if err != nil {
-					return err
-				}
-				pinned := make([]source.Reference, len(refs))
-				for i, ref := range refs {
-					pinned[i] = ref.WithDigest(img.Digest)
-				}
-				if err := signImages(cmd, client, key, pinned, text); err != nil {
-					return err
-				}
-			}
-			if !text {
-				fmt.Fprintln(stdout, img.Digest)
-			} else if !push && archive == "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), "nothing was written: pass --tag REGISTRY/REPOSITORY:TAG --push to push the image, or --archive FILE.tar to save it")
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0]) },
 	}
 	flags := cmd.Flags()
-	flags.StringArrayVarP(&tags, "tag", "t", nil, "Reference REGISTRY/REPOSITORY:TAG to push to or record in --archive (repeatable)")
-	flags.BoolVar(&push, "push", false, "Push the image to every --tag")
-	flags.StringVar(&archive, "archive", "", "Write the image as an OCI image layout tar archive to this file")
-	flags.BoolVar(&sign, "sign", false, "Sign the pushed image with --key, as \"pkgsync sign\" does")
-	keyFlags.ApplyFlags(flags)
-	meta.ApplyFlags(flags)
-	registry.ApplyFlags(flags)
-	out.ApplyFlags(flags)
-	checkArchiveSpelling = renameFlag(cmd, "archive", "output", "")
+	flags.StringArrayVarP(&o.tags, "tag", "t", nil, "Reference REGISTRY/REPOSITORY:TAG to push to or record in --archive (repeatable)")
+	flags.BoolVar(&o.push, "push", false, "Push the image to every --tag")
+	flags.StringVar(&o.archive, "archive", "", "Write the image as an OCI image layout tar archive to this file")
+	flags.BoolVar(&o.sign, "sign", false, "Sign the pushed image with --key, as \"pkgsync sign\" does")
+	o.keyFlags.ApplyFlags(flags)
+	o.meta.ApplyFlags(flags)
+	o.registry.ApplyFlags(flags)
+	o.out.ApplyFlags(flags)
+	o.checkArchiveSpelling = renameFlag(cmd, "archive", "output", "")
 	return cmd
+}
+
+// buildOptions are build's flags.
+type buildOptions struct {
+	meta     buildFlags
+	registry registryOptions
+	out      outputOptions
+	tags     []string
+	push     bool
+	archive  string
+	sign     bool
+	keyFlags signingKeyFlags
+	// checkArchiveSpelling refuses --archive and its old spelling --output at once.
+	checkArchiveSpelling func() error
+}
+
+// run builds the package directory dir and pushes, saves and signs the image as the flags say.
+func (o *buildOptions) run(cmd *cobra.Command, dir string) error {
+	if err := o.checkArchiveSpelling(); err != nil {
+		return err
+	}
+	if err := o.out.validate(); err != nil {
+		return err
+	}
+	refs, err := parseTagReferences("--tag ", o.tags...)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.push && len(refs) == 0:
+		return usageError("--push needs at least one --tag")
+	case o.sign && !o.push:
+		return usageError("--sign needs --push: signatures are stored in the registry")
+	}
+	var key *signature.SigningKey
+	if o.sign {
+		// Before the build: a wrong password should not cost a push.
+		if key, err = o.keyFlags.load(cmd.ErrOrStderr()); err != nil {
+			return err
+		}
+	}
+	opts, err := o.meta.options()
+	if err != nil {
+		return err
+	}
+	img, err := source.Build(dir, opts)
+	if err != nil {
+		return err
+	}
+	stdout := cmd.OutOrStdout()
+	text := o.out.format == outputText
+	if text {
+		fmt.Fprintf(stdout, "Built %s %s\n", img.Name, img.Digest)
+	}
+	if err := o.write(cmd, img, refs, key, text); err != nil {
+		return err
+	}
+	switch {
+	case !text:
+		fmt.Fprintln(stdout, img.Digest)
+	case !o.push && o.archive == "":
+		fmt.Fprintln(cmd.ErrOrStderr(), "nothing was written: pass --tag REGISTRY/REPOSITORY:TAG --push to push the image, or --archive FILE.tar to save it")
+	}
+	return nil
+}
+
+// write saves img to --archive, pushes it to refs and signs it with key, as the flags say.
+func (o *buildOptions) write(cmd *cobra.Command, img *source.Image, refs []source.Reference, key *signature.SigningKey, text bool) error {
+	if o.archive != "" {
+		if err := writeLayout(cmd, img, refs, o.archive); err != nil {
+			return err
+		}
+		if text {
+			fmt.Fprintf(cmd.OutOrStdout(), "Wrote %s\n", o.archive)
+		}
+	}
+	if o.push {
+		if err := pushImage(cmd, &o.registry, img, refs, text); err != nil {
+			return err
+		}
+	}
+	if !o.sign {
+		return nil
+	}
+	client, err := o.registry.client(cmd.ErrOrStderr(), refs...)
+	if err != nil {
+		return err
+	}
+	pinned := make([]source.Reference, len(refs))
+	for i, ref := range refs {
+		pinned[i] = ref.WithDigest(img.Digest)
+	}
+	return signImages(cmd, client, key, pinned, text)
 }
 
 // parseTagReferences parses the references an image is pushed or saved under (build --tag,
