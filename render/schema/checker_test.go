@@ -1,0 +1,187 @@
+package schema
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+func object(t *testing.T, y string) *unstructured.Unstructured {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(y), &m))
+	return &unstructured.Unstructured{Object: m}
+}
+
+const widgetCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [size]
+            properties:
+              size: {type: integer, minimum: 1}
+              color: {type: string, enum: [red, blue]}
+`
+
+const deployment = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: team, labels: {app: web}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      restartPolicy: Always
+      containers:
+      - name: web
+        image: registry.k8s.io/pause:3.10
+        imagePullPolicy: IfNotPresent
+        ports: [{containerPort: 80, protocol: TCP}]
+`
+
+func TestCheckValidObjects(t *testing.T) {
+	t.Parallel()
+	c := New(object(t, widgetCRD))
+	for name, y := range map[string]string{
+		"deployment": deployment,
+		"service": `
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: team}
+spec:
+  type: ClusterIP
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080, protocol: TCP}]
+`,
+		"configmap": `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: web.config, namespace: team, annotations: {example.com/note: "x"}}
+data: {k: "1", app.yaml: "a: b"}
+`,
+		"secret":    `{apiVersion: v1, kind: Secret, metadata: {name: s}, data: {k: aGVsbG8=}, stringData: {p: x}}`,
+		"rbac name": `{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: "system:example"}, rules: []}`,
+		"cronjob": `
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly}
+spec:
+  schedule: "0 0 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{name: job, image: "busybox@sha256:0000000000000000000000000000000000000000000000000000000000000000"}]
+`,
+		"crd":             widgetCRD,
+		"custom resource": `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w, namespace: team}, spec: {size: 3, color: red}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			problems, known := c.Check(object(t, y))
+			assert.Empty(t, problems)
+			assert.True(t, known)
+		})
+	}
+}
+
+func TestCheckUnknownKindIsNotChecked(t *testing.T) {
+	t.Parallel()
+	problems, known := New().Check(object(t, `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {anything: 1}}`))
+	assert.Empty(t, problems)
+	assert.False(t, known)
+
+	// Its metadata is every object's, and checked all the same.
+	problems, known = New().Check(object(t, `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w, namespace: Also_Bad}}`))
+	assert.False(t, known)
+	assertProblem(t, problems, "metadata.namespace", "lower case")
+}
+
+func TestCheckProblems(t *testing.T) {
+	t.Parallel()
+	c := New(object(t, widgetCRD))
+	podTemplate := func(container string) string {
+		return `{apiVersion: apps/v1, kind: Deployment, metadata: {name: web}, spec: {selector: {matchLabels: {a: b}},
+template: {metadata: {labels: {a: b}}, spec: {containers: [` + container + `]}}}}`
+	}
+	for _, tc := range []struct {
+		name, object, field, detail string
+	}{
+		{"kind typo", `{apiVersion: apps/v1, kind: Deploymnet, metadata: {name: web}}`, "kind", "Deploymnet is not a kind of apps/v1; did you mean Deployment?"},
+		{"unknown version", `{apiVersion: apps/v1beta9, kind: Deployment, metadata: {name: web}}`, "apiVersion", "apps/v1beta9"},
+		{"unknown field", `{apiVersion: apps/v1, kind: Deployment, metadata: {name: web}, spec: {replica: 3}}`, "spec.replica", "unknown field"},
+		{"wrong type", `{apiVersion: apps/v1, kind: Deployment, metadata: {name: web}, spec: {replicas: "3"}}`, "spec.replicas", "must be a number"},
+		{"configmap number", `{apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {k: 1}}`, "data.k", "must be a string, not 1"},
+		{"pull policy", podTemplate(`{name: a, image: nginx, imagePullPolicy: Allways}`), "spec.template.spec.containers[0].imagePullPolicy", `"Allways": must be one of Always, IfNotPresent, Never`},
+		{"protocol", podTemplate(`{name: a, image: nginx, ports: [{containerPort: 80, protocol: tcp}]}`), "spec.template.spec.containers[0].ports[0].protocol", "must be one of SCTP, TCP, UDP"},
+		{"restart policy", `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {restartPolicy: Sometimes, containers: [{name: a, image: nginx}]}}`, "spec.restartPolicy", "must be one of Always, Never, OnFailure"},
+		{"service type", `{apiVersion: v1, kind: Service, metadata: {name: s}, spec: {type: Loadbalancer, ports: [{port: 80}]}}`, "spec.type", "must be one of ClusterIP, ExternalName, LoadBalancer, NodePort"},
+		{"bad image", podTemplate(`{name: a, image: "registry.k8s.io/pause::3.10"}`), "spec.template.spec.containers[0].image", "not an image reference"},
+		{"init container image", `{apiVersion: batch/v1, kind: Job, metadata: {name: j}, spec: {template: {spec: {restartPolicy: Never, initContainers: [{name: i, image: "UPPER/case"}], containers: [{name: a, image: nginx}]}}}}`, "spec.template.spec.initContainers[0].image", "not an image reference"},
+		{"name", `{apiVersion: v1, kind: ConfigMap, metadata: {name: Bad_Name}}`, "metadata.name", "lower case"},
+		{"namespace name is a label", `{apiVersion: v1, kind: Namespace, metadata: {name: a.b}}`, "metadata.name", "RFC 1123 label"},
+		{"namespace", `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: Also_Bad}}`, "metadata.namespace", "lower case"},
+		{"label value", `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, labels: {a: "not valid!"}}}`, "metadata.labels", "a valid label must be"},
+		{"annotation key", `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, annotations: {"bad key": x}}}`, "metadata.annotations", "name part must consist of"},
+		{"configmap size", `{apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {k: "` + strings.Repeat("x", 1<<20) + `"}}`, "data", "1048576"},
+		{"secret base64", `{apiVersion: v1, kind: Secret, metadata: {name: s}, data: {k: "not base64!"}}`, "data.k", "base64"},
+		{"object size", `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, annotations: {a: "` + strings.Repeat("x", 200<<10) + `"}}, binaryData: {b: "` + strings.Repeat("A", 1600<<10) + `"}}`, "", "1572864"},
+		{"custom resource unknown field", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {size: 1, colour: red}}`, "spec.colour", "unknown field"},
+		{"custom resource enum", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {size: 1, color: green}}`, "spec.color", "supported values"},
+		{"custom resource required", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {}}`, "spec.size", "Required"},
+		{"custom resource version", `{apiVersion: example.com/v2, kind: Widget, metadata: {name: w}, spec: {size: 1}}`, "apiVersion", "serves v1"},
+		{"custom resource metadata", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w, lables: {a: b}}, spec: {size: 1}}`, "metadata.lables", "unknown field"},
+		{"crd", `{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, metadata: {name: wrong}, spec: {group: example.com, scope: Namespaced, names: {plural: gadgets, kind: Gadget}, versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]}}`, "metadata.name", "spec.names.plural+\".\"+spec.group"},
+		{"crd unknown field", `{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, metadata: {name: gadgets.example.com}, spec: {group: example.com, scope: Namespaced, nmes: {}}}`, "spec.nmes", "unknown field"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			problems, known := c.Check(object(t, tc.object))
+			assert.True(t, known)
+			assertProblem(t, problems, tc.field, tc.detail)
+		})
+	}
+}
+
+// assertProblem asserts that problems hold one of field whose detail contains detail.
+func assertProblem(t *testing.T, problems []Problem, field, detail string) {
+	t.Helper()
+	for _, p := range problems {
+		if p.Field == field && strings.Contains(p.Detail, detail) {
+			return
+		}
+	}
+	assert.Failf(t, "problem not found", "want %s: ...%s...; got %v", field, detail, problems)
+}
+
+func TestCheckDoesNotChangeTheObject(t *testing.T) {
+	t.Parallel()
+	c := New(object(t, widgetCRD))
+	for _, y := range []string{deployment, `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {size: 1, colour: red}}`} {
+		obj := object(t, y)
+		before := obj.DeepCopy()
+		c.Check(obj)
+		assert.Equal(t, before, obj)
+	}
+}
