@@ -140,7 +140,7 @@ template: {metadata: {labels: {a: b}}, spec: {containers: [` + container + `]}}}
 		{"bad image", podTemplate(`{name: a, image: "registry.k8s.io/pause::3.10"}`), "spec.template.spec.containers[0].image", "not an image reference"},
 		{"init container image", `{apiVersion: batch/v1, kind: Job, metadata: {name: j}, spec: {template: {spec: {restartPolicy: Never, initContainers: [{name: i, image: "UPPER/case"}], containers: [{name: a, image: nginx}]}}}}`, "spec.template.spec.initContainers[0].image", "not an image reference"},
 		{"name", `{apiVersion: v1, kind: ConfigMap, metadata: {name: Bad_Name}}`, "metadata.name", "lower case"},
-		{"namespace name is a label", `{apiVersion: v1, kind: Namespace, metadata: {name: a.b}}`, "metadata.name", "RFC 1123 label"},
+		{"namespace name is a label", `{apiVersion: v1, kind: Namespace, metadata: {name: a.b}}`, "metadata.name", "must not contain dots"},
 		{"namespace", `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: Also_Bad}}`, "metadata.namespace", "lower case"},
 		{"label value", `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, labels: {a: "not valid!"}}}`, "metadata.labels", "a valid label must be"},
 		{"annotation key", `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, annotations: {"bad key": x}}}`, "metadata.annotations", "name part must consist of"},
