@@ -40,10 +40,14 @@ type pkoManifestSpec struct {
 // pkoManifestTest is the test section: template test cases and kubeconform settings.
 type pkoManifestTest struct {
 	Template    []pkoTestCase `json:"template,omitempty"`
-	Kubeconform *struct {
-		KubernetesVersion string   `json:"kubernetesVersion"`
-		SchemaLocations   []string `json:"schemaLocations,omitempty"`
-	} `json:"kubeconform,omitempty"`
+	Kubeconform *pkoKubeconform `json:"kubeconform,omitempty"`
+}
+
+// pkoKubeconform is test.kubeconform: the Kubernetes release and the schema locations
+// Package Operator's tooling validates rendered objects against.
+type pkoKubeconform struct {
+	KubernetesVersion string   `json:"kubernetesVersion"`
+	SchemaLocations   []string `json:"schemaLocations,omitempty"`
 }
 
 type pkoTestCase struct {

@@ -42,6 +42,8 @@ type mode struct {
 	testCase bool
 	// warnings collects the render's warnings, whether or not it fails; nil drops them.
 	warnings *[]Warning
+	// placed, when set, collects every object placed, to be checked against schemas.
+	placed *placedObjects
 }
 
 // warn records warnings of the render.
@@ -62,10 +64,21 @@ func Validate(ctx context.Context, fsys fs.FS, opts Options) error {
 // and the templates. Unlike Validate it accepts a configuration (opts.Config, often none) that
 // lacks values the schema requires. Templates are then parsed but not executed, since an
 // incomplete configuration proves nothing about their output, and kustomizations built from
-// templates are skipped. Every other problem is reported as Render reports it.
+// templates are skipped. Every other problem is reported as Render reports it, and every object
+// rendered is checked as ValidatePackage checks it (against the package's own
+// CustomResourceDefinitions only).
 func ValidateStructure(ctx context.Context, fsys fs.FS, opts Options) error {
-	_, err := renderWith(ctx, fsys, opts, mode{allowMissing: true, noCluster: true})
-	return err
+	m := mode{allowMissing: true, noCluster: true, placed: &placedObjects{}}
+	_, err := renderWith(ctx, fsys, opts, m)
+	var errs Errors
+	if err != nil && !errors.As(err, &errs) {
+		return err
+	}
+	errs = append(errs, m.placed.check(nil).problems...)
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
 }
 
 // renderWith is Render in a mode.
@@ -194,6 +207,7 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 		seen:     map[objectKey]string{},
 		prefix:   c.prefix,
 		files:    m.testCase,
+		placed:   m.placed,
 	}
 	r.phaseAnnotation = v1alpha1.PhaseAnnotation
 	if pko {

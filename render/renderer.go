@@ -99,7 +99,9 @@ type renderer struct {
 	// phaseAnnotation is the phase annotation of the package's format, which errors name.
 	phaseAnnotation string
 	// files asks for result.Files (RenderTestCase).
-	files  bool
+	files bool
+	// placed, when set, collects every object placed (mode.placed).
+	placed *placedObjects
 	result Result
 	errs   Errors
 }
@@ -374,6 +376,9 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 		p.ConditionMappings = append(p.ConditionMappings, m)
 	}
 	p.Objects = append(p.Objects, obj)
+	if r.placed != nil {
+		r.placed.add(obj, at, r.prefix)
+	}
 	return true
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"pkgsync.dev/pkgsync/render/schema"
 )
 
 // FixturesDir is where a package keeps the expected renders of its test.template cases, next
@@ -28,11 +30,14 @@ type TestCase struct {
 	Name string
 	// Options are the render options of the case's context.
 	Options Options
+	// CheckObjects asks RenderTestCase to check the objects rendered as ValidatePackage checks
+	// them: what the manifest's test.kubeconform asks of Package Operator's tooling.
+	CheckObjects bool
 }
 
 // TemplateTests are the test cases of a package's manifest (test.template, as Package
-// Operator's tooling reads them) and what the manifest's test section asks for that pkgsync
-// does not do (test.kubeconform), to be reported as skipped.
+// Operator's tooling reads them) and what of the manifest's test section pkgsync does
+// otherwise than asked (test.kubeconform's version and schema locations), to be reported.
 type TemplateTests struct {
 	// Dir is the directory of the manifest within the tree: "." or "package" (Package
 	// Operator's image layout), followed by components/NAME for a component. Fixtures live in
@@ -42,8 +47,8 @@ type TemplateTests struct {
 	Component string
 	// Cases in the manifest's order.
 	Cases []TestCase
-	// Skipped names the parts of the test section that are not run, with why.
-	Skipped []string
+	// Notes name the parts of the test section that are not run as written, with why.
+	Notes []string
 }
 
 // ReadTemplateTests reads the test section of a package's manifest.
@@ -145,20 +150,48 @@ func ReadComponentTemplateTests(fsys fs.FS, component string) (*TemplateTests, e
 				Labels: hc.Metadata.Labels, Annotations: hc.Metadata.Annotations, NodeSelector: hc.NodeSelector,
 			}
 		}
-		out.Cases = append(out.Cases, TestCase{Name: tc.Name, Options: opts})
+		out.Cases = append(out.Cases, TestCase{Name: tc.Name, Options: opts, CheckObjects: mt.Test.Kubeconform != nil})
 	}
 	if len(bad) > 0 {
 		return nil, bad
 	}
-	if mt.Test.Kubeconform != nil {
-		out.Skipped = append(out.Skipped, "test.kubeconform: skipped: pkgsync does not validate rendered objects against schemas")
-	}
+	out.Notes = kubeconformNotes(mt.Test.Kubeconform)
 	return out, nil
 }
 
 // RenderTestCase renders a test case as Package Operator's template tests do: every image of
 // spec.images is TestImage (the lock file is checked, its digests not used), and the result's Files holds each YAML file
-// of the package as rendered, for comparison with the case's fixtures.
+// of the package as rendered, for comparison with the case's fixtures. With tc.CheckObjects
+// the objects rendered are checked too, their problems returned in Errors.
 func RenderTestCase(ctx context.Context, fsys fs.FS, tc TestCase) (*Result, error) {
-	return renderWarning(ctx, fsys, tc.Options, mode{testCase: true})
+	m := mode{testCase: true}
+	if tc.CheckObjects {
+		m.placed = &placedObjects{}
+	}
+	res, err := renderWarning(ctx, fsys, tc.Options, m)
+	if err != nil || m.placed == nil {
+		return res, err
+	}
+	if problems := m.placed.check(nil).problems; len(problems) > 0 {
+		return nil, problems
+	}
+	return res, nil
+}
+
+// kubeconformNotes says how a test.kubeconform section is run otherwise than Package Operator
+// runs it: pkgsync checks objects against the schemas it is built with and the package's own
+// CustomResourceDefinitions, offline, never against another release's or schemas downloaded.
+func kubeconformNotes(kc *pkoKubeconform) []string {
+	if kc == nil {
+		return nil
+	}
+	var notes []string
+	want := strings.TrimPrefix(kc.KubernetesVersion, "v")
+	if have := schema.KubernetesVersion(); want != have && !strings.HasPrefix(want, have+".") {
+		notes = append(notes, fmt.Sprintf("test.kubeconform.kubernetesVersion: objects are checked against Kubernetes %s's schemas (pkgsync's own), not %s's", have, kc.KubernetesVersion))
+	}
+	if len(kc.SchemaLocations) > 0 {
+		notes = append(notes, "test.kubeconform.schemaLocations: not read: custom resources are checked against the package's own CustomResourceDefinitions, offline")
+	}
+	return notes
 }

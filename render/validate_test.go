@@ -45,16 +45,16 @@ func TestValidatePackageRendersTestCases(t *testing.T) {
 		"manifest.yaml":          {Data: []byte(strings.ReplaceAll(requiredImage, "NAME", "p"))},
 		"deployment.yaml.gotmpl": deployment("deploy"),
 	}
-	require.NoError(t, ValidatePackage(t.Context(), fsys, Options{}, WithoutConfig))
+	require.NoError(t, validateErr(ValidatePackage(t.Context(), fsys, Options{}, WithoutConfig)))
 
-	err := ValidatePackage(t.Context(), fsys, Options{}, WithConfig)
+	err := validateErr(ValidatePackage(t.Context(), fsys, Options{}, WithConfig))
 	require.Error(t, err)
 	assert.Equal(t, "invalid configuration: config.image: Required value", err.Error())
-	require.NoError(t, ValidatePackage(t.Context(), fsys, Options{Config: []byte(`{image: z}`)}, WithConfig))
+	require.NoError(t, validateErr(ValidatePackage(t.Context(), fsys, Options{Config: []byte(`{image: z}`)}, WithConfig)))
 
 	// A case that breaks the package is reported under its name, every case that does.
 	fsys["deployment.yaml.gotmpl"] = deployment("{{ if .package.metadata.namespace }}deploy{{ else }}nowhere{{ end }}")
-	err = ValidatePackage(t.Context(), fsys, Options{}, WithoutConfig)
+	err = validateErr(ValidatePackage(t.Context(), fsys, Options{}, WithoutConfig))
 	require.Error(t, err)
 	var problems Errors
 	require.True(t, errors.As(err, &problems))
@@ -75,21 +75,24 @@ func TestValidatePackageComponentsAndRepeats(t *testing.T) {
 		"components/frontend/deployment.yaml.gotmpl": deployment("deploy"),
 	}
 	for _, opts := range []Options{{}, {Component: "backend"}} {
-		err := ValidatePackage(t.Context(), fsys, opts, WithoutConfig)
+		err := validateErr(ValidatePackage(t.Context(), fsys, opts, WithoutConfig))
 		require.Error(t, err, opts.Component)
 		var problems Errors
 		require.True(t, errors.As(err, &problems))
 		require.Len(t, problems, 1, "both cases find it: reported once, under the first")
 		assert.Equal(t, `test case backend/one: components/backend/deployment.yaml.gotmpl:1 (document 1): metadata.annotations: Deployment d: unknown phase "purposely-wrong": the manifest declares deploy`, problems[0].Error())
 	}
-	require.NoError(t, ValidatePackage(t.Context(), fsys, Options{Component: "frontend"}, WithoutConfig))
+	require.NoError(t, validateErr(ValidatePackage(t.Context(), fsys, Options{Component: "frontend"}, WithoutConfig)))
 
 	// Images not locked: found by the package check, not again by each case.
 	fsys["components/frontend/manifest.yaml"] = &fstest.MapFile{Data: []byte(strings.NewReplacer("NAME", "frontend", "  phases: [{name: deploy}]\n", "  phases: [{name: deploy}]\n  images: [{name: app, image: 'quay.io/x/app:1'}]\n").Replace(requiredImage))}
-	err := ValidatePackage(t.Context(), fsys, Options{Component: "frontend"}, WithoutConfig)
+	err := validateErr(ValidatePackage(t.Context(), fsys, Options{Component: "frontend"}, WithoutConfig))
 	require.Error(t, err)
 	var problems Errors
 	require.True(t, errors.As(err, &problems))
 	require.Len(t, problems, 1, "%v", err)
 	assert.ErrorIs(t, err, ErrImagesNotLocked)
 }
+
+// validateErr is the error of a ValidatePackage.
+func validateErr(_ *Validation, err error) error { return err }

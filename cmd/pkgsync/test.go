@@ -77,7 +77,7 @@ no test section, and a package without cases says so.`,
 			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			failed, total := 0, 0
 			for _, tests := range all {
-				for _, s := range tests.Skipped {
+				for _, s := range tests.Notes {
 					fmt.Fprintln(stderr, prefixed(tests.Component, s))
 				}
 				for _, tc := range tests.Cases {

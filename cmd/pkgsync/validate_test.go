@@ -54,14 +54,15 @@ spec:
 	code := run([]string{"validate", dir}, &stdout, &stderr)
 	assert.Equal(t, 1, code, "stderr: %s", stderr.String())
 	for _, want := range []string{
-		"deploy/typo.yaml:1 (document 1): kind: Deploymnet is not a kind of apps/v1; did you mean Deployment?",
+		"deploy/typo.yaml:1 (document 1): kind: Deploymnet typo: Deploymnet is not a kind of apps/v1; did you mean Deployment?",
 		"deploy/app.yaml:1 (document 1): spec.replica: Deployment Also_Bad/Bad_Name: unknown field",
 		"deploy/app.yaml:1 (document 1): metadata.name: Deployment Also_Bad/Bad_Name: \"Bad_Name\": a lowercase RFC 1123 subdomain",
 		"deploy/app.yaml:1 (document 1): metadata.namespace: Deployment Also_Bad/Bad_Name: Invalid value: \"Also_Bad\"",
 		"spec.template.spec.containers[0].imagePullPolicy: Deployment Also_Bad/Bad_Name: \"Allways\": must be one of Always, IfNotPresent, Never",
 		"spec.template.spec.containers[0].image: Deployment Also_Bad/Bad_Name: \"registry.k8s.io/pause::3.10\" is not an image reference",
 		"deploy/config.yaml:1 (document 1): data.k: ConfigMap config: must be a string, not 1 (quote it)",
-		"deploy/config.yaml:5 (document 2): data: ConfigMap big: 2097154 bytes in all, over the 1048576 bytes (1 MiB)",
+		"deploy/config.yaml:6 (document 2): data: ConfigMap big: 2097153 bytes in all, over the 1048576 bytes (1 MiB)",
+		"deploy/config.yaml:6 (document 2): ConfigMap big: the object is 2097232 bytes as JSON, over the 1572864 bytes (1.5 MiB)",
 	} {
 		assert.Contains(t, stderr.String(), want)
 	}
@@ -126,7 +127,7 @@ func TestValidateCustomResources(t *testing.T) {
 	}
 
 	stderr.Reset()
-	assert.Equal(t, 2, run([]string{"validate", unknown, "--crds", filepath.Join(crds, "missing.yaml")}, &stdout, &stderr))
+	assert.Equal(t, 1, run([]string{"validate", unknown, "--crds", filepath.Join(crds, "missing.yaml")}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "--crds")
 }
 

@@ -1,0 +1,81 @@
+package render
+
+import (
+	"errors"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pkgsync.dev/pkgsync/render/schema"
+)
+
+// placedObject is an object a render placed in a phase and where it came from, for errors.
+type placedObject struct {
+	obj *unstructured.Unstructured
+	at  Error
+}
+
+// placedObjects collects what a render placed, in every component it renders, so that the
+// objects can be checked against the schemas of every CustomResourceDefinition of the package
+// once the render is done.
+type placedObjects struct {
+	list []placedObject
+}
+
+// add records obj, placed from at in the component whose directory is prefix.
+func (p *placedObjects) add(obj *unstructured.Unstructured, at *Error, prefix string) {
+	e := *at
+	e.File = prefix + e.File
+	p.list = append(p.list, placedObject{obj: obj, at: e})
+}
+
+// objectChecks is what checking a render's objects found.
+type objectChecks struct {
+	problems Errors
+	// checked counts the objects checked against a schema; notChecked names the kinds of
+	// those there was none for.
+	checked    int
+	notChecked []string
+}
+
+// check checks every object placed as the API server would (schema.Checker), with the
+// CustomResourceDefinitions among them and crds.
+func (p *placedObjects) check(crds []*unstructured.Unstructured) objectChecks {
+	all := slices.Clone(crds)
+	for _, po := range p.list {
+		if gvk := po.obj.GroupVersionKind(); gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition" {
+			all = append(all, po.obj)
+		}
+	}
+	checker := schema.New(all...)
+	var out objectChecks
+	for _, po := range p.list {
+		problems, known := checker.Check(po.obj)
+		if !known {
+			kind := po.obj.GetAPIVersion() + " " + po.obj.GetKind()
+			if !slices.Contains(out.notChecked, kind) {
+				out.notChecked = append(out.notChecked, kind)
+			}
+		} else {
+			out.checked++
+		}
+		for _, sp := range problems {
+			out.problems = append(out.problems, objectProblem(po, sp))
+		}
+	}
+	slices.Sort(out.notChecked)
+	return out
+}
+
+// objectProblem is a schema problem of a placed object, where the object came from.
+func objectProblem(po placedObject, sp schema.Problem) *Error {
+	e := po.at
+	e.Field = sp.Field
+	what := describeObject(po.obj)
+	if po.at.Err != nil {
+		// A kustomization's object: at.Err names it.
+		what = po.at.Err.Error()
+	}
+	e.Err = errors.New(what + ": " + sp.Detail)
+	return &e
+}
