@@ -39,7 +39,7 @@ type pkoManifestSpec struct {
 
 // pkoManifestTest is the test section: template test cases and kubeconform settings.
 type pkoManifestTest struct {
-	Template    []pkoTestCase `json:"template,omitempty"`
+	Template    []pkoTestCase   `json:"template,omitempty"`
 	Kubeconform *pkoKubeconform `json:"kubeconform,omitempty"`
 }
 
