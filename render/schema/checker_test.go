@@ -185,3 +185,24 @@ func TestCheckDoesNotChangeTheObject(t *testing.T) {
 		assert.Equal(t, before, obj)
 	}
 }
+
+// structured-merge-diff stops reading a mapping at its first unknown field: every problem is
+// reported all the same, every time.
+func TestCheckReportsEveryProblemOfAMapping(t *testing.T) {
+	t.Parallel()
+	c := New()
+	obj := object(t, `{apiVersion: apps/v1, kind: Deployment, metadata: {name: web}, spec: {replica: 3, replicas: "2", paused: "no", selectr: {}, selector: {matchLabels: {a: b}},
+template: {metadata: {labels: {a: b}}, spec: {containers: [{name: web, image: nginx, imagePullPolice: Always, ports: [{containerPort: 80, hostPorts: 1, protocol: TCP}]}]}}}}`)
+	want := []Problem{
+		{"spec.paused", `must be a boolean, not a string ("no")`},
+		{"spec.replica", "unknown field: apps/v1 Deployment in Kubernetes 1.36 has no such field (check its spelling and indentation)"},
+		{"spec.replicas", `must be a number, not a string ("2")`},
+		{"spec.selectr", "unknown field: apps/v1 Deployment in Kubernetes 1.36 has no such field (check its spelling and indentation)"},
+		{`spec.template.spec.containers[name="web"].imagePullPolice`, "unknown field: apps/v1 Deployment in Kubernetes 1.36 has no such field (check its spelling and indentation)"},
+		{`spec.template.spec.containers[name="web"].ports[containerPort=80,protocol="TCP"].hostPorts`, "unknown field: apps/v1 Deployment in Kubernetes 1.36 has no such field (check its spelling and indentation)"},
+	}
+	for range 5 {
+		problems, _ := c.Check(obj)
+		assert.Equal(t, want, problems)
+	}
+}
