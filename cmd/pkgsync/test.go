@@ -35,8 +35,11 @@ A case without a fixture directory is written; an existing one is compared and n
 a file that differs fails the case with a unified diff, as does a rendered file the fixtures lack
 or a fixture file the render no longer produces. --update rewrites the fixtures of every case.
 In a multi-component package every component's cases run too (fixtures in
-components/NAME/.test-fixtures); --component runs one component's only. A test.kubeconform
-section is reported as skipped. Exits 1 when a case fails.
+components/NAME/.test-fixtures); --component runs one component's only. With a
+test.kubeconform section every case's objects are also checked as "pkgsync validate" checks
+them, offline, against the schemas of the Kubernetes release pkgsync is built with and the
+package's own CRDs (a kubernetesVersion of another release and schemaLocations are noted on
+stderr, not used). Exits 1 when a case fails.
 
 The cases are read from a Package Operator manifest (apiVersion
 manifests.package-operator.run/v1alpha1) only: pkgsync's own manifest (pkgsync.dev/v1alpha1) has
