@@ -18,7 +18,8 @@ func TestConditionMapSameDestinationInAComponent(t *testing.T) {
 		return &fstest.MapFile{Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: " + name + "}\nspec:\n  scopes: [Namespaced]\n  phases: [{name: deploy}]\n" + extra)}
 	}
 	mapped := func(name string) *fstest.MapFile {
-		return &fstest.MapFile{Data: []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + name + "\n  annotations:\n    package-operator.run/phase: deploy\n    package-operator.run/condition-map: Progressing => shop.example.com/Progressing\n")}
+		return &fstest.MapFile{Data: []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + name + "\n  annotations:\n    package-operator.run/phase: deploy\n    package-operator.run/condition-map: Progressing => shop.example.com/Progressing\n" +
+			"spec:\n  selector: {matchLabels: {app: a}}\n  template:\n    metadata: {labels: {app: a}}\n    spec: {containers: [{name: c, image: nginx}]}\n")}
 	}
 	fsys := fstest.MapFS{
 		"manifest.yaml":                     manifest("shop", "  components: {}\n"),

@@ -33,7 +33,7 @@ test:
 
 // deployment is a template of a Deployment in the phase given, with the configured image.
 func deployment(phase string) *fstest.MapFile {
-	return &fstest.MapFile{Data: []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  annotations: {package-operator.run/phase: " + phase + "}\nspec:\n  template:\n    spec:\n      containers: [{name: c, image: '{{ .config.image }}'}]\n")}
+	return &fstest.MapFile{Data: []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  annotations: {package-operator.run/phase: " + phase + "}\nspec:\n  selector: {matchLabels: {app: d}}\n  template:\n    metadata: {labels: {app: d}}\n    spec:\n      containers: [{name: c, image: '{{ .config.image }}'}]\n")}
 }
 
 // Package Operator's "kubectl package validate DIR" checks the package without a configuration

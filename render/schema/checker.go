@@ -87,6 +87,7 @@ func (c *Checker) checkBuiltin(obj *unstructured.Unstructured) []Problem {
 	}
 	problems := c.checkTyped(obj, fmt.Sprintf("%s %s in Kubernetes %s", gvk.GroupVersion(), gvk.Kind, kubernetesVersion))
 	problems = append(problems, checkName(gvk.GroupKind(), obj.GetName())...)
+	problems = append(problems, checkRequired(obj)...)
 	problems = append(problems, checkEnums(obj)...)
 	problems = append(problems, checkImages(obj)...)
 	problems = append(problems, checkData(obj)...)
