@@ -95,7 +95,7 @@ spec:
           containers: [{name: job, image: "busybox@sha256:0000000000000000000000000000000000000000000000000000000000000000"}]
 `,
 		"crd":             widgetCRD,
-		"custom resource": `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w, namespace: team}, spec: {size: 3, color: red}}`,
+		"custom resource": `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w, namespace: team, creationTimestamp: null}, spec: {size: 3, color: red}, status: {}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
