@@ -7,13 +7,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 )
 
 func object(t *testing.T, y string) *unstructured.Unstructured {
 	t.Helper()
+	js, err := yaml.YAMLToJSON([]byte(y))
+	require.NoError(t, err)
+	// Integers as int64, as render decodes objects.
 	var m map[string]any
-	require.NoError(t, yaml.Unmarshal([]byte(y), &m))
+	require.NoError(t, utiljson.Unmarshal(js, &m))
 	return &unstructured.Unstructured{Object: m}
 }
 
@@ -39,6 +43,8 @@ spec:
             properties:
               size: {type: integer, minimum: 1}
               color: {type: string, enum: [red, blue]}
+            x-kubernetes-validations:
+            - {rule: "self.size <= 10", message: "size is at most 10"}
 `
 
 const deployment = `
@@ -155,6 +161,7 @@ template: {metadata: {labels: {a: b}}, spec: {containers: [` + container + `]}}}
 		{"custom resource unknown field", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {size: 1, colour: red}}`, "spec.colour", "unknown field"},
 		{"custom resource enum", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {size: 1, color: green}}`, "spec.color", "supported values"},
 		{"custom resource required", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {}}`, "spec.size", "Required"},
+		{"custom resource rule", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {size: 11}}`, "spec", "size is at most 10"},
 		{"custom resource version", `{apiVersion: example.com/v2, kind: Widget, metadata: {name: w}, spec: {size: 1}}`, "apiVersion", "serves v1"},
 		{"custom resource metadata", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w, lables: {a: b}}, spec: {size: 1}}`, "metadata.lables", "unknown field"},
 		{"crd", `{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, metadata: {name: wrong}, spec: {group: example.com, scope: Namespaced, names: {plural: gadgets, kind: Gadget}, versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]}}`, "metadata.name", "spec.names.plural+\".\"+spec.group"},

@@ -11,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 )
 
 // crdGroupKind is the kind of a CustomResourceDefinition, which client-go's scheme lacks.
@@ -35,6 +37,8 @@ type customKind struct {
 type customVersion struct {
 	structural *structuralschema.Structural
 	validator  apiservervalidation.SchemaValidator
+	// rules evaluates the schema's x-kubernetes-validations; nil when it has none.
+	rules *cel.Validator
 }
 
 // decodeCRD decodes a CustomResourceDefinition strictly and defaults it as the API server
@@ -90,7 +94,10 @@ func newCustomVersion(in *apiextensionsv1.JSONSchemaProps) (*customVersion, erro
 	if err != nil {
 		return nil, fmt.Errorf("build validator: %w", err)
 	}
-	return &customVersion{structural: structural, validator: validator}, nil
+	// The API server's limits bound each rule and all of them (celconfig): a rule that would
+	// run longer there is stopped here too.
+	rules := cel.NewValidator(structural, true, celconfig.PerCallLimit)
+	return &customVersion{structural: structural, validator: validator, rules: rules}, nil
 }
 
 var unknownFieldRE = regexp.MustCompile(`^unknown field "(.*)"$`)
@@ -133,7 +140,7 @@ func (c *Checker) checkCRD(obj *unstructured.Unstructured) []Problem {
 // checkCustomResource checks a custom resource as the API server would: a version the
 // definition serves, no field its schema does not declare (the API server drops them, or
 // refuses the object under strict field validation), and, after the schema's defaults, a
-// valid object. Its metadata is checked with the built-in ObjectMeta schema, its name as a
+// valid object, its x-kubernetes-validations rules too. Its metadata is checked with the built-in ObjectMeta schema, its name as a
 // DNS-1123 subdomain.
 func (c *Checker) checkCustomResource(obj *unstructured.Unstructured, k *customKind) []Problem {
 	gvk := obj.GroupVersionKind()
@@ -167,6 +174,11 @@ func (c *Checker) checkCustomResource(obj *unstructured.Unstructured, k *customK
 	}
 	structuraldefaulting.Default(u, v.structural)
 	errs := apiservervalidation.ValidateCustomResource(nil, u, v.validator)
+	if v.rules != nil {
+		// No old object: transition rules (oldSelf) are not evaluated, as on create.
+		ruleErrs, _ := v.rules.Validate(context.Background(), nil, v.structural, u, nil, celconfig.RuntimeCELCostBudget)
+		errs = append(errs, ruleErrs...)
+	}
 	return append(problems, sortedProblems(fieldProblems(errs))...)
 }
 
