@@ -38,7 +38,7 @@ func (p Problem) String() string {
 // beyond the schema (k8s.io/kubernetes/pkg/apis/*/validation) is not importable as a library
 // (k8s.io/kubernetes is not meant to be a dependency: its go.mod replaces every staging
 // module). That part is covered by apimachinery's name, label and annotation validation and by
-// the short tables of enums.go, names.go and sizes.go.
+// the short tables of enums.go, names.go, required.go and sizes.go.
 type Checker struct {
 	typed managedfields.TypeConverter
 	crds  map[schema.GroupKind]*customKind
