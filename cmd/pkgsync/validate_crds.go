@@ -67,7 +67,7 @@ func readCRDFile(file string) ([]*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
+		return nil, errors.New("not a regular file")
 	}
 	if info.Size() > maxCRDFileBytes {
 		return nil, fmt.Errorf("%d bytes, over the %d read", info.Size(), maxCRDFileBytes)
@@ -76,9 +76,11 @@ func readCRDFile(file string) ([]*unstructured.Unstructured, error) {
 	var crds []*unstructured.Unstructured
 	for {
 		var raw json.RawMessage
-		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
 			return crds, nil
-		} else if err != nil {
+		}
+		if err != nil {
 			return nil, err
 		}
 		// apimachinery's json keeps integers as int64, as the API machinery expects.
