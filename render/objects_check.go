@@ -32,9 +32,7 @@ func (p *placedObjects) add(obj *unstructured.Unstructured, at *Error, prefix st
 // objectChecks is what checking a render's objects found.
 type objectChecks struct {
 	problems Errors
-	// checked counts the objects checked against a schema; notChecked names the kinds of
-	// those there was none for.
-	checked    int
+	// notChecked names the kinds of the objects there was no schema for.
 	notChecked []string
 }
 
@@ -51,13 +49,8 @@ func (p *placedObjects) check(crds []*unstructured.Unstructured) objectChecks {
 	var out objectChecks
 	for _, po := range p.list {
 		problems, known := checker.Check(po.obj)
-		if !known {
-			kind := po.obj.GetAPIVersion() + " " + po.obj.GetKind()
-			if !slices.Contains(out.notChecked, kind) {
-				out.notChecked = append(out.notChecked, kind)
-			}
-		} else {
-			out.checked++
+		if kind := po.obj.GetAPIVersion() + " " + po.obj.GetKind(); !known && !slices.Contains(out.notChecked, kind) {
+			out.notChecked = append(out.notChecked, kind)
 		}
 		for _, sp := range problems {
 			out.problems = append(out.problems, objectProblem(po, sp))

@@ -96,3 +96,37 @@ func TestValidatePackageComponentsAndRepeats(t *testing.T) {
 
 // validateErr is the error of a ValidatePackage.
 func validateErr(_ *Validation, err error) error { return err }
+
+// Every object rendered is checked as the API server would, its problems where render found
+// the object: a component's file, a kustomization; kinds without a schema are named, not
+// failed. A build (ValidateStructure) checks them too.
+func TestValidatePackageChecksObjects(t *testing.T) {
+	t.Parallel()
+	const phase = "annotations: {package-operator.run/phase: deploy}"
+	manifest := func(name, extra string) *fstest.MapFile {
+		return &fstest.MapFile{Data: []byte("apiVersion: manifests.package-operator.run/v1alpha1\nkind: PackageManifest\nmetadata: {name: " + name + "}\nspec:\n  scopes: [Namespaced]\n  phases: [{name: deploy}]\n" + extra)}
+	}
+	fsys := fstest.MapFS{
+		"manifest.yaml":                             manifest("shop", "  components: {}\n"),
+		"widget.yaml":                               {Data: []byte("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, " + phase + "}\n")},
+		"components/backend/manifest.yaml":          manifest("backend", ""),
+		"components/backend/cm.yaml":                {Data: []byte("# a comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, " + phase + "}\ndata: {k: 1}\n")},
+		"components/backend/svc/kustomization.yaml": {Data: []byte("resources: [svc.yaml]\n")},
+		"components/backend/svc/svc.yaml":           {Data: []byte("apiVersion: v1\nkind: Service\nmetadata: {name: s, " + phase + "}\nspec: {type: Loadbalancer}\n")},
+	}
+	v, err := ValidatePackage(t.Context(), fsys, Options{}, WithoutConfig)
+	require.Error(t, err)
+	assert.Equal(t, []string{"example.com/v1 Widget"}, v.NotChecked)
+	var problems Errors
+	require.True(t, errors.As(err, &problems))
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.Error())
+	}
+	want := []string{
+		"components/backend/cm.yaml:3 (document 2): data.k: ConfigMap c: must be a string, not 1 (quote it)",
+		`components/backend/svc/kustomization.yaml: spec.type: object Service s: "Loadbalancer": must be one of ClusterIP, ExternalName, LoadBalancer, NodePort; did you mean LoadBalancer?`,
+	}
+	assert.Equal(t, want, got)
+	assert.Equal(t, Errors{problems[0], problems[1]}.Error(), ValidateStructure(t.Context(), fsys, Options{}).Error())
+}
