@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,16 +38,22 @@ var nameRules = map[schema.GroupKind]apimachineryvalidation.ValidateNameFunc{
 	// label, starting with a letter, before.
 	{Kind: "Service"}:                                                 apimachineryvalidation.NameIsDNSLabel,
 	{Group: "apps", Kind: "StatefulSet"}:                              apimachineryvalidation.NameIsDNSLabel,
-	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:                path.ValidatePathSegmentName,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:         path.ValidatePathSegmentName,
-	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:         path.ValidatePathSegmentName,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:  path.ValidatePathSegmentName,
-	{Group: "networking.k8s.io", Kind: "IPAddress"}:                   path.ValidatePathSegmentName,
-	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: path.ValidatePathSegmentName,
-	{Group: "certificates.k8s.io", Kind: "ClusterTrustBundle"}:        path.ValidatePathSegmentName,
-	{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}:      path.ValidatePathSegmentName,
-	{Group: "coordination.k8s.io", Kind: "LeaseCandidate"}:            path.ValidatePathSegmentName,
-	{Group: "scheduling.k8s.io", Kind: "Workload"}:                    path.ValidatePathSegmentName,
+	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:                pathSegmentName,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:         pathSegmentName,
+	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:         pathSegmentName,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:  pathSegmentName,
+	{Group: "networking.k8s.io", Kind: "IPAddress"}:                   pathSegmentName,
+	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: pathSegmentName,
+	{Group: "certificates.k8s.io", Kind: "ClusterTrustBundle"}:        pathSegmentName,
+	{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}:      pathSegmentName,
+	{Group: "coordination.k8s.io", Kind: "LeaseCandidate"}:            pathSegmentName,
+	{Group: "scheduling.k8s.io", Kind: "Workload"}:                    pathSegmentName,
+}
+
+// pathSegmentName is the rule every name meets: one that can be a segment of a URL path (RBAC's
+// ValidateRBACName).
+func pathSegmentName(name string, _ bool) []string {
+	return content.IsPathSegmentName(name)
 }
 
 // checkName checks metadata.name by the rule of its kind.

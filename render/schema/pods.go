@@ -48,10 +48,9 @@ func eachContainer(obj *unstructured.Unstructured, fn func(field string, c map[s
 func checkImages(obj *unstructured.Unstructured) []Problem {
 	var problems []Problem
 	eachContainer(obj, func(field string, c map[string]any) {
-		switch n, _ := c["name"].(string); {
-		case n == "":
+		if n, _ := c["name"].(string); n == "" {
 			problems = append(problems, Problem{Field: field + ".name", Detail: "required: every container needs a name"})
-		default:
+		} else {
 			for _, msg := range validation.IsDNS1123Label(n) {
 				problems = append(problems, Problem{Field: field + ".name", Detail: fmt.Sprintf("%q: %s", n, msg)})
 			}
