@@ -136,7 +136,7 @@ template: {metadata: {labels: {a: b}}, spec: {containers: [` + container + `]}}}
 	}{
 		{"kind typo", `{apiVersion: apps/v1, kind: Deploymnet, metadata: {name: web}}`, "kind", "Deploymnet is not a kind of apps/v1; did you mean Deployment?"},
 		{"unknown version", `{apiVersion: apps/v1beta9, kind: Deployment, metadata: {name: web}}`, "apiVersion", "apps/v1beta9"},
-		{"unknown field", `{apiVersion: apps/v1, kind: Deployment, metadata: {name: web}, spec: {replica: 3}}`, "spec.replica", "unknown field"},
+		{"unknown field", `{apiVersion: apps/v1, kind: Deployment, metadata: {name: web}, spec: {replica: 3}}`, "spec.replica", "unknown field: apps/v1 Deployment in Kubernetes 1.36 has no such field; did you mean replicas?"},
 		{"wrong type", `{apiVersion: apps/v1, kind: Deployment, metadata: {name: web}, spec: {replicas: "3"}}`, "spec.replicas", "must be a number"},
 		{"configmap number", `{apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {k: 1}}`, "data.k", "must be a string, not 1"},
 		{"pull policy", podTemplate(`{name: a, image: nginx, imagePullPolicy: Allways}`), "spec.template.spec.containers[0].imagePullPolicy", `"Allways": must be one of Always, IfNotPresent, Never`},
@@ -163,7 +163,7 @@ template: {metadata: {labels: {a: b}}, spec: {containers: [` + container + `]}}}
 		{"custom resource required", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {}}`, "spec.size", "Required"},
 		{"custom resource rule", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {size: 11}}`, "spec", "size is at most 10"},
 		{"custom resource version", `{apiVersion: example.com/v2, kind: Widget, metadata: {name: w}, spec: {size: 1}}`, "apiVersion", "serves v1"},
-		{"custom resource metadata", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w, lables: {a: b}}, spec: {size: 1}}`, "metadata.lables", "unknown field"},
+		{"custom resource metadata", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w, lables: {a: b}}, spec: {size: 1}}`, "metadata.lables", "did you mean labels?"},
 		{"crd", `{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, metadata: {name: wrong}, spec: {group: example.com, scope: Namespaced, names: {plural: gadgets, kind: Gadget}, versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]}}`, "metadata.name", "spec.names.plural+\".\"+spec.group"},
 		{"crd unknown field", `{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, metadata: {name: gadgets.example.com}, spec: {group: example.com, scope: Namespaced, nmes: {}}}`, "spec.nmes", "unknown field"},
 	} {
@@ -207,11 +207,11 @@ func TestCheckReportsEveryProblemOfAMapping(t *testing.T) {
 template: {metadata: {labels: {a: b}}, spec: {containers: [{name: web, image: nginx, imagePullPolice: Always, ports: [{containerPort: 80, hostPorts: 1, protocol: TCP}]}]}}}}`)
 	want := []Problem{
 		{"spec.paused", `must be a boolean, not a string ("no")`},
-		{"spec.replica", "unknown field: apps/v1 Deployment in Kubernetes 1.36 has no such field (check its spelling and indentation)"},
+		{"spec.replica", "unknown field: apps/v1 Deployment in Kubernetes 1.36 has no such field; did you mean replicas?"},
 		{"spec.replicas", `must be a number, not a string ("2")`},
-		{"spec.selectr", "unknown field: apps/v1 Deployment in Kubernetes 1.36 has no such field (check its spelling and indentation)"},
-		{`spec.template.spec.containers[name="web"].imagePullPolice`, "unknown field: apps/v1 Deployment in Kubernetes 1.36 has no such field (check its spelling and indentation)"},
-		{`spec.template.spec.containers[name="web"].ports[containerPort=80,protocol="TCP"].hostPorts`, "unknown field: apps/v1 Deployment in Kubernetes 1.36 has no such field (check its spelling and indentation)"},
+		{"spec.selectr", "unknown field: apps/v1 Deployment in Kubernetes 1.36 has no such field; did you mean selector?"},
+		{`spec.template.spec.containers[name="web"].imagePullPolice`, "unknown field: apps/v1 Deployment in Kubernetes 1.36 has no such field; did you mean imagePullPolicy?"},
+		{`spec.template.spec.containers[name="web"].ports[containerPort=80,protocol="TCP"].hostPorts`, "unknown field: apps/v1 Deployment in Kubernetes 1.36 has no such field; did you mean hostPort?"},
 	}
 	for range 5 {
 		problems, _ := c.Check(obj)

@@ -44,6 +44,9 @@ func (c *Checker) checkTyped(obj *unstructured.Unstructured, what string) []Prob
 			p := Problem{Field: strings.TrimPrefix(e.Path, "."), Detail: typedDetail(what, e.ErrorMessage, got)}
 			if e.ErrorMessage == unknownFieldMessage {
 				unknown = append(unknown, e.Path)
+				if s := c.suggestField(obj, e.Path); s != "" {
+					p.Detail = fmt.Sprintf("unknown field: %s has no such field; did you mean %s?", what, s)
+				}
 				problems = append(problems, p)
 				continue
 			}
