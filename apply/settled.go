@@ -26,9 +26,9 @@ import (
 //     write.
 //
 // A pass whose desired states are all the settled ones (the owner's interval) reads every
-// object as before, and settles again. Objects with a status are settled without a
-// resourceVersion: their controllers write them (a Deployment's status changes with every
-// rollout step), so the precondition would fail and cost a request.
+// object as before, and settles again. Objects with a status (but Namespaces) are settled
+// without a resourceVersion: their controllers write them (a Deployment's status changes with
+// every rollout step), so the precondition would fail and cost a request.
 
 // settledObject is what the last complete pass found of one object.
 type settledObject struct {
@@ -41,10 +41,21 @@ type settledObject struct {
 // object as the API server answered.
 func settledOf(desired, live *unstructured.Unstructured) settledObject {
 	s := settledObject{hash: desired.GetAnnotations()[DesiredHashAnnotation]}
-	if _, hasStatus := live.Object["status"]; !hasStatus {
+	if !othersWrite(live) {
 		s.resourceVersion = live.GetResourceVersion()
 	}
 	return s
+}
+
+// othersWrite reports whether someone besides its appliers writes to an object: it has a
+// status, which a controller keeps. A Namespace's status is the API server's own, set when it
+// is created and changed only when it is deleted.
+func othersWrite(live *unstructured.Unstructured) bool {
+	if _, hasStatus := live.Object["status"]; !hasStatus {
+		return false
+	}
+	gvk := live.GroupVersionKind()
+	return gvk.Group != "" || gvk.Kind != "Namespace"
 }
 
 // settle remembers what a pass that completed every phase found of each object.
