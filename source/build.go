@@ -196,11 +196,20 @@ func packageName(fsys fs.FS) (string, error) {
 	return m.Name, nil
 }
 
+// CheckLayerSize packs fsys (a package as LoadDir read it) as Build does and returns the error
+// Build would return for the compressed size of its layer: a *LimitError naming the files that
+// add most, or nil. LoadDir bounds everything else; together they are every limit of a build,
+// for commands that check a package without building it.
+func CheckLayerSize(fsys fs.FS, limits Limits) error {
+	_, err := packLayer(fsys, limits.withDefaults())
+	return err
+}
+
 // packLayer writes the package, as LoadDir read it, as a reproducible tar+gzip layer: entries
 // in lexical order, fixed modes, owner and timestamps, and a gzip header without name or time.
 // The standard library does the encoding; the normalisation is what no library offers for a
 // directory. LoadDir checked the entries and bounded the paths, their number and the bytes; only
-// the compressed size is left to bound here.
+// the compressed size is left to bound here, the error naming the files that add most.
 func packLayer(fsys fs.FS, limits Limits) ([]byte, error) {
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
@@ -208,6 +217,7 @@ func packLayer(fsys fs.FS, limits Limits) ([]byte, error) {
 		return nil, err
 	}
 	tw := tar.NewWriter(zw)
+	var files []FileSize
 	// fs.WalkDir visits entries in lexical order, which makes the order reproducible.
 	err = fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || name == "." {
@@ -226,7 +236,11 @@ func packLayer(fsys fs.FS, limits Limits) ([]byte, error) {
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
 		}
+		// Not flushed, which would change the bytes: the growth of the output is the file's
+		// share, give or take a gzip block.
+		before := buf.Len()
 		_, err = tw.Write(data)
+		files = append(files, FileSize{Path: name, Size: int64(len(data)), Compressed: int64(buf.Len() - before)})
 		return err
 	})
 	if err != nil {
@@ -239,7 +253,8 @@ func packLayer(fsys fs.FS, limits Limits) ([]byte, error) {
 		return nil, err
 	}
 	if int64(buf.Len()) > limits.MaxCompressedBytes {
-		return nil, fmt.Errorf("%w: the layer is %d bytes compressed, over %d", ErrLimit, buf.Len(), limits.MaxCompressedBytes)
+		return nil, &LimitError{Limit: LimitCompressedBytes, Max: limits.MaxCompressedBytes, Got: int64(buf.Len()),
+			Files: largest(files, func(f FileSize) int64 { return f.Compressed })}
 	}
 	return buf.Bytes(), nil
 }

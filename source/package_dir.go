@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 	"testing/fstest"
 )
@@ -36,54 +37,112 @@ func LoadDir(dir string, limits Limits) (fs.FS, error) {
 
 // LoadFS reads fsys into memory by LoadDir's rules. Given an os.Root's FS, nothing outside the
 // root is read; given os.DirFS, a link swapped in while the tree is read is followed.
+//
+// Every entry is looked at, so that every problem is reported at once (in DirErrors when there
+// are several): each entry that is not a regular file, each path too long, and one *LimitError
+// per bound of the whole package, naming the files that count most. Past the byte bound files
+// are measured, not read, so memory stays bounded.
 func LoadFS(fsys fs.FS, limits Limits) (fs.FS, error) {
-	limits = limits.withDefaults()
-	out := fstest.MapFS{}
-	var entries int
-	var size int64
+	l := &dirLoader{fsys: fsys, limits: limits.withDefaults(), out: fstest.MapFS{}, dirs: dirEntries{}}
 	// fs.WalkDir lists entries without following links (lstat), so a link is seen as one.
-	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if name == "." {
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if len(name) > limits.MaxPathLength {
-			return fmt.Errorf("%w: path %s is longer than %d bytes", ErrLimit, name, limits.MaxPathLength)
-		}
-		if entries++; entries > limits.MaxFiles {
-			return fmt.Errorf("%w: more than %d files", ErrLimit, limits.MaxFiles)
-		}
-		switch mode := d.Type(); {
-		case d.IsDir():
-			out[name] = &fstest.MapFile{Mode: dirMode}
-			return nil
-		case !mode.IsRegular():
-			return &NotRegularError{Path: name, Mode: mode}
-		}
-		data, err := readRegular(fsys, name, limits.MaxUncompressedBytes-size)
-		if errors.Is(err, ErrLimit) {
-			return fmt.Errorf("%w: the package is larger than %d bytes", ErrLimit, limits.MaxUncompressedBytes)
-		}
-		if err != nil {
-			return err
-		}
-		size += int64(len(data))
-		out[name] = &fstest.MapFile{Data: data, Mode: fileMode}
-		return nil
-	})
-	if err != nil {
+	if err := fs.WalkDir(fsys, ".", l.visit); err != nil {
 		return nil, err
 	}
-	return out, nil
+	if l.entries > int64(l.limits.MaxFiles) {
+		l.errs = append(l.errs, &LimitError{Limit: LimitFiles, Max: int64(l.limits.MaxFiles), Got: l.entries, Files: l.dirs.files()})
+	}
+	if l.size > l.limits.MaxUncompressedBytes {
+		l.errs = append(l.errs, &LimitError{Limit: LimitUncompressedBytes, Max: l.limits.MaxUncompressedBytes, Got: l.size,
+			Files: largest(l.files, func(f FileSize) int64 { return f.Size })})
+	}
+	switch len(l.errs) {
+	case 0:
+		return l.out, nil
+	case 1:
+		return nil, l.errs[0]
+	}
+	return nil, l.errs
 }
+
+// dirLoader is one LoadFS: what it read, counted and found wrong so far.
+type dirLoader struct {
+	fsys    fs.FS
+	limits  Limits
+	out     fstest.MapFS
+	entries int64
+	size    int64
+	dirs    dirEntries
+	files   []FileSize
+	errs    DirErrors
+}
+
+func (l *dirLoader) visit(name string, d fs.DirEntry, err error) error {
+	if err != nil || name == "." {
+		return err
+	}
+	if strings.HasPrefix(d.Name(), ".") {
+		if d.IsDir() {
+			return fs.SkipDir
+		}
+		return nil
+	}
+	// A path is named once, not again for every entry under it.
+	if len(name) > l.limits.MaxPathLength && len(path.Dir(name)) <= l.limits.MaxPathLength {
+		l.errs = append(l.errs, &LimitError{Limit: LimitPathLength, Max: int64(l.limits.MaxPathLength), Got: int64(len(name)), Files: []FileSize{{Path: name}}})
+	}
+	l.entries++
+	l.dirs.add(name)
+	switch mode := d.Type(); {
+	case d.IsDir():
+		l.out[name] = &fstest.MapFile{Mode: dirMode}
+		return nil
+	case !mode.IsRegular():
+		l.errs = append(l.errs, &NotRegularError{Path: name, Mode: mode})
+		return nil
+	}
+	if l.entries > int64(l.limits.MaxFiles) || l.size > l.limits.MaxUncompressedBytes {
+		// Over a bound already: measured for the error, not read.
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		l.count(name, info.Size())
+		return nil
+	}
+	data, err := readRegular(l.fsys, name, l.limits.MaxUncompressedBytes-l.size)
+	var tooLarge *tooLargeError
+	if errors.As(err, &tooLarge) {
+		l.count(name, tooLarge.size)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	l.count(name, int64(len(data)))
+	l.out[name] = &fstest.MapFile{Data: data, Mode: fileMode}
+	return nil
+}
+
+// count adds a file's size to the package's.
+func (l *dirLoader) count(name string, size int64) {
+	l.size += size
+	l.files = append(l.files, FileSize{Path: name, Size: size})
+}
+
+// DirErrors are the problems of one package directory, in the order they were found.
+type DirErrors []error
+
+func (e DirErrors) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problems:", len(e))
+	for _, err := range e {
+		b.WriteString("\n  ")
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+func (e DirErrors) Unwrap() []error { return e }
 
 // NotRegularError is an entry of a package directory that is neither a directory nor a regular
 // file: a symbolic link, a device, a FIFO, a socket. One type, so that every command that reads a
@@ -102,7 +161,13 @@ func (e *NotRegularError) Error() string {
 	return fmt.Sprintf("%s is not a regular file (%s)", e.Path, e.Mode)
 }
 
-// readRegular reads the file name, at most left bytes (ErrLimit past that). The type is checked
+// tooLargeError is a file larger than the bytes left, with the size seen so far.
+type tooLargeError struct{ size int64 }
+
+func (e *tooLargeError) Error() string { return fmt.Sprintf("%d bytes, over the bytes left", e.size) }
+func (e *tooLargeError) Unwrap() error { return ErrLimit }
+
+// readRegular reads the file name, at most left bytes (a *tooLargeError past that). The type is checked
 // again on the open file, since the listing may be stale: what is read is a regular file.
 func readRegular(fsys fs.FS, name string, left int64) ([]byte, error) {
 	f, err := fsys.Open(name)
@@ -118,7 +183,7 @@ func readRegular(fsys fs.FS, name string, left int64) ([]byte, error) {
 		return nil, &NotRegularError{Path: name, Mode: info.Mode().Type()}
 	}
 	if info.Size() > left {
-		return nil, ErrLimit
+		return nil, &tooLargeError{size: info.Size()}
 	}
 	// Bounded again while reading: the file may grow after Stat.
 	data, err := io.ReadAll(io.LimitReader(f, left+1))
@@ -126,7 +191,7 @@ func readRegular(fsys fs.FS, name string, left int64) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	if int64(len(data)) > left {
-		return nil, ErrLimit
+		return nil, &tooLargeError{size: max(info.Size(), int64(len(data)))}
 	}
 	return data, nil
 }
