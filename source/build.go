@@ -200,9 +200,41 @@ func packageName(fsys fs.FS) (string, error) {
 // Build would return for the compressed size of its layer: a *LimitError naming the files that
 // add most, or nil. LoadDir bounds everything else; together they are every limit of a build,
 // for commands that check a package without building it.
+//
+// A package that cannot reach the limit, whatever gzip makes of it, is not packed: most are a
+// few KiB, and every command that reads a directory checks it.
 func CheckLayerSize(fsys fs.FS, limits Limits) error {
-	_, err := packLayer(fsys, limits.withDefaults())
+	limits = limits.withDefaults()
+	bound, err := layerBound(fsys)
+	if err != nil {
+		return err
+	}
+	if bound <= limits.MaxCompressedBytes {
+		return nil
+	}
+	_, err = packLayer(fsys, limits)
 	return err
+}
+
+// layerBound is more than packLayer can write for fsys: the tar stream's size (a header block,
+// a PAX block and the name for every entry, the data in 512-byte blocks, the end) with an
+// eighth more, beyond what deflate adds to data it cannot compress (a 9-bit code per byte at
+// worst; stored blocks add 5 bytes in 65535), and 64 KiB for the rest.
+func layerBound(fsys fs.FS) (int64, error) {
+	const block = 512
+	size := int64(2 * block)
+	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || name == "." {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		size += 3*block + int64(len(name)) + (info.Size()+block-1)/block*block
+		return nil
+	})
+	return size + size/8 + 64<<10, err
 }
 
 // packLayer writes the package, as LoadDir read it, as a reproducible tar+gzip layer: entries

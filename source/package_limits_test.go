@@ -89,3 +89,21 @@ func TestLoadDirReportsEveryLimit(t *testing.T) {
 	assert.ErrorContains(t, byLimit[LimitUncompressedBytes], "big.yaml (300 bytes)")
 	assert.ErrorContains(t, byLimit[LimitUncompressedBytes], "the package is larger than 200 bytes")
 }
+
+// TestLayerBound: the bound that lets CheckLayerSize skip packing is above what packing writes,
+// for data gzip cannot compress.
+func TestLayerBound(t *testing.T) {
+	t.Parallel()
+	dir := testenv.PackageDir(t)
+	randomFile(t, dir, "a/b.bin", 300<<10)
+	randomFile(t, dir, strings.Repeat("n", 200)+"/c.bin", 1)
+	fsys, err := LoadDir(dir, Limits{})
+	require.NoError(t, err)
+	layer, err := packLayer(fsys, DefaultLimits())
+	require.NoError(t, err)
+	bound, err := layerBound(fsys)
+	require.NoError(t, err)
+	assert.Greater(t, bound, int64(len(layer)))
+	require.Error(t, CheckLayerSize(fsys, Limits{MaxCompressedBytes: int64(len(layer)) - 1}), "packed when the bound is over the limit")
+	require.NoError(t, CheckLayerSize(fsys, Limits{MaxCompressedBytes: int64(len(layer))}))
+}

@@ -49,11 +49,16 @@ func (o *registryOptions) openPackage(ctx context.Context, arg string, stderr io
 }
 
 // readPackageDir reads a package directory for every command but build (which does the same
-// inside source.Build): by build's rules and limits, with build's messages, so that what a
-// command renders is what a build would pack, and a symbolic link in a directory cloned from
-// someone else's repository cannot make it read the operator's own files.
+// inside source.Build): by build's rules and every one of its limits, the compressed size of the
+// layer included, with build's messages, so that what a command renders is what a build would
+// pack, and a symbolic link in a directory cloned from someone else's repository cannot make it
+// read the operator's own files. Packing to measure costs little next to a render for a package
+// of manifests; it is what tells a stray file before build does.
 func readPackageDir(dir string) (fs.FS, error) {
 	fsys, err := source.LoadDir(dir, source.Limits{})
+	if err == nil {
+		err = source.CheckLayerSize(fsys, source.Limits{})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read package %s: %w", dir, err)
 	}

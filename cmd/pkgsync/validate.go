@@ -61,6 +61,9 @@ func newValidateCmd() *cobra.Command {
 				return exitCodeError{code: 1, err: err}
 			}
 			fsys, opts, err := in.open(cmd.Context(), args[0], cmd.ErrOrStderr())
+			if res, ok := out.packageDirResult(args[0], err); ok {
+				return out.print(cmd, res, "")
+			}
 			if err != nil {
 				return err
 			}
