@@ -44,6 +44,8 @@ type mode struct {
 	warnings *[]Warning
 	// placed, when set, collects every object placed, to be checked against schemas.
 	placed *placedObjects
+	// located, when set, records where the manifest and every object came from (RenderLocated).
+	located *Located
 }
 
 // warn records warnings of the render.
@@ -145,6 +147,7 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 	if manifest == nil {
 		return nil, errs
 	}
+	m.located.manifest(manifest, c.prefix+manifestFile)
 	if cErrs := checkConstraintSpecs(manifestFile, manifest); len(cErrs) > 0 {
 		return nil, append(errs, cErrs...)
 	}
@@ -208,6 +211,7 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 		prefix:   c.prefix,
 		files:    m.testCase,
 		placed:   m.placed,
+		located:  m.located,
 	}
 	r.phaseAnnotation = v1alpha1.PhaseAnnotation
 	if pko {
