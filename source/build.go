@@ -286,7 +286,7 @@ func packLayer(fsys fs.FS, limits Limits) ([]byte, error) {
 	}
 	if int64(buf.Len()) > limits.MaxCompressedBytes {
 		return nil, &LimitError{Limit: LimitCompressedBytes, Max: limits.MaxCompressedBytes, Got: int64(buf.Len()),
-			Files: largest(files, func(f FileSize) int64 { return f.Compressed })}
+			Files: largest(files, limits.MaxCompressedBytes, func(f FileSize) int64 { return f.Compressed })}
 	}
 	return buf.Bytes(), nil
 }

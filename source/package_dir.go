@@ -53,7 +53,7 @@ func LoadFS(fsys fs.FS, limits Limits) (fs.FS, error) {
 	}
 	if l.size > l.limits.MaxUncompressedBytes {
 		l.errs = append(l.errs, &LimitError{Limit: LimitUncompressedBytes, Max: l.limits.MaxUncompressedBytes, Got: l.size,
-			Files: largest(l.files, func(f FileSize) int64 { return f.Size })})
+			Files: largest(l.files, l.limits.MaxUncompressedBytes, func(f FileSize) int64 { return f.Size })})
 	}
 	switch len(l.errs) {
 	case 0:

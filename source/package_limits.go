@@ -76,11 +76,16 @@ func (e *LimitError) Error() string {
 		"or into a dot-directory (dot-files and dot-directories are not packed)", ErrLimit, what, strings.Join(names, ", "))
 }
 
-// largest returns the largest files first, at most largestFiles, by key.
-func largest(files []FileSize, key func(FileSize) int64) []FileSize {
+// largest returns the largest files first by key, at most largestFiles, leaving out those
+// under 1% of limit after the first: they are not what to remove.
+func largest(files []FileSize, limit int64, key func(FileSize) int64) []FileSize {
 	files = slices.Clone(files)
 	slices.SortStableFunc(files, func(a, b FileSize) int { return cmp.Compare(key(b), key(a)) })
-	return files[:min(len(files), largestFiles)]
+	n := min(len(files), largestFiles)
+	for n > 1 && key(files[n-1]) < limit/100 {
+		n--
+	}
+	return files[:n]
 }
 
 // dirEntries counts the entries of each directory, for a LimitFiles error.
@@ -105,5 +110,5 @@ func (d dirEntries) files() []FileSize {
 		}
 	}
 	slices.SortFunc(out, func(a, b FileSize) int { return cmp.Compare(a.Path, b.Path) })
-	return largest(out, func(f FileSize) int64 { return f.Size })
+	return largest(out, 0, func(f FileSize) int64 { return f.Size })
 }

@@ -41,9 +41,10 @@ read), 2 for a wrong command line.`
 
 func newValidateCmd() *cobra.Command {
 	var (
-		in   renderInputs
-		out  validateOutput
-		crds []string
+		in      renderInputs
+		out     validateOutput
+		install installScope
+		crds    []string
 	)
 	cmd := &cobra.Command{
 		Use:   "validate DIR|REF",
@@ -59,6 +60,10 @@ func newValidateCmd() *cobra.Command {
 			extra, err := readCRDs(crds)
 			if err != nil {
 				return exitCodeError{code: 1, err: err}
+			}
+			scope, err := install.resolve(in.namespace)
+			if err != nil {
+				return err
 			}
 			fsys, opts, err := in.open(cmd.Context(), args[0], cmd.ErrOrStderr())
 			if res, ok := out.packageDirResult(args[0], err); ok {
@@ -83,6 +88,11 @@ func newValidateCmd() *cobra.Command {
 			if err != nil && !errors.As(err, &problems) {
 				return exitCodeError{code: 1, err: fmt.Errorf("validate %s: %w", args[0], err)}
 			}
+			scopeProblems, scopeErr := installProblems(ctx, fsys, opts, cfg, scope)
+			if scopeErr != nil {
+				return exitCodeError{code: 1, err: fmt.Errorf("validate %s: %w", args[0], scopeErr)}
+			}
+			problems = append(problems, scopeProblems...)
 			res := out.newValidateResult(args[0], problems, render.ConfigWarnings(fsys, opts))
 			return out.print(cmd, res, lockHint(err, args[0]))
 		},
@@ -90,6 +100,7 @@ func newValidateCmd() *cobra.Command {
 	in.ApplyFlags(cmd.Flags())
 	out.ApplyFlags(cmd.Flags())
 	cmd.Flags().StringArrayVar(&crds, "crds", nil, "file or directory of CustomResourceDefinitions (YAML or JSON, lists too) to check custom resources against, besides the package's own (repeatable)")
+	install.ApplyFlags(cmd.Flags())
 	return cmd
 }
 

@@ -17,9 +17,9 @@ func (o *validateOutput) packageDirResult(pkg string, err error) (res *validateR
 		var limit *source.LimitError
 		switch {
 		case errors.As(e, &notRegular):
-			problems = append(problems, validateProblem{File: notRegular.Path, Message: e.Error()})
+			problems = append(problems, validateProblem{File: notRegular.Path, Message: notRegular.Error()})
 		case errors.As(e, &limit):
-			p := validateProblem{Message: e.Error()}
+			p := validateProblem{Message: limit.Error()}
 			if len(limit.Files) > 0 && limit.Limit != source.LimitFiles {
 				p.File = limit.Files[0].Path
 			}
