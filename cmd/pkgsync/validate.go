@@ -27,6 +27,15 @@ container images as references; custom resources against the CustomResourceDefin
 package ships or --crds gives. Objects of other kinds are not checked: their kinds are listed
 on stderr, and do not fail the validation.
 
+A directory is read as build reads it, and every limit build applies is checked (32 MiB
+compressed, 128 MiB of files, 10000 entries, 1024-byte paths; no symbolic links): each problem
+names its file, and for a size the largest files.
+
+With -n NAMESPACE the package is checked as a Package in that namespace installs it: the
+manifest's spec.scopes must allow Namespaced, and on the management cluster (not the hosted
+cluster) every object must be namespaced and in NAMESPACE, as the controller confines it unless
+started with --allow-cross-namespace. --scope Cluster checks spec.scopes as a ClusterPackage's.
+
 A configuration key the package's schema does not declare is dropped, as the API server drops
 an unknown field of a custom resource, and reported as a warning naming the nearest declared
 name; --strict makes warnings fail the validation, as kubectl's --validate=strict does.
