@@ -106,7 +106,8 @@ may rely on that shape.
 
 A configuration key the package's schema does not declare is dropped, as the API server drops
 an unknown field of a custom resource, with a warning on stderr naming the nearest declared
-name ("pkgsync validate --strict" fails on it).`,
+name ("pkgsync validate --strict" fails on it). With -n NAMESPACE, what the controller would
+refuse of a Package in that namespace (see "pkgsync validate -n") is a warning on stderr too.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "yaml" && output != "json" {
@@ -123,6 +124,9 @@ name ("pkgsync validate --strict" fails on it).`,
 				return fmt.Errorf("render %s: %w", args[0], err)
 			}
 			printWarnings(cmd, res.Warnings)
+			if err := warnInstallScope(cmd.Context(), cmd.ErrOrStderr(), fsys, opts); err != nil {
+				return fmt.Errorf("render %s: %w", args[0], err)
+			}
 			if output == "json" {
 				return res.WriteJSON(cmd.OutOrStdout())
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 
 	"github.com/spf13/pflag"
@@ -155,4 +156,24 @@ func packageCRDScopes(res *render.Result) map[schema.GroupKind]bool {
 		}
 	}
 	return scopes
+}
+
+// warnInstallScope writes, for render -n, what the controller would refuse of a Package in that
+// namespace as warnings: render's output may go to kubectl rather than to a Package, so they do
+// not fail it. Nothing without -n.
+func warnInstallScope(ctx context.Context, stderr io.Writer, fsys fs.FS, opts render.Options) error {
+	if opts.Namespace == "" {
+		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	problems, err := installProblems(ctx, fsys, opts, render.WithConfig, v1alpha1.ScopeNamespaced)
+	if err != nil {
+		return fmt.Errorf("check the objects against namespace %s: %w", opts.Namespace, err)
+	}
+	for _, p := range problems {
+		fmt.Fprintln(stderr, "Warning:", p)
+	}
+	return nil
 }

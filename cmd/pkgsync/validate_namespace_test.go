@@ -108,3 +108,21 @@ func TestValidateScope(t *testing.T) {
 		assert.Equal(t, 2, exitCode(err), "%v", args)
 	}
 }
+
+// render -n warns of what the controller would refuse of a Package in that namespace, and
+// renders all the same: its output may go to kubectl.
+func TestRenderWarnsOfNamespaceConfinement(t *testing.T) {
+	t.Parallel()
+	dir := namespacePackage(t, "[Namespaced]", map[string]string{
+		"deploy/rbac.yaml": object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "reader", "deploy"),
+	})
+	out, stderr, err := runCLI(t, "render", dir, "-n", "team")
+	require.NoError(t, err)
+	assert.Contains(t, out, "kind: ClusterRole")
+	assert.Equal(t, "Warning: deploy/rbac.yaml:1 (document 1): kind: ClusterRole reader is cluster-scoped, and a Package in namespace team may only create "+
+		"objects in its own namespace on the management cluster: "+confinementHint+"\n", stderr)
+
+	_, stderr, err = runCLI(t, "render", dir)
+	require.NoError(t, err)
+	assert.Empty(t, stderr, "without -n nothing changes")
+}
