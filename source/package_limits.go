@@ -63,10 +63,10 @@ func (e *LimitError) Error() string {
 	}
 	names := make([]string, 0, len(e.Files))
 	for _, f := range e.Files {
-		switch {
-		case e.Limit == LimitFiles:
+		switch e.Limit {
+		case LimitFiles:
 			names = append(names, fmt.Sprintf("%s (%d)", f.Path, f.Size))
-		case e.Limit == LimitCompressedBytes:
+		case LimitCompressedBytes:
 			names = append(names, fmt.Sprintf("%s (%d bytes, about %d compressed)", f.Path, f.Size, f.Compressed))
 		default:
 			names = append(names, fmt.Sprintf("%s (%d bytes)", f.Path, f.Size))
