@@ -40,7 +40,7 @@ func (l *Located) Origin(obj *unstructured.Unstructured) *Error {
 // render's, as ValidatePackage reports it; the Located is returned beside it.
 func RenderLocated(ctx context.Context, fsys fs.FS, opts Options, cfg ValidateConfig) (*Located, error) {
 	l := &Located{origins: map[*unstructured.Unstructured]Error{}}
-	m := mode{located: l}
+	m := mode{located: l, placed: &placedObjects{}}
 	if cfg == WithoutConfig {
 		m.allowMissing = true
 	}
@@ -50,6 +50,11 @@ func RenderLocated(ctx context.Context, fsys fs.FS, opts Options, cfg ValidateCo
 		return nil, err
 	}
 	l.Result = res
+	for _, p := range m.placed.list {
+		at := p.at
+		at.Err = nil
+		l.origins[p.obj] = at
+	}
 	return l, err
 }
 
@@ -58,13 +63,5 @@ func RenderLocated(ctx context.Context, fsys fs.FS, opts Options, cfg ValidateCo
 func (l *Located) manifest(m *v1alpha1.PackageManifest, file string) {
 	if l != nil && l.Manifest == nil {
 		l.Manifest, l.ManifestFile = m, file
-	}
-}
-
-// object records where an object placed came from.
-func (l *Located) object(obj *unstructured.Unstructured, at Error) {
-	if l != nil {
-		at.Err = nil
-		l.origins[obj] = at
 	}
 }

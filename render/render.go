@@ -44,7 +44,8 @@ type mode struct {
 	warnings *[]Warning
 	// placed, when set, collects every object placed, to be checked against schemas.
 	placed *placedObjects
-	// located, when set, records where the manifest and every object came from (RenderLocated).
+	// located, when set, records the manifest read first (RenderLocated); placed where the
+	// objects came from.
 	located *Located
 }
 
@@ -211,7 +212,6 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 		prefix:   c.prefix,
 		files:    m.testCase,
 		placed:   m.placed,
-		located:  m.located,
 	}
 	r.phaseAnnotation = v1alpha1.PhaseAnnotation
 	if pko {

@@ -102,10 +102,8 @@ type renderer struct {
 	files bool
 	// placed, when set, collects every object placed (mode.placed).
 	placed *placedObjects
-	// located records where objects came from (RenderLocated); nil for a plain render.
-	located *Located
-	result  Result
-	errs    Errors
+	result Result
+	errs   Errors
 }
 
 func (r *renderer) fail(err error) { r.errs = append(r.errs, err) }
@@ -373,7 +371,6 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 		return false
 	}
 	r.seen[key] = where
-	r.located.object(obj, Error{File: r.prefix + at.File, Document: at.Document, Line: at.Line})
 	for _, m := range mappings {
 		m.Object = len(p.Objects)
 		p.ConditionMappings = append(p.ConditionMappings, m)
