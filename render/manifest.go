@@ -70,7 +70,7 @@ func readManifestFormat(fsys fs.FS) (*v1alpha1.PackageManifest, string, bool, Er
 		// type: a typo is refused by name rather than silently ignored.
 		var pm pkoManifest
 		if err = yaml.UnmarshalStrict(data, &pm); err == nil {
-			m.TypeMeta, m.ObjectMeta, m.Spec = pm.TypeMeta, pm.ObjectMeta, pm.Spec.PackageManifestSpec
+			m.TypeMeta, m.ObjectMeta, m.Spec, m.Test = pm.TypeMeta, pm.ObjectMeta, pm.Spec.PackageManifestSpec, pm.Test
 			pkoErrs = checkPKOManifest(name, &pm)
 		}
 		for i := range m.Spec.Phases {
@@ -191,7 +191,7 @@ func checkManifest(file string, m *v1alpha1.PackageManifest) Errors {
 			}
 		}
 	}
-	return errs
+	return append(errs, checkTests(file, m)...)
 }
 
 // errUnsupported marks the Package Operator fields pkgsync does not implement.
@@ -232,15 +232,25 @@ func checkPKOManifest(file string, pm *pkoManifest) Errors {
 	if len(pm.Spec.Scopes) == 0 {
 		bad("spec.scopes", fmt.Errorf("required: list where the package may be installed: %s and/or %s", v1alpha1.ScopeNamespaced, v1alpha1.ScopeCluster))
 	}
-	for i, tc := range pm.Test.Template {
+	return errs
+}
+
+// checkTests checks the test section, in both formats: case names (directories in
+// FixturesDir), the kubeconform settings and every case's configuration.
+func checkTests(file string, m *v1alpha1.PackageManifest) Errors {
+	var errs Errors
+	bad := func(field string, err error) {
+		errs = append(errs, &Error{File: file, Field: field, Err: err})
+	}
+	for i, tc := range m.Test.Template {
 		if msgs := validation.IsConfigMapKey(tc.Name); len(msgs) > 0 {
 			bad(fmt.Sprintf("test.template[%d].name", i), fmt.Errorf("%q: a case name is a directory name in %s: %s", tc.Name, FixturesDir, strings.Join(msgs, "; ")))
 		}
 	}
-	if kc := pm.Test.Kubeconform; kc != nil && kc.KubernetesVersion == "" {
+	if kc := m.Test.Kubeconform; kc != nil && kc.KubernetesVersion == "" {
 		bad("test.kubeconform.kubernetesVersion", errors.New("required"))
 	}
-	return append(errs, checkTestConfigs(file, pm)...)
+	return append(errs, checkTestConfigs(file, m)...)
 }
 
 // checkTestConfigs validates the configuration of every test case against the manifest's
@@ -248,19 +258,19 @@ func checkPKOManifest(file string, pm *pkoManifest) Errors {
 // package itself would refuse makes the package invalid. As there, the configuration is
 // validated as written, before pruning and defaults. A broken schema is reported by the render,
 // not here.
-func checkTestConfigs(file string, pm *pkoManifest) Errors {
-	if len(pm.Test.Template) == 0 || pm.Spec.Config.OpenAPIV3Schema == nil {
+func checkTestConfigs(file string, m *v1alpha1.PackageManifest) Errors {
+	if len(m.Test.Template) == 0 || m.Spec.Config.OpenAPIV3Schema == nil {
 		return nil
 	}
-	schema, schemaErrs := newConfigSchema(file, pm.Spec.Config.OpenAPIV3Schema)
+	schema, schemaErrs := newConfigSchema(file, m.Spec.Config.OpenAPIV3Schema)
 	if len(schemaErrs) > 0 {
 		return nil
 	}
 	var errs Errors
-	for i, tc := range pm.Test.Template {
+	for i, tc := range m.Test.Template {
 		var raw []byte
-		if len(tc.Context.Config) > 0 && string(tc.Context.Config) != "null" {
-			raw = tc.Context.Config
+		if tc.Context.Config != nil {
+			raw = tc.Context.Config.Raw
 		}
 		cfg, cfgErrs := decodeConfig(raw)
 		if cfgErrs == nil {

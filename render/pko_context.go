@@ -3,6 +3,8 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+
+	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
 // pkoRenderContext is Package Operator's render context (its PackageRenderContext), field by
@@ -11,16 +13,11 @@ import (
 // has the types of encoding/json's decoding (numbers float64, objects map[string]any) and null
 // where a map or pointer is nil; pkoTemplateData does the same.
 type pkoRenderContext struct {
-	Package      pkoPackageContext `json:"package"`
-	Config       map[string]any    `json:"config"`
-	Images       map[string]any    `json:"images"`
-	Dependencies map[string]string `json:"dependencies"`
-	Environment  pkoEnvironment    `json:"environment"`
-}
-
-type pkoPackageContext struct {
-	Metadata pkoObjectMeta `json:"metadata"`
-	Image    string        `json:"image"`
+	Package      v1alpha1.TemplateContextPackage `json:"package"`
+	Config       map[string]any                  `json:"config"`
+	Images       map[string]any                  `json:"images"`
+	Dependencies map[string]string               `json:"dependencies"`
+	Environment  v1alpha1.PackageEnvironment     `json:"environment"`
 }
 
 // pkoTemplateData builds the template context and the CEL variables of a Package Operator
@@ -44,8 +41,8 @@ func pkoTemplateData(opts Options, images, cfg map[string]any, testCase bool) (t
 		}
 	}
 	c := pkoRenderContext{
-		Package: pkoPackageContext{
-			Metadata: pkoObjectMeta{Name: opts.Name, Namespace: opts.Namespace, Labels: opts.Labels, Annotations: opts.Annotations},
+		Package: v1alpha1.TemplateContextPackage{
+			Metadata: v1alpha1.TemplateContextObjectMeta{Name: opts.Name, Namespace: opts.Namespace, Labels: opts.Labels, Annotations: opts.Annotations},
 			Image:    opts.Image,
 		},
 		// Package Operator always renders with a configuration and images, if empty, and
@@ -86,23 +83,23 @@ func pkoTemplateData(opts Options, images, cfg map[string]any, testCase bool) (t
 }
 
 // pkoEnvironmentOf is env as Package Operator's environment.
-func pkoEnvironmentOf(env Environment) pkoEnvironment {
-	out := pkoEnvironment{Kubernetes: pkoKubernetes{Version: env.KubernetesVersion}}
+func pkoEnvironmentOf(env Environment) v1alpha1.PackageEnvironment {
+	out := v1alpha1.PackageEnvironment{Kubernetes: v1alpha1.PackageEnvironmentKubernetes{Version: env.KubernetesVersion}}
 	if env.OpenShiftVersion != "" || env.OpenShiftManaged != nil {
-		out.OpenShift = &pkoOpenShift{Version: env.OpenShiftVersion}
+		out.OpenShift = &v1alpha1.PackageEnvironmentOpenShift{Version: env.OpenShiftVersion}
 		if m := env.OpenShiftManaged; m != nil {
-			out.OpenShift.Managed = &pkoManagedOpenShift{Data: m.Data}
+			out.OpenShift.Managed = &v1alpha1.PackageEnvironmentManagedOpenShift{Data: m.Data}
 		}
 	}
 	if p := env.Proxy; p != nil {
-		out.Proxy = &pkoProxy{HTTPProxy: p.HTTPProxy, HTTPSProxy: p.HTTPSProxy, NoProxy: p.NoProxy}
+		out.Proxy = &v1alpha1.PackageEnvironmentProxy{HTTPProxy: p.HTTPProxy, HTTPSProxy: p.HTTPSProxy, NoProxy: p.NoProxy}
 	}
 	if env.HyperShift || env.HostedCluster != nil {
-		out.HyperShift = &pkoHyperShift{}
+		out.HyperShift = &v1alpha1.PackageEnvironmentHyperShift{}
 	}
 	if hc := env.HostedCluster; hc != nil {
-		out.HyperShift.HostedCluster = &pkoHostedCluster{
-			Metadata:               pkoObjectMeta{Name: hc.Name, Namespace: hc.Namespace, Labels: hc.Labels, Annotations: hc.Annotations},
+		out.HyperShift.HostedCluster = &v1alpha1.PackageEnvironmentHyperShiftHostedCluster{
+			Metadata:               v1alpha1.TemplateContextObjectMeta{Name: hc.Name, Namespace: hc.Namespace, Labels: hc.Labels, Annotations: hc.Annotations},
 			HostedClusterNamespace: hc.HostedClusterNamespace,
 			NodeSelector:           hc.NodeSelector,
 		}

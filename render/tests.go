@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
 
+	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/render/schema"
 )
 
@@ -103,21 +103,13 @@ func ReadComponentTemplateTests(fsys fs.FS, component string) (*TemplateTests, e
 		return nil, c.rebase(errs)
 	}
 	file = c.prefix + file
-	data, err := fs.ReadFile(root, strings.TrimPrefix(file, c.prefix))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", file, err)
-	}
-	var mt pkoManifest // readManifest decoded it strictly already
-	if err := yaml.Unmarshal(data, &mt); err != nil {
-		return nil, &Error{File: file, Field: "test", Err: fmt.Errorf("decode: %w", err)}
-	}
 	var bad Errors
 	seen := map[string]bool{}
-	for i, tc := range mt.Test.Template {
+	for i, tc := range m.Test.Template {
 		field := fmt.Sprintf("test.template[%d].name", i)
 		switch {
 		case len(validation.IsConfigMapKey(tc.Name)) > 0:
-			continue // reported by readManifest for Package Operator's format
+			continue // reported by readManifest
 		case seen[tc.Name]:
 			bad = append(bad, &Error{File: file, Field: field, Err: fmt.Errorf("duplicate case %q", tc.Name)})
 			continue
@@ -130,8 +122,8 @@ func ReadComponentTemplateTests(fsys fs.FS, component string) (*TemplateTests, e
 			Labels: c.Package.Metadata.Labels, Annotations: c.Package.Metadata.Annotations,
 			Image: c.Package.Image, Environment: Environment{KubernetesVersion: c.Environment.Kubernetes.Version},
 		}
-		if len(c.Config) > 0 && string(c.Config) != "null" {
-			opts.Config = c.Config
+		if c.Config != nil {
+			opts.Config = c.Config.Raw
 		}
 		if o := c.Environment.OpenShift; o != nil {
 			opts.Environment.OpenShiftVersion = o.Version
@@ -150,12 +142,12 @@ func ReadComponentTemplateTests(fsys fs.FS, component string) (*TemplateTests, e
 				Labels: hc.Metadata.Labels, Annotations: hc.Metadata.Annotations, NodeSelector: hc.NodeSelector,
 			}
 		}
-		out.Cases = append(out.Cases, TestCase{Name: tc.Name, Options: opts, CheckObjects: mt.Test.Kubeconform != nil})
+		out.Cases = append(out.Cases, TestCase{Name: tc.Name, Options: opts, CheckObjects: m.Test.Kubeconform != nil})
 	}
 	if len(bad) > 0 {
 		return nil, bad
 	}
-	out.Notes = kubeconformNotes(mt.Test.Kubeconform)
+	out.Notes = kubeconformNotes(m.Test.Kubeconform)
 	return out, nil
 }
 
@@ -181,7 +173,7 @@ func RenderTestCase(ctx context.Context, fsys fs.FS, tc TestCase) (*Result, erro
 // kubeconformNotes says how a test.kubeconform section is run otherwise than Package Operator
 // runs it: pkgsync checks objects against the schemas it is built with and the package's own
 // CustomResourceDefinitions, offline, never against another release's or schemas downloaded.
-func kubeconformNotes(kc *pkoKubeconform) []string {
+func kubeconformNotes(kc *v1alpha1.PackageManifestTestKubeconform) []string {
 	if kc == nil {
 		return nil
 	}

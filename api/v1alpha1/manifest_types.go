@@ -42,6 +42,184 @@ type PackageManifest struct {
 
 	// Spec describes the package.
 	Spec PackageManifestSpec `json:"spec"`
+
+	// Test holds the package's template tests, read by "pkgsync test" and "pkgsync validate"
+	// and never by the controller. It is Package Operator's test section, field by field, in
+	// both manifest formats.
+	// +optional
+	Test PackageManifestTest `json:"test,omitempty"`
+}
+
+// PackageManifestTest is the test section of a manifest, as in Package Operator's manifest.
+type PackageManifestTest struct {
+	// Template lists the template test cases. "pkgsync test" renders each with its context
+	// and compares each YAML file of the package, as rendered, with
+	// .test-fixtures/NAME/PATH next to the manifest (a template's PATH is its name without
+	// .gotmpl), writing the fixtures of a case that has none; "pkgsync validate" renders every
+	// case. Every image of spec.images renders as registry.package-operator.run/static-image.
+	// +optional
+	Template []PackageManifestTestCaseTemplate `json:"template,omitempty"`
+
+	// Kubeconform asks for the rendered objects of every case to be checked against schemas.
+	// +optional
+	Kubeconform *PackageManifestTestKubeconform `json:"kubeconform,omitempty"`
+}
+
+// PackageManifestTestCaseTemplate is one template test case: a name and the context the
+// package is rendered with.
+type PackageManifestTestCaseTemplate struct {
+	// Name of the case, unique in the manifest: the directory of its fixtures in
+	// .test-fixtures, so a ConfigMap key's characters only (letters, digits, '-', '_', '.').
+	// +required
+	Name string `json:"name"`
+
+	// Context is what the templates see: .package, .config and .environment. A field left
+	// out is empty, as in Package Operator: the package's name is not the manifest's.
+	// +optional
+	Context TemplateContext `json:"context,omitempty"`
+}
+
+// TemplateContext is the context a test case renders with. Its configuration is validated
+// against spec.config like a Package's (a case the schema refuses makes the package invalid),
+// then pruned and defaulted.
+type TemplateContext struct {
+	// Package is what templates see as .package.
+	// +optional
+	Package TemplateContextPackage `json:"package"`
+
+	// Config is the configuration, what templates see as .config after defaulting.
+	// +optional
+	Config *apiextensionsv1.JSON `json:"config,omitempty"`
+
+	// Environment is what templates see as .environment.
+	// +optional
+	Environment PackageEnvironment `json:"environment"`
+}
+
+// TemplateContextPackage is the Package a test case renders for. Its JSON encoding is
+// .package of a Package Operator package's template context.
+type TemplateContextPackage struct {
+	// Metadata of the Package: .package.metadata.
+	// +optional
+	Metadata TemplateContextObjectMeta `json:"metadata"`
+
+	// Image is the package image the Package names: .package.image.
+	// +optional
+	Image string `json:"image"`
+}
+
+// TemplateContextObjectMeta is the simplified object metadata of the template context.
+type TemplateContextObjectMeta struct {
+	// Name of the object.
+	// +optional
+	Name string `json:"name"`
+
+	// Namespace of the object.
+	// +optional
+	Namespace string `json:"namespace"`
+
+	// Labels of the object.
+	// +optional
+	Labels map[string]string `json:"labels"`
+
+	// Annotations of the object.
+	// +optional
+	Annotations map[string]string `json:"annotations"`
+}
+
+// PackageEnvironment describes the clusters a package renders for, as Package Operator's type
+// of the same name, with its JSON names and omitempty rules: its JSON encoding is .environment
+// of a Package Operator package's template context.
+type PackageEnvironment struct {
+	// Kubernetes is the management cluster's Kubernetes.
+	// +optional
+	Kubernetes PackageEnvironmentKubernetes `json:"kubernetes"`
+
+	// OpenShift is set on an OpenShift cluster.
+	// +optional
+	OpenShift *PackageEnvironmentOpenShift `json:"openShift,omitempty"`
+
+	// Proxy is the cluster-wide proxy, when one is set.
+	// +optional
+	Proxy *PackageEnvironmentProxy `json:"proxy,omitempty"`
+
+	// HyperShift is set on a HyperShift management cluster.
+	// +optional
+	HyperShift *PackageEnvironmentHyperShift `json:"hyperShift,omitempty"`
+}
+
+// PackageEnvironmentKubernetes is the Kubernetes of the environment.
+type PackageEnvironmentKubernetes struct {
+	// Version of the API server, for example v1.31.2.
+	// +optional
+	Version string `json:"version"`
+}
+
+// PackageEnvironmentOpenShift is the OpenShift of the environment.
+type PackageEnvironmentOpenShift struct {
+	// Version of OpenShift, for example 4.16.3.
+	// +optional
+	Version string `json:"version"`
+
+	// Managed is set on a managed OpenShift cluster.
+	// +optional
+	Managed *PackageEnvironmentManagedOpenShift `json:"managed,omitempty"`
+}
+
+// PackageEnvironmentManagedOpenShift is what a managed OpenShift cluster tells packages.
+type PackageEnvironmentManagedOpenShift struct {
+	// Data is the content of the cluster's managed OpenShift ConfigMap.
+	// +optional
+	Data map[string]string `json:"data"`
+}
+
+// PackageEnvironmentProxy is the cluster-wide proxy of the environment.
+type PackageEnvironmentProxy struct {
+	// HTTPProxy is the proxy for HTTP requests.
+	// +optional
+	HTTPProxy string `json:"httpProxy,omitempty"`
+
+	// HTTPSProxy is the proxy for HTTPS requests.
+	// +optional
+	HTTPSProxy string `json:"httpsProxy,omitempty"`
+
+	// NoProxy lists the hosts reached without a proxy.
+	// +optional
+	NoProxy string `json:"noProxy,omitempty"`
+}
+
+// PackageEnvironmentHyperShift is the HyperShift of the environment.
+type PackageEnvironmentHyperShift struct {
+	// HostedCluster is the hosted cluster a package of a HostedClusterPackage renders for.
+	// +optional
+	HostedCluster *PackageEnvironmentHyperShiftHostedCluster `json:"hostedCluster"`
+}
+
+// PackageEnvironmentHyperShiftHostedCluster is the hosted cluster of the environment.
+type PackageEnvironmentHyperShiftHostedCluster struct {
+	// Metadata of the HostedCluster object.
+	// +optional
+	Metadata TemplateContextObjectMeta `json:"metadata"`
+
+	// HostedClusterNamespace is the namespace of the hosted cluster's control plane.
+	// +optional
+	HostedClusterNamespace string `json:"hostedClusterNamespace"`
+
+	// NodeSelector of the hosted cluster's control plane.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+}
+
+// PackageManifestTestKubeconform configures the schema check of the rendered test cases.
+type PackageManifestTestKubeconform struct {
+	// KubernetesVersion is the Kubernetes version whose schemas the objects are checked
+	// against, for example v1.31.0.
+	// +required
+	KubernetesVersion string `json:"kubernetesVersion"`
+
+	// SchemaLocations are where further schemas are found, as kubeconform's -schema-location.
+	// +optional
+	SchemaLocations []string `json:"schemaLocations,omitempty"`
 }
 
 // PackageManifestSpec is the author-facing description of a package.

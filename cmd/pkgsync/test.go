@@ -41,9 +41,10 @@ them, offline, against the schemas of the Kubernetes release pkgsync is built wi
 package's own CRDs (a kubernetesVersion of another release and schemaLocations are noted on
 stderr, not used). Exits 1 when a case fails.
 
-The cases are read from a Package Operator manifest (apiVersion
-manifests.package-operator.run/v1alpha1) only: pkgsync's own manifest (pkgsync.dev/v1alpha1) has
-no test section, and a package without cases says so.`,
+The cases are read from the manifest's test section, which pkgsync's own format
+(pkgsync.dev/v1alpha1) and Package Operator's (manifests.package-operator.run/v1alpha1) share,
+with the same meaning; only Package Operator's format needs a lock file for spec.images. A
+package without cases says so. "pkgsync validate" renders every case too, without fixtures.`,
 		Example: `  pkgsync test ./my-package
   pkgsync test ./my-package --update`,
 		Args: func(_ *cobra.Command, args []string) error {

@@ -294,3 +294,92 @@ func TestTestCommandKubeconform(t *testing.T) {
 	_, stderr, err = runCLI(t, "test", dir)
 	require.NoError(t, err, stderr)
 }
+
+// ownTestedManifest is testedManifest in pkgsync's own format, with an image and no lock file:
+// the same test section, the same meaning.
+const ownTestedManifest = `apiVersion: pkgsync.dev/v1alpha1
+kind: PackageManifest
+metadata: {name: tested}
+spec:
+  phases: [{name: deploy}]
+  images: [{name: app, image: quay.io/example/app:v1}]
+  config:
+    openAPIV3Schema:
+      type: object
+      properties:
+        replicas: {type: integer, default: 1}
+test:
+  template:
+  - name: defaults
+    context:
+      package: {metadata: {name: t, namespace: ns-a}}
+  - name: hosted.three-replicas
+    context:
+      package: {metadata: {name: t, namespace: clusters-demo}}
+      config: {replicas: 3}
+      environment:
+        kubernetes: {version: v1.36.3}
+        hyperShift:
+          hostedCluster:
+            metadata: {name: demo, namespace: clusters, labels: {team: a}}
+            hostedClusterNamespace: clusters-demo
+`
+
+// pkgsync test runs the test section of pkgsync's own manifest as it runs Package Operator's:
+// fixtures written, then compared (a changed template fails with a diff, exit 1), --update
+// accepts the change; validate renders the cases too. No lock file is needed.
+func TestTestCommandOwnFormat(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	template := strings.NewReplacer("package-operator.run/phase", "pkgsync.dev/phase", "\ndata:\n", "\ndata:\n  image: {{ .images.app }}\n").Replace(testedTemplate)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte(ownTestedManifest), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cm.yaml.gotmpl"), []byte(template), 0o644))
+
+	stdout, stderr, err := runCLI(t, "test", dir)
+	require.NoError(t, err, stderr)
+	assert.Equal(t, "written defaults\nwritten hosted.three-replicas\n", stdout)
+	fixture, err := os.ReadFile(filepath.Join(dir, ".test-fixtures", "hosted.three-replicas", "cm.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: t
+  namespace: clusters-demo
+  annotations: {pkgsync.dev/phase: deploy}
+data:
+  image: registry.package-operator.run/static-image
+  replicas: "3"
+  team: a
+`, string(fixture))
+	stdout, _, err = runCLI(t, "test", dir)
+	require.NoError(t, err)
+	assert.Equal(t, "ok defaults\nok hosted.three-replicas\n", stdout)
+	_, stderr, err = runCLI(t, "validate", dir)
+	require.NoError(t, err, stderr)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cm.yaml.gotmpl"), []byte(strings.Replace(template, "data:", "data:\n  added: yes-it-is", 1)), 0o644))
+	before := readDir(t, filepath.Join(dir, ".test-fixtures"))
+	_, stderr, err = runCLI(t, "test", dir)
+	require.Error(t, err)
+	var exit exitCodeError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 1, exit.code)
+	assert.Contains(t, stderr, "FAIL defaults: the render differs from")
+	assert.Contains(t, stderr, "cm.yaml: differs from its fixture:\n--- FIXTURE/cm.yaml\n+++ ACTUAL/cm.yaml\n")
+	assert.Contains(t, stderr, "+  added: yes-it-is")
+	assert.ErrorContains(t, err, "2 of 2 case(s) failed")
+	assert.Equal(t, before, readDir(t, filepath.Join(dir, ".test-fixtures")))
+
+	stdout, _, err = runCLI(t, "test", dir, "--update")
+	require.NoError(t, err)
+	assert.Equal(t, "updated defaults\nupdated hosted.three-replicas\n", stdout)
+	stdout, _, err = runCLI(t, "test", dir)
+	require.NoError(t, err)
+	assert.Equal(t, "ok defaults\nok hosted.three-replicas\n", stdout)
+
+	// validate renders every case: one its templates cannot render makes the package invalid.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cm.yaml.gotmpl"), []byte(strings.Replace(template, "pkgsync.dev/phase: deploy", `pkgsync.dev/phase: '{{ if eq .config.replicas 3 }}nowhere{{ else }}deploy{{ end }}'`, 1)), 0o644))
+	_, stderr, err = runCLI(t, "validate", dir)
+	require.Error(t, err)
+	assert.Contains(t, stderr, "test case hosted.three-replicas:")
+}
