@@ -23,8 +23,7 @@ var manifestFiles = []string{"manifest.yaml", "manifest.yml"}
 
 var ignoredRootFiles = sets.New("manifest.yaml", "manifest.yml", "manifest.lock.yaml", "manifest.lock.yml")
 
-// readManifest finds, decodes and checks the package manifest. pkgsync's own format is decoded
-// strictly; Package Operator's is decoded leniently, since it has fields pkgsync does not use.
+// readManifest finds, decodes and checks the package manifest, in either format, strictly.
 func readManifest(fsys fs.FS) (*v1alpha1.PackageManifest, string, Errors) {
 	m, name, _, errs := readManifestFormat(fsys)
 	return m, name, errs
@@ -235,17 +234,23 @@ func checkPKOManifest(file string, pm *pkoManifest) Errors {
 	return errs
 }
 
-// checkTests checks the test section, in both formats: case names (directories in
+// checkTests checks the test section, in both formats: case names (unique directories in
 // FixturesDir), the kubeconform settings and every case's configuration.
 func checkTests(file string, m *v1alpha1.PackageManifest) Errors {
 	var errs Errors
 	bad := func(field string, err error) {
 		errs = append(errs, &Error{File: file, Field: field, Err: err})
 	}
+	names := sets.New[string]()
 	for i, tc := range m.Test.Template {
-		if msgs := validation.IsConfigMapKey(tc.Name); len(msgs) > 0 {
-			bad(fmt.Sprintf("test.template[%d].name", i), fmt.Errorf("%q: a case name is a directory name in %s: %s", tc.Name, FixturesDir, strings.Join(msgs, "; ")))
+		field := fmt.Sprintf("test.template[%d].name", i)
+		switch msgs := validation.IsConfigMapKey(tc.Name); {
+		case len(msgs) > 0:
+			bad(field, fmt.Errorf("%q: a case name is a directory name in %s: %s", tc.Name, FixturesDir, strings.Join(msgs, "; ")))
+		case names.Has(tc.Name):
+			bad(field, fmt.Errorf("duplicate case %q", tc.Name))
 		}
+		names.Insert(tc.Name)
 	}
 	if kc := m.Test.Kubeconform; kc != nil && kc.KubernetesVersion == "" {
 		bad("test.kubeconform.kubernetesVersion", errors.New("required"))

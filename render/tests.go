@@ -7,8 +7,6 @@ import (
 	"path"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/render/schema"
 )
@@ -98,23 +96,12 @@ func ReadComponentTemplateTests(fsys fs.FS, component string) (*TemplateTests, e
 	}
 	out := &TemplateTests{Dir: path.Join(rootDir, c.prefix), Component: component}
 	root = c.fsys
-	m, file, errs := readManifest(root)
+	m, _, errs := readManifest(root)
 	if m == nil || len(errs) > 0 {
 		return nil, c.rebase(errs)
 	}
-	file = c.prefix + file
-	var bad Errors
-	seen := map[string]bool{}
-	for i, tc := range m.Test.Template {
-		field := fmt.Sprintf("test.template[%d].name", i)
-		switch {
-		case len(validation.IsConfigMapKey(tc.Name)) > 0:
-			continue // reported by readManifest
-		case seen[tc.Name]:
-			bad = append(bad, &Error{File: file, Field: field, Err: fmt.Errorf("duplicate case %q", tc.Name)})
-			continue
-		}
-		seen[tc.Name] = true
+	// readManifest checked the section: case names are unique fixture directories.
+	for _, tc := range m.Test.Template {
 		c := tc.Context
 		opts := Options{
 			Component: component,
@@ -143,9 +130,6 @@ func ReadComponentTemplateTests(fsys fs.FS, component string) (*TemplateTests, e
 			}
 		}
 		out.Cases = append(out.Cases, TestCase{Name: tc.Name, Options: opts, CheckObjects: m.Test.Kubeconform != nil})
-	}
-	if len(bad) > 0 {
-		return nil, bad
 	}
 	out.Notes = kubeconformNotes(m.Test.Kubeconform)
 	return out, nil

@@ -106,13 +106,14 @@ func TestOwnFormatTemplateTests(t *testing.T) {
 }
 
 // The test section of pkgsync's own format is checked as Package Operator's is: case names are
-// fixture directories, a case's configuration must pass the schema, kubeconform needs a version.
+// fixture directories (unique: validate says so too, not only test), a case's configuration must pass the schema, kubeconform needs a version.
 func TestOwnFormatTestSectionChecked(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, from, to, want string
 	}{
 		{"case name outside the fixtures", "name: defaults", "name: ../escaped", `manifest.yaml: test.template[0].name: "../escaped": a case name is a directory name in .test-fixtures`},
+		{"duplicate case", "name: hosted.three-replicas", "name: defaults", `manifest.yaml: test.template[1].name: duplicate case "defaults"`},
 		{"configuration the schema refuses", "config: {replicas: 3}", "config: {replicas: three}", "manifest.yaml: test.template[1].context.config.replicas: "},
 		{"kubeconform without a version", "kubernetesVersion: v1.36.0", "schemaLocations: [default]", "manifest.yaml: test.kubeconform.kubernetesVersion: required"},
 		{"unknown field", "  kubeconform:", "  kubeconfrom: {}\n  kubeconform:", `unknown field "kubeconfrom"`},
