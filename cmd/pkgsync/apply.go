@@ -27,6 +27,7 @@ type applyFlags struct {
 	adopt            bool
 	timeout          time.Duration
 	interval         time.Duration
+	output           *outputFlag
 }
 
 func (o *applyFlags) ApplyFlags(fs *pflag.FlagSet) {
@@ -38,6 +39,7 @@ func (o *applyFlags) ApplyFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.adopt, "adopt", false, "take over objects that exist without this package's ownership labels")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long --wait waits for every phase to be available")
 	fs.DurationVar(&o.interval, "interval", 2*time.Second, "pause between passes while waiting")
+	o.output = addOutputFlag(fs, "text")
 }
 
 func newApplyCmd() *cobra.Command {
@@ -65,7 +67,10 @@ persists nothing. --dry-run=client contacts no cluster: it lists the objects of 
 rendered. --dry-run alone (and =true, =false), apply's former bool flag, is deprecated: it means
 --dry-run=server (=none).
 
-Progress goes to stderr; the objects changed (with --dry-run: that would change) go to stdout.`,
+Progress goes to stderr; the objects changed (with --dry-run: that would change) go to stdout,
+a line each as they change, or with -o json|yaml once the passes end, as one document:
+{"dryRun":..,"complete":..,"changes":[{"object":..,"action":..}],
+"phases":[{"name":..,"cluster":..,"state":..,"waiting":[{"object":..,"reason":..}]}]}.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runApplyCmd(cmd, &in, &flags, args[0])
@@ -80,6 +85,9 @@ Progress goes to stderr; the objects changed (with --dry-run: that would change)
 // server-side dry run, or, for a client dry run, lists what would be applied.
 func runApplyCmd(cmd *cobra.Command, in *renderInputs, flags *applyFlags, arg string) error {
 	flags.dryRun.warnDeprecated(cmd.ErrOrStderr())
+	if err := flags.output.check(); err != nil {
+		return err
+	}
 	if flags.wait && flags.dryRun.enabled() {
 		return usageError("--wait and --dry-run exclude each other: a dry run changes nothing to wait for")
 	}
@@ -98,7 +106,16 @@ func runApplyCmd(cmd *cobra.Command, in *renderInputs, flags *applyFlags, arg st
 	if err != nil {
 		return fmt.Errorf("render %s: %w", arg, err)
 	}
+	var report *applyReport
+	if flags.output.document() {
+		report = newApplyReport(flags.dryRun.mode)
+	}
 	if flags.dryRun.mode == dryRunClient {
+		if report != nil {
+			report.addClientDryRun(rendered)
+			printClientDryRun(io.Discard, cmd.ErrOrStderr(), rendered, opts.Namespace)
+			return flags.output.writeDocument(cmd, "the apply result", report)
+		}
 		printClientDryRun(cmd.OutOrStdout(), cmd.ErrOrStderr(), rendered, opts.Namespace)
 		return nil
 	}
@@ -124,7 +141,14 @@ func runApplyCmd(cmd *cobra.Command, in *renderInputs, flags *applyFlags, arg st
 	if flags.adopt {
 		req.Adopt = v1alpha1.AdoptAlways
 	}
-	return runApply(ctx, apply.NewEngine(apply.Options{}), req, *flags, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	err = runApply(ctx, apply.NewEngine(apply.Options{}), req, *flags, report, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	if report != nil && len(report.Phases) > 0 {
+		// Where the passes got to is the result, also when they failed (the error on stderr).
+		if werr := flags.output.writeDocument(cmd, "the apply result", report); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
 }
 
 // printClientDryRun lists the objects of every phase as rendered: a client dry run sends
@@ -170,8 +194,9 @@ func (o *applyFlags) targets() (map[string]apply.Target, error) {
 	return targets, nil
 }
 
-// runApply makes passes until every phase is complete (or once, without --wait), printing progress.
-func runApply(ctx context.Context, engine *apply.Engine, req apply.Request, flags applyFlags, stdout, stderr io.Writer) error {
+// runApply makes passes until every phase is complete (or once, without --wait), printing
+// progress, and the changes on stdout or, with a report, into it.
+func runApply(ctx context.Context, engine *apply.Engine, req apply.Request, flags applyFlags, report *applyReport, stdout, stderr io.Writer) error {
 	if flags.wait {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, flags.timeout)
@@ -187,7 +212,11 @@ func runApply(ctx context.Context, engine *apply.Engine, req apply.Request, flag
 		}
 		if res != nil {
 			req.Previous = res.Inventory
-			printChanges(stdout, res, flags.dryRun.enabled())
+			if report != nil {
+				report.add(res, flags.dryRun.enabled())
+			} else {
+				printChanges(stdout, res, flags.dryRun.enabled())
+			}
 			if p := progress(res); p != lastProgress {
 				fmt.Fprint(stderr, p)
 				lastProgress = p

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,34 @@ Role.rbac.authorization.k8s.io hosted-addon/hosted-addon-config-reader created (
 		assert.True(t, strings.HasSuffix(stderr, "\ndry run: nothing was changed\n"), "stderr:\n%s", stderr)
 		assert.True(t, apierrors.IsNotFound(hc.Get(t.Context(), client.ObjectKey{Name: "hosted-addon"}, &corev1.Namespace{})), "nothing created on the hosted cluster")
 		assert.True(t, apierrors.IsNotFound(c.Get(t.Context(), deployment, &appsv1.Deployment{})), "nothing created on the management cluster")
+	})
+
+	t.Run("-o json prints the result once, as a document", func(t *testing.T) {
+		stdout, stderr, err := runCLI(t, append(args, "--dry-run=server", "-o", "json")...)
+		require.NoError(t, err, stderr)
+		var report struct {
+			DryRun   string `json:"dryRun"`
+			Complete bool   `json:"complete"`
+			Changes  []struct{ Object, Action string }
+			Phases   []struct{ Name, Cluster, State string }
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &report), stdout)
+		assert.Equal(t, "server", report.DryRun)
+		require.Len(t, report.Changes, 7, "every object of every phase, as it would change")
+		assert.Equal(t, "Deployment.apps clusters-demo/addon-operator", report.Changes[4].Object)
+		assert.Equal(t, "created", report.Changes[4].Action)
+		require.Len(t, report.Phases, 3)
+		assert.Equal(t, "deploy", report.Phases[1].Name)
+		assert.Equal(t, "management cluster", report.Phases[1].Cluster)
+		assert.Contains(t, stderr, "dry run: nothing was changed", "progress stays on stderr")
+
+		stdout, _, err = runCLI(t, append(args, "--dry-run=client", "-o", "yaml")...)
+		require.NoError(t, err)
+		assert.Contains(t, stdout, "dryRun: client\n")
+		assert.Contains(t, stdout, "- object: Deployment.apps clusters-demo/addon-operator\n")
+
+		_, _, err = runCLI(t, append(args, "-o", "wide")...)
+		assert.Equal(t, 2, exitCodeOf(err), "a format apply does not print is a wrong command line")
 	})
 
 	t.Run("one pass stops at the phase that waits", func(t *testing.T) {

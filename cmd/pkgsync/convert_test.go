@@ -152,7 +152,7 @@ func TestConvertRefusesYAML11Booleans(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte("apiVersion: package-operator.run/v1alpha1\nkind: Package\nmetadata: {name: p, namespace: ok}\nspec: {image: quay.io/p:1}\n---\n"+
 		"apiVersion: package-operator.run/v1alpha1\nkind: Package\nmetadata: {name: p, namespace: y}\nspec: {image: quay.io/p:1}\n"), 0o600))
 	out, _, err := runCLI(t, "convert", file)
-	assert.Equal(t, 1, exitCode(err))
+	assert.Equal(t, 1, exitCodeOf(err))
 	assert.EqualError(t, err, "convert "+file+" (document 2): metadata.namespace: is the boolean true (YAML 1.1 reads on/off/y/n/yes/no as booleans): quote it")
 	assert.NotContains(t, out, "namespace: true")
 

@@ -46,7 +46,7 @@ func TestValidateAppliesBuildsCompressedLimit(t *testing.T) {
 	// tested in source (TestCheckLayerSizeNamesTheFiles), render's reading in
 	// TestValidateReportsEveryLimit.
 	out, _, err := runCLI(t, "validate", dir, "-o", "json")
-	assert.Equal(t, 1, exitCode(err))
+	assert.Equal(t, 1, exitCodeOf(err))
 	var res validateResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	require.Len(t, res.Problems, 1)
@@ -65,7 +65,7 @@ func TestValidateReportsEveryLimit(t *testing.T) {
 	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(dir, "passwd.yaml")))
 
 	out, _, err := runCLI(t, "validate", dir, "-o", "json")
-	assert.Equal(t, 1, exitCode(err))
+	assert.Equal(t, 1, exitCodeOf(err))
 	var res validateResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	files := map[string]string{}

@@ -39,7 +39,7 @@ func validateJSON(t *testing.T, args ...string) (int, validateResult) {
 	out, _, err := runCLI(t, append([]string{"validate", "-o", "json"}, args...)...)
 	var res validateResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res), "%s %v", out, err)
-	return exitCode(err), res
+	return exitCodeOf(err), res
 }
 
 // validate -n reports what the controller refuses of a Package in that namespace (without
@@ -105,7 +105,7 @@ func TestValidateScope(t *testing.T) {
 	assert.Equal(t, 0, code)
 	for _, args := range [][]string{{"--scope", "Cluster", "-n", "team"}, {"--scope", "Namespaced"}, {"--scope", "cluster"}} {
 		_, _, err := runCLI(t, append([]string{"validate", dir}, args...)...)
-		assert.Equal(t, 2, exitCode(err), "%v", args)
+		assert.Equal(t, 2, exitCodeOf(err), "%v", args)
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -22,17 +21,6 @@ func writeConfig(t *testing.T, data string) string {
 	return p
 }
 
-// exitCode is the exit code main gives err.
-func exitCode(err error) int {
-	var ce exitCodeError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ce):
-		return ce.code
-	}
-	return 1
-}
 
 // A configuration key the schema does not declare is a warning (stderr, exit 0), a failure with
 // --strict (exit 1), as kubectl's --validate=warn and strict.
@@ -47,7 +35,7 @@ func TestValidateWarnsOfDroppedConfigKeys(t *testing.T) {
 	assert.Equal(t, "Warning: "+warning+"\n", stderr)
 
 	out, stderr, err = runCLI(t, "validate", hostedAddon, "--config", typo, "--strict")
-	assert.Equal(t, 1, exitCode(err))
+	assert.Equal(t, 1, exitCodeOf(err))
 	assert.Empty(t, out)
 	assert.Equal(t, warning+"\n", stderr)
 	assert.ErrorContains(t, err, "1 problem(s) found")
@@ -83,7 +71,7 @@ func TestValidateOutputFormats(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			t.Parallel()
 			out, stderr, err := runCLI(t, "validate", hostedAddon, "--config", typo, "-o", format)
-			assert.Equal(t, 1, exitCode(err))
+			assert.Equal(t, 1, exitCodeOf(err))
 			assert.Empty(t, stderr, "main prints the error; the command prints nothing else there")
 			var got result
 			require.NoError(t, yaml.UnmarshalStrict([]byte(out), &got), out)
@@ -96,7 +84,7 @@ func TestValidateOutputFormats(t *testing.T) {
 			assert.Equal(t, "config.replica", got.Warnings[0].Field)
 
 			out, _, err = runCLI(t, "validate", "../../render/testdata/packages/bad-phases", "-o", format)
-			assert.Equal(t, 1, exitCode(err))
+			assert.Equal(t, 1, exitCodeOf(err))
 			got = result{}
 			require.NoError(t, yaml.UnmarshalStrict([]byte(out), &got), out)
 			require.Len(t, got.Problems, 4)
@@ -114,5 +102,5 @@ func TestValidateOutputFormats(t *testing.T) {
 	assert.NotNil(t, got.Problems)
 
 	_, _, err = runCLI(t, "validate", hostedAddon, "-o", "table")
-	assert.Equal(t, 2, exitCode(err))
+	assert.Equal(t, 2, exitCodeOf(err))
 }
