@@ -21,7 +21,6 @@ func writeConfig(t *testing.T, data string) string {
 	return p
 }
 
-
 // A configuration key the schema does not declare is a warning (stderr, exit 0), a failure with
 // --strict (exit 1), as kubectl's --validate=warn and strict.
 func TestValidateWarnsOfDroppedConfigKeys(t *testing.T) {
