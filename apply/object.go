@@ -75,26 +75,8 @@ func (e *Engine) applyObject(ctx context.Context, req Request, class string, t T
 	}
 	ref := RefOf(desired)
 
-	if before.isNew && !req.DryRun {
-		created, err := e.createNew(ctx, t.Client, desired)
-		switch {
-		case err == nil:
-			return outcome{action: ActionCreated, live: created}, nil
-		case !exists(err):
-			return outcome{}, unreachable(fmt.Errorf("apply %s: %w", ref, err), class, t)
-		}
-		// It exists: read it and decide as for any object (collision, adoption, no-op).
-	}
-	if before.version != "" && !req.DryRun && len(ignoredPointers(req.IgnoreFields, desired))+len(controllerOwnedPointers(desired)) == 0 {
-		updated, err := e.updateKnown(ctx, t.Client, desired, before.version)
-		var status apierrors.APIStatus
-		switch {
-		case err == nil:
-			return outcome{action: ActionConfigured, live: updated}, nil
-		case !errors.As(err, &status):
-			return outcome{}, unreachable(fmt.Errorf("apply %s: %w", ref, err), class, t)
-		}
-		// Changed since, or refused: read it and decide as for any object.
+	if out, done, err := e.writeUnread(ctx, req, class, t, desired, before); done {
+		return out, err
 	}
 	ran := before.ran
 
@@ -166,6 +148,39 @@ func beingDeleted(req Request, desired, live *unstructured.Unstructured) outcome
 		return outcome{live: live, waiting: "being deleted; it ran in this desired state and is not created again"}
 	}
 	return outcome{action: ActionUnchanged, live: live, job: &run}
+}
+
+// writeUnread writes an object without reading it first where an earlier pass says what it is
+// (done): created when the inventory does not hold it (createNew), or updated over the
+// resourceVersion the last complete pass settled (updateKnown). Not done when it turns out to
+// exist, or to have changed since: the caller reads it and decides as for any object.
+func (e *Engine) writeUnread(ctx context.Context, req Request, class string, t Target, desired *unstructured.Unstructured, before prior) (out outcome, done bool, err error) {
+	if req.DryRun {
+		return outcome{}, false, nil
+	}
+	ref := RefOf(desired)
+	if before.isNew {
+		created, err := e.createNew(ctx, t.Client, desired)
+		switch {
+		case err == nil:
+			return outcome{action: ActionCreated, live: created}, true, nil
+		case !exists(err):
+			return outcome{}, true, unreachable(fmt.Errorf("apply %s: %w", ref, err), class, t)
+		}
+		return outcome{}, false, nil // it exists: collision, adoption, no-op are the caller's
+	}
+	if before.version == "" || len(ignoredPointers(req.IgnoreFields, desired))+len(controllerOwnedPointers(desired)) > 0 {
+		return outcome{}, false, nil
+	}
+	updated, err := e.updateKnown(ctx, t.Client, desired, before.version)
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		return outcome{action: ActionConfigured, live: updated}, true, nil
+	case !errors.As(err, &status):
+		return outcome{}, true, unreachable(fmt.Errorf("apply %s: %w", ref, err), class, t)
+	}
+	return outcome{}, false, nil // changed since, or refused: the caller reads it
 }
 
 // resolveKind maps the object's kind to its resource on the target and sets its namespace;
