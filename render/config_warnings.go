@@ -10,6 +10,8 @@ import (
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+
+	"pkgsync.dev/pkgsync/render/schema"
 )
 
 // Warning is something a render did that the package's user may not expect and that does not
@@ -106,16 +108,10 @@ func declaredNames(x any, s *structuralschema.Structural, path string, out map[s
 	}
 }
 
-// nearest is the tail of a warning about key: the declared name nearest to it, or the names
-// declared when none is near (a name a typo away: an edit distance of a third of its length).
+// nearest is the tail of a warning about key: the declared name nearest to it (schema.Nearest,
+// the rule of every "did you mean"), or the names declared when none is near.
 func nearest(key string, names []string) string {
-	best, bestDist := "", len(key)
-	for _, n := range names {
-		if d := editDistance(strings.ToLower(key), strings.ToLower(n)); d < bestDist {
-			best, bestDist = n, d
-		}
-	}
-	if best != "" && bestDist <= max(1, len(key)/3) {
+	if best := schema.Nearest(key, names); best != "" {
 		return "; did you mean " + best + "?"
 	}
 	switch {
@@ -125,25 +121,4 @@ func nearest(key string, names []string) string {
 		return fmt.Sprintf(" (it declares %s, ...)", strings.Join(names[:maxListedNames], ", "))
 	}
 	return " (it declares " + strings.Join(names, ", ") + ")"
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

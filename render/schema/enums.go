@@ -93,7 +93,7 @@ func (e enum) check(v any, prefix string) []Problem {
 			return
 		}
 		detail := fmt.Sprintf("%q: must be one of %s", s, strings.Join(e.values, ", "))
-		if n := nearest(s, e.values); n != "" {
+		if n := Nearest(s, e.values); n != "" {
 			detail += fmt.Sprintf("; did you mean %s?", n)
 		}
 		problems = append(problems, Problem{Field: field, Detail: detail})

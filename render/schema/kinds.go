@@ -31,7 +31,7 @@ func checkKnownKind(gvk schema.GroupVersionKind) *Problem {
 		return nil
 	}
 	detail := fmt.Sprintf("%s is not a kind of %s", gvk.Kind, gv)
-	if s := nearest(gvk.Kind, kinds); s != "" {
+	if s := Nearest(gvk.Kind, kinds); s != "" {
 		detail += fmt.Sprintf("; did you mean %s?", s)
 	}
 	return &Problem{Field: "kind", Detail: detail}
@@ -49,9 +49,11 @@ func objectKinds(gv schema.GroupVersion) []string {
 	return kinds
 }
 
-// nearest returns the name among names closest to s, when it is close enough to be what was
-// meant: the same but for case, or at most a third of its letters (at least two) away.
-func nearest(s string, names []string) string {
+// Nearest returns the name among names closest to s, when it is close enough to be what was
+// meant: the same but for case, or at most a third of its letters (at least two) away. It is
+// the one "did you mean" rule of pkgsync's checks (kinds, fields, enums, configuration keys).
+// Hand-written: no library in the module graph offers an edit distance.
+func Nearest(s string, names []string) string {
 	best, bestDist := "", -1
 	for _, n := range names {
 		if strings.EqualFold(n, s) {

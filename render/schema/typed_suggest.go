@@ -17,7 +17,7 @@ func (c *Checker) suggestField(obj *unstructured.Unstructured, path string) stri
 		return ""
 	}
 	name, declared := fieldsBeside(tv.Schema(), tv.TypeRef(), path)
-	return nearest(name, declared)
+	return Nearest(name, declared)
 }
 
 // fieldsBeside follows path through the schema s from tr and returns the name of its last field
