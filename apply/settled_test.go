@@ -1,15 +1,18 @@
 package apply_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/desired"
 )
 
 // converged takes a progressEnv's package to complete with the update memory on (an interval),
@@ -136,4 +139,29 @@ func TestReportedDriftSettlesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 7, counts[http.MethodGet], "the update reads every object")
 	assert.Len(t, res.Drift, 1, "and still reports the drift")
+}
+
+// TestUpdateOfANamespaceReadsNothing: a Namespace has a status, but the API server's own, set
+// when it is created: it is settled with its resourceVersion, and its update needs no read.
+func TestUpdateOfANamespaceReadsNothing(t *testing.T) {
+	t.Parallel()
+	e := newProgressEnv(t, 0)
+	ns := e.obj(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: NAME\n")
+	ns.SetName(e.ns + "-settled")
+	t.Cleanup(func() { _ = e.mgmt.Delete(context.Background(), ns.DeepCopy()) })
+	e.req.Phases = append([]desired.Phase{{Name: "namespace", Objects: []*unstructured.Unstructured{ns}}}, e.req.Phases...)
+	e.req.Interval = time.Hour
+	_, _, err := e.pass(t.Context())
+	require.NoError(t, err)
+	setDeploymentAvailable(t, e.mgmt, e.ns, "web")
+	res, _, err := e.pass(t.Context())
+	require.NoError(t, err)
+	require.True(t, res.Complete(), res.Summary())
+
+	ns.SetLabels(map[string]string{"team": "a"})
+	res, counts, err := e.pass(t.Context())
+	require.NoError(t, err)
+	require.True(t, res.Complete(), res.Summary())
+	assert.Zero(t, counts[http.MethodGet], "no object is read, the Namespace neither")
+	assert.Equal(t, 1, counts[http.MethodPatch], "the Namespace is written")
 }
