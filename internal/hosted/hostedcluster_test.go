@@ -8,7 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -48,7 +50,11 @@ func TestTrimHostedCluster(t *testing.T) {
 	assert.Equal(t, HostedClusterGVK, trimmed.GroupVersionKind())
 
 	find := func(u *unstructured.Unstructured) *HostedCluster {
-		reader := fake.NewClientBuilder().WithObjects(u).Build()
+		// A scheme of its own: the fake client registers the unstructured kinds it lists in its
+		// scheme, which would race with the other tests' clients on client-go's global one.
+		s := runtime.NewScheme()
+		require.NoError(t, clientgoscheme.AddToScheme(s))
+		reader := fake.NewClientBuilder().WithScheme(s).WithObjects(u).Build()
 		hc, err := FindHostedCluster(t.Context(), reader, reader, "clusters-hc1", false)
 		require.NoError(t, err)
 		require.NotNil(t, hc)
