@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -191,13 +192,21 @@ func (c *Cluster) addNodes(ctx context.Context, opts ClusterOptions) error {
 				Labels:      map[string]string{corev1.LabelHostname: name, corev1.LabelOSStable: "linux", NodeLabel: "true"},
 				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
 		}
-		created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		if err != nil {
+		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create node %s: %w", name, err)
 		}
-		// The capacity is the node's to report: set in status, which KWOK keeps.
-		created.Status.Capacity, created.Status.Allocatable = resources, resources
-		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		// The capacity is the node's to report: set in status, which KWOK keeps. KWOK writes the
+		// new node's status too: a conflict reads the node again.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			live, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			live.Status.Capacity, live.Status.Allocatable = resources, resources
+			_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, live, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("set capacity of node %s: %w", name, err)
 		}
 		c.Nodes = append(c.Nodes, name)
