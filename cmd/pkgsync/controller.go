@@ -27,6 +27,7 @@ import (
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/notify"
 	"pkgsync.dev/pkgsync/internal/receiver"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/internal/version"
@@ -76,6 +77,7 @@ type controllerOptions struct {
 	jitter                jitter.IntervalOptions
 	webhookAddr           string
 	webhookSecret         string
+	notificationSecret    string
 	webhookRegistries     []string
 	webhookCertDir        string
 }
@@ -136,6 +138,7 @@ hosted-control-plane namespace through HyperShift's connector Secret.`,
 	fs.DurationVar(&o.retryInterval, "retry-interval", 30*time.Second, "How soon a failed reconciliation is retried (spec.retryInterval overrides)")
 	fs.BoolVar(&o.development, "log-development", false, "Human-friendly logs instead of JSON")
 	fs.StringVar(&o.webhookAddr, "webhook-bind-address", "0", "Address of the receiver of registry notifications (POST /hooks/distribution, /hooks/harbor, /hooks/generic); 0 disables it")
+	fs.StringVar(&o.notificationSecret, "notification-secret", "pkgsync-notifications", "Secret of the controller's namespace whose data key notifications.yaml lists the webhooks told of rollouts that halt, roll back, await approval or complete (docs/operations.md); absent or empty: none")
 	fs.StringVar(&o.webhookSecret, "webhook-secret", "pkgsync-webhook", "Secret of the controller's namespace (or NAMESPACE/NAME) holding the receiver's key per source: data keys distribution, harbor, generic; a source without one is refused")
 	fs.StringArrayVar(&o.webhookRegistries, "webhook-registry", nil, "SOURCE=HOST[:PORT]: bind a source's key (distribution, harbor, generic) to a registry, as images name it (repeatable; several per source allowed): its notifications then wake followers in those registries only. A source without one wakes a repository path's followers in every registry")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key (a mounted kubernetes.io/tls Secret) for the receiver to serve HTTPS, reloaded when they change; empty serves plain HTTP")
@@ -283,12 +286,23 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		Hosted:                  hc,
 		Metrics:                 runtimectrl.NewMetrics(mgr, recorder, v1alpha1.FinalizerName),
 		MaxConcurrentReconciles: o.concurrency,
+		Notifier:                newNotifier(mgr, o),
 	})
 	if err != nil {
 		return err
 	}
 	log.Info("starting controller", "kubernetesVersion", kubeVersion, "hostedClusters", !o.disableHosted)
 	return mgr.Start(ctx)
+}
+
+// newNotifier is the notifier of --notification-secret, nil when it is empty or the controller
+// has no namespace to keep it in.
+func newNotifier(mgr ctrl.Manager, o *controllerOptions) *notify.Notifier {
+	if o.notificationSecret == "" || o.namespace == "" {
+		return nil
+	}
+	return &notify.Notifier{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: o.namespace, Name: o.notificationSecret},
+		Log: ctrl.Log.WithName("notify")}
 }
 
 // setupReceiver adds the receiver of registry notifications to the manager when

@@ -17,6 +17,7 @@ import (
 	"pkgsync.dev/pkgsync/internal/fleet"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/mirrors"
+	"pkgsync.dev/pkgsync/internal/notify"
 	"pkgsync.dev/pkgsync/internal/objectdeployment"
 	"pkgsync.dev/pkgsync/internal/packages"
 	"pkgsync.dev/pkgsync/internal/reconciler"
@@ -48,6 +49,9 @@ type Config struct {
 	Metrics runtimectrl.Metrics
 	// MaxConcurrentReconciles per kind.
 	MaxConcurrentReconciles int
+	// Notifier, when set, receives every event the controllers record and forwards those
+	// its endpoints want (docs/operations.md, Notifications); the manager runs it.
+	Notifier *notify.Notifier
 }
 
 // Setup registers the reconcilers of every pkgsync kind with the manager. It makes what the
@@ -75,6 +79,12 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*setup.Serv
 		if recorder, err = events.NewRecorder(mgr, ctrl.Log, "", "pkgsync"); err != nil {
 			return nil, fmt.Errorf("create event recorder: %w", err)
 		}
+	}
+	if cfg.Notifier != nil {
+		if err := mgr.Add(cfg.Notifier); err != nil {
+			return nil, fmt.Errorf("add notifier: %w", err)
+		}
+		recorder = &notify.Recorder{EventRecorder: recorder, Notifier: cfg.Notifier, Scheme: mgr.GetScheme()}
 	}
 	m := reconciler.NewMetrics()
 	if err := m.Register(); err != nil {

@@ -107,7 +107,8 @@ func TestFleetRollback(t *testing.T) {
 	assert.Contains(t, states, "canary=RollingBack")
 	eventually(t, func(a *attempt) {
 		assert.Positive(a, fleetEvents(a, a.Context(), fleet.Name, "Warning", v1alpha1.RollingBackReason))
-	}, "a RollingBack event")
+		assert.Positive(a, fleetEvents(a, a.Context(), fleet.Name, "Warning", v1alpha1.RolledBackReason))
+	}, "a RollingBack and a RolledBack event")
 
 	// Several reconciles that are not requests: the rejected digest is not tried again.
 	for i := range 3 {

@@ -29,6 +29,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
+	"pkgsync.dev/pkgsync/internal/notify"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
@@ -175,6 +176,12 @@ func startControllerWith(ctx context.Context, selector string, src *source.Clien
 // counted by requests.
 func startControllerOn(ctx context.Context, mgmt *rest.Config, requests *requestCounter, selector string, src *source.Client,
 	configure ...func(*reconciler.Options)) (<-chan struct{}, error) {
+	return startControllerNotifying(ctx, mgmt, requests, selector, src, nil, configure...)
+}
+
+// startControllerNotifying is startControllerOn with a notifier (nil: none).
+func startControllerNotifying(ctx context.Context, mgmt *rest.Config, requests *requestCounter, selector string, src *source.Client,
+	notifier *notify.Notifier, configure ...func(*reconciler.Options)) (<-chan struct{}, error) {
 	sel, err := labels.Parse(selector)
 	if err != nil {
 		return nil, err
@@ -216,6 +223,7 @@ func startControllerOn(ctx context.Context, mgmt *rest.Config, requests *request
 		Hosted:                  hc,
 		Metrics:                 runtimectrl.NewMetrics(mgr, recorder, v1alpha1.FinalizerName),
 		MaxConcurrentReconciles: 4,
+		Notifier:                notifier,
 	})
 	if err != nil {
 		return nil, err
