@@ -278,7 +278,7 @@ func TestAChangedSecretIsTakenAndABrokenOneKeepsTheEndpoints(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Len(c, second.got(), 1) }, 10*time.Second, 10*time.Millisecond)
 	assert.Empty(t, first.got())
 
-	setConfig("endpoints:\n- name: typo\n  type: generic\n  addres: https://x\n")
+	setConfig("endpoints:\n- name: typo\n  type: generic\n  url: https://x\n")
 	// Several refreshes (50ms each) pass; the broken configuration is never taken.
 	require.Never(t, func() bool { return len(endpointNames()) != 1 || endpointNames()[0] != "second" }, 300*time.Millisecond, 20*time.Millisecond)
 }
@@ -288,7 +288,7 @@ func TestParseConfigRefusesWhatWouldLeakOrNeverWork(t *testing.T) {
 	for name, tc := range map[string]struct{ config, want string }{
 		"plain http":            {"endpoints:\n- {name: a, type: generic, address: 'http://hooks.example.com'}\n", "want an https:// URL"},
 		"credentials in url":    {"endpoints:\n- {name: a, type: generic, address: 'https://u:p@hooks.example.com'}\n", "credentials in the URL"},
-		"unknown field":         {"endpoints:\n- {name: a, type: generic, addres: 'https://hooks.example.com'}\n", `unknown field "addres"`},
+		"unknown field":         {"endpoints:\n- {name: a, type: generic, url: 'https://hooks.example.com'}\n", `unknown field "url"`},
 		"unknown type":          {"endpoints:\n- {name: a, type: teams, address: 'https://hooks.example.com'}\n", `type "teams": want generic or slack`},
 		"same name twice":       {"endpoints:\n- {name: a, type: slack, address: 'https://h'}\n- {name: a, type: slack, address: 'https://h'}\n", "endpoints[1] (a): name is used twice"},
 		"hmac on slack":         {"endpoints:\n- {name: a, type: slack, address: 'https://h', hmacKey: k}\n", "hmacKey signs generic requests only"},
