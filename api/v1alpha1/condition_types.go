@@ -151,4 +151,7 @@ const (
 	PartitionCompleteReason = "PartitionComplete"
 	// RolloutResumedReason (events only): a halted partition rolls out again.
 	RolloutResumedReason = "RolloutResumed"
+	// AnalysisFailedReason: a check of spec.rollout.analysis failed the member (a failed member,
+	// in status.failedMembers) or, as an event, failed members of a partition.
+	AnalysisFailedReason = "AnalysisFailed"
 )

@@ -227,6 +227,129 @@ type FleetRolloutStrategy struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	Windows []FleetWindow `json:"windows,omitempty"`
+
+	// Analysis checks a partition while it soaks: its checks are evaluated every interval
+	// from the moment the partition's members are all Ready on the target until its soak has
+	// passed, and the next partition starts only once every check has passed in an evaluation
+	// after the soak began. A member a check fails counts as a failed member against
+	// failureThreshold (reason AnalysisFailed), so that enough of them halt the rollout or roll
+	// it back (onFailure). status.analysis holds each check's last result.
+	// +optional
+	Analysis *FleetAnalysis `json:"analysis,omitempty"`
+}
+
+// FleetAnalysis is spec.rollout.analysis.
+type FleetAnalysis struct {
+	// Interval between evaluations during a soak. Default 30s; at least 5s.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// Checks evaluated at each evaluation.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	Checks []FleetCheck `json:"checks"`
+	// OnInconclusive is what a check that cannot be evaluated does (a query that errs, times
+	// out or returns no sample; a CEL error): Wait (the default) keeps the partition soaking
+	// until an evaluation is conclusive, Fail counts it as failed for the members it is about,
+	// Pass lets it through.
+	// +optional
+	// +kubebuilder:validation:Enum=Wait;Fail;Pass
+	// +kubebuilder:default=Wait
+	OnInconclusive FleetInconclusivePolicy `json:"onInconclusive,omitempty"`
+}
+
+// FleetInconclusivePolicy is spec.rollout.analysis.onInconclusive.
+type FleetInconclusivePolicy string
+
+const (
+	// FleetInconclusiveWait keeps the partition soaking.
+	FleetInconclusiveWait FleetInconclusivePolicy = "Wait"
+	// FleetInconclusiveFail counts the check as failed.
+	FleetInconclusiveFail FleetInconclusivePolicy = "Fail"
+	// FleetInconclusivePass lets the check through.
+	FleetInconclusivePass FleetInconclusivePolicy = "Pass"
+)
+
+// FleetCheck is one check of spec.rollout.analysis: exactly one of cel and query.
+// +kubebuilder:validation:XValidation:rule="has(self.cel) != has(self.query)",message="a check has exactly one of cel and query"
+type FleetCheck struct {
+	// Name of the check, as status.analysis and events name it.
+	// +required
+	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// CEL is an expression that must be true for every member of the soaking partition. It sees
+	// `member` (the member Package: metadata's name, namespace, labels and annotations, and
+	// status: observedGeneration, conditions with their reasons and messages, the applied
+	// revision and version) and `cluster` (its HostedCluster: name, namespace, labels,
+	// annotations, available). Bounded as spec.dependsOn's readyExpr is: 1024 characters and
+	// a cost limit per evaluation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	CEL string `json:"cel,omitempty"`
+	// Query is a Prometheus query evaluated against the controller's
+	// --analysis-prometheus-address (the operator's, never a tenant's).
+	// +optional
+	Query *FleetMetricQuery `json:"query,omitempty"`
+}
+
+// FleetMetricQuery is a PromQL instant query and the range its values must lie in.
+// +kubebuilder:validation:XValidation:rule="has(self.max) || has(self.min)",message="a query needs max, min or both"
+type FleetMetricQuery struct {
+	// PromQL is the query, evaluated as an instant query. A sample whose memberLabel names a
+	// member's hosted-control-plane namespace speaks for that member; a sample without it (a
+	// scalar, an aggregate) speaks for every member of the soaking partition. A sample for a
+	// namespace outside the partition is ignored.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	PromQL string `json:"promql"`
+	// MemberLabel is the sample label that holds a member's namespace. Default "namespace".
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	MemberLabel string `json:"memberLabel,omitempty"`
+	// Max is the largest value that passes, a decimal number such as "0.05".
+	// +optional
+	// +kubebuilder:validation:Pattern="^-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?$"
+	Max *string `json:"max,omitempty"`
+	// Min is the smallest value that passes.
+	// +optional
+	// +kubebuilder:validation:Pattern="^-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?$"
+	Min *string `json:"min,omitempty"`
+}
+
+// FleetCheckResult is a check's verdict.
+type FleetCheckResult string
+
+const (
+	FleetCheckPassed       FleetCheckResult = "Passed"
+	FleetCheckFailed       FleetCheckResult = "Failed"
+	FleetCheckInconclusive FleetCheckResult = "Inconclusive"
+)
+
+// FleetCheckStatus is the last evaluation of one analysis check.
+type FleetCheckStatus struct {
+	// Name of the check.
+	Name string `json:"name"`
+	// Partition it was evaluated for.
+	Partition string `json:"partition"`
+	// Revision (the target's name) it was evaluated for.
+	Revision string `json:"revision"`
+	// Result: Passed, Failed or Inconclusive.
+	Result FleetCheckResult `json:"result"`
+	// Value is the query's worst value, or for a CEL check how many members it failed.
+	// +optional
+	Value string `json:"value,omitempty"`
+	// Message says which members failed and why, or why the check is inconclusive.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// EvaluatedAt is when it was evaluated.
+	EvaluatedAt metav1.Time `json:"evaluatedAt"`
+	// Since is when the partition's current soak began, as the evaluation saw it: a pass
+	// counts toward the next partition only for the soak it was evaluated in.
+	Since metav1.Time `json:"since"`
 }
 
 // FleetWindow is a maintenance window: it opens at every time its schedule names and stays
@@ -479,6 +602,11 @@ type HostedClusterPackageStatus struct {
 	// Failed lists failed members and members the fleet cannot keep (at most 10).
 	// +optional
 	FailedMembers []MemberStatus `json:"failedMembers,omitempty"`
+
+	// Analysis holds the last result of each check of spec.rollout.analysis.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	Analysis []FleetCheckStatus `json:"analysis,omitempty"`
 	// BlockedMembers lists members that cannot move for a reason of their own cluster or
 	// namespace, with that reason (at most 10; status.blocked counts them all): the
 	// HostedCluster is not Available (HostedClusterUnavailable) or paused (HostedClusterPaused),

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -26,6 +29,7 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/internal/controller"
+	"pkgsync.dev/pkgsync/internal/fleet/analysis"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/notify"
 	"pkgsync.dev/pkgsync/internal/receiver"
@@ -78,6 +82,9 @@ type controllerOptions struct {
 	webhookAddr           string
 	webhookSecret         string
 	notificationSecret    string
+	prometheusAddress     string
+	prometheusTokenFile   string
+	prometheusCAFile      string
 	webhookRegistries     []string
 	webhookCertDir        string
 }
@@ -138,6 +145,9 @@ hosted-control-plane namespace through HyperShift's connector Secret.`,
 	fs.DurationVar(&o.retryInterval, "retry-interval", 30*time.Second, "How soon a failed reconciliation is retried (spec.retryInterval overrides)")
 	fs.BoolVar(&o.development, "log-development", false, "Human-friendly logs instead of JSON")
 	fs.StringVar(&o.webhookAddr, "webhook-bind-address", "0", "Address of the receiver of registry notifications (POST /hooks/distribution, /hooks/harbor, /hooks/generic); 0 disables it")
+	fs.StringVar(&o.prometheusAddress, "analysis-prometheus-address", "", "URL of the Prometheus HTTP API (or Thanos Querier) that fleets' spec.rollout.analysis queries are sent to; empty: query checks are inconclusive")
+	fs.StringVar(&o.prometheusTokenFile, "analysis-prometheus-token-file", "", "File holding the bearer token sent to --analysis-prometheus-address, read per query (a mounted ServiceAccount token rotates)")
+	fs.StringVar(&o.prometheusCAFile, "analysis-prometheus-ca-file", "", "PEM bundle of the CAs trusted for --analysis-prometheus-address instead of the system's")
 	fs.StringVar(&o.notificationSecret, "notification-secret", "pkgsync-notifications", "Secret of the controller's namespace whose data key notifications.yaml lists the webhooks told of rollouts that halt, roll back, await approval or complete (docs/operations.md); absent or empty: none")
 	fs.StringVar(&o.webhookSecret, "webhook-secret", "pkgsync-webhook", "Secret of the controller's namespace (or NAMESPACE/NAME) holding the receiver's key per source: data keys distribution, harbor, generic; a source without one is refused")
 	fs.StringArrayVar(&o.webhookRegistries, "webhook-registry", nil, "SOURCE=HOST[:PORT]: bind a source's key (distribution, harbor, generic) to a registry, as images name it (repeatable; several per source allowed): its notifications then wake followers in those registries only. A source without one wakes a repository path's followers in every registry")
@@ -258,6 +268,10 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 	crmetrics.Registry.MustRegister(recorder.Collectors()...)
 
 	ctx := cmd.Context()
+	prometheus, err := analysisPrometheus(o)
+	if err != nil {
+		return err
+	}
 	wakes, err := setupReceiver(mgr, o)
 	if err != nil {
 		return err
@@ -287,12 +301,41 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		Metrics:                 runtimectrl.NewMetrics(mgr, recorder, v1alpha1.FinalizerName),
 		MaxConcurrentReconciles: o.concurrency,
 		Notifier:                newNotifier(mgr, o),
+		AnalysisPrometheus:      prometheus,
 	})
 	if err != nil {
 		return err
 	}
 	log.Info("starting controller", "kubernetesVersion", kubeVersion, "hostedClusters", !o.disableHosted)
 	return mgr.Start(ctx)
+}
+
+// analysisPrometheus is the client of --analysis-prometheus-address, nil when it is empty.
+func analysisPrometheus(o *controllerOptions) (*analysis.Prometheus, error) {
+	if o.prometheusAddress == "" {
+		return nil, nil
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.prometheusCAFile != "" {
+		pem, err := os.ReadFile(o.prometheusCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--analysis-prometheus-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, usageError("--analysis-prometheus-ca-file: %s holds no PEM certificate", o.prometheusCAFile)
+		}
+		transport.TLSClientConfig.RootCAs = pool
+	}
+	var token func() (string, error)
+	if f := o.prometheusTokenFile; f != "" {
+		token = func() (string, error) {
+			b, err := os.ReadFile(f)
+			return strings.TrimSpace(string(b)), err
+		}
+	}
+	return analysis.NewPrometheus(o.prometheusAddress, token, transport)
 }
 
 // newNotifier is the notifier of --notification-secret, nil when it is empty or the controller

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/notify"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
 
@@ -27,8 +28,8 @@ func TestFleetGuideIsAccepted(t *testing.T) {
 	require.NoError(t, err)
 	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(guide), -1)
 	patches := regexp.MustCompile(`(?s)kubectl patch hcpkg \S+ --type merge\s+(?:\\\s+)?-p '([^']*)'`).FindAllStringSubmatch(string(guide), -1)
-	require.Len(t, blocks, 2, "YAML blocks in docs/fleet.md")
-	require.Len(t, patches, 7, "kubectl patch commands in docs/fleet.md")
+	require.Len(t, blocks, 3, "YAML blocks in docs/fleet.md")
+	require.Len(t, patches, 8, "kubectl patch commands in docs/fleet.md")
 
 	cp := testenv.NewControlPlane(t, "fleet-docs")
 	_, err = envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{
@@ -42,6 +43,13 @@ func TestFleetGuideIsAccepted(t *testing.T) {
 	for i, b := range blocks {
 		obj := &unstructured.Unstructured{}
 		require.NoError(t, yaml.Unmarshal([]byte(b[1]), &obj.Object), "YAML block %d", i+1)
+		if obj.GetKind() == "Secret" {
+			// The notification Secret: its configuration is one the controller takes.
+			config, _, _ := unstructured.NestedString(obj.Object, "stringData", notify.ConfigKey)
+			_, err := notify.ParseConfig([]byte(config))
+			assert.NoError(t, err, "YAML block %d: %s", i+1, notify.ConfigKey)
+			continue
+		}
 		require.Equal(t, v1alpha1.HostedClusterPackageKind, obj.GetKind(), "YAML block %d", i+1)
 		assert.NoError(t, c.Create(t.Context(), obj.DeepCopy(), client.DryRunAll), "YAML block %d:\n%s", i+1, b[1])
 		fleets = append(fleets, obj)

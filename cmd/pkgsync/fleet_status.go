@@ -53,6 +53,19 @@ type fleetStatusOutput struct {
 	// held by the pkgsync.dev/hold annotation.
 	Blocked []fleetMemberOutput `json:"blocked"`
 	Held    []fleetMemberOutput `json:"held"`
+	// Analysis is the last result of each check of spec.rollout.analysis.
+	Analysis []fleetCheckOutput `json:"analysis"`
+}
+
+// fleetCheckOutput is one analysis check's last result; EvaluatedAt is RFC 3339.
+type fleetCheckOutput struct {
+	Name        string `json:"name"`
+	Partition   string `json:"partition"`
+	Revision    string `json:"revision"`
+	Result      string `json:"result"`
+	Value       string `json:"value"`
+	Message     string `json:"message"`
+	EvaluatedAt string `json:"evaluatedAt"`
 }
 
 type fleetRevisionOutput struct {
@@ -243,6 +256,11 @@ func fleetStatusOf(fleet *v1alpha1.HostedClusterPackage) fleetStatusOutput {
 		Failed:            membersOf(st.FailedMembers),
 		Blocked:           membersOf(st.BlockedMembers),
 		Held:              membersOf(st.HeldMembers),
+		Analysis:          []fleetCheckOutput{},
+	}
+	for _, c := range st.Analysis {
+		out.Analysis = append(out.Analysis, fleetCheckOutput{Name: c.Name, Partition: c.Partition, Revision: c.Revision, Result: string(c.Result),
+			Value: c.Value, Message: c.Message, EvaluatedAt: rfc3339(c.EvaluatedAt.Time)})
 	}
 	if st.Target != nil {
 		out.Target = revisionOf(*st.Target)
@@ -340,6 +358,9 @@ func printFleetStatus(w io.Writer, fleet *v1alpha1.HostedClusterPackage, out fle
 	if err := printPartitions(w, fleet, out.Partitions, now); err != nil {
 		return err
 	}
+	if err := printAnalysis(w, fleet, out.Analysis, now); err != nil {
+		return err
+	}
 	if err := printMembers(w, fleet, "Members in progress", out.InProgress); err != nil {
 		return err
 	}
@@ -385,6 +406,33 @@ func printPartitions(w io.Writer, fleet *v1alpha1.HostedClusterPackage, partitio
 			fmt.Fprintf(tw, "\t%s", windowText(p.Window, now))
 		}
 		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+// printAnalysis prints the analysis checks' last results, when the fleet has an analysis.
+func printAnalysis(w io.Writer, fleet *v1alpha1.HostedClusterPackage, checks []fleetCheckOutput, now time.Time) error {
+	if fleet.Spec.Rollout.Analysis == nil && len(checks) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	if len(checks) == 0 {
+		_, err := fmt.Fprintln(w, "Analysis: not evaluated yet (the checks run while a partition soaks)")
+		return err
+	}
+	fmt.Fprintln(w, "Analysis:")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tPARTITION\tRESULT\tVALUE\tEVALUATED\tMESSAGE")
+	for _, c := range checks {
+		evaluated := "-"
+		if t, err := time.Parse(time.RFC3339, c.EvaluatedAt); err == nil {
+			evaluated = duration.HumanDuration(now.Sub(t)) + " ago"
+		}
+		value := c.Value
+		if value == "" {
+			value = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(c.Name), partitionLabel(fleet, c.Partition), printable(c.Result), printable(value), evaluated, printable(c.Message))
 	}
 	return tw.Flush()
 }

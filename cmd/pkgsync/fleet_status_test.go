@@ -124,6 +124,9 @@ func TestFleetStatusCommand(t *testing.T) {
 	rolledBack := &v1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "rolled-back"}, Spec: *fleet.Spec.DeepCopy()}
 	rolledBack.Spec.Rollout.OnFailure = v1alpha1.FleetFailureRollback
 	rolledBack.Spec.Rollout.Windows = []v1alpha1.FleetWindow{{Schedule: "0 22 * * *", Duration: metav1.Duration{Duration: time.Hour}, Partitions: []string{"prod"}}}
+	maxRate := "0.05"
+	rolledBack.Spec.Rollout.Analysis = &v1alpha1.FleetAnalysis{Checks: []v1alpha1.FleetCheck{
+		{Name: "error-rate", Query: &v1alpha1.FleetMetricQuery{PromQL: "sum by (namespace) (rate(errors[5m]))", Max: &maxRate}}}}
 	require.NoError(t, c.Create(t.Context(), rolledBack))
 	t.Cleanup(func() { _ = c.Delete(t.Context(), rolledBack) })
 	opens := now.Add(5*time.Hour + 30*time.Minute).UTC().Truncate(time.Second)
@@ -139,6 +142,9 @@ func TestFleetStatusCommand(t *testing.T) {
 		{Name: "prod", State: v1alpha1.PartitionRolledBack, LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
 			Window: &v1alpha1.FleetWindowStatus{OpensAt: &metav1.Time{Time: opens}}},
 	}
+	rolledBack.Status.Analysis = []v1alpha1.FleetCheckStatus{{Name: "error-rate", Partition: "canary", Revision: hostile.Name, Result: v1alpha1.FleetCheckFailed,
+		Value: "0.3", Message: "1 member(s) failed: clusters-c2: value 0.3 outside [-Inf, 0.05]", EvaluatedAt: metav1.NewTime(now.Add(-2 * time.Minute).Truncate(time.Second)),
+		Since: metav1.NewTime(now.Add(-3 * time.Minute).Truncate(time.Second))}}
 	require.NoError(t, c.Status().Update(t.Context(), rolledBack))
 
 	t.Run("table", func(t *testing.T) {
@@ -190,7 +196,8 @@ func TestFleetStatusCommand(t *testing.T) {
   ],
   "held": [
     {"namespace": "clusters-p4", "partition": "prod", "reason": "Held", "message": "pkgsync.dev/hold on the HostedCluster: tenant change freeze until Friday"}
-  ]
+  ],
+  "analysis": []
 }`, at(10*time.Hour+30*time.Minute), at(3*24*time.Hour+2*time.Hour+30*time.Minute)), stdout)
 	})
 
@@ -201,7 +208,7 @@ func TestFleetStatusCommand(t *testing.T) {
 		assert.JSONEq(t, `{"name": "fresh", "generation": 1, "observedGeneration": -1, "suspended": false, "paused": true,
   "target": null, "targetAppliedFrom": [], "stable": null, "rejected": null, "ready": null, "currentPartition": "",
   "members": {"updated": 0, "ready": 0, "failed": 0, "blocked": 0, "held": 0, "total": 0},
-  "partitions": [], "inProgress": [], "failed": [], "blocked": [], "held": []}`, stdout)
+  "partitions": [], "inProgress": [], "failed": [], "blocked": [], "held": [], "analysis": []}`, stdout)
 	})
 
 	t.Run("a rejected revision and maintenance windows", func(t *testing.T) {
@@ -215,11 +222,13 @@ func TestFleetStatusCommand(t *testing.T) {
 		assert.Contains(t, stdout, "WINDOW")
 		assert.Regexp(t, `canary +RolledBack .* any time\n`, stdout)
 		assert.Regexp(t, `prod +RolledBack .* closed, opens `+regexp.QuoteMeta(opens.Format(time.RFC3339))+` \(in 5h`, stdout)
+		assert.Regexp(t, `Analysis:\nCHECK +PARTITION +RESULT +VALUE +EVALUATED +MESSAGE\nerror-rate +canary +Failed +0\.3 +2m\d*s? ago +1 member\(s\) failed: clusters-c2: value 0\.3 outside`, stdout)
 		stdout, _, err = runCLI(t, "fleet", "status", "rolled-back", "--kubeconfig", cp.KubeconfigPath, "-o", "json")
 		require.NoError(t, err)
 		var doc struct {
 			Rejected   map[string]any
 			Partitions []struct{ Window map[string]any }
+			Analysis   []map[string]string
 		}
 		require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
 		assert.Equal(t, "sha256:"+strings.Repeat("b", 64), doc.Rejected["digest"])
@@ -227,6 +236,10 @@ func TestFleetStatusCommand(t *testing.T) {
 		assert.Equal(t, "", doc.Rejected["version"], "not fit to show")
 		assert.Nil(t, doc.Partitions[0].Window)
 		assert.Equal(t, map[string]any{"open": false, "opensAt": opens.Format(time.RFC3339)}, doc.Partitions[1].Window)
+		if assert.Len(t, doc.Analysis, 1) {
+			assert.Equal(t, map[string]string{"name": "error-rate", "partition": "canary", "revision": "bbbbbbbbbbbb-22222222", "result": "Failed", "value": "0.3",
+				"message": "1 member(s) failed: clusters-c2: value 0.3 outside [-Inf, 0.05]", "evaluatedAt": now.Add(-2 * time.Minute).Truncate(time.Second).UTC().Format(time.RFC3339)}, doc.Analysis[0])
+		}
 	})
 
 	t.Run("a fleet that does not exist is an error", func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"pkgsync.dev/pkgsync/internal/applier"
 	"pkgsync.dev/pkgsync/internal/fleet"
+	"pkgsync.dev/pkgsync/internal/fleet/analysis"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/mirrors"
 	"pkgsync.dev/pkgsync/internal/notify"
@@ -49,6 +50,9 @@ type Config struct {
 	Metrics runtimectrl.Metrics
 	// MaxConcurrentReconciles per kind.
 	MaxConcurrentReconciles int
+	// AnalysisPrometheus answers the queries of fleets' spec.rollout.analysis (nil: they are
+	// inconclusive).
+	AnalysisPrometheus *analysis.Prometheus
 	// Notifier, when set, receives every event the controllers record and forwards those
 	// its endpoints want (docs/operations.md, Notifications); the manager runs it.
 	Notifier *notify.Notifier
@@ -109,11 +113,12 @@ func newServices(ctx context.Context, mgr ctrl.Manager, cfg Config) (*setup.Serv
 	}
 	return &setup.Services{
 		Manager: mgr, Source: cfg.Source, Hosted: cfg.Hosted, RuntimeMetrics: cfg.Metrics, Options: opts, Recorder: recorder, Metrics: m, Applier: ro,
-		Verifier:          verify.NewVerifier(mgr.GetAPIReader(), mgr.GetClient(), opts.Namespace, opts.RequireSignatures).WithInterval(opts.VerifyInterval),
-		ControllerOptions: controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)},
-		HostedClusterAPI:  hostedClusterAPI,
-		TrustSecrets:      trustSecrets,
-		SpecChanged:       predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}),
+		Verifier:           verify.NewVerifier(mgr.GetAPIReader(), mgr.GetClient(), opts.Namespace, opts.RequireSignatures).WithInterval(opts.VerifyInterval),
+		ControllerOptions:  controller.Options{MaxConcurrentReconciles: max(cfg.MaxConcurrentReconciles, 1)},
+		HostedClusterAPI:   hostedClusterAPI,
+		TrustSecrets:       trustSecrets,
+		AnalysisPrometheus: cfg.AnalysisPrometheus,
+		SpecChanged:        predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}),
 	}, nil
 }
 

@@ -52,6 +52,8 @@ type fleetSteps struct {
 	// applier gives the identity a member reads its spec.configFrom as (configReader), for the
 	// preflight; nil in PreflightFleet, which reads as its client.
 	applier *applier.Applier
+	// analyses keeps spec.rollout.analysis's last verdicts (analyse.go).
+	analyses *analyses
 	// secrets keeps the copies of the Secrets the template names in the members' namespaces;
 	// nil when the controller has no namespace to read them in.
 	secrets *fleetSecrets
@@ -79,6 +81,7 @@ func (r *fleetSteps) steps() reconciler.Steps[*v1alpha1.HostedClusterPackage] {
 		Gone: func(key types.NamespacedName) {
 			r.writes.forget(key.Name)
 			r.preflights.forget(key.Name)
+			r.analyses.forget(key.Name)
 			if r.secrets != nil {
 				r.secrets.forget(key.Name)
 			}
@@ -157,7 +160,8 @@ func (r *fleetSteps) intervals(fleet *v1alpha1.HostedClusterPackage) reconciler.
 func (r *fleetSteps) plan(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.FleetRevision, members []*rollout.Member,
 	windows []rollout.Window, lastHandled string, now time.Time) (rollout.Plan, []v1alpha1.MemberStatus, error) {
 	strategy := fleet.Spec.Rollout
-	gates := rollout.Gates{Rejected: standingRejection(fleet, target, lastHandled, now), Windows: windows}
+	gates := rollout.Gates{Rejected: standingRejection(fleet, target, lastHandled, now), Windows: windows,
+		Analysis: r.analyse(ctx, fleet, target, members, now)}
 	var preflight []v1alpha1.MemberStatus
 	if strategy.Preflight && gates.Rejected == "" && target.Name != stableName(fleet) {
 		var err error

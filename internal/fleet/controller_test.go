@@ -104,7 +104,8 @@ func (f *fleetFixture) steps(t *testing.T, require bool, objs ...client.Object) 
 	return &fleetSteps{
 		client: c, apiReader: c, source: f.Src, verifier: verify.NewVerifier(c, c, verifytest.ControllerNamespace, require),
 		recorder: record.NewFakeRecorder(10), own: reconciler.NewMetrics(), hostedClusterAPI: true, now: time.Now,
-		options: reconciler.Options{Namespace: verifytest.ControllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
+		options:  reconciler.Options{Namespace: verifytest.ControllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
+		analyses: newAnalyses(nil),
 	}, c
 }
 

@@ -234,7 +234,8 @@ func (f *fleetFixture) stepsWith(t *testing.T, funcs *interceptor.Funcs, objs ..
 	return &fleetSteps{
 		client: c, apiReader: c, source: f.Src, verifier: verify.NewVerifier(c, c, verifytest.ControllerNamespace, false),
 		recorder: record.NewFakeRecorder(10), own: reconciler.NewMetrics(), hostedClusterAPI: true, now: time.Now,
-		options: reconciler.Options{Namespace: verifytest.ControllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
-		secrets: &fleetSecrets{client: c, apiReader: c, copies: c, namespace: verifytest.ControllerNamespace},
+		options:  reconciler.Options{Namespace: verifytest.ControllerNamespace, RetryInterval: 7 * time.Second, ProgressInterval: 3 * time.Second},
+		analyses: newAnalyses(nil),
+		secrets:  &fleetSecrets{client: c, apiReader: c, copies: c, namespace: verifytest.ControllerNamespace},
 	}, c
 }

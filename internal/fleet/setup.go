@@ -31,6 +31,7 @@ func Setup(ctx context.Context, s *setup.Services) error {
 	steps := &fleetSteps{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), source: s.Source, verifier: s.Verifier, recorder: s.Recorder,
 		own: s.Metrics, options: s.Options, hostedClusterAPI: hostedClusterAPI, now: time.Now, applier: s.Applier,
+		analyses: newAnalyses(s.AnalysisPrometheus),
 	}
 	secrets, secretCaches, err := setupFleetSecrets(ctx, s)
 	if err != nil {

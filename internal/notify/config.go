@@ -36,12 +36,12 @@ const (
 )
 
 // DefaultReasons are the events an endpoint receives unless it lists its own: a rollout halted,
-// rolling back or rolled back, waiting for an approval, failed preflight or members, and
-// finished (Ready turned True).
+// rolling back or rolled back, waiting for an approval, failed preflight, members or analysis
+// checks, and finished (Ready turned True).
 var DefaultReasons = []string{
 	v1alpha1.RolloutHaltedReason, v1alpha1.RollingBackReason, v1alpha1.RolledBackReason,
 	AwaitingApprovalReason, v1alpha1.PreflightFailedReason, v1alpha1.MembersFailedReason,
-	v1alpha1.ReconciliationSucceededReason,
+	v1alpha1.AnalysisFailedReason, v1alpha1.ReconciliationSucceededReason,
 }
 
 // AwaitingApprovalReason is the event of a partition that waits for an approval.

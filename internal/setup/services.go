@@ -22,6 +22,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/applier"
+	"pkgsync.dev/pkgsync/internal/fleet/analysis"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/internal/verify"
@@ -49,6 +50,9 @@ type Services struct {
 	// HostedClusterAPI says the HostedCluster API was installed when the hosted prober started
 	// (false without hosted clients).
 	HostedClusterAPI bool
+	// AnalysisPrometheus answers the queries of fleets' spec.rollout.analysis; nil without
+	// --analysis-prometheus-address.
+	AnalysisPrometheus *analysis.Prometheus
 	// SpecChanged lets a resource's own events through when its spec changed or a reconcile
 	// was requested.
 	SpecChanged predicate.Predicate

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/notify"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
@@ -105,8 +106,8 @@ func TestFleetNotifications(t *testing.T) {
 	src, err := source.NewClient(source.Options{Transport: suite.registryRequests})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	stopped, err := startControllerNotifying(ctx, suite.mgmt.Config, &suite.requests, shardLabel+"="+shard, src, notifier,
-		func(o *reconciler.Options) { o.Namespace = controllerNS })
+	stopped, err := startControllerConfigured(ctx, suite.mgmt.Config, &suite.requests, shardLabel+"="+shard, src,
+		func(c *controller.Config) { c.Notifier = notifier }, func(o *reconciler.Options) { o.Namespace = controllerNS })
 	require.NoError(t, err)
 	t.Cleanup(func() { cancel(); <-stopped })
 

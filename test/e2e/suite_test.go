@@ -29,7 +29,6 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/hosted"
-	"pkgsync.dev/pkgsync/internal/notify"
 	"pkgsync.dev/pkgsync/internal/reconciler"
 	"pkgsync.dev/pkgsync/source"
 	"pkgsync.dev/pkgsync/test/testenv"
@@ -176,12 +175,13 @@ func startControllerWith(ctx context.Context, selector string, src *source.Clien
 // counted by requests.
 func startControllerOn(ctx context.Context, mgmt *rest.Config, requests *requestCounter, selector string, src *source.Client,
 	configure ...func(*reconciler.Options)) (<-chan struct{}, error) {
-	return startControllerNotifying(ctx, mgmt, requests, selector, src, nil, configure...)
+	return startControllerConfigured(ctx, mgmt, requests, selector, src, nil, configure...)
 }
 
-// startControllerNotifying is startControllerOn with a notifier (nil: none).
-func startControllerNotifying(ctx context.Context, mgmt *rest.Config, requests *requestCounter, selector string, src *source.Client,
-	notifier *notify.Notifier, configure ...func(*reconciler.Options)) (<-chan struct{}, error) {
+// startControllerConfigured is startControllerOn with the controller's configuration changed by
+// configureController (nil: as it is), as the controller's flags would: a notifier, a Prometheus.
+func startControllerConfigured(ctx context.Context, mgmt *rest.Config, requests *requestCounter, selector string, src *source.Client,
+	configureController func(*controller.Config), configure ...func(*reconciler.Options)) (<-chan struct{}, error) {
 	sel, err := labels.Parse(selector)
 	if err != nil {
 		return nil, err
@@ -217,14 +217,17 @@ func startControllerNotifying(ctx context.Context, mgmt *rest.Config, requests *
 	for _, f := range configure {
 		f(&opts)
 	}
-	err = controller.Setup(ctx, mgr, controller.Config{
+	cc := controller.Config{
 		Options:                 opts,
 		Source:                  src,
 		Hosted:                  hc,
 		Metrics:                 runtimectrl.NewMetrics(mgr, recorder, v1alpha1.FinalizerName),
 		MaxConcurrentReconciles: 4,
-		Notifier:                notifier,
-	})
+	}
+	if configureController != nil {
+		configureController(&cc)
+	}
+	err = controller.Setup(ctx, mgr, cc)
 	if err != nil {
 		return nil, err
 	}

@@ -119,6 +119,23 @@ type Gates struct {
 	// PreflightFailed: spec.rollout.preflight found members the target fails for. The rollout
 	// holds as a paused one does: no member moves to the target, new ones get the stable revision.
 	PreflightFailed bool
+	// Analysis is spec.rollout.analysis's last verdict (internal/fleet/analysis); nil without
+	// an analysis. With an analysis and no verdict for a soaking partition, its soak does not end.
+	Analysis *AnalysisGate
+}
+
+// AnalysisGate is the last verdict of spec.rollout.analysis, for the partition it was
+// evaluated for.
+type AnalysisGate struct {
+	Partition string
+	// Failed maps the namespace of a member a check failed to why: it counts as a failed
+	// member of its partition (reason AnalysisFailed) while it is on the target.
+	Failed map[string]string
+	// Passed: every check passed in an evaluation after the partition's current soak began.
+	Passed bool
+	// Interval is how often the checks are evaluated: the soak is at least one, and a soak
+	// that waits for the checks wakes at it.
+	Interval time.Duration
 }
 
 // Decide decides, from the members' state, which revision each member is kept at.
@@ -234,11 +251,21 @@ func keepOrStable(m *Member, targetName, stableName string, rollingOut bool) ass
 	}
 }
 
-func soakOf(s v1alpha1.FleetRolloutStrategy) time.Duration {
-	if s.Soak == nil {
-		return 0
+// soakOf is a partition's soak: spec.rollout.soak, and with spec.rollout.analysis at least
+// one analysis interval, so that every check is evaluated before the next partition starts.
+func soakOf(s v1alpha1.FleetRolloutStrategy, g *AnalysisGate) time.Duration {
+	var soak time.Duration
+	if s.Soak != nil {
+		soak = s.Soak.Duration
 	}
-	return s.Soak.Duration
+	if s.Analysis != nil {
+		interval := time.Second
+		if g != nil {
+			interval = g.Interval
+		}
+		soak = max(soak, interval)
+	}
+	return soak
 }
 
 // scaledCount resolves a count-or-percentage against total: percentages round up or down as

@@ -13,7 +13,7 @@ func newPlanner(targetName, stableName string, strategy v1alpha1.FleetRolloutStr
 		plan:   Plan{Assign: map[string]assignment{}, Complete: true},
 		target: targetName, stable: stableName, rollingOut: stableName != targetName,
 		strategy: strategy, deadline: strategy.GetProgressDeadline(), prevState: map[string]v1alpha1.PartitionStatus{}, now: now,
-		windows: gates.Windows, preflightFailed: gates.PreflightFailed,
+		windows: gates.Windows, preflightFailed: gates.PreflightFailed, analysis: gates.Analysis,
 	}
 	for _, ps := range previous {
 		p.prevState[ps.Name] = ps
@@ -33,6 +33,8 @@ type planner struct {
 	windows        []Window
 	// preflightFailed holds the rollout (Gates).
 	preflightFailed bool
+	// analysis is the analysis's last verdict (Gates); nil without one.
+	analysis *AnalysisGate
 	// proved: a member of this or an earlier partition is Ready on the target.
 	proved bool
 }
@@ -64,6 +66,12 @@ func (p *planner) observe(name string, ms []*Member) (v1alpha1.PartitionStatus, 
 	for i, m := range ms {
 		onTarget := m.Revision() == p.target
 		health[i] = healthOf(m, p.deadline, p.now)
+		if why, failed := p.analysisFailed(name, m.Namespace); failed && onTarget && !health[i].held && !health[i].blocked {
+			health[i].ready, health[i].failed = false, true
+			health[i].reason, health[i].message = v1alpha1.AnalysisFailedReason, why
+			// The checks are evaluated again at the interval: a halt they caused ends when they pass.
+			p.wake(p.analysis.Interval)
+		}
 		ps.Total++
 		switch {
 		case health[i].held:
@@ -136,12 +144,15 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*Member, health []me
 	case done:
 		p.assignAll(ms, health, func(*Member) assignment { return ToTarget })
 		ps.State = v1alpha1.PartitionComplete
-		if soak := soakOf(p.strategy); soak > 0 {
+		if soak := soakOf(p.strategy, p.analysis); soak > 0 {
 			prev, ok := p.prevState[ps.Name]
 			switch {
 			case ok && prev.State == v1alpha1.PartitionComplete:
-			case ok && prev.State == v1alpha1.PartitionSoaking && p.now.Sub(prev.LastTransitionTime.Time) >= soak:
+			case ok && prev.State == v1alpha1.PartitionSoaking && p.now.Sub(prev.LastTransitionTime.Time) >= soak && p.analysisPassed(ps.Name):
 			default:
+				if p.strategy.Analysis != nil && p.analysis != nil {
+					p.wake(p.analysis.Interval)
+				}
 				ps.State = v1alpha1.PartitionSoaking
 				since := p.transition(ps.Name, v1alpha1.PartitionSoaking).Time
 				p.wake(since.Add(soak).Sub(p.now) + time.Second)
@@ -280,4 +291,22 @@ func (p *planner) record(ps v1alpha1.PartitionStatus, ms []*Member, health []mem
 	p.plan.Counts.Blocked += ps.Blocked
 	p.plan.Counts.Held += ps.Held
 	p.plan.Partitions = append(p.plan.Partitions, ps)
+}
+
+// analysisFailed says whether the analysis failed the member of a partition, and why.
+func (p *planner) analysisFailed(partition, namespace string) (string, bool) {
+	if p.analysis == nil || p.analysis.Partition != partition {
+		return "", false
+	}
+	why, failed := p.analysis.Failed[namespace]
+	return why, failed
+}
+
+// analysisPassed says whether a soaking partition's checks let it end: every check passed
+// after its soak began, or there is no analysis.
+func (p *planner) analysisPassed(partition string) bool {
+	if p.strategy.Analysis == nil {
+		return true
+	}
+	return p.analysis != nil && p.analysis.Partition == partition && p.analysis.Passed
 }
