@@ -61,6 +61,7 @@ type installFlags struct {
 	verifyIssuer     string
 	trustedRoot      string
 	registry         registryOptions
+	output           *outputFlag
 }
 
 func (o *installFlags) ApplyFlags(fs *pflag.FlagSet) {
@@ -79,6 +80,7 @@ func (o *installFlags) ApplyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.verifyIssuer, "verify-oidc-issuer", "", "With --verify-identity: a regular expression the OIDC issuer that vouched for the signer must match")
 	fs.StringVar(&o.trustedRoot, "trusted-root", "", "With --verify-identity: the Sigstore trusted root (trusted_root.json, as cosign trusted-root create writes it); nothing is fetched")
 	o.registry.ApplyFlags(fs)
+	o.output = addOutputFlag(fs, outputText)
 }
 
 // verifying says whether install verifies the controller image, and checks the flags that
@@ -194,21 +196,30 @@ by another key or an image changed since it was signed is refused and nothing is
 
 --export prints the manifests instead of applying them, for GitOps repositories or
 "kubectl apply --server-side -f". Each object applied goes to stdout with what happened to it;
-progress goes to stderr.`,
+progress goes to stderr. -o json and -o yaml print the result once install ends, as one
+document (also when it fails part way: the objects applied so far):
+{"version":..,"image":..,"namespace":..,"dryRun":..,"objects":[{"object":..,"action":..,"note":..}]}.`,
 		Example: `  pkgsync install
   pkgsync install --verify-key pkgsync-release.pub
   pkgsync install --image registry.example.com/platform/pkgsync:v0.1.0 --kubeconfig mgmt.kubeconfig
   pkgsync install --dry-run=server
+  pkgsync install -o json
   pkgsync install --export > pkgsync.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := flags.output.check(); err != nil {
+				return err
+			}
 			if flags.export && flags.dryRun.enabled() {
 				return usageError("--export and --dry-run exclude each other: --export contacts no cluster")
+			}
+			if flags.export && flags.output.document() {
+				return usageError("--export and -o %s exclude each other: --export prints the manifests as YAML, -o the result of an install", flags.output.format)
 			}
 			if err := cluster.validate(); err != nil {
 				return err
 			}
-			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			stderr := cmd.ErrOrStderr()
 			img := flags.image
 			if img == "" {
 				img = version.Image()
@@ -235,32 +246,55 @@ progress goes to stderr.`,
 				return err
 			}
 			sortForInstall(objs)
-			switch {
-			case flags.export:
-				return writeManifests(stdout, objs, img)
-			case flags.dryRun.mode == dryRunClient:
-				for _, obj := range objs {
-					fmt.Fprintf(stdout, "%s (dry run)\n", apply.RefOf(obj))
-				}
-				fmt.Fprintf(stderr, "dry run: would install pkgsync %s with image %s in namespace %s; nothing was sent to a cluster\n",
-					version.Version, img, cluster.namespace)
-				return nil
-			}
-			inst, err := newInstaller(cluster.kube, stdout, stderr)
-			if err != nil {
-				return err
-			}
-			inst.dryRun = flags.dryRun.mode == dryRunServer
-			inst.image = img
-			fmt.Fprintf(stderr, "installing pkgsync %s (config/%s) with image %s in namespace %s on %s\n",
-				version.Version, flags.variant(), img, cluster.namespace, inst.host)
-			return inst.install(cmd.Context(), objs, cluster)
+			return flags.install(cmd, cluster, objs, img)
 		},
 	}
 	cluster.ApplyFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&cluster.wait, "wait", true, "Wait until the controller Deployment is Available")
 	flags.ApplyFlags(cmd.Flags())
 	return cmd
+}
+
+// install exports objs (--export), lists them (a client dry run) or applies them to the cluster,
+// printing the result as -o asks.
+func (o *installFlags) install(cmd *cobra.Command, cluster clusterFlags, objs []*unstructured.Unstructured, img string) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	report := &installReport{Version: version.Version, Image: img, Namespace: cluster.namespace, Objects: []objectResult{}}
+	if o.dryRun.enabled() {
+		report.DryRun = o.dryRun.mode
+	}
+	switch {
+	case o.export:
+		return writeManifests(stdout, objs, img)
+	case o.dryRun.mode == dryRunClient:
+		for _, obj := range objs {
+			report.Objects = append(report.Objects, objectResult{Object: apply.RefOf(obj).String()})
+			if !o.output.document() {
+				fmt.Fprintf(stdout, "%s (dry run)\n", apply.RefOf(obj))
+			}
+		}
+		fmt.Fprintf(stderr, "dry run: would install pkgsync %s with image %s in namespace %s; nothing was sent to a cluster\n",
+			version.Version, img, cluster.namespace)
+		if o.output.document() {
+			return o.output.writeDocument(cmd, "the install result", report)
+		}
+		return nil
+	}
+	inst, err := newInstaller(cluster.kube, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	inst.dryRun = o.dryRun.mode == dryRunServer
+	inst.image = img
+	inst.document = o.output.document()
+	fmt.Fprintf(stderr, "installing pkgsync %s (config/%s) with image %s in namespace %s on %s\n",
+		version.Version, o.variant(), img, cluster.namespace, inst.host)
+	err = inst.install(cmd.Context(), objs, cluster)
+	if inst.document && (err == nil || len(inst.results) > 0) {
+		report.Objects = append(report.Objects, inst.results...)
+		err = writeResult(cmd, o.output, "the install result", report, err)
+	}
+	return err
 }
 
 // installRank orders the kinds of an install: what others depend on first, the controller last.

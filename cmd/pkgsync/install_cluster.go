@@ -35,6 +35,11 @@ type installer struct {
 	// pendingNamespaces are namespaces a server-side dry run would create: the API server cannot
 	// check objects inside them, since they do not exist yet.
 	pendingNamespaces map[string]bool
+	// results and released are what was done, object by object (record); with document set
+	// (-o json|yaml) they are printed once, at the end, rather than a line each on stdout.
+	results  []objectResult
+	released []releasedResource
+	document bool
 }
 
 // actionCounts tallies what an install did.
@@ -79,19 +84,19 @@ func (i *installer) apply(ctx context.Context, desired *unstructured.Unstructure
 	if err != nil {
 		if i.dryRun && apierrors.IsNotFound(err) && i.pendingNamespaces[desired.GetNamespace()] {
 			i.counts.created++
-			fmt.Fprintf(i.stdout, "%s created (dry run; not checked by the API server: namespace %s does not exist yet)\n", ref, desired.GetNamespace())
+			i.record(ref, actionCreated, fmt.Sprintf("not checked by the API server: namespace %s does not exist yet", desired.GetNamespace()))
 			return nil
 		}
 		return fmt.Errorf("apply %s to %s: %w", ref, i.host, err)
 	}
-	action := "created"
+	action := actionCreated
 	switch {
 	case exists && sameObject(live, dry):
 		i.counts.unchanged++
-		fmt.Fprintf(i.stdout, "%s unchanged\n", ref)
+		i.record(ref, actionUnchanged, "")
 		return nil
 	case exists:
-		action = "configured"
+		action = actionConfigured
 		i.counts.configured++
 	default:
 		i.counts.created++
@@ -100,13 +105,13 @@ func (i *installer) apply(ctx context.Context, desired *unstructured.Unstructure
 		if desired.GetKind() == "Namespace" && desired.GroupVersionKind().Group == "" && !exists {
 			i.pendingNamespaces[desired.GetName()] = true
 		}
-		fmt.Fprintf(i.stdout, "%s %s (dry run)\n", ref, action)
+		i.record(ref, action, "")
 		return nil
 	}
 	if _, err := i.ssa(ctx, desired, false); err != nil {
 		return fmt.Errorf("apply %s to %s: %w", ref, i.host, err)
 	}
-	fmt.Fprintf(i.stdout, "%s %s\n", ref, action)
+	i.record(ref, action, "")
 	return nil
 }
 

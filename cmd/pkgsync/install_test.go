@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/apply"
 	"pkgsync.dev/pkgsync/config"
 	"pkgsync.dev/pkgsync/internal/version"
 	"pkgsync.dev/pkgsync/test/testenv"
@@ -152,6 +154,21 @@ func TestInstallUninstall(t *testing.T) {
 		assert.Contains(t, stderr, "nothing was changed")
 		_, err = getCRD(t.Context(), c, "packages.pkgsync.dev")
 		assert.True(t, apierrors.IsNotFound(err), "no CRD: %v", err)
+
+		stdout, stderr, err = runCLI(t, "install", "--kubeconfig", kubeconfig, "--image", image, "--dry-run=server", "-o", "json")
+		require.NoError(t, err, stderr)
+		assert.Empty(t, writes.list())
+		var report installReport
+		require.NoError(t, json.Unmarshal([]byte(stdout), &report), stdout)
+		assert.Equal(t, installReport{Version: version.Version, Image: image, Namespace: ns, DryRun: "server"}, installReport{
+			Version: report.Version, Image: report.Image, Namespace: report.Namespace, DryRun: report.DryRun})
+		require.Len(t, report.Objects, 14)
+		assert.Equal(t, objectResult{Object: "CustomResourceDefinition.apiextensions.k8s.io packages.pkgsync.dev", Action: "created"}, report.Objects[0],
+			"in the order applied: the CRDs first")
+		assert.Contains(t, report.Objects, objectResult{Object: "Namespace " + ns, Action: "created"})
+		assert.Equal(t, objectResult{Object: "Deployment.apps " + ns + "/" + config.DeploymentName, Action: "created",
+			Note: "not checked by the API server: namespace " + ns + " does not exist yet"}, report.Objects[13])
+		assert.Contains(t, stderr, "nothing was changed", "progress stays on stderr")
 	})
 
 	t.Run("install applies the CRDs, RBAC and the Deployment", func(t *testing.T) {
@@ -198,6 +215,19 @@ func TestInstallUninstall(t *testing.T) {
 		var after appsv1.Deployment
 		require.NoError(t, c.Get(t.Context(), deployKey, &after))
 		assert.Equal(t, before.ResourceVersion, after.ResourceVersion)
+	})
+
+	t.Run("-o yaml prints install's result once, as a document", func(t *testing.T) {
+		stdout, stderr, err := runCLI(t, "install", "--kubeconfig", kubeconfig, "--image", image, "--wait=false", "-o", "yaml")
+		require.NoError(t, err, stderr)
+		var report installReport
+		require.NoError(t, yaml.UnmarshalStrict([]byte(stdout), &report), stdout)
+		assert.Empty(t, report.DryRun)
+		require.Len(t, report.Objects, 14)
+		for _, o := range report.Objects {
+			assert.Equal(t, "unchanged", o.Action, o.Object)
+		}
+		assert.Contains(t, stderr, "pkgsync installed: 0 created, 0 configured, 14 unchanged")
 	})
 
 	t.Run("install waits until the Deployment is Available", func(t *testing.T) {
@@ -274,12 +304,17 @@ func TestInstallUninstall(t *testing.T) {
 	})
 
 	t.Run("uninstall --force removes everything and names the objects that stay", func(t *testing.T) {
-		stdout, stderr, err := runCLI(t, "uninstall", "--kubeconfig", kubeconfig, "--force", "--wait=false")
+		stdout, stderr, err := runCLI(t, "uninstall", "--kubeconfig", kubeconfig, "--force", "--wait=false", "-o", "json")
 		require.NoError(t, err, stderr)
-		assert.Contains(t, stdout, "Package.pkgsync.dev clusters-demo/hosted-addon released; these objects it applied stay:\n"+
-			"  hosted cluster: Namespace hosted-addon (phase hosted-rbac)\n"+
-			"  management cluster: Deployment.apps clusters-demo/hosted-addon-operator (phase deploy)\n")
-		assert.Contains(t, stdout, "Deployment.apps "+ns+"/"+config.DeploymentName+" deleted")
+		var report uninstallReport
+		require.NoError(t, json.Unmarshal([]byte(stdout), &report), stdout)
+		assert.Equal(t, []releasedResource{{Object: "Package.pkgsync.dev clusters-demo/hosted-addon", Stay: []appliedObject{
+			{Cluster: "hosted cluster", Object: "Namespace hosted-addon", Phase: "hosted-rbac"},
+			{Cluster: "management cluster", Object: "Deployment.apps clusters-demo/hosted-addon-operator", Phase: "deploy"},
+		}}}, report.Released)
+		require.NotEmpty(t, report.Objects)
+		assert.Equal(t, objectResult{Object: "Deployment.apps " + ns + "/" + config.DeploymentName, Action: "deleted"}, report.Objects[0],
+			"the controller first")
 		assert.True(t, apierrors.IsNotFound(c.Get(t.Context(), deployKey, &appsv1.Deployment{})))
 		assert.True(t, apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKey{Name: "pkgsync-apply"}, &rbacv1.ClusterRoleBinding{})))
 		// The CRDs go once the API server has deleted their resources, the Package among them.
@@ -300,6 +335,14 @@ func TestInstallUninstall(t *testing.T) {
 		stdout, stderr, err := runCLI(t, "uninstall", "--kubeconfig", kubeconfig, "--wait=false")
 		require.NoError(t, err, stderr)
 		assert.Contains(t, stdout, "CustomResourceDefinition.apiextensions.k8s.io packages.pkgsync.dev not found")
+
+		stdout, stderr, err = runCLI(t, "uninstall", "--kubeconfig", kubeconfig, "--wait=false", "-o", "yaml")
+		require.NoError(t, err, stderr)
+		var report uninstallReport
+		require.NoError(t, yaml.UnmarshalStrict([]byte(stdout), &report), stdout)
+		assert.Equal(t, ns, report.Namespace)
+		assert.Empty(t, report.Released)
+		assert.Contains(t, report.Objects, objectResult{Object: "CustomResourceDefinition.apiextensions.k8s.io packages.pkgsync.dev", Action: "not found"})
 	})
 }
 
@@ -354,6 +397,8 @@ func TestInstallFlags(t *testing.T) {
 		{"a bad namespace", []string{"--export", "--namespace", "Platform_1"}, "Platform_1"},
 		{"an unknown dry-run mode", []string{"--dry-run=maybe"}, `must be "none", "client" or "server"`},
 		{"export and dry run", []string{"--export", "--dry-run=client"}, "exclude each other"},
+		{"export and a result document", []string{"--export", "-o", "json"}, "--export and -o json exclude each other"},
+		{"a format install does not print", []string{"--dry-run=client", "-o", "wide"}, `--output must be text, json or yaml, not "wide"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -374,6 +419,59 @@ func TestInstallFlags(t *testing.T) {
 		assert.Contains(t, stdout, "Deployment.apps "+config.DefaultNamespace+"/"+config.DeploymentName+" (dry run)")
 		assert.Contains(t, stderr, "nothing was sent to a cluster")
 	})
+
+	t.Run("a client dry run's result as a document", func(t *testing.T) {
+		t.Parallel()
+		stdout, stderr, err := runCLI(t, "install", "--dry-run=client", "-o", "yaml", "--image", "registry.example.com/pkgsync:v1")
+		require.NoError(t, err)
+		var report installReport
+		require.NoError(t, yaml.UnmarshalStrict([]byte(stdout), &report), stdout)
+		assert.Equal(t, "client", report.DryRun)
+		assert.Equal(t, "registry.example.com/pkgsync:v1", report.Image)
+		assert.Equal(t, config.DefaultNamespace, report.Namespace)
+		require.Len(t, report.Objects, 14)
+		assert.Equal(t, objectResult{Object: "Deployment.apps " + config.DefaultNamespace + "/" + config.DeploymentName}, report.Objects[13],
+			"no action: a client dry run asks no API server")
+		assert.Contains(t, stderr, "nothing was sent to a cluster", "progress stays on stderr")
+	})
+}
+
+// The text uninstall prints of a released resource: the objects that stay, a line each.
+func TestReleasedText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		inventory any
+		want      string
+	}{
+		{nil, "Package.pkgsync.dev clusters-demo/hosted-addon released; it had applied nothing\n"},
+		{map[string]any{"phases": []any{
+			map[string]any{"name": "hosted-rbac", "class": v1alpha1.ClassHostedCluster, "objects": []any{"/v1/Namespace//hosted-addon"}},
+			map[string]any{"name": "deploy", "groups": []any{map[string]any{
+				"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "clusters-demo", "names": []any{"hosted-addon-operator"},
+			}}},
+		}}, "Package.pkgsync.dev clusters-demo/hosted-addon released; these objects it applied stay:\n" +
+			"  hosted cluster: Namespace hosted-addon (phase hosted-rbac)\n" +
+			"  management cluster: Deployment.apps clusters-demo/hosted-addon-operator (phase deploy)\n"},
+		{map[string]any{"phases": "not a list"},
+			"Package.pkgsync.dev clusters-demo/hosted-addon released; these objects it applied stay:\n  (status.inventory does not parse: "},
+	}
+	for _, tt := range tests {
+		pkg := &unstructured.Unstructured{}
+		pkg.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Package"))
+		pkg.SetNamespace("clusters-demo")
+		pkg.SetName("hosted-addon")
+		if tt.inventory != nil {
+			require.NoError(t, unstructured.SetNestedField(pkg.Object, tt.inventory, "status", "inventory"))
+		}
+		left, err := inventoryOf(pkg)
+		r := releasedResource{Object: apply.RefOf(pkg).String(), Stay: left}
+		if err != nil {
+			r.Problem = "status.inventory does not parse: " + err.Error()
+		}
+		var out strings.Builder
+		(&installer{stdout: &out}).recordReleased(r)
+		assert.True(t, strings.HasPrefix(out.String(), tt.want), "got %q\nwant %q", out.String(), tt.want)
+	}
 }
 
 // decodeYAMLStream splits a multi-document YAML stream into objects.

@@ -25,6 +25,7 @@ func newKeyGenerateCmd() *cobra.Command {
 	var (
 		prefix string
 		force  bool
+		output *outputFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "generate",
@@ -36,11 +37,18 @@ build --sign --key" and cosign itself sign with the private key; a Package's spe
 TrustPolicy, "pkgsync verify --key" and "cosign verify --key" accept the public key.
 
 The password comes from $COSIGN_PASSWORD (an empty value is an empty password), else it is asked
-for twice on the terminal. Existing files are never overwritten unless --force is given.`,
+for twice on the terminal. Existing files are never overwritten unless --force is given.
+
+It prints the files written; -o json and -o yaml print them as one document:
+{"privateKey":..,"publicKey":..}.`,
 		Example: `  COSIGN_PASSWORD=... pkgsync key generate
-  pkgsync key generate --output-key-prefix release   # release.key, release.pub`,
+  pkgsync key generate --output-key-prefix release   # release.key, release.pub
+  pkgsync key generate -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := output.check(); err != nil {
+				return err
+			}
 			if prefix == "" {
 				return usageError("--output-key-prefix must not be empty")
 			}
@@ -70,13 +78,23 @@ for twice on the terminal. Existing files are never overwritten unless --force i
 			if err := writeKeyFile(pubFile, pub, 0o644, force); err != nil {
 				return err
 			}
+			if output.document() {
+				return output.writeDocument(cmd, "the key pair written", keyPairReport{PrivateKey: keyFile, PublicKey: pubFile})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Private key written to %s\nPublic key written to %s\n", keyFile, pubFile)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&prefix, "output-key-prefix", "cosign", "Write the key pair to PREFIX.key and PREFIX.pub (cosign's flag)")
 	cmd.Flags().BoolVar(&force, "force", false, "Overwrite existing key files")
+	output = addOutputFlag(cmd.Flags(), outputText)
 	return cmd
+}
+
+// keyPairReport is key generate's result as -o json and -o yaml print it: the files written.
+type keyPairReport struct {
+	PrivateKey string `json:"privateKey"`
+	PublicKey  string `json:"publicKey"`
 }
 
 // newPassword is the password of a new key: $COSIGN_PASSWORD, else typed twice on a terminal.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,6 +63,17 @@ func TestKeyGenerate(t *testing.T) {
 		after, err = os.ReadFile(prefix + ".key")
 		require.NoError(t, err)
 		assert.NotEqual(t, priv, after, "--force writes a new key")
+	})
+
+	t.Run("-o json prints the files written as a document", func(t *testing.T) {
+		other := filepath.Join(dir, "doc")
+		out, err := runPkgsync(t, "key", "generate", "--output-key-prefix", other, "-o", "json")
+		require.NoError(t, err)
+		var report keyPairReport
+		require.NoError(t, json.Unmarshal([]byte(out), &report), out)
+		assert.Equal(t, keyPairReport{PrivateKey: other + ".key", PublicKey: other + ".pub"}, report)
+		assert.FileExists(t, other+".key")
+		assert.FileExists(t, other+".pub")
 	})
 
 	t.Run("a symlink planted at the key path is not followed", func(t *testing.T) {

@@ -14,7 +14,10 @@ import (
 )
 
 func newLockCmd() *cobra.Command {
-	var registry registryOptions
+	var (
+		registry registryOptions
+		output   *outputFlag
+	)
 	cmd := &cobra.Command{
 		Use:   "lock DIR",
 		Short: "Resolve a package's images to digests and write manifest.lock.yaml",
@@ -24,8 +27,12 @@ Package Operator's format, like "kubectl package update"). Templates then read .
 REPOSITORY@DIGEST. A Package Operator package with images does not render without a lock file
 that matches its manifest. References without a registry host are Docker Hub's. With
 --registry-host-overrides or --image-prefix-overrides the digests are read where the overrides
-point, and the lock file keeps the images as the manifest names them.`,
-		Example: `  pkgsync lock ./my-package`,
+point, and the lock file keeps the images as the manifest names them.
+
+It prints the lock file's path on stdout and each image's digest on stderr; -o json and -o yaml
+print both as one document instead: {"file":..,"images":[{"name":..,"image":..,"digest":..}]}.`,
+		Example: `  pkgsync lock ./my-package
+  pkgsync lock ./my-package -o json`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError("lock takes a package directory, got %d arguments", len(args))
@@ -33,6 +40,9 @@ point, and the lock file keeps the images as the manifest names them.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := output.check(); err != nil {
+				return err
+			}
 			dir := args[0]
 			fsys, err := readPackageDir(dir)
 			if err != nil {
@@ -60,7 +70,9 @@ point, and the lock file keeps the images as the manifest names them.`,
 				if err != nil {
 					return fmt.Errorf("lock %s: image %q: %w", dir, img.Name, err)
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s is %s\n", img.Name, img.Image, dgst)
+				if !output.document() {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s is %s\n", img.Name, img.Image, dgst)
+				}
 				locked = append(locked, render.LockedImage{Name: img.Name, Image: img.Image, Digest: dgst})
 			}
 			data, err := render.MarshalLock(locked)
@@ -71,13 +83,24 @@ point, and the lock file keeps the images as the manifest names them.`,
 			if err := os.WriteFile(file, data, 0o644); err != nil {
 				return fmt.Errorf("lock %s: %w", dir, err)
 			}
+			if output.document() {
+				return output.writeDocument(cmd, "the lock result", lockReport{File: file, Images: locked})
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), file)
 			return nil
 		},
 	}
 	registry.ApplyFlags(cmd.Flags())
 	registry.overrides.ApplyFlags(cmd.Flags())
+	output = addOutputFlag(cmd.Flags(), outputText)
 	return cmd
+}
+
+// lockReport is lock's result as -o json and -o yaml print it: the lock file written and the
+// images in it.
+type lockReport struct {
+	File   string               `json:"file"`
+	Images []render.LockedImage `json:"images"`
 }
 
 // imageReference reads an image reference as container runtimes do: without a registry host

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,17 @@ func TestLockResolvesImagesThroughTheRegistry(t *testing.T) {
 	lock, err := os.ReadFile(lockFile)
 	require.NoError(t, err)
 	assert.Contains(t, string(lock), "digest: "+digest)
+
+	// -o json: the same result as one document, nothing on stderr.
+	stdout, stderr, err = runCLI(t, "lock", dir, "--registry-config", dockerConfig, "-o", "json")
+	require.NoError(t, err, stderr)
+	assert.Empty(t, stderr)
+	var report lockReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &report), stdout)
+	assert.Equal(t, lockReport{File: lockFile, Images: []render.LockedImage{{Name: "app", Image: image, Digest: digest}}}, report)
+	again, err := os.ReadFile(lockFile)
+	require.NoError(t, err)
+	assert.Equal(t, string(lock), string(again))
 
 	rendered, stderr, err := runCLI(t, "render", dir, "--namespace", "apps")
 	require.NoError(t, err, stderr)

@@ -27,6 +27,7 @@ func newUninstallCmd() *cobra.Command {
 	var (
 		cluster clusterFlags
 		force   bool
+		output  *outputFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "uninstall [--force]",
@@ -39,11 +40,20 @@ While Packages, ClusterPackages, ObjectDeployments, ClusterObjectDeployments or
 HostedClusterPackages exist (TrustPolicies do not count), uninstall refuses: delete them first, so that the controller removes what they applied. --force uninstalls
 anyway: it stops the controller, removes the pkgsync finalizer from every such resource and
 deletes them with their CRDs, and lists the objects they applied, which stay in the management
-cluster and the hosted clusters.`,
+cluster and the hosted clusters.
+
+Each object goes to stdout with what happened to it (deleted, not found); progress goes to
+stderr. -o json and -o yaml print the result once uninstall ends, as one document (also when it
+fails part way: what was deleted so far):
+{"namespace":..,"objects":[{"object":..,"action":..}],"released":[{"object":..,"stay":[{"cluster":..,"object":..,"phase":..}]}]}.`,
 		Example: `  pkgsync uninstall
-  pkgsync uninstall --force --kubeconfig mgmt.kubeconfig`,
+  pkgsync uninstall --force --kubeconfig mgmt.kubeconfig
+  pkgsync uninstall -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := output.check(); err != nil {
+				return err
+			}
 			if err := cluster.validate(); err != nil {
 				return err
 			}
@@ -56,13 +66,21 @@ cluster and the hosted clusters.`,
 			if err != nil {
 				return err
 			}
+			inst.document = output.document()
 			fmt.Fprintf(inst.stderr, "uninstalling pkgsync from namespace %s on %s\n", cluster.namespace, inst.host)
-			return inst.uninstall(cmd.Context(), objs, cluster, force)
+			err = inst.uninstall(cmd.Context(), objs, cluster, force)
+			if inst.document && (err == nil || len(inst.results) > 0) {
+				report := &uninstallReport{Namespace: cluster.namespace, Objects: append([]objectResult{}, inst.results...),
+					Released: append([]releasedResource{}, inst.released...)}
+				err = writeResult(cmd, output, "the uninstall result", report, err)
+			}
+			return err
 		},
 	}
 	cluster.ApplyFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&cluster.wait, "wait", true, "Wait until every deleted object is gone")
 	cmd.Flags().BoolVar(&force, "force", false, "Uninstall although pkgsync resources exist; the objects they applied stay in the clusters")
+	output = addOutputFlag(cmd.Flags(), outputText)
 	return cmd
 }
 
@@ -161,12 +179,12 @@ func (i *installer) delete(ctx context.Context, obj *unstructured.Unstructured) 
 	err = i.client.Delete(ctx, obj.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationBackground))
 	switch {
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		fmt.Fprintf(i.stdout, "%s not found\n", ref)
+		i.record(ref, actionNotFound, "")
 		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("delete %s from %s: %w", ref, i.host, err)
 	}
-	fmt.Fprintf(i.stdout, "%s deleted\n", ref)
+	i.record(ref, actionDeleted, "")
 	return false, nil
 }
 
@@ -206,31 +224,28 @@ func (i *installer) release(ctx context.Context, resources []*unstructured.Unstr
 				return fmt.Errorf("remove the finalizer of %s on %s: %w", ref, i.host, err)
 			}
 		}
-		left := inventoryOf(r)
-		if len(left) == 0 {
-			fmt.Fprintf(i.stdout, "%s released; it had applied nothing\n", ref)
-			continue
+		left, err := inventoryOf(r)
+		released := releasedResource{Object: ref.String(), Stay: left}
+		if err != nil {
+			released.Problem = "status.inventory does not parse: " + err.Error()
 		}
-		fmt.Fprintf(i.stdout, "%s released; these objects it applied stay:\n", ref)
-		for _, l := range left {
-			fmt.Fprintf(i.stdout, "  %s\n", l)
-		}
+		i.recordReleased(released)
 	}
 	return nil
 }
 
 // inventoryOf lists the objects a resource's status says it applied, each with its cluster: as
 // groups, or one string per object as versions before groups wrote them.
-func inventoryOf(r *unstructured.Unstructured) []string {
+func inventoryOf(r *unstructured.Unstructured) ([]appliedObject, error) {
+	out := []appliedObject{}
 	raw, ok, _ := unstructured.NestedMap(r.Object, "status", "inventory")
 	if !ok {
-		return nil
+		return out, nil
 	}
 	var inv v1alpha1.Inventory
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &inv); err != nil {
-		return []string{"(status.inventory does not parse: " + err.Error() + ")"}
+		return out, err
 	}
-	var out []string
 	for _, phase := range inv.Phases {
 		where := "management cluster"
 		if phase.Class == v1alpha1.ClassHostedCluster {
@@ -242,16 +257,16 @@ func inventoryOf(r *unstructured.Unstructured) []string {
 			if len(parts) == 5 {
 				ref = apply.ObjectRef{Group: parts[0], Version: parts[1], Kind: parts[2], Namespace: parts[3], Name: parts[4]}.String()
 			}
-			out = append(out, fmt.Sprintf("%s: %s (phase %s)", where, ref, phase.Name))
+			out = append(out, appliedObject{Cluster: where, Object: ref, Phase: phase.Name})
 		}
 		for _, g := range phase.Groups {
 			for _, name := range g.Names {
 				ref := apply.ObjectRef{Group: g.Group, Version: g.Version, Kind: g.Kind, Namespace: g.Namespace, Name: name}
-				out = append(out, fmt.Sprintf("%s: %s (phase %s)", where, ref, phase.Name))
+				out = append(out, appliedObject{Cluster: where, Object: ref.String(), Phase: phase.Name})
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // waitGone waits until a deleted object no longer exists.
