@@ -9,10 +9,13 @@ import (
 	"pkgsync.dev/pkgsync/render/schema"
 )
 
-// placedObject is an object a render placed in a phase and where it came from, for errors.
+// placedObject is an object a render placed in a phase and where it came from, for errors:
+// at, and doc, the document of a plain file it was decoded from (nil for a template's or a
+// kustomization's), where a problem's field has a line of its own.
 type placedObject struct {
 	obj *unstructured.Unstructured
 	at  Error
+	doc *document
 }
 
 // placedObjects collects what a render placed, in every component it renders, so that the
@@ -22,11 +25,12 @@ type placedObjects struct {
 	list []placedObject
 }
 
-// add records obj, placed from at in the component whose directory is prefix.
-func (p *placedObjects) add(obj *unstructured.Unstructured, at *Error, prefix string) {
+// add records obj, placed from at (decoded from doc, when not nil) in the component whose
+// directory is prefix.
+func (p *placedObjects) add(obj *unstructured.Unstructured, at *Error, prefix string, doc *document) {
 	e := *at
 	e.File = prefix + e.File
-	p.list = append(p.list, placedObject{obj: obj, at: e})
+	p.list = append(p.list, placedObject{obj: obj, at: e, doc: doc})
 }
 
 // objectChecks is what checking a render's objects found.
@@ -60,10 +64,16 @@ func (p *placedObjects) check(crds []*unstructured.Unstructured) objectChecks {
 	return out
 }
 
-// objectProblem is a schema problem of a placed object, where the object came from.
+// objectProblem is a schema problem of a placed object, where the object came from: at the
+// field's own line when the object's document has it.
 func objectProblem(po placedObject, sp schema.Problem) *Error {
 	e := po.at
 	e.Field = sp.Field
+	if po.doc != nil {
+		if line := po.doc.fieldLine(sp.Field); line > 0 {
+			e.Line = line
+		}
+	}
 	what := describeObject(po.obj)
 	if po.at.Err != nil {
 		// A kustomization's object: at.Err names it.

@@ -7,9 +7,12 @@ import (
 	"strconv"
 	"strings"
 
+	yaml3 "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
+
+	"pkgsync.dev/pkgsync/render/schema"
 )
 
 // document is one YAML document of a multi-document file.
@@ -49,6 +52,20 @@ func isSeparator(line string) bool {
 	return rest == "" || rest[0] == ' ' || rest[0] == '\t'
 }
 
+// fieldLine is the line in the file of the field at path (a schema problem's Field) of the
+// object decoded from doc, 0 when it cannot be found. The document is parsed again, as a node
+// tree, which keeps lines: only for an object with problems to report.
+func (doc document) fieldLine(path string) int {
+	var root yaml3.Node
+	if err := yaml3.Unmarshal([]byte(doc.body), &root); err != nil {
+		return 0
+	}
+	if n := schema.FieldLine(&root, path); n > 0 {
+		return doc.startLine + n - 1
+	}
+	return 0
+}
+
 // isBlank reports whether a document holds only whitespace, comments or an explicit null.
 func isBlank(body string) bool {
 	for _, line := range strings.Split(body, "\n") {
@@ -77,11 +94,10 @@ func yamlError(file string, doc document, err error) *Error {
 	return &Error{File: file, Document: doc.index, Line: line, Err: fmt.Errorf("invalid YAML: %s", msg)}
 }
 
-// parsedObject is an object and where it was found.
+// parsedObject is an object and where it was found: the document it was decoded from.
 type parsedObject struct {
-	obj      *unstructured.Unstructured
-	document int
-	line     int
+	obj *unstructured.Unstructured
+	doc document
 }
 
 // keyRule says what a key repeated in one YAML mapping of an object file does.
@@ -122,7 +138,7 @@ func parseObjects(file, data string, keys keyRule) ([]parsedObject, []*Error) {
 		if obj == nil {
 			continue
 		}
-		objs = append(objs, parsedObject{obj: obj, document: doc.index, line: doc.startLine})
+		objs = append(objs, parsedObject{obj: obj, doc: doc})
 	}
 	return objs, errs
 }

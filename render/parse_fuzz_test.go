@@ -37,7 +37,11 @@ func FuzzParseObjects(f *testing.F) {
 				assert.NotEmpty(t, e.Error())
 			}
 			for _, o := range objs {
-				assert.True(t, o.line >= 1 && o.line <= lines, "line %d of %d", o.line, lines)
+				assert.True(t, o.doc.startLine >= 1 && o.doc.startLine <= lines, "line %d of %d", o.doc.startLine, lines)
+				// A field's line, when found, is one of the object's document.
+				if n := o.doc.fieldLine("metadata.name"); n != 0 {
+					assert.True(t, n >= o.doc.startLine && n <= lines, "metadata.name at line %d of %d, document from %d", n, lines, o.doc.startLine)
+				}
 				assert.NotEmpty(t, o.obj.GetName())
 				assert.NotEmpty(t, o.obj.GetKind())
 			}

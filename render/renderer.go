@@ -200,7 +200,7 @@ func (r *renderer) load(ctx context.Context, t *tree, renderTemplates bool) {
 				dirPhase = path.Base(root)
 			}
 			for _, obj := range objs {
-				r.place(obj, dirPhase, &Error{File: source[name], Err: fmt.Errorf("object %s", describeObject(obj))})
+				r.place(obj, dirPhase, &Error{File: source[name], Err: fmt.Errorf("object %s", describeObject(obj))}, nil)
 			}
 			continue
 		}
@@ -216,7 +216,13 @@ func (r *renderer) load(ctx context.Context, t *tree, renderTemplates bool) {
 		}
 		var left []int // the file's objects left out, by their index among its objects
 		for i, o := range objs {
-			if !r.place(o.obj, "", &Error{File: source[name], Document: o.document, Line: o.line}) {
+			// A plain file's lines are the author's; a template's rendered lines are not the
+			// template's, so its problems keep pointing at the document.
+			doc := &o.doc
+			if source[name] != name {
+				doc = nil
+			}
+			if !r.place(o.obj, "", &Error{File: source[name], Document: o.doc.index, Line: o.doc.startLine}, doc) {
 				left = append(left, i)
 			}
 		}
@@ -286,9 +292,10 @@ func (r *renderer) kustomizationRoots(names []string, rendered, source map[strin
 }
 
 // place checks an object's phase annotations, strips them and adds the object to its phase.
-// at says where the object came from, for errors. It reports whether the object was added:
-// not when a condition leaves it out, or when it is refused.
-func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at *Error) bool {
+// at says where the object came from, for errors; doc is the document of a plain file it was
+// decoded from, nil for a template's or a kustomization's object. It reports whether the object
+// was added: not when a condition leaves it out, or when it is refused.
+func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at *Error, doc *document) bool {
 	fail := func(field string, err error) {
 		e := *at
 		e.Field = field
@@ -377,7 +384,7 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 	}
 	p.Objects = append(p.Objects, obj)
 	if r.placed != nil {
-		r.placed.add(obj, at, r.prefix)
+		r.placed.add(obj, at, r.prefix, doc)
 	}
 	return true
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -124,9 +125,55 @@ func TestValidatePackageChecksObjects(t *testing.T) {
 		got = append(got, p.Error())
 	}
 	want := []string{
-		"components/backend/cm.yaml:3 (document 2): data.k: ConfigMap c: must be a string, not 1 (quote it)",
+		"components/backend/cm.yaml:6 (document 2): data.k: ConfigMap c: must be a string, not 1 (quote it)",
 		`components/backend/svc/kustomization.yaml: spec.type: object Service s: "Loadbalancer": must be one of ClusterIP, ExternalName, LoadBalancer, NodePort; did you mean LoadBalancer?`,
 	}
 	assert.Equal(t, want, got)
 	assert.Equal(t, Errors{problems[0], problems[1]}.Error(), ValidateStructure(t.Context(), fsys, Options{}).Error())
+}
+
+// A schema problem of an object in a plain file names the line of the offending field, not the
+// document's first line; a template's keeps the document's line (as rendered: the template's own
+// lines are not known).
+func TestValidatePackageReportsTheFieldsLine(t *testing.T) {
+	t.Parallel()
+	const deploy = `# the operator
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: op
+  annotations: {pkgsync.dev/phase: deploy}
+spec:
+  replica: 3
+  selector: {matchLabels: {app: op}}
+  template:
+    metadata: {labels: {app: op}}
+    spec:
+      containers:
+      - name: op
+        image: registry.k8s.io/pause:3.10
+        imagePullPolicy: Allways
+`
+	fsys := fstest.MapFS{
+		"manifest.yaml":  {Data: []byte("apiVersion: pkgsync.dev/v1alpha1\nkind: PackageManifest\nmetadata: {name: op}\nspec:\n  phases: [{name: deploy}]\n")},
+		"deploy.yaml":    {Data: []byte(deploy)},
+		"cm.yaml.gotmpl": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  annotations: {pkgsync.dev/phase: deploy}\ndata:\n  k: {{ 1 }}\n")},
+		"ns.yaml":        {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n  namespace: Bad_NS\n  annotations: {pkgsync.dev/phase: deploy}\n")},
+	}
+	err := validateErr(ValidatePackage(t.Context(), fsys, Options{}, WithoutConfig))
+	var problems Errors
+	require.True(t, errors.As(err, &problems), "%v", err)
+	lines := map[string]string{}
+	for _, p := range problems {
+		var e *Error
+		require.True(t, errors.As(p, &e), "%v", p)
+		lines[e.Field] = fmt.Sprintf("%s:%d", e.File, e.Line)
+	}
+	assert.Equal(t, map[string]string{
+		"spec.replica": "deploy.yaml:9",
+		"spec.template.spec.containers[0].imagePullPolicy": "deploy.yaml:17",
+		"data.k":             "cm.yaml.gotmpl:1",
+		"metadata.namespace": "ns.yaml:5",
+	}, lines)
 }

@@ -28,7 +28,8 @@ func writeObjectsPackage(t *testing.T, files map[string]string) string {
 const inDeploy = "annotations: {pkgsync.dev/phase: deploy}"
 
 // validate checks every object as the API server would: each of these is refused by one, and
-// each is named with its file, document and field.
+// each is named with its file, document and field, at the field's own line (the document's first
+// line for a problem of the object as a whole).
 func TestValidateChecksObjectsAgainstSchemas(t *testing.T) {
 	t.Parallel()
 	dir := writeObjectsPackage(t, map[string]string{
@@ -54,14 +55,14 @@ spec:
 	code := run([]string{"validate", dir}, &stdout, &stderr)
 	assert.Equal(t, 1, code, "stderr: %s", stderr.String())
 	for _, want := range []string{
-		"deploy/typo.yaml:1 (document 1): kind: Deploymnet typo: Deploymnet is not a kind of apps/v1; did you mean Deployment?",
-		"deploy/app.yaml:1 (document 1): spec.replica: Deployment Also_Bad/Bad_Name: unknown field",
-		"deploy/app.yaml:1 (document 1): metadata.name: Deployment Also_Bad/Bad_Name: \"Bad_Name\": a lowercase RFC 1123 subdomain",
-		"deploy/app.yaml:1 (document 1): metadata.namespace: Deployment Also_Bad/Bad_Name: Invalid value: \"Also_Bad\"",
-		"spec.template.spec.containers[0].imagePullPolicy: Deployment Also_Bad/Bad_Name: \"Allways\": must be one of Always, IfNotPresent, Never",
-		"spec.template.spec.containers[0].image: Deployment Also_Bad/Bad_Name: \"registry.k8s.io/pause::3.10\" is not an image reference",
-		"deploy/config.yaml:1 (document 1): data.k: ConfigMap config: must be a string, not 1 (quote it)",
-		"deploy/config.yaml:6 (document 2): data: ConfigMap big: 2097153 bytes in all, over the 1048576 bytes (1 MiB)",
+		"deploy/typo.yaml:2 (document 1): kind: Deploymnet typo: Deploymnet is not a kind of apps/v1; did you mean Deployment?",
+		"deploy/app.yaml:5 (document 1): spec.replica: Deployment Also_Bad/Bad_Name: unknown field",
+		"deploy/app.yaml:3 (document 1): metadata.name: Deployment Also_Bad/Bad_Name: \"Bad_Name\": a lowercase RFC 1123 subdomain",
+		"deploy/app.yaml:3 (document 1): metadata.namespace: Deployment Also_Bad/Bad_Name: Invalid value: \"Also_Bad\"",
+		"deploy/app.yaml:13 (document 1): spec.template.spec.containers[0].imagePullPolicy: Deployment Also_Bad/Bad_Name: \"Allways\": must be one of Always, IfNotPresent, Never",
+		"deploy/app.yaml:12 (document 1): spec.template.spec.containers[0].image: Deployment Also_Bad/Bad_Name: \"registry.k8s.io/pause::3.10\" is not an image reference",
+		"deploy/config.yaml:4 (document 1): data.k: ConfigMap config: must be a string, not 1 (quote it)",
+		"deploy/config.yaml:9 (document 2): data: ConfigMap big: 2097153 bytes in all, over the 1048576 bytes (1 MiB)",
 		"deploy/config.yaml:6 (document 2): ConfigMap big: the object is 2097232 bytes as JSON, over the 1572864 bytes (1.5 MiB)",
 	} {
 		assert.Contains(t, stderr.String(), want)
@@ -121,7 +122,7 @@ func TestValidateCustomResources(t *testing.T) {
 		stdout.Reset()
 		stderr.Reset()
 		assert.Equal(t, 1, run(args, &stdout, &stderr), "%s: %s", name, stderr.String())
-		assert.Contains(t, stderr.String(), "deploy/gadget.yaml:1 (document 1): spec.colour: Gadget g: unknown field", name)
+		assert.Contains(t, stderr.String(), "deploy/gadget.yaml:4 (document 1): spec.colour: Gadget g: unknown field", name)
 		assert.Contains(t, stderr.String(), "spec.size: Gadget g: Invalid value: \"string\": spec.size in body must be of type integer", name)
 		assert.NotContains(t, stderr.String(), "not checked", name)
 	}

@@ -123,10 +123,29 @@ func listItem(items []any, sel string) (any, bool) {
 
 // keysMatch tells whether m has every KEY=VALUE of sel.
 func keysMatch(m map[string]any, sel string) bool {
+	pairs, ok := selectorPairs(sel)
+	if !ok {
+		return false
+	}
+	for _, p := range pairs {
+		v, present := m[p.key]
+		if !present || value.ToString(value.NewValueInterface(v)) != p.value {
+			return false
+		}
+	}
+	return true
+}
+
+// keyValue is one KEY=VALUE of a keyed list's item selector, VALUE as structured-merge-diff
+// writes it (a string quoted).
+type keyValue struct{ key, value string }
+
+// selectorPairs splits sel, KEY=VALUE,KEY=VALUE...; ok is false when it is not written so.
+func selectorPairs(sel string) (pairs []keyValue, ok bool) {
 	for sel != "" {
 		name, rest, ok := strings.Cut(sel, "=")
 		if !ok {
-			return false
+			return nil, false
 		}
 		end := len(rest)
 		if strings.HasPrefix(rest, `"`) {
@@ -135,15 +154,12 @@ func keysMatch(m map[string]any, sel string) bool {
 			end = i
 		}
 		if end <= 0 || end > len(rest) {
-			return false
+			return nil, false
 		}
-		v, present := m[name]
-		if !present || value.ToString(value.NewValueInterface(v)) != rest[:end] {
-			return false
-		}
+		pairs = append(pairs, keyValue{name, rest[:end]})
 		sel = strings.TrimPrefix(rest[end:], ",")
 	}
-	return true
+	return pairs, len(pairs) > 0
 }
 
 // closingQuote finds the quote that ends the quoted string s starts with, -1 if none.
