@@ -40,16 +40,16 @@ type objectChecks struct {
 	notChecked []string
 }
 
-// check checks every object placed as the API server would (schema.Checker), with the
-// CustomResourceDefinitions among them and crds.
-func (p *placedObjects) check(crds []*unstructured.Unstructured) objectChecks {
+// check checks every object placed as the API server of release target would (schema.Checker;
+// the zero Release for the schemas' own), with the CustomResourceDefinitions among them and crds.
+func (p *placedObjects) check(crds []*unstructured.Unstructured, target schema.Release) objectChecks {
 	all := slices.Clone(crds)
 	for _, po := range p.list {
 		if gvk := po.obj.GroupVersionKind(); gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition" {
 			all = append(all, po.obj)
 		}
 	}
-	checker := schema.New(all...)
+	checker := schema.New(all...).For(target)
 	var out objectChecks
 	for _, po := range p.list {
 		problems, known := checker.Check(po.obj)

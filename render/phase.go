@@ -23,6 +23,9 @@ type Result struct {
 	// Files is set by RenderTestCase only: every YAML file of the package that holds objects,
 	// as rendered.
 	Files []File
+	// NotChecked is set by RenderTestCase only, for a case whose objects are checked: the kinds
+	// ("example.com/v1 Widget") there was no schema for, as Validation.NotChecked.
+	NotChecked []string
 }
 
 // File is a YAML file of a package as rendered: a template's output under its name without

@@ -9,6 +9,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/desired"
+	"pkgsync.dev/pkgsync/render/schema"
 )
 
 // pkoPackageDir is where Package Operator images keep the package; a tree whose root has no
@@ -77,7 +78,7 @@ func ValidateStructure(ctx context.Context, fsys fs.FS, opts Options) error {
 	if err != nil && !errors.As(err, &errs) {
 		return err
 	}
-	errs = append(errs, m.placed.check(nil).problems...)
+	errs = append(errs, m.placed.check(nil, schema.Release{}).problems...)
 	if len(errs) > 0 {
 		return errs
 	}

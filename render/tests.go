@@ -31,6 +31,16 @@ type TestCase struct {
 	// CheckObjects asks RenderTestCase to check the objects rendered as ValidatePackage checks
 	// them: what the manifest's test.kubeconform asks of Package Operator's tooling.
 	CheckObjects bool
+	// KubernetesVersion is test.kubeconform.kubernetesVersion: the objects are checked for that
+	// release as far as the checker knows it (schema.Checker.For, the schemas being its own).
+	KubernetesVersion string
+}
+
+// release is the Kubernetes release the case's objects are checked for: that of
+// KubernetesVersion, the checker's own when it names none (kubeconform's "master").
+func (tc TestCase) release() schema.Release {
+	r, _ := schema.ParseRelease(tc.KubernetesVersion)
+	return r
 }
 
 // TemplateTests are the test cases of a package's manifest (test.template, as Package
@@ -129,7 +139,11 @@ func ReadComponentTemplateTests(fsys fs.FS, component string) (*TemplateTests, e
 				Labels: hc.Metadata.Labels, Annotations: hc.Metadata.Annotations, NodeSelector: hc.NodeSelector,
 			}
 		}
-		out.Cases = append(out.Cases, TestCase{Name: tc.Name, Options: opts, CheckObjects: m.Test.Kubeconform != nil})
+		tcase := TestCase{Name: tc.Name, Options: opts}
+		if kc := m.Test.Kubeconform; kc != nil {
+			tcase.CheckObjects, tcase.KubernetesVersion = true, kc.KubernetesVersion
+		}
+		out.Cases = append(out.Cases, tcase)
 	}
 	out.Notes = kubeconformNotes(m.Test.Kubeconform)
 	return out, nil
@@ -148,26 +162,71 @@ func RenderTestCase(ctx context.Context, fsys fs.FS, tc TestCase) (*Result, erro
 	if err != nil || m.placed == nil {
 		return res, err
 	}
-	if problems := m.placed.check(nil).problems; len(problems) > 0 {
-		return nil, problems
+	checks := m.placed.check(nil, tc.release())
+	if len(checks.problems) > 0 {
+		return nil, checks.problems
 	}
+	res.NotChecked = checks.notChecked
 	return res, nil
 }
 
-// kubeconformNotes says how a test.kubeconform section is run otherwise than Package Operator
-// runs it: pkgsync checks objects against the schemas it is built with and the package's own
-// CustomResourceDefinitions, offline, never against another release's or schemas downloaded.
+// kubeconformNotes say how a test.kubeconform section is run where pkgsync runs it otherwise
+// than Package Operator (which runs kubeconform, fetching the schemas of kubernetesVersion from
+// schemaLocations): offline, against the schemas pkgsync embeds (one Kubernetes release's, those
+// of the client-go it is built with) with the rules of kubernetesVersion's release it knows, and
+// the package's own CustomResourceDefinitions. A schema location that cannot be used offline is
+// named, with what is checked instead.
 func kubeconformNotes(kc *v1alpha1.PackageManifestTestKubeconform) []string {
 	if kc == nil {
 		return nil
 	}
+	have := schema.KubernetesVersion()
 	var notes []string
-	want := strings.TrimPrefix(kc.KubernetesVersion, "v")
-	if have := schema.KubernetesVersion(); want != have && !strings.HasPrefix(want, have+".") {
-		notes = append(notes, fmt.Sprintf("test.kubeconform.kubernetesVersion: objects are checked against Kubernetes %s's schemas (pkgsync's own), not %s's", have, kc.KubernetesVersion))
+	target, ok := schema.ParseRelease(kc.KubernetesVersion)
+	switch {
+	case !ok:
+		notes = append(notes, fmt.Sprintf("test.kubeconform.kubernetesVersion: %q is not a Kubernetes release pkgsync knows (MAJOR.MINOR[.PATCH]): "+
+			"objects are checked offline against Kubernetes %s's schemas, the ones pkgsync embeds", kc.KubernetesVersion, have))
+	case target.BuiltIn():
+		// Checked as asked: nothing to note.
+	default:
+		note := fmt.Sprintf("test.kubeconform.kubernetesVersion: Kubernetes %s's schemas are not available offline (pkgsync embeds %s's only): "+
+			"objects are checked against Kubernetes %s's schemas", target, have, have)
+		if rules := schema.ReleaseRules(target); len(rules) > 0 {
+			note += fmt.Sprintf(", with the rules of %s pkgsync knows: %s", target, strings.Join(rules, "; "))
+		}
+		notes = append(notes, note)
 	}
-	if len(kc.SchemaLocations) > 0 {
-		notes = append(notes, "test.kubeconform.schemaLocations: not read: custom resources are checked against the package's own CustomResourceDefinitions, offline")
+	for i, loc := range kc.SchemaLocations {
+		if note := schemaLocationNote(loc); note != "" {
+			notes = append(notes, fmt.Sprintf("test.kubeconform.schemaLocations[%d]: %s: %s", i, loc, note))
+		}
 	}
 	return notes
+}
+
+// kubernetesSchemaLocations are the locations of kubeconform's schemas of Kubernetes' own kinds:
+// "default" and the repositories it and Package Operator read them from, which the schemas
+// pkgsync embeds stand for.
+var kubernetesSchemaLocations = []string{
+	"default",
+	"https://raw.githubusercontent.com/yannh/kubernetes-json-schema/",
+	"https://github.com/yannh/kubernetes-json-schema",
+	"https://raw.githubusercontent.com/instrumenta/kubernetes-json-schema/",
+	"https://kubernetesjsonschema.dev",
+}
+
+// schemaLocationNote says what becomes of a kubeconform schema location offline.
+func schemaLocationNote(loc string) string {
+	for _, k := range kubernetesSchemaLocations {
+		if loc == k || k != "default" && strings.HasPrefix(loc, k) {
+			return "Kubernetes' own schemas: the ones pkgsync embeds are used instead, offline"
+		}
+	}
+	if strings.HasPrefix(loc, "http://") || strings.HasPrefix(loc, "https://") {
+		return "not used: pkgsync test fetches no schemas (it runs offline); custom resources are checked against the package's own " +
+			"CustomResourceDefinitions, and the kinds without one are named as not checked"
+	}
+	return "not used: pkgsync checks custom resources against CustomResourceDefinitions, not kubeconform's JSON schema files; " +
+		"ship the CustomResourceDefinitions in the package, or the kinds without one are named as not checked"
 }

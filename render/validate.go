@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pkgsync.dev/pkgsync/render/schema"
 )
 
 // ValidateConfig says what a validation knows of the configuration a package will get.
@@ -53,7 +55,7 @@ func ValidatePackage(ctx context.Context, fsys fs.FS, opts Options, cfg Validate
 		return nil, err
 	}
 	v := &Validation{}
-	problems = append(problems, v.add(m.placed.check(crds))...)
+	problems = append(problems, v.add(m.placed.check(crds, schema.Release{}))...)
 	seen := map[string]bool{}
 	for _, p := range problems {
 		seen[p.Error()] = true
@@ -81,7 +83,7 @@ func ValidatePackage(ctx context.Context, fsys fs.FS, opts Options, cfg Validate
 			if err != nil && !errors.As(err, &caseProblems) {
 				return nil, fmt.Errorf("test case %s: %w", name, err)
 			}
-			caseProblems = append(caseProblems, v.add(placed.check(crds))...)
+			caseProblems = append(caseProblems, v.add(placed.check(crds, tc.release()))...)
 			for _, p := range caseProblems {
 				if seen[p.Error()] {
 					continue

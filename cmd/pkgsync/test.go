@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"pkgsync.dev/pkgsync/render"
+	"pkgsync.dev/pkgsync/render/schema"
 	"pkgsync.dev/pkgsync/source"
 )
 
@@ -37,9 +38,11 @@ or a fixture file the render no longer produces. --update rewrites the fixtures 
 In a multi-component package every component's cases run too (fixtures in
 components/NAME/.test-fixtures); --component runs one component's only. With a
 test.kubeconform section every case's objects are also checked as "pkgsync validate" checks
-them, offline, against the schemas of the Kubernetes release pkgsync is built with and the
-package's own CRDs (a kubernetesVersion of another release and schemaLocations are noted on
-stderr, not used). Exits 1 when a case fails.
+them, offline: against the schemas pkgsync embeds (those of the Kubernetes release it is built
+with, ` + schema.KubernetesVersion() + `) with the rules of kubernetesVersion's release that pkgsync knows, and
+the package's own CRDs. Stderr says which release was checked (another release's schemas are not
+available offline), each schemaLocation that cannot be used offline, and per case the kinds
+there was no schema for. Exits 1 when a case fails.
 
 The cases are read from the manifest's test section, which pkgsync's own format
 (pkgsync.dev/v1alpha1) and Package Operator's (manifests.package-operator.run/v1alpha1) share,
@@ -88,7 +91,10 @@ package without cases says so. "pkgsync validate" renders every case too, withou
 					total++
 					name := prefixed(tests.Component, tc.Name)
 					fixtures := path.Join(tests.Dir, render.FixturesDir, tc.Name)
-					status, err := runTestCase(cmd, fsys, root, fixtures, tc, update)
+					status, notChecked, err := runTestCase(cmd, fsys, root, fixtures, tc, update)
+					if len(notChecked) > 0 {
+						fmt.Fprintf(stderr, "%s: %s\n", name, notCheckedNote(notChecked, "in the package; test.kubeconform.schemaLocations are not read offline"))
+					}
 					if err != nil {
 						failed++
 						fmt.Fprintf(stderr, "FAIL %s: %v\n", name, err)
@@ -121,26 +127,27 @@ func prefixed(component, s string) string {
 }
 
 // runTestCase renders one case and checks it against its fixture directory, fixtures (a path
-// within root); it says what it did: ok, written or updated.
-func runTestCase(cmd *cobra.Command, fsys fs.FS, root *os.Root, fixtures string, tc render.TestCase, update bool) (string, error) {
+// within root); it says what it did (ok, written or updated), and the kinds of the case's
+// objects there was no schema for, when they were checked.
+func runTestCase(cmd *cobra.Command, fsys fs.FS, root *os.Root, fixtures string, tc render.TestCase, update bool) (string, []string, error) {
 	res, err := render.RenderTestCase(cmd.Context(), fsys, tc)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	exists, err := fixtureDirExists(root, fixtures)
 	switch {
 	case err != nil:
-		return "", err
+		return "", res.NotChecked, err
 	case update && exists:
 		// Files the render no longer produces go too: the directory is the render.
 		if err := root.RemoveAll(fixtures); err != nil {
-			return "", err
+			return "", res.NotChecked, err
 		}
-		return "updated", writeFixtures(root, fixtures, res.Files)
+		return "updated", res.NotChecked, writeFixtures(root, fixtures, res.Files)
 	case !exists:
-		return "written", writeFixtures(root, fixtures, res.Files)
+		return "written", res.NotChecked, writeFixtures(root, fixtures, res.Files)
 	}
-	return "ok", compareFixtures(root, fixtures, res.Files)
+	return "ok", res.NotChecked, compareFixtures(root, fixtures, res.Files)
 }
 
 // fixtureDirExists tells whether the fixture directory fixtures exists in root. Every directory

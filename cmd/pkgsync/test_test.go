@@ -285,14 +285,54 @@ func TestTestCommandKubeconform(t *testing.T) {
 	_, stderr, err := runCLI(t, "test", dir)
 	require.Error(t, err)
 	assert.Contains(t, stderr, "FAIL defaults: cm.yaml.gotmpl:1 (document 1): data.number: ConfigMap ns-a/t: must be a string, not 1 (quote it)")
-	assert.Contains(t, stderr, "test.kubeconform.kubernetesVersion: objects are checked against Kubernetes 1.36's schemas (pkgsync's own), not v1.30.0's")
-	assert.Contains(t, stderr, "test.kubeconform.schemaLocations: not read")
+	assert.Contains(t, stderr, "test.kubeconform.kubernetesVersion: Kubernetes 1.30's schemas are not available offline (pkgsync embeds 1.36's only): "+
+		"objects are checked against Kubernetes 1.36's schemas, with the rules of 1.30 pkgsync knows: a Service's metadata.name is a DNS-1035 label")
+	assert.Contains(t, stderr, "test.kubeconform.schemaLocations[0]: https://example.com/{{ .ResourceKind }}.json: not used: pkgsync test fetches no schemas (it runs offline)")
 
 	// Without test.kubeconform, as in Package Operator, the objects are not checked.
 	dir = writeTestedPackage(t, strings.Replace(testedManifest, "  kubeconform:\n    kubernetesVersion: v1.36.0\n", "", 1))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cm.yaml.gotmpl"), []byte(strings.Replace(testedTemplate, "\ndata:\n", "\ndata:\n  number: 1\n", 1)), 0o644))
 	_, stderr, err = runCLI(t, "test", dir)
 	require.NoError(t, err, stderr)
+}
+
+// test.kubeconform.kubernetesVersion is honoured where the schemas pkgsync embeds can: the rules
+// of that release pkgsync knows are applied (a Service's name was a DNS-1035 label before 1.36);
+// what cannot be used offline is said, location by location, and per case the kinds there was no
+// schema for.
+func TestTestCommandKubeconformRelease(t *testing.T) {
+	t.Parallel()
+	service := "apiVersion: v1\nkind: Service\nmetadata:\n  name: 1-api\n  annotations: {package-operator.run/phase: deploy}\nspec:\n  ports: [{port: 80}]\n"
+	widget := "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  annotations: {package-operator.run/phase: deploy}\n"
+	pkg := func(kubeconform string) string {
+		dir := writeTestedPackage(t, strings.Replace(testedManifest, "  kubeconform:\n    kubernetesVersion: v1.36.0\n", "  kubeconform:\n"+kubeconform, 1))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "svc.yaml"), []byte(service), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "widget.yaml"), []byte(widget), 0o644))
+		return dir
+	}
+
+	stdout, stderr, err := runCLI(t, "test", pkg("    kubernetesVersion: v1.36.0\n"))
+	require.NoError(t, err, stderr)
+	assert.Equal(t, "written defaults\nwritten hosted.three-replicas\n", stdout)
+	assert.Equal(t, "defaults: 1 kind not checked against a schema: example.com/v1 Widget (no CustomResourceDefinition for it in the package; test.kubeconform.schemaLocations are not read offline)\n"+
+		"hosted.three-replicas: 1 kind not checked against a schema: example.com/v1 Widget (no CustomResourceDefinition for it in the package; test.kubeconform.schemaLocations are not read offline)\n", stderr)
+
+	_, stderr, err = runCLI(t, "test", pkg("    kubernetesVersion: v1.30.2\n    schemaLocations: [default, 'https://raw.githubusercontent.com/datreeio/CRDs-catalog/main/{{.Group}}/{{.ResourceKind}}_{{.ResourceAPIVersion}}.json', ./schemas]\n"))
+	require.Error(t, err)
+	assert.Equal(t, 1, exitCodeOf(err))
+	assert.Contains(t, stderr, `FAIL defaults: svc.yaml:4 (document 1): metadata.name: Service 1-api: "1-api": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character`)
+	assert.Contains(t, stderr, "test.kubeconform.schemaLocations[0]: default: Kubernetes' own schemas: the ones pkgsync embeds are used instead, offline\n")
+	assert.Contains(t, stderr, "test.kubeconform.schemaLocations[1]: https://raw.githubusercontent.com/datreeio/CRDs-catalog/main/{{.Group}}/{{.ResourceKind}}_{{.ResourceAPIVersion}}.json: not used: pkgsync test fetches no schemas")
+	assert.Contains(t, stderr, "test.kubeconform.schemaLocations[2]: ./schemas: not used: pkgsync checks custom resources against CustomResourceDefinitions, not kubeconform's JSON schema files")
+
+	_, stderr, err = runCLI(t, "test", pkg("    kubernetesVersion: master\n"))
+	require.NoError(t, err, stderr)
+	assert.Contains(t, stderr, `test.kubeconform.kubernetesVersion: "master" is not a Kubernetes release pkgsync knows (MAJOR.MINOR[.PATCH]): objects are checked offline against Kubernetes 1.36's schemas`)
+
+	// validate renders the cases as test does, for the same release.
+	_, stderr, err = runCLI(t, "validate", pkg("    kubernetesVersion: v1.30.2\n"))
+	assert.Equal(t, 1, exitCodeOf(err), stderr)
+	assert.Contains(t, stderr, `test case defaults: svc.yaml:4 (document 1): metadata.name: Service 1-api: "1-api": a DNS-1035 label`)
 }
 
 // ownTestedManifest is testedManifest in pkgsync's own format, with an image and no lock file:

@@ -91,7 +91,7 @@ func newValidateCmd() *cobra.Command {
 			}
 			v, err := render.ValidatePackage(ctx, fsys, opts, cfg, extra...)
 			if v != nil && len(v.NotChecked) > 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), notCheckedNote(v.NotChecked))
+				fmt.Fprintln(cmd.ErrOrStderr(), notCheckedNote(v.NotChecked, "in the package or --crds"))
 			}
 			var problems render.Errors
 			if err != nil && !errors.As(err, &problems) {
@@ -113,12 +113,13 @@ func newValidateCmd() *cobra.Command {
 	return cmd
 }
 
-// notCheckedNote names the kinds validate found no schema for.
-func notCheckedNote(kinds []string) string {
+// notCheckedNote names the kinds validate or test found no schema for; where says where a
+// CustomResourceDefinition for them would have been looked for.
+func notCheckedNote(kinds []string, where string) string {
 	noun, pronoun := "kinds", "them"
 	if len(kinds) == 1 {
 		noun, pronoun = "kind", "it"
 	}
-	return fmt.Sprintf("%d %s not checked against a schema: %s (no CustomResourceDefinition for %s in the package or --crds)",
-		len(kinds), noun, strings.Join(kinds, ", "), pronoun)
+	return fmt.Sprintf("%d %s not checked against a schema: %s (no CustomResourceDefinition for %s %s)",
+		len(kinds), noun, strings.Join(kinds, ", "), pronoun, where)
 }

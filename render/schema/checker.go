@@ -39,9 +39,16 @@ func (p Problem) String() string {
 // (k8s.io/kubernetes is not meant to be a dependency: its go.mod replaces every staging
 // module). That part is covered by apimachinery's name, label and annotation validation and by
 // the short tables of enums.go, names.go, required.go and sizes.go.
+//
+// The schemas are those of one release. For a cluster of another (For), the checker applies the
+// rules of that release it knows (ReleaseRules) and the schemas it has: other releases' schemas
+// are not available offline.
 type Checker struct {
 	typed managedfields.TypeConverter
 	crds  map[schema.GroupKind]*customKind
+	// target is the release of the cluster the objects are for, the zero Release for the
+	// checker's own.
+	target Release
 }
 
 // New returns a Checker that knows the built-in kinds and the custom resources of crds
@@ -58,6 +65,13 @@ func New(crds ...*unstructured.Unstructured) *Checker {
 		}
 	}
 	return c
+}
+
+// For returns a checker of the same schemas for objects meant for a cluster of release target.
+func (c *Checker) For(target Release) *Checker {
+	out := *c
+	out.target = target
+	return &out
 }
 
 // Check returns the problems of obj, none when the API server would accept it as far as the
@@ -86,7 +100,7 @@ func (c *Checker) checkBuiltin(obj *unstructured.Unstructured) []Problem {
 		return []Problem{*p}
 	}
 	problems := c.checkTyped(obj, fmt.Sprintf("%s %s in Kubernetes %s", gvk.GroupVersion(), gvk.Kind, kubernetesVersion))
-	problems = append(problems, checkName(gvk.GroupKind(), obj.GetName())...)
+	problems = append(problems, checkName(gvk.GroupKind(), obj.GetName(), c.target)...)
 	problems = append(problems, checkRequired(obj)...)
 	problems = append(problems, checkEnums(obj)...)
 	problems = append(problems, checkImages(obj)...)

@@ -50,17 +50,34 @@ var nameRules = map[schema.GroupKind]apimachineryvalidation.ValidateNameFunc{
 	{Group: "scheduling.k8s.io", Kind: "Workload"}:                    pathSegmentName,
 }
 
+// olderNameRules are the name rules of kinds whose rule changed in a release since, which
+// releases before it keep: checked for an older target (Checker.For), said in ReleaseRules.
+var olderNameRules = []struct {
+	gk    schema.GroupKind
+	since Release
+	rule  apimachineryvalidation.ValidateNameFunc
+	says  string
+}{
+	{schema.GroupKind{Kind: "Service"}, Release{1, 36}, apimachineryvalidation.NameIsDNS1035Label,
+		"a Service's metadata.name is a DNS-1035 label (starting with a letter), as before Kubernetes 1.36"},
+}
+
 // pathSegmentName is the rule every name meets: one that can be a segment of a URL path (RBAC's
 // ValidateRBACName).
 func pathSegmentName(name string, _ bool) []string {
 	return content.IsPathSegmentName(name)
 }
 
-// checkName checks metadata.name by the rule of its kind.
-func checkName(gk schema.GroupKind, name string) []Problem {
+// checkName checks metadata.name by the rule of its kind in the target release.
+func checkName(gk schema.GroupKind, name string, target Release) []Problem {
 	rule, ok := nameRules[gk]
 	if !ok {
 		rule = apimachineryvalidation.NameIsDNSSubdomain
+	}
+	for _, r := range olderNameRules {
+		if r.gk == gk && target.before(r.since) {
+			rule = r.rule
+		}
 	}
 	var problems []Problem
 	for _, msg := range rule(name, false) {
