@@ -102,7 +102,7 @@ func runApplyCmd(cmd *cobra.Command, in *renderInputs, flags *applyFlags, arg st
 	if err != nil {
 		return err
 	}
-	rendered, err := renderPackage(ctx, fsys, opts)
+	rendered, err := renderPackage(ctx, cmd.ErrOrStderr(), fsys, opts)
 	if err != nil {
 		return fmt.Errorf("render %s: %w", arg, err)
 	}

@@ -67,7 +67,8 @@ printed: a changed value shows as "*** (changed)". A new object is shown against
 Phases of class hosted-cluster are compared with the cluster of --hosted-kubeconfig; without it
 they are listed as skipped. Objects the package no longer holds (which the controller prunes)
 are not shown: the CLI keeps no inventory. -n/--namespace defaults to the namespace of the
-kubeconfig context, as for kubectl ("default" when the context sets none).
+kubeconfig context, as for kubectl ("default" when the context sets none). A configuration key
+the package's schema does not declare is dropped with a warning on stderr, as render says it.
 
 Exit code: 0 when nothing would change, 1 when something would, 3 when the diff failed (2 for a
 wrong command line), like "kubectl diff".`,
@@ -125,6 +126,7 @@ func runDiff(cmd *cobra.Command, in *renderInputs, flags applyFlags, args []stri
 			return false, err
 		}
 		rendered, redact = pkg.Result, pkg.Redact
+		printWarnings(cmd.ErrOrStderr(), "", rendered.Warnings)
 		owner = apply.Owner{Kind: "Package", Namespace: in.namespace, Name: args[1]}
 		adopt = pkg.adopt
 	} else {
@@ -132,7 +134,7 @@ func runDiff(cmd *cobra.Command, in *renderInputs, flags applyFlags, args []stri
 		if err != nil {
 			return false, err
 		}
-		if rendered, err = renderPackage(ctx, fsys, opts); err != nil {
+		if rendered, err = renderPackage(ctx, cmd.ErrOrStderr(), fsys, opts); err != nil {
 			return false, fmt.Errorf("render %s: %w", args[0], err)
 		}
 		name := opts.Name

@@ -89,7 +89,9 @@ which members would move and which would fail and why. It changes nothing.
 The candidate is the fleet's target revision, or --image (a tag is resolved to a digest).
 The package is pulled with the Docker config credentials (--registry-config), not the fleet's
 pull Secret; --registry-host-overrides and --image-prefix-overrides should be the controller's.
-Hosted-cluster phases are rendered and validated, not dry-run.
+Hosted-cluster phases are rendered and validated, not dry-run. A configuration key the
+package's schema does not declare is dropped with a warning on stderr, once for the members it is
+about.
 
 -o json and -o yaml print the plan as a document; the table cuts messages at 200 characters,
 -o wide prints them whole.
@@ -182,6 +184,7 @@ func runFleetPlan(cmd *cobra.Command, o *fleetPlanOptions, name string) error {
 	if err != nil {
 		return fmt.Errorf("preflight of HostedClusterPackage %s: %w", name, err)
 	}
+	printMemberWarnings(cmd.ErrOrStderr(), pre.Members)
 	out := fleetPlanOf(ctx, c, fleet.Name, ref.String(), pre)
 	if o.output.document() {
 		err = o.output.writeDocument(cmd, "the plan of HostedClusterPackage "+name, out)

@@ -117,13 +117,10 @@ refuse of a Package in that namespace (see "pkgsync validate -n") is a warning o
 			if err != nil {
 				return err
 			}
-			res, err := renderPackage(cmd.Context(), fsys, opts)
+			res, err := renderPackage(cmd.Context(), cmd.ErrOrStderr(), fsys, opts)
 			if err != nil {
-				// A dropped configuration key is often why a required one is missing.
-				printWarnings(cmd, render.ConfigWarnings(fsys, opts))
 				return fmt.Errorf("render %s: %w", args[0], err)
 			}
-			printWarnings(cmd, res.Warnings)
 			if err := warnInstallScope(cmd.Context(), cmd.ErrOrStderr(), fsys, opts); err != nil {
 				return fmt.Errorf("render %s: %w", args[0], err)
 			}
@@ -145,19 +142,4 @@ refuse of a Package in that namespace (see "pkgsync validate -n") is a warning o
 	in.ApplyFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	return cmd
-}
-
-// renderPackage renders a package; a command may run without a context in tests.
-func renderPackage(ctx context.Context, fsys fs.FS, opts render.Options) (*render.Result, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return render.Render(ctx, fsys, opts)
-}
-
-// printWarnings writes warnings on stderr as kubectl writes the API server's: "Warning: ...".
-func printWarnings(cmd *cobra.Command, warnings []render.Warning) {
-	for _, w := range warnings {
-		fmt.Fprintln(cmd.ErrOrStderr(), "Warning:", w)
-	}
 }

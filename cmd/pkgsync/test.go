@@ -42,7 +42,8 @@ them, offline: against the schemas pkgsync embeds (those of the Kubernetes relea
 with, ` + schema.KubernetesVersion() + `) with the rules of kubernetesVersion's release that pkgsync knows, and
 the package's own CRDs. Stderr says which release was checked (another release's schemas are not
 available offline), each schemaLocation that cannot be used offline, and per case the kinds
-there was no schema for. Exits 1 when a case fails.
+there was no schema for; a key of a case's configuration the schema does not declare is dropped
+with a warning naming the case. Exits 1 when a case fails.
 
 The cases are read from the manifest's test section, which pkgsync's own format
 (pkgsync.dev/v1alpha1) and Package Operator's (manifests.package-operator.run/v1alpha1) share,
@@ -91,6 +92,7 @@ package without cases says so. "pkgsync validate" renders every case too, withou
 					total++
 					name := prefixed(tests.Component, tc.Name)
 					fixtures := path.Join(tests.Dir, render.FixturesDir, tc.Name)
+					printWarnings(stderr, name, render.ConfigWarnings(fsys, tc.Options))
 					status, notChecked, err := runTestCase(cmd, fsys, root, fixtures, tc, update)
 					if len(notChecked) > 0 {
 						fmt.Fprintf(stderr, "%s: %s\n", name, notCheckedNote(notChecked, "in the package; test.kubeconform.schemaLocations are not read offline"))

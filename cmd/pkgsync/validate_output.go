@@ -99,7 +99,7 @@ func (o *validateOutput) print(cmd *cobra.Command, res *validateResult, hint str
 			return err
 		}
 	default:
-		printWarnings(cmd, res.Warnings)
+		printWarnings(cmd.ErrOrStderr(), "", res.Warnings)
 		for _, p := range res.Problems {
 			fmt.Fprintln(cmd.ErrOrStderr(), p.Message)
 		}

@@ -215,6 +215,9 @@ type PreflightMember struct {
 	Revision string
 	// Result is the render, nil when the preflight failed.
 	Result *render.Result
+	// Warnings are those of the member's configuration (keys the package's schema does not
+	// declare, dropped), also when the preflight failed: a dropped key is often why.
+	Warnings []render.Warning
 	// Reason and Message say why the preflight failed; Reason is "" when it passed.
 	Reason, Message string
 }
@@ -261,6 +264,11 @@ func PreflightFleet(ctx context.Context, c client.Client, opts reconciler.Option
 		if err == nil {
 			pm.Result, err = applier.PreflightRender(ctx, fsys, ro)
 			err = config.Redact(err)
+			if pm.Result != nil {
+				pm.Warnings = pm.Result.Warnings
+			} else {
+				pm.Warnings = render.ConfigWarnings(fsys, ro)
+			}
 		} else if configReadFailed(err) {
 			return nil, fmt.Errorf("preflight of member %s: %w", m.Namespace, err)
 		}

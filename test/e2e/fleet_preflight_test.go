@@ -19,6 +19,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -96,6 +97,13 @@ func (p *apiProxy) counted() (writes, dryRuns []string) {
 // runPlan runs `pkgsync fleet plan` through the proxy and returns its output and exit code.
 func runPlan(t *testing.T, p *apiProxy, args ...string) (string, int) {
 	t.Helper()
+	stdout, _, code := runPlanStderr(t, p, args...)
+	return stdout, code
+}
+
+// runPlanStderr is runPlan, stderr returned too.
+func runPlanStderr(t *testing.T, p *apiProxy, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), crashBinary(t), append([]string{"fleet", "plan", "--kubeconfig", p.kubeconfig}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -105,7 +113,36 @@ func runPlan(t *testing.T, p *apiProxy, args ...string) (string, int) {
 		require.NoError(t, err)
 	}
 	t.Logf("pkgsync fleet plan %v:\n%s%s", args, stdout.String(), stderr.String())
-	return stdout.String(), cmd.ProcessState.ExitCode()
+	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+}
+
+// TestFleetPlanWarnsOfDroppedConfigKeys: a fleet's configuration key the package's schema does not
+// declare is dropped from every member's render; fleet plan says so on stderr, as validate and
+// render do, once for the members it is about.
+func TestFleetPlanWarnsOfDroppedConfigKeys(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	clusters := newFleetClusters(t, ns, ns, "prod", "prod")
+	image := suite.registry.Host + "/fleet-plan-warnings/" + ns + ":1"
+	pushPackageTo(t, writePackage(t, fleetPackage("1", false)), image)
+	fleet := &v1alpha1.HostedClusterPackage{
+		ObjectMeta: metav1.ObjectMeta{Name: "warned-" + ns[len(ns)-8:]},
+		Spec: v1alpha1.HostedClusterPackageSpec{
+			HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": ns}},
+			Template: v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{
+				Image: image, Interval: &metav1.Duration{Duration: time.Hour},
+				Config: &apiextensionsv1.JSON{Raw: []byte(`{"messag":"hi"}`)},
+			}},
+		},
+	}
+	newFleet(t, fleet)
+	out, stderr, code := runPlanStderr(t, newAPIProxy(t), fleet.Name, "--image", image)
+	assert.Equal(t, 0, code, "a dropped key is a warning, not a failure")
+	for cp := range clusters {
+		assert.NotEmpty(t, planRow(out, cp), cp)
+	}
+	assert.Equal(t, 1, strings.Count(stderr, "Warning: "), stderr)
+	assert.Regexp(t, `Warning: members `+ns+`-hc[01], `+ns+`-hc[01]: config.messag is not in the package's configuration schema and is dropped; did you mean message\?`, stderr)
 }
 
 // planRow returns the table row of namespace in a plan's output.
