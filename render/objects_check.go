@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -16,6 +17,9 @@ type placedObject struct {
 	obj *unstructured.Unstructured
 	at  Error
 	doc *document
+	// labelsRefused marks an object refused for its labels, and so not placed in a phase: it is
+	// checked for its other problems only, its labels' being reported already.
+	labelsRefused bool
 }
 
 // placedObjects collects what a render placed, in every component it renders, so that the
@@ -31,6 +35,12 @@ func (p *placedObjects) add(obj *unstructured.Unstructured, at *Error, prefix st
 	e := *at
 	e.File = prefix + e.File
 	p.list = append(p.list, placedObject{obj: obj, at: e, doc: doc})
+}
+
+// addRefused records obj, refused for its labels, to be checked for its other problems.
+func (p *placedObjects) addRefused(obj *unstructured.Unstructured, at *Error, prefix string, doc *document) {
+	p.add(obj, at, prefix, doc)
+	p.list[len(p.list)-1].labelsRefused = true
 }
 
 // objectChecks is what checking a render's objects found.
@@ -57,6 +67,9 @@ func (p *placedObjects) check(crds []*unstructured.Unstructured, target schema.R
 			out.notChecked = append(out.notChecked, kind)
 		}
 		for _, sp := range problems {
+			if po.labelsRefused && strings.HasPrefix(sp.Field, "metadata.labels") {
+				continue
+			}
 			out.problems = append(out.problems, objectProblem(po, sp))
 		}
 	}

@@ -313,6 +313,11 @@ func (r *renderer) place(obj *unstructured.Unstructured, defaultPhase string, at
 		for _, fe := range errs {
 			fail(fe.Field, errors.New(fe.ErrorBody()))
 		}
+		// Refused, but checked all the same, so that its other problems are reported at once
+		// (its labels are, here).
+		if r.placed != nil {
+			r.placed.addRefused(obj, at, r.prefix, doc)
+		}
 		return false
 	}
 	keep, err := r.filters.keep(obj)

@@ -132,6 +132,34 @@ func TestValidateCustomResources(t *testing.T) {
 	assert.Contains(t, stderr.String(), "--crds")
 }
 
+// An object of a kind validate has no schema for is still held to the API machinery's rules for
+// every object: its name a DNS-1123 subdomain, its namespace a DNS-1123 label, its label values
+// valid; each reported at its line, with the kind named as not checked otherwise.
+func TestValidateNamesOfUnknownKinds(t *testing.T) {
+	t.Parallel()
+	dir := writeObjectsPackage(t, map[string]string{"deploy/widget.yaml": `apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: Bad_Name
+  namespace: Also_Bad
+  labels: {app: "not valid"}
+  ` + inDeploy + `
+spec: {anything: 1}
+`})
+	_, stderr, err := runCLI(t, "validate", dir)
+	assert.Equal(t, 1, exitCodeOf(err), stderr)
+	for _, want := range []string{
+		`deploy/widget.yaml:4 (document 1): metadata.name: Widget Also_Bad/Bad_Name: "Bad_Name": a lowercase RFC 1123 subdomain`,
+		`deploy/widget.yaml:5 (document 1): metadata.namespace: Widget Also_Bad/Bad_Name: Invalid value: "Also_Bad"`,
+		`metadata.labels: Widget Also_Bad/Bad_Name: Invalid value: "not valid"`,
+		"1 kind not checked against a schema: example.com/v1 Widget",
+	} {
+		assert.Contains(t, stderr, want)
+	}
+	assert.Equal(t, 1, strings.Count(stderr, "metadata.labels:"), "the labels reported once: %s", stderr)
+	assert.ErrorContains(t, err, "3 problem(s) found")
+}
+
 // build validates first, as validate does.
 func TestBuildChecksObjects(t *testing.T) {
 	t.Parallel()

@@ -77,14 +77,18 @@ func (c *Checker) For(target Release) *Checker {
 // Check returns the problems of obj, none when the API server would accept it as far as the
 // checker can tell. known is false when the checker has no schema for obj's kind (neither
 // built in nor defined by one of its CustomResourceDefinitions): only what every object shares
-// (size, namespace, labels, annotations) was checked. Check does not change obj.
+// (size, name, namespace, labels, annotations) was checked, the name by the rule of every
+// custom resource (a DNS-1123 subdomain). Check does not change obj.
 func (c *Checker) Check(obj *unstructured.Unstructured) (problems []Problem, known bool) {
 	problems = append(problems, checkObjectSize(obj)...)
 	problems = append(problems, checkMetadata(obj)...)
 	gvk := obj.GroupVersionKind()
-	switch {
-	case gvk.GroupKind() == crdGroupKind:
+	if gvk.GroupKind() == crdGroupKind {
+		// Its own validation checks its name (PLURAL.GROUP).
 		return append(problems, c.checkCRD(obj)...), true
+	}
+	problems = append(problems, checkName(gvk.GroupKind(), obj.GetName(), c.target)...)
+	switch {
 	case c.crds[gvk.GroupKind()] != nil:
 		return append(problems, c.checkCustomResource(obj, c.crds[gvk.GroupKind()])...), true
 	case scheme.Scheme.IsGroupRegistered(gvk.Group):
@@ -100,7 +104,6 @@ func (c *Checker) checkBuiltin(obj *unstructured.Unstructured) []Problem {
 		return []Problem{*p}
 	}
 	problems := c.checkTyped(obj, fmt.Sprintf("%s %s in Kubernetes %s", gvk.GroupVersion(), gvk.Kind, kubernetesVersion))
-	problems = append(problems, checkName(gvk.GroupKind(), obj.GetName(), c.target)...)
 	problems = append(problems, checkRequired(obj)...)
 	problems = append(problems, checkEnums(obj)...)
 	problems = append(problems, checkImages(obj)...)

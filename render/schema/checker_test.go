@@ -124,6 +124,36 @@ func TestCheckUnknownKindIsNotChecked(t *testing.T) {
 	assertProblem(t, problems, "metadata.namespace", "lower case")
 }
 
+// The API machinery's name rules hold for every object, whatever its kind: the name a DNS-1123
+// subdomain (custom resources' rule) for a kind the checker has no schema for, a kind of a
+// built-in group it does not have, and a custom resource; the namespace a DNS-1123 label; label
+// values valid.
+func TestCheckNamesOfEveryKind(t *testing.T) {
+	t.Parallel()
+	c := New(object(t, widgetCRD))
+	for _, y := range []string{
+		`{apiVersion: example.com/v2, kind: Gadget, metadata: {name: Bad_Name, namespace: Also_Bad, labels: {app: "not valid"}}}`,
+		`{apiVersion: route.openshift.io/v1, kind: Route, metadata: {name: Bad_Name, namespace: Also_Bad, labels: {app: "not valid"}}}`,
+		`{apiVersion: apps/v1, kind: Deploymnet, metadata: {name: Bad_Name, namespace: Also_Bad, labels: {app: "not valid"}}}`,
+		`{apiVersion: example.com/v1, kind: Widget, metadata: {name: Bad_Name, namespace: Also_Bad, labels: {app: "not valid"}}, spec: {size: 1}}`,
+	} {
+		problems, _ := c.Check(object(t, y))
+		assertProblem(t, problems, "metadata.name", `"Bad_Name": a lowercase RFC 1123 subdomain`)
+		assertProblem(t, problems, "metadata.namespace", `"Also_Bad"`)
+		assertProblem(t, problems, "metadata.labels", `"not valid"`)
+		names := 0
+		for _, p := range problems {
+			if p.Field == "metadata.name" {
+				names++
+			}
+		}
+		assert.Equal(t, 1, names, "the name reported once: %v", problems)
+	}
+	problems, known := c.Check(object(t, `{apiVersion: example.com/v2, kind: Gadget, metadata: {name: ok.name}}`))
+	assert.Empty(t, problems)
+	assert.False(t, known)
+}
+
 func TestCheckProblems(t *testing.T) {
 	t.Parallel()
 	c := New(object(t, widgetCRD))

@@ -15,7 +15,6 @@ import (
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
-	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -140,8 +139,8 @@ func (c *Checker) checkCRD(obj *unstructured.Unstructured) []Problem {
 // checkCustomResource checks a custom resource as the API server would: a version the
 // definition serves, no field its schema does not declare (the API server drops them, or
 // refuses the object under strict field validation), and, after the schema's defaults, a
-// valid object, its x-kubernetes-validations rules too. Its metadata is checked with the built-in ObjectMeta schema, its name as a
-// DNS-1123 subdomain.
+// valid object, its x-kubernetes-validations rules too. Its metadata is checked with the built-in ObjectMeta schema
+// (its name, as every object's, by Check).
 func (c *Checker) checkCustomResource(obj *unstructured.Unstructured, k *customKind) []Problem {
 	gvk := obj.GroupVersionKind()
 	v, ok := k.versions[gvk.Version]
@@ -155,9 +154,6 @@ func (c *Checker) checkCustomResource(obj *unstructured.Unstructured, k *customK
 			k.crd, strings.Join(served, ", "), gvk.Version)}}
 	}
 	problems := c.checkCustomMetadata(obj)
-	for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(obj.GetName(), false) {
-		problems = append(problems, Problem{Field: "metadata.name", Detail: fmt.Sprintf("%q: %s", obj.GetName(), msg)})
-	}
 	if v.structural == nil {
 		return problems // no schema: anything goes
 	}

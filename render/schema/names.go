@@ -28,7 +28,9 @@ func checkMetadata(obj *unstructured.Unstructured) []Problem {
 }
 
 // nameRules are the built-in kinds whose metadata.name the API server checks otherwise than as
-// a DNS-1123 subdomain, the rule of every other built-in kind and of custom resources. Kept by
+// a DNS-1123 subdomain: the rule of every other built-in kind and of custom resources, by which
+// the kinds the checker has no schema for are checked too (an aggregated API server may have a
+// rule of its own, seldom a looser one). Kept by
 // hand from k8s.io/kubernetes/pkg/apis/*/validation (Validate*Name) of the release in
 // kubernetesVersion, which is not importable; a kind with a rule of its own (IP addresses,
 // certificate signing requests, ...) is checked only as a path segment, which every name is.
