@@ -41,8 +41,8 @@ func (info versionInfo) text() string {
 }
 
 // unknownCommitHint says why a binary carries no revision and how to build one that does.
-const unknownCommitHint = "this binary records none: make build stamps it; go build records it from a git clone, " +
-	"not with -buildvcs=false, go run or, with this toolchain, in a git worktree"
+const unknownCommitHint = "this binary records none: make build stamps it; a plain go build records it only in a git clone's own " +
+	"working tree, not in a linked git worktree (golang/go#58218), not with -buildvcs=false (see go env GOFLAGS), not with go run"
 
 // addVersionFlag gives root --version, cobra's version flag, printing what `pkgsync version`
 // prints. The flag is defined here rather than by cobra so that it has no -v shorthand (kubectl's
@@ -63,7 +63,13 @@ func newVersionCmd() *cobra.Command {
 		Use:   "version",
 		Short: "Print the pkgsync version, commit, and the controller image it installs",
 		Long: `Version prints the version and commit of this binary and the controller image that
-"pkgsync install" installs by default (the image of the same release).`,
+"pkgsync install" installs by default (the image of the same release).
+
+The commit is the one "make build" stamps (git rev-parse HEAD). A plain "go build" records one
+only in a git clone's own working tree: in a linked git worktree the go command finds no
+repository (golang/go#58218) and records none, or, in a worktree inside the clone, the clone's
+commit; -buildvcs=false (also from go env GOFLAGS) and go run record none. Without one it says
+"unknown".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := output.check(); err != nil {

@@ -24,14 +24,18 @@ var Repository = "ghcr.io/pkgsync/pkgsync"
 // Source is the URL of the source repository, recorded as org.opencontainers.image.source.
 const Source = "https://github.com/pkgsync/pkgsync"
 
-// Unknown is the revision of a binary that carries none: built with go build -buildvcs=false,
-// go run, or from a directory the go command finds no repository for (a git worktree, whose
-// .git is a file, with this toolchain), and not stamped by make build.
+// Unknown is the revision of a binary that carries none, not stamped by make build: built with
+// -buildvcs=false (also when GOFLAGS holds it, in the environment or the go command's
+// environment file, go env -w), with go run, or in a directory the go command finds no
+// repository for. A linked git worktree is one: the go command takes only a .git directory for
+// a repository, not a worktree's .git file (golang/go#58218), so outside its clone it records
+// nothing, and inside it the clone's commit, not the worktree's. TestRevisionOfAPlainGoBuild
+// builds in each layout.
 const Unknown = "unknown"
 
-// Revision returns the source revision of this binary: Commit when stamped (make build), else
-// the VCS revision the go command records in a git checkout ("-dirty" appended when the tree
-// had local changes), else the commit prefix of a pseudo-version (go install
+// Revision returns the source revision of this binary: Commit when stamped (make build, with
+// git rev-parse HEAD, right in a worktree too), else the VCS revision the go command records in a
+// git clone's own working tree ("-dirty" appended when the tree had local changes), else the commit prefix of a pseudo-version (go install
 // pkgsync.dev/pkgsync/cmd/pkgsync@COMMIT), else Unknown.
 func Revision() string {
 	if Commit != "" {
