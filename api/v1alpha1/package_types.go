@@ -25,6 +25,7 @@ const (
 )
 
 // PackageSpec says which package to install and how.
+// +kubebuilder:validation:XValidation:rule="!has(self.pullSecretRef) || !has(self.provider) || self.provider == 'generic'",message="spec.pullSecretRef is read with spec.provider generic only: a cloud provider's credentials come from workload identity (remove one of them)"
 // +kubebuilder:validation:XValidation:rule="!has(self.semver) || (!self.image.contains('@') && !self.image.matches(':[^/]*$'))",message="spec.semver chooses the tag: spec.image must name the repository without a tag or digest (registry.example.com/addons/monitoring)"
 type PackageSpec struct {
 	// Image is the package image: repository with a tag, a digest, or both
@@ -97,15 +98,32 @@ type PackageSpec struct {
 	Suspend bool `json:"suspend,omitempty"`
 
 	// PullSecretRef names a kubernetes.io/dockerconfigjson Secret with registry credentials, in
-	// the Package's namespace (for a ClusterPackage, in the controller's namespace).
+	// the Package's namespace (for a ClusterPackage, in the controller's namespace). Read with
+	// provider generic only.
 	// +optional
 	PullSecretRef *meta.LocalObjectReference `json:"pullSecretRef,omitempty"`
+
+	// Provider says where the registry credentials come from. generic (the default, also when
+	// empty) reads spec.pullSecretRef. aws, azure and gcp get short-lived credentials for the
+	// cloud's registry (Amazon ECR, Azure Container Registry, Google Artifact Registry) from
+	// workload identity: the ServiceAccount of spec.serviceAccountName (object-level identity:
+	// its token, from a TokenRequest, is exchanged for the cloud role its annotation names), or,
+	// without one, the controller's own identity. The credentials are kept in memory until
+	// shortly before they expire, never written to an object, and sent to the provider's
+	// registries only (a mirror elsewhere is read anonymously); spec.image must name one of
+	// them. docs/operations.md has the setup for each cloud.
+	// +optional
+	// +kubebuilder:validation:Enum=generic;aws;azure;gcp
+	Provider RegistryProvider `json:"provider,omitempty"`
 
 	// ServiceAccountName is impersonated for every request to the management cluster, so a
 	// package can do no more than that ServiceAccount may: in the Package's namespace (for a
 	// ClusterPackage, in the controller's namespace). Empty means the controller's
 	// --default-service-account for a Package when set, else the controller's own identity.
-	// Hosted-cluster phases always use the connector credentials.
+	// Hosted-cluster phases always use the connector credentials. With a cloud spec.provider it
+	// is the cloud identity too: its token is exchanged for registry credentials, so that one
+	// tenant's cloud role never pulls another's images (the controller's
+	// --no-object-level-workload-identity refuses that).
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
@@ -367,6 +385,28 @@ type ClusterPackageList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ClusterPackage `json:"items"`
+}
+
+// RegistryProvider names where a resource's registry credentials come from (spec.provider).
+type RegistryProvider string
+
+const (
+	// RegistryProviderGeneric reads spec.pullSecretRef (or pulls anonymously).
+	RegistryProviderGeneric RegistryProvider = "generic"
+	// RegistryProviderAWS exchanges workload identity for Amazon ECR credentials.
+	RegistryProviderAWS RegistryProvider = "aws"
+	// RegistryProviderAzure exchanges workload identity for Azure Container Registry credentials.
+	RegistryProviderAzure RegistryProvider = "azure"
+	// RegistryProviderGCP exchanges workload identity for Google Artifact Registry credentials.
+	RegistryProviderGCP RegistryProvider = "gcp"
+)
+
+// GetProvider returns spec.provider, defaulted to generic.
+func (in *PackageSpec) GetProvider() RegistryProvider {
+	if in.Provider == "" {
+		return RegistryProviderGeneric
+	}
+	return in.Provider
 }
 
 // GetInterval returns the reconciliation interval, defaulted.

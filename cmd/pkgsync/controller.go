@@ -20,7 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -28,6 +30,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/cloudauth"
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/fleet/analysis"
 	"pkgsync.dev/pkgsync/internal/hosted"
@@ -62,6 +65,7 @@ type controllerOptions struct {
 	verifyInterval        time.Duration
 	requireSignatures     bool
 	defaultServiceAccount string
+	noObjectIdentity      bool
 	hostedNamespaceRule   string
 	kubeconfigPolicy      hosted.KubeconfigPolicy
 	disableHosted         bool
@@ -126,6 +130,7 @@ hosted-control-plane namespace through HyperShift's connector Secret.`,
 	fs.BoolVar(&o.requireSignatures, "require-signatures", false, "Refuse Packages and ClusterPackages without spec.verify, and HostedClusterPackages without spec.template.spec.verify (reason VerificationRequired)")
 	fs.DurationVar(&o.verifyInterval, "verify-interval", 10*time.Minute, "How long a signature verdict (a digest verified with a key set, or a trusted root and identities) is remembered; after it the signatures are read again, so a deleted signature counts within it")
 	fs.StringVar(&o.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the resource's own namespace) impersonated by namespaced resources that name none, and by every ObjectDeployment; empty means the controller's own identity")
+	fs.BoolVar(&o.noObjectIdentity, "no-object-level-workload-identity", false, "Refuse a cloud spec.provider (aws, azure, gcp) for resources that run as a ServiceAccount (spec.serviceAccountName, or --default-service-account): only the controller's own cloud identity is exchanged, and the controller needs no create on serviceaccounts/token")
 	fs.StringVar(&o.hostedNamespaceRule, "hosted-namespace-rule", string(reconciler.HostedNamespaceByHostedCluster),
 		"Which namespaces may have hosted-cluster phases: HostedCluster (a HyperShift HostedCluster maps to the namespace) or Label (the namespace is labelled hypershift.openshift.io/hosted-control-plane=true; only where tenants cannot label namespaces)")
 	fs.BoolVar(&o.kubeconfigPolicy.AllowExec, "insecure-kubeconfig-exec", false, "Allow exec credential plugins in connector kubeconfigs (they run commands inside the controller)")
@@ -245,6 +250,10 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 	if err != nil {
 		return err
 	}
+	cloud, err := newCloudExchanger(restConfig, scheme, srcOpts.CABundle, o.noObjectIdentity)
+	if err != nil {
+		return err
+	}
 	var hc *hosted.Clients
 	if !o.disableHosted {
 		hc = hosted.NewClients(mgr.GetClient(), hosted.Options{
@@ -291,6 +300,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 			HostedTeardownTimeout: o.hostedTeardownTimeout,
 			HostedNamespaceRule:   rule,
 			DefaultServiceAccount: o.defaultServiceAccount,
+			Cloud:                 cloud,
 			Wakes:                 wakes,
 			ShardLabelKeys:        controller.ShardLabelKeys(selector),
 			ApplyConcurrency:      o.applyConcurrency,
@@ -346,6 +356,22 @@ func newNotifier(mgr ctrl.Manager, o *controllerOptions) *notify.Notifier {
 	}
 	return &notify.Notifier{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: o.namespace, Name: o.notificationSecret},
 		Log: ctrl.Log.WithName("notify")}
+}
+
+// newCloudExchanger returns what exchanges workload identity for registry credentials
+// (spec.provider): with object-level identity, ServiceAccounts are read and their tokens
+// requested straight from the API server (not the manager's cache, which would keep every
+// ServiceAccount of the cluster for the few that are named).
+func newCloudExchanger(restConfig *rest.Config, scheme *runtime.Scheme, caBundle []byte, noObjectIdentity bool) (*cloudauth.Exchanger, error) {
+	opts := cloudauth.Options{CABundle: caBundle}
+	if !noObjectIdentity {
+		c, err := client.New(restConfig, client.Options{Scheme: scheme})
+		if err != nil {
+			return nil, fmt.Errorf("create the ServiceAccount client: %w", err)
+		}
+		opts.ServiceAccounts = cloudauth.APIServiceAccounts(c)
+	}
+	return cloudauth.New(opts)
 }
 
 // setupReceiver adds the receiver of registry notifications to the manager when

@@ -308,7 +308,7 @@ func (r *fleetSteps) stableNote(fleet *v1alpha1.HostedClusterPackage) string {
 func (r *fleetSteps) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, ref source.Reference, lastHandled string) (*v1alpha1.FleetRevision, source.Reference, source.Credentials, error) {
 	var none source.Reference
 	tmpl := &fleet.Spec.Template.Spec
-	creds, err := verify.ReadPullCredentials(ctx, r.apiReader, r.options.Namespace, tmpl.PullSecretRef)
+	creds, err := r.pullCredentials(ctx, fleet, ref)
 	if err != nil {
 		return nil, none, nil, err
 	}
@@ -328,6 +328,15 @@ func (r *fleetSteps) resolveTarget(ctx context.Context, fleet *v1alpha1.HostedCl
 	}
 	pinned := ref.WithDigest(digest)
 	return &v1alpha1.FleetRevision{Name: revisionName(digest, td), Image: pinned.String(), Digest: digest, TemplateDigest: td}, pinned, creds, nil
+}
+
+// pullCredentials are the credentials the fleet itself resolves and pulls with: its template's,
+// read in the controller's namespace as a ClusterPackage's are (the pull Secret, or the cloud
+// identity of the template's ServiceAccount of that namespace, else the controller's own). Each
+// member reads its own in its namespace.
+func (r *fleetSteps) pullCredentials(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, ref source.Reference) (source.Credentials, error) {
+	tmpl := &fleet.Spec.Template.Spec
+	return verify.PullCredentials(ctx, r.apiReader, r.options.Cloud, r.options.Namespace, tmpl.ServiceAccountName, tmpl, ref)
 }
 
 // fleetsOf maps any event to a request for every fleet: HostedClusters join, leave and change

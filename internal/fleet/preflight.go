@@ -19,7 +19,6 @@ import (
 	"pkgsync.dev/pkgsync/internal/applier"
 	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/reconciler"
-	"pkgsync.dev/pkgsync/internal/verify"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -186,7 +185,7 @@ func (r *fleetSteps) pullTarget(ctx context.Context, fleet *v1alpha1.HostedClust
 	if err != nil {
 		return nil, &reconciler.StageError{Reason: v1alpha1.PullFailedReason, Err: fmt.Errorf("status.target.image: %w", err)}
 	}
-	creds, err := verify.ReadPullCredentials(ctx, r.apiReader, r.options.Namespace, fleet.Spec.Template.Spec.PullSecretRef)
+	creds, err := r.pullCredentials(ctx, fleet, ref)
 	if err != nil {
 		return nil, err
 	}

@@ -96,7 +96,7 @@ func (r *packageSteps[T]) reconcile(ctx context.Context, obj T, maxAge time.Dura
 	if err != nil {
 		return nil, err
 	}
-	creds, err := r.pullCredentials(ctx, obj)
+	creds, err := r.pullCredentials(ctx, obj, image)
 	if err != nil {
 		return nil, err
 	}
@@ -298,13 +298,19 @@ func (r *packageSteps[T]) verify(ctx context.Context, src *source.Client, obj T,
 	return r.verifier.Check(ctx, src, obj.GetSpec().Verify, obj.GetNamespace(), "spec.verify", ref, creds)
 }
 
-// pullCredentials reads spec.pullSecretRef; nil means the client's defaults (anonymous).
-func (r *packageSteps[T]) pullCredentials(ctx context.Context, obj T) (source.Credentials, error) {
+// pullCredentials returns the registry credentials of the resource: spec.pullSecretRef's (nil
+// means the client's defaults, anonymous), or its cloud provider's for the ServiceAccount it
+// runs as (spec.serviceAccountName, else --default-service-account for a Package), the
+// controller's own identity when there is none.
+func (r *packageSteps[T]) pullCredentials(ctx context.Context, obj T, image source.Reference) (source.Credentials, error) {
 	ns := obj.GetNamespace()
+	sa := obj.GetSpec().ServiceAccountName
 	if ns == "" {
 		ns = r.options.Namespace
+	} else if sa == "" {
+		sa = r.options.DefaultServiceAccount
 	}
-	return verify.ReadPullCredentials(ctx, r.apiReader, ns, obj.GetSpec().PullSecretRef)
+	return verify.PullCredentials(ctx, r.apiReader, r.options.Cloud, ns, sa, obj.GetSpec(), image)
 }
 
 // outcome sets the Ready condition from the pass and decides when to come back. A resource

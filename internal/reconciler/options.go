@@ -3,6 +3,7 @@ package reconciler
 import (
 	"time"
 
+	"pkgsync.dev/pkgsync/internal/cloudauth"
 	"pkgsync.dev/pkgsync/internal/wakes"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
@@ -39,6 +40,9 @@ type Options struct {
 	// resources that name no ServiceAccount of their own (and by every ObjectDeployment): the
 	// ServiceAccount of that name in the resource's namespace.
 	DefaultServiceAccount string
+	// Cloud exchanges workload identity for registry credentials (spec.provider aws, azure,
+	// gcp); nil refuses those providers.
+	Cloud *cloudauth.Exchanger
 	// RequireSignatures refuses Packages and ClusterPackages without spec.verify, and
 	// HostedClusterPackages without spec.template.spec.verify.
 	RequireSignatures bool

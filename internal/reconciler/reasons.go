@@ -9,6 +9,7 @@ import (
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/apply"
+	"pkgsync.dev/pkgsync/internal/cloudauth"
 	"pkgsync.dev/pkgsync/internal/hosted"
 	"pkgsync.dev/pkgsync/render"
 	"pkgsync.dev/pkgsync/source"
@@ -29,6 +30,7 @@ func ReasonFor(err error) string {
 		registryResp *errcode.ErrorResponse
 		stage        *StageError
 		notHosted    *NotHostedError
+		exchange     *cloudauth.Error
 	)
 	switch {
 	case hosted.IsInsecureKubeconfig(err):
@@ -49,6 +51,8 @@ func ReasonFor(err error) string {
 		return v1alpha1.ConflictReason
 	case errors.As(err, &immutable):
 		return v1alpha1.ImmutableFieldReason
+	case errors.As(err, &exchange):
+		return v1alpha1.AuthenticationFailedReason
 	case errors.As(err, &registryResp) && (registryResp.StatusCode == 401 || registryResp.StatusCode == 403),
 		errors.Is(err, source.ErrAuthenticationRequired):
 		return v1alpha1.AuthenticationFailedReason
@@ -81,7 +85,7 @@ var registryHints = []struct {
 	cause error
 	hint  string
 }{
-	{source.ErrAuthenticationRequired, "give the credentials in a kubernetes.io/dockerconfigjson Secret named by spec.pullSecretRef (for a HostedClusterPackage, spec.template.spec.pullSecretRef, in the controller's namespace)"},
+	{source.ErrAuthenticationRequired, "give the credentials in a kubernetes.io/dockerconfigjson Secret named by spec.pullSecretRef (for a HostedClusterPackage, spec.template.spec.pullSecretRef, in the controller's namespace); with a cloud spec.provider, let its identity read the repository"},
 	{source.ErrTLSVerification, "start the controller with --ca-file holding the registry's CA"},
 	{source.ErrHTTPSRequired, "start the controller with --ca-file holding the registry's CA, which switches to HTTPS"},
 	{source.ErrPlainHTTPAnswer, "start the controller with --plain-http-registry naming this registry"},
