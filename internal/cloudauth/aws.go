@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	signerv4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
@@ -17,7 +19,10 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
-func awsProvider(hc *http.Client) *provider {
+func awsProvider(tr func(*http.Transport), timeout time.Duration) *provider {
+	// The SDK's buildable client: the SDK adds AWS_CA_BUNDLE (or ca_bundle of the shared
+	// config) to its roots, which it refuses to do for any other client.
+	hc := awshttp.NewBuildableClient().WithTransportOptions(tr).WithTimeout(timeout)
 	return &provider{
 		name:           v1alpha1.RegistryProviderAWS,
 		p:              fluxaws.Provider{Implementation: awsSDK{http: hc}},
@@ -33,13 +38,13 @@ func awsProvider(hc *http.Client) *provider {
 }
 
 // awsSDK is fluxcd/pkg/auth's AWS Implementation with two changes. Every request goes through
-// the Exchanger's bounded client (newHTTPClient) instead of the one the library builds. And the
+// the Exchanger's bounded transport (transportOptions) instead of the one the library builds. And the
 // clients are made from the SDK's own configuration (config.LoadDefaultConfig), so that the
 // SDK's endpoint settings hold for every call: AWS_ENDPOINT_URL_STS and AWS_ENDPOINT_URL_ECR
 // (or AWS_ENDPOINT_URL, and endpoint_url in the shared config file) for VPC endpoints, FIPS, or
 // the stand-ins of the tests. The library builds the STS client of object-level identity and
 // the ECR client from bare options, which read none of them.
-type awsSDK struct{ http *http.Client }
+type awsSDK struct{ http aws.HTTPClient }
 
 func (a awsSDK) LoadDefaultConfig(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {
 	// Later options win: the library's HTTP client is replaced.

@@ -30,7 +30,7 @@ func azureProvider(hc *http.Client) *provider {
 }
 
 // azureSDK is fluxcd/pkg/auth's Azure Implementation with every request through the
-// Exchanger's bounded client (newHTTPClient). The endpoints are the SDK's own settings:
+// Exchanger's bounded client (transportOptions). The endpoints are the SDK's own settings:
 // AZURE_AUTHORITY_HOST for Azure AD (azidentity reads it), the registry itself for the ACR
 // exchange (https://REGISTRY/oauth2/exchange).
 type azureSDK struct{ http *http.Client }

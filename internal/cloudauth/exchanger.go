@@ -92,11 +92,11 @@ func New(opts Options) (*Exchanger, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	hc, err := newHTTPClient(opts.CABundle, opts.Timeout, opts.MaxResponseBytes)
+	tr, err := transportOptions(opts.CABundle, opts.Timeout, opts.MaxResponseBytes)
 	if err != nil {
 		return nil, err
 	}
-	return &Exchanger{opts: opts, providers: providers(hc), cache: lru.New(cacheEntries)}, nil
+	return &Exchanger{opts: opts, providers: providers(tr, opts.Timeout), cache: lru.New(cacheEntries)}, nil
 }
 
 // ObjectLevel reports whether a ServiceAccount's identity may be exchanged.
@@ -275,9 +275,10 @@ type provider struct {
 	controllerHint string
 }
 
-func providers(hc *http.Client) map[v1alpha1.RegistryProvider]*provider {
+func providers(tr func(*http.Transport), timeout time.Duration) map[v1alpha1.RegistryProvider]*provider {
+	hc := newHTTPClient(tr, timeout)
 	out := map[v1alpha1.RegistryProvider]*provider{}
-	for _, p := range []*provider{awsProvider(hc), azureProvider(hc), gcpProvider(hc)} {
+	for _, p := range []*provider{awsProvider(tr, timeout), azureProvider(hc), gcpProvider(hc)} {
 		out[p.name] = p
 	}
 	return out
