@@ -68,7 +68,8 @@ type AWS struct {
 	// RegistryTokenLifetime is how long the ECR authorization tokens issued next are valid
 	// (12 hours, as ECR's, by default).
 	RegistryTokenLifetime atomic.Int64
-	// Counters.
+	// Counters. RegistryRefused counts requests whose credentials were refused (not the
+	// challenge of a request without any).
 	AssumeRoleCalls, AssumeRoleRefused, RegistryTokens, RegistryTokensRefused, RegistryRefused, RegistryServed atomic.Int64
 }
 
@@ -139,8 +140,9 @@ func (a *AWS) AddUser(u User) {
 // RoleARN is the ARN of role name in the stand-in's account.
 func (a *AWS) RoleARN(name string) string { return "arn:aws:iam::" + a.Account + ":role/" + name }
 
-// Issued returns every secret the stand-ins issued (secret keys, session tokens, registry
-// passwords and the authorization tokens that carry them), to look for in what must hold none.
+// Issued returns every secret the stand-ins issued or were sent (secret keys, session tokens,
+// registry passwords and the authorization tokens that carry them, the web identity tokens),
+// to look for in what must hold none.
 func (a *AWS) Issued() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -159,6 +161,9 @@ func (a *AWS) serveSTS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.AssumeRoleCalls.Add(1)
+	a.mu.Lock()
+	a.issued = append(a.issued, r.Form.Get("WebIdentityToken"))
+	a.mu.Unlock()
 	if a.verify == nil {
 		a.AssumeRoleRefused.Add(1)
 		stsError(w, http.StatusBadRequest, "InvalidIdentityToken", "no issuer is trusted")
@@ -319,9 +324,12 @@ func (a *AWS) Authorize(username, password, repository string) (int, string) {
 	}
 	a.mu.Unlock()
 	switch {
+	case password == "":
+		// The challenge a client without a cached scheme is first answered with: no refusal.
+		return http.StatusUnauthorized, "no basic auth credentials"
 	case !ok || username != "AWS":
 		a.RegistryRefused.Add(1)
-		return http.StatusUnauthorized, "no basic auth credentials"
+		return http.StatusUnauthorized, "the credentials are not an ECR authorization token"
 	case time.Now().After(g.expires):
 		a.RegistryRefused.Add(1)
 		return http.StatusUnauthorized, "Your authorization token has expired. Reauthenticate and try again."

@@ -53,6 +53,13 @@ func runController(t *testing.T, shard string, args ...string) *controllerProc {
 // refuses it, as it refuses every loopback registry the operator did not name.
 func runControllerWithout(t *testing.T, shard string, args ...string) *controllerProc {
 	t.Helper()
+	return runControllerWithEnv(t, shard, nil, args...)
+}
+
+// runControllerWithEnv is runControllerWithout with env (KEY=VALUE) added to the process's
+// environment, as a Deployment's env would.
+func runControllerWithEnv(t *testing.T, shard string, env []string, args ...string) *controllerProc {
+	t.Helper()
 	bin := crashBinary(t)
 	metricsAddr := refusedAddress(t)
 	p := &controllerProc{metricsURL: "http://" + metricsAddr + "/metrics", logPath: filepath.Join(t.TempDir(), "controller.log"), exited: make(chan struct{})}
@@ -64,6 +71,9 @@ func runControllerWithout(t *testing.T, shard string, args ...string) *controlle
 		"--progress-interval", "200ms", "--retry-interval", "500ms",
 		"--hosted-probe-interval", "250ms", "--hosted-probe-max-interval", "2s"}, args...)
 	p.cmd = exec.Command(bin, full...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	require.NoError(t, p.cmd.Start())
 	go func() { _ = p.cmd.Wait(); close(p.exited) }()
