@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,10 @@ import (
 	"sync"
 
 	"github.com/spf13/pflag"
+	"oras.land/oras-go/v2/registry/remote/auth"
 
+	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/cloudauth"
 	"pkgsync.dev/pkgsync/internal/version"
 	"pkgsync.dev/pkgsync/source"
 )
@@ -24,6 +28,7 @@ type registryOptions struct {
 	caFile                string
 	insecureSkipTLSVerify bool
 	registryConfig        string
+	provider              string
 	// overrides are registered only by the commands that read (overrideOptions.ApplyFlags).
 	overrides overrideOptions
 }
@@ -35,6 +40,8 @@ func (o *registryOptions) ApplyFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.insecureSkipTLSVerify, "insecure-skip-tls-verify", false, "Accept any registry certificate (unsafe)")
 	fs.StringVar(&o.registryConfig, "registry-config", "",
 		"Docker config file with registry credentials (default $DOCKER_CONFIG/config.json or ~/.docker/config.json)")
+	fs.StringVar(&o.provider, "provider", string(v1alpha1.RegistryProviderGeneric),
+		"Where registry credentials come from: generic (the Docker config), or aws, azure, gcp: this machine's cloud credentials exchanged for Amazon ECR, Azure Container Registry or Google Artifact Registry ones (the Docker config for other registries)")
 }
 
 // client returns a registry client for refs, with Docker config credentials and, when stderr
@@ -71,7 +78,9 @@ func (o *registryOptions) client(stderr io.Writer, refs ...source.Reference) (*s
 	if err != nil {
 		return nil, err
 	}
-	opts.Credentials = creds
+	if opts.Credentials, err = o.cloudCredentials(opts.CABundle, creds, refs); err != nil {
+		return nil, err
+	}
 	if f, ok := terminalOf(stderr); ok {
 		opts.Progress = newProgressPrinter(f).show
 	}
@@ -80,6 +89,50 @@ func (o *registryOptions) client(stderr io.Writer, refs ...source.Reference) (*s
 		return nil, fmt.Errorf("--ca-file %s: %w", o.caFile, err)
 	}
 	return c, nil
+}
+
+// cloudCredentials returns creds with --provider's in front: the cloud's registry credentials,
+// exchanged from this machine's ambient cloud credentials, for the provider's registries; creds
+// for every other registry. With generic, creds alone.
+func (o *registryOptions) cloudCredentials(caBundle []byte, creds source.Credentials, refs []source.Reference) (source.Credentials, error) {
+	provider := v1alpha1.RegistryProvider(o.provider)
+	if provider == v1alpha1.RegistryProviderGeneric || provider == "" {
+		return creds, nil
+	}
+	if !slices.Contains([]v1alpha1.RegistryProvider{v1alpha1.RegistryProviderAWS, v1alpha1.RegistryProviderAzure, v1alpha1.RegistryProviderGCP}, provider) {
+		return nil, usageError("--provider must be generic, aws, azure or gcp, not %q", o.provider)
+	}
+	ex, err := cloudauth.New(cloudauth.Options{CABundle: caBundle, CLI: true})
+	if err != nil {
+		return nil, fmt.Errorf("--ca-file %s: %w", o.caFile, err)
+	}
+	// A command naming none of the provider's registries is told so; one naming some (lock's
+	// images may be anywhere) reads the others with the Docker config.
+	var firstErr error
+	for _, ref := range refs {
+		err := ex.CheckRegistry(provider, ref.Registry)
+		if err == nil {
+			firstErr = nil
+			break
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return nil, usageError("--provider %s: %v", provider, firstErr)
+	}
+	cloud, err := ex.Credentials(provider, cloudauth.Identity{})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, host string) (auth.Credential, error) {
+		cred, err := cloud(ctx, host)
+		if err != nil || cred != auth.EmptyCredential {
+			return cred, err
+		}
+		return creds(ctx, host)
+	}, nil
 }
 
 // progressPrinter draws one line per large blob as it moves, updating at whole percents.

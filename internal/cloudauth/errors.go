@@ -17,9 +17,9 @@ const (
 	// StepRoleAssumption exchanges the ServiceAccount's token for the cloud identity's: AWS STS
 	// AssumeRoleWithWebIdentity, the Azure AD federated credential, GCP's STS token exchange.
 	StepRoleAssumption Step = "role assumption"
-	// StepControllerIdentity obtains the controller's own cloud credentials (its pod's
-	// workload identity).
-	StepControllerIdentity Step = "controller identity"
+	// StepControllerIdentity obtains the process's own cloud credentials (the controller pod's
+	// workload identity, the CLI's machine credentials).
+	StepControllerIdentity Step = "own identity"
 	// StepRegistryToken exchanges the cloud credentials for the registry's (ECR
 	// GetAuthorizationToken, ACR /oauth2/exchange, an Artifact Registry access token).
 	StepRegistryToken Step = "registry token"
@@ -29,7 +29,8 @@ const (
 // a token: the tokens of the exchange are cut out of the errors it wraps.
 type Error struct {
 	Provider string
-	// Identity is "ServiceAccount NS/NAME" or "the controller's identity".
+	// Identity is "ServiceAccount NS/NAME", "the controller's own identity" or "this machine's
+	// credentials".
 	Identity string
 	Registry string
 	Step     Step

@@ -32,6 +32,10 @@ type Options struct {
 	MaxResponseBytes int64
 	// Now is the clock (time.Now when nil), for tests of renewal.
 	Now func() time.Time
+	// CLI says the process is the command line, not the controller: its own identity is the
+	// machine's ambient credentials (environment, the clouds' configuration files, their CLIs,
+	// which fluxcd/pkg/auth may then run), and errors say so.
+	CLI bool
 }
 
 // Identity is whose workload identity is exchanged: a ServiceAccount, or, when ServiceAccount is
@@ -40,11 +44,14 @@ type Identity struct {
 	Namespace, ServiceAccount string
 }
 
-func (id Identity) String() string {
-	if id.ServiceAccount == "" {
-		return "the controller's own identity"
+func (e *Exchanger) describe(id Identity) string {
+	switch {
+	case id.ServiceAccount != "":
+		return "ServiceAccount " + id.Namespace + "/" + id.ServiceAccount
+	case e.opts.CLI:
+		return "this machine's credentials"
 	}
-	return "ServiceAccount " + id.Namespace + "/" + id.ServiceAccount
+	return "the controller's own identity"
 }
 
 // ErrObjectLevelForbidden is returned for a ServiceAccount's identity when the Exchanger has no
@@ -125,15 +132,15 @@ func (e *Exchanger) Credentials(name v1alpha1.RegistryProvider, id Identity) (so
 	}, nil
 }
 
-// CheckRegistry fails when host is not a registry of provider name: spec.image names one of the
-// provider's registries, or its credentials would never be used.
+// CheckRegistry fails when host is not a registry of provider name, whose credentials would
+// never be used for it.
 func (e *Exchanger) CheckRegistry(name v1alpha1.RegistryProvider, host string) error {
 	p, ok := e.providers[name]
 	if !ok {
 		return fmt.Errorf("spec.provider %q: not a cloud provider (aws, azure, gcp)", name)
 	}
 	if _, err := p.p.ParseArtifactRepository(host); err != nil {
-		return fmt.Errorf("spec.provider %s: %s is not %s (%s): use spec.provider generic with spec.pullSecretRef for other registries", name, host, p.registries, p.registryForm)
+		return fmt.Errorf("%s is not %s (%s)", host, p.registries, p.registryForm)
 	}
 	return nil
 }
@@ -201,7 +208,7 @@ func minTime(a, b time.Time) time.Time {
 // credentials for those. Each failure names its step.
 func (e *Exchanger) exchange(ctx context.Context, p *provider, id Identity, host string) (auth.Credential, time.Time, error) {
 	fail := func(step Step, err error, hint string, secrets ...string) (auth.Credential, time.Time, error) {
-		return auth.EmptyCredential, time.Time{}, &Error{Provider: string(p.name), Identity: id.String(), Registry: host, Step: step, Err: redact(err, secrets...), Hint: hint}
+		return auth.EmptyCredential, time.Time{}, &Error{Provider: string(p.name), Identity: e.describe(id), Registry: host, Step: step, Err: redact(err, secrets...), Hint: hint}
 	}
 	input, err := p.p.ParseArtifactRepository(host)
 	if err != nil {
@@ -214,9 +221,14 @@ func (e *Exchanger) exchange(ctx context.Context, p *provider, id Identity, host
 	var token fluxauth.Token
 	var oidc string
 	if id.ServiceAccount == "" {
+		hint := p.controllerHint
+		if e.opts.CLI {
+			opts = append(opts, fluxauth.WithAllowShellOut())
+			hint = p.ambientHint
+		}
 		token, err = p.p.NewControllerToken(ctx, opts...)
 		if err != nil {
-			return fail(StepControllerIdentity, err, p.controllerHint)
+			return fail(StepControllerIdentity, err, hint)
 		}
 	} else {
 		sa, err := e.opts.ServiceAccounts.Get(ctx, id.Namespace, id.ServiceAccount)
@@ -271,8 +283,8 @@ type provider struct {
 	roleHint string
 	// registryHint says what the cloud identity needs to read the registry.
 	registryHint string
-	// controllerHint says how the controller's own identity is set up.
-	controllerHint string
+	// controllerHint says how the controller's own identity is set up; ambientHint a machine's.
+	controllerHint, ambientHint string
 }
 
 func providers(tr func(*http.Transport), timeout time.Duration) map[v1alpha1.RegistryProvider]*provider {

@@ -53,7 +53,7 @@ func PullCredentials(ctx context.Context, reader client.Reader, cloud *cloudauth
 		return nil, &reconciler.StageError{Reason: v1alpha1.InvalidSpecReason, Err: fmt.Errorf("spec.provider %s with spec.serviceAccountName %q: a cluster-scoped resource's ServiceAccount lives in the controller's namespace, and the controller was started without --namespace", provider, serviceAccount)}
 	}
 	if err := cloud.CheckRegistry(provider, image.Registry); err != nil {
-		return nil, &reconciler.StageError{Reason: v1alpha1.InvalidSpecReason, Err: err}
+		return nil, &reconciler.StageError{Reason: v1alpha1.InvalidSpecReason, Err: fmt.Errorf("spec.provider %s: spec.image: %w; other registries are read with spec.provider generic (and spec.pullSecretRef)", provider, err)}
 	}
 	creds, err := cloud.Credentials(provider, cloudauth.Identity{Namespace: ns, ServiceAccount: serviceAccount})
 	if err != nil {

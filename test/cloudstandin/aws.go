@@ -28,7 +28,7 @@ import (
 type VerifyToken func(ctx context.Context, token, audience string) (subject string, err error)
 
 // Role is an IAM role: who may assume it with a web identity, and which ECR repositories (path
-// prefixes, "" for all) it may pull.
+// prefixes, "" for all) it may pull from and push to.
 type Role struct {
 	ARN string
 	// Subject is the only web identity allowed to assume it (system:serviceaccount:NS:NAME), as

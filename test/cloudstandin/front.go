@@ -38,8 +38,10 @@ func frontHandler(authorize authorizer, upstream string) http.Handler {
 			_ = json.NewEncoder(w).Encode(map[string]any{"errors": []map[string]string{{"code": code, "message": msg}}})
 			return
 		}
+		// The registry builds the upload URLs it answers from the name it was asked by and the
+		// scheme the front says, so that a push goes on through the front.
 		r.Header.Del("Authorization")
-		r.Host = upstream
+		r.Header.Set("X-Forwarded-Proto", "https")
 		proxy.ServeHTTP(w, r)
 	})
 }
