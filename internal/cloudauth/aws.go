@@ -32,7 +32,7 @@ func awsProvider(tr func(*http.Transport), timeout time.Duration) *provider {
 		roleHint: "the role's trust policy must let the cluster's OIDC provider's token for " +
 			"system:serviceaccount:%s:%s (audience sts.amazonaws.com) assume it with sts:AssumeRoleWithWebIdentity; docs/operations.md, Amazon ECR",
 		registryHint: "the role needs ecr:GetAuthorizationToken, and ecr:BatchGetImage and ecr:GetDownloadUrlForLayer on the repository",
-		ambientHint: "AWS credentials of this machine: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or aws sso login",
+		ambientHint:  "AWS credentials of this machine: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or aws sso login",
 		controllerHint: "give the controller's pod an identity: IRSA (AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE) or EKS Pod Identity, " +
 			"or name a ServiceAccount in spec.serviceAccountName",
 	}

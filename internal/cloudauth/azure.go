@@ -24,7 +24,7 @@ func azureProvider(hc *http.Client) *provider {
 		roleHint: "the managed identity (or app registration) needs a federated identity credential for the cluster's OIDC issuer, " +
 			"subject system:serviceaccount:%s:%s, audience api://AzureADTokenExchange; docs/operations.md, Azure Container Registry",
 		registryHint: "the identity needs the AcrPull role on the registry",
-		ambientHint: "Azure credentials of this machine: az login, or AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET",
+		ambientHint:  "Azure credentials of this machine: az login, or AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET",
 		controllerHint: "give the controller's pod an identity: Azure Workload Identity (AZURE_CLIENT_ID, AZURE_TENANT_ID, " +
 			"AZURE_FEDERATED_TOKEN_FILE, AZURE_AUTHORITY_HOST) or a managed identity, or name a ServiceAccount in spec.serviceAccountName",
 	}

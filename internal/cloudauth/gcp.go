@@ -24,7 +24,7 @@ func gcpProvider(hc *http.Client) *provider {
 		roleHint: "the Google service account needs roles/iam.workloadIdentityUser for " +
 			"serviceAccount:PROJECT.svc.id.goog[%s/%s] (or the pool's principal); docs/operations.md, Google Artifact Registry",
 		registryHint: "the Google service account needs roles/artifactregistry.reader on the repository",
-		ambientHint: "Google credentials of this machine: gcloud auth application-default login, or GOOGLE_APPLICATION_CREDENTIALS",
+		ambientHint:  "Google credentials of this machine: gcloud auth application-default login, or GOOGLE_APPLICATION_CREDENTIALS",
 		controllerHint: "give the controller's pod an identity: GKE Workload Identity (iam.gke.io/gcp-service-account on its " +
 			"ServiceAccount) or GOOGLE_APPLICATION_CREDENTIALS, or name a ServiceAccount in spec.serviceAccountName",
 	}
