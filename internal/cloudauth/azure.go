@@ -3,6 +3,10 @@ package cloudauth
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
@@ -40,11 +44,33 @@ func (a azureSDK) clientOptions() azcore.ClientOptions {
 	return azcore.ClientOptions{Transport: a.http}
 }
 
+// publicAuthorities are the Azure AD hosts of Azure's public and sovereign clouds, where MSAL's
+// instance discovery (a request to login.microsoftonline.com) applies.
+var publicAuthorities = []string{"login.microsoftonline.com", "login.microsoft.com", "login.windows.net", "login.chinacloudapi.cn", "login.microsoftonline.us"}
+
+// noInstanceDiscovery is true when AZURE_AUTHORITY_HOST names an authority outside Azure's
+// clouds (Azure Stack, a private or disconnected cloud, a test's stand-in): instance discovery
+// would ask login.microsoftonline.com about it, which such an authority is not known to, and
+// which a disconnected cluster cannot reach. azidentity's DisableInstanceDiscovery is for
+// exactly these.
+func noInstanceDiscovery() bool {
+	raw := os.Getenv("AZURE_AUTHORITY_HOST")
+	if raw == "" {
+		return false
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	return !slices.Contains(publicAuthorities, strings.ToLower(u.Hostname()))
+}
+
 // NewDefaultAzureCredential may shell out to the az and azd CLIs: the library asks for it only
 // with fluxauth.WithAllowShellOut, which the CLI alone passes (Options.AllowShellOut).
 func (a azureSDK) NewDefaultAzureCredential(options *azidentity.DefaultAzureCredentialOptions) (azcore.TokenCredential, error) {
 	o := *options
 	o.ClientOptions = a.clientOptions()
+	o.DisableInstanceDiscovery = o.DisableInstanceDiscovery || noInstanceDiscovery()
 	return azidentity.NewDefaultAzureCredential(&o)
 }
 
@@ -52,10 +78,11 @@ func (a azureSDK) NewDefaultAzureCredential(options *azidentity.DefaultAzureCred
 // service principal, Azure Workload Identity, or a managed identity, tried in that order.
 func (a azureSDK) NewDefaultAzureCredentialWithoutShellOut(options *azidentity.DefaultAzureCredentialOptions) (azcore.TokenCredential, error) {
 	var chain []azcore.TokenCredential
-	if c, err := azidentity.NewEnvironmentCredential(&azidentity.EnvironmentCredentialOptions{ClientOptions: a.clientOptions()}); err == nil {
+	noDiscovery := noInstanceDiscovery()
+	if c, err := azidentity.NewEnvironmentCredential(&azidentity.EnvironmentCredentialOptions{ClientOptions: a.clientOptions(), DisableInstanceDiscovery: noDiscovery}); err == nil {
 		chain = append(chain, c)
 	}
-	if c, err := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{ClientOptions: a.clientOptions()}); err == nil {
+	if c, err := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{ClientOptions: a.clientOptions(), DisableInstanceDiscovery: noDiscovery}); err == nil {
 		chain = append(chain, c)
 	}
 	if c, err := azidentity.NewManagedIdentityCredential(&azidentity.ManagedIdentityCredentialOptions{ClientOptions: a.clientOptions()}); err == nil {
@@ -70,6 +97,7 @@ func (a azureSDK) NewClientAssertionCredential(tenantID, clientID string, getAss
 		o = *options
 	}
 	o.ClientOptions = a.clientOptions()
+	o.DisableInstanceDiscovery = o.DisableInstanceDiscovery || noInstanceDiscovery()
 	return azidentity.NewClientAssertionCredential(tenantID, clientID, getAssertion, &o)
 }
 

@@ -149,7 +149,10 @@ func (a *AWS) Issued() []string {
 	return append([]string(nil), a.issued...)
 }
 
-func (a *AWS) secret(prefix string) string {
+func (a *AWS) secret(prefix string) string { return newSecret(prefix) }
+
+// newSecret is prefix and 24 random bytes in hex.
+func newSecret(prefix string) string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	return prefix + hex.EncodeToString(b)
