@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,4 +112,48 @@ func TestProviderUsageErrors(t *testing.T) {
 		require.ErrorAs(t, err, &code)
 		assert.Equal(t, 2, code.code)
 	}
+}
+
+// pull and render REF reach ACR with --provider azure and the machine's Azure credentials (a
+// workload identity's environment: AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE,
+// AZURE_AUTHORITY_HOST).
+func TestProviderAzure(t *testing.T) {
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
+	ca, err := cloudstandin.NewCA()
+	require.NoError(t, err)
+	caFile, err := ca.WriteFile(t.TempDir())
+	require.NoError(t, err)
+	proxy := cloudstandin.NewProxy()
+	t.Cleanup(proxy.Close)
+	const assertion = "federated-token-of-ci"
+	az, err := cloudstandin.NewAzure(ca, proxy, reg.Host, func(_ context.Context, token, audience string) (string, error) {
+		if token != assertion || audience != "api://AzureADTokenExchange" {
+			return "", errors.New("unknown token")
+		}
+		return "ci", nil
+	})
+	require.NoError(t, err)
+	t.Cleanup(az.Close)
+	const tenant, client = "11111111-1111-1111-1111-111111111111", "cccccccc-0000-0000-0000-00000000000c"
+	az.AddIdentity(cloudstandin.Identity{TenantID: tenant, ClientID: client, Subject: "ci", Repositories: []string{"team"}})
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(assertion), 0o600))
+	for k, v := range map[string]string{
+		"AZURE_AUTHORITY_HOST": az.AD.URL, "AZURE_CLIENT_ID": client, "AZURE_TENANT_ID": tenant, "AZURE_FEDERATED_TOKEN_FILE": tokenFile,
+		"AZURE_CLIENT_SECRET": "", "AZURE_CLIENT_CERTIFICATE_PATH": "", "AZURE_USERNAME": "", "HTTPS_PROXY": proxy.URL, "NO_PROXY": "",
+	} {
+		t.Setenv(k, v)
+	}
+	ref := az.RegistryHost + "/team/addon:v1"
+	cloud := []string{"--provider", "azure", "--ca-file", caFile, "--registry-config", emptyDockerConfig(t)}
+	out, err := runPkgsync(t, append([]string{"build", writePackage(t), "--tag", ref, "--push"}, cloud...)...)
+	require.NoError(t, err)
+	assert.Contains(t, out, "Pushed "+ref)
+	out, err = runPkgsync(t, append([]string{"render", ref}, cloud...)...)
+	require.NoError(t, err)
+	assert.Contains(t, out, "kind: ConfigMap")
+	_, err = runPkgsync(t, append([]string{"pull", ref, "--into", filepath.Join(t.TempDir(), "pulled")}, cloud...)...)
+	require.NoError(t, err)
+	assert.Positive(t, az.Exchanges.Load())
+	assert.Zero(t, az.RegistryRefused.Load())
 }
