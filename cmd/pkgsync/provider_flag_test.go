@@ -157,3 +157,38 @@ func TestProviderAzure(t *testing.T) {
 	assert.Positive(t, az.Exchanges.Load())
 	assert.Zero(t, az.RegistryRefused.Load())
 }
+
+// pull and render REF reach Artifact Registry with --provider gcp and the machine's Google
+// credentials (here a metadata server's, at GCE_METADATA_HOST).
+func TestProviderGCP(t *testing.T) {
+	reg := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
+	ca, err := cloudstandin.NewCA()
+	require.NoError(t, err)
+	caFile, err := ca.WriteFile(t.TempDir())
+	require.NoError(t, err)
+	proxy := cloudstandin.NewProxy()
+	t.Cleanup(proxy.Close)
+	const ci = "ci@platform-prod.iam.gserviceaccount.com"
+	g, err := cloudstandin.NewGCP(ca, proxy, reg.Host, nil, ci)
+	require.NoError(t, err)
+	t.Cleanup(g.Close)
+	g.AddServiceAccount(cloudstandin.GoogleServiceAccount{Email: ci, Repositories: []string{"team"}})
+	for k, v := range map[string]string{
+		"GCE_METADATA_HOST": g.MetadataHost, "HTTPS_PROXY": proxy.URL, "NO_PROXY": "",
+		"GOOGLE_APPLICATION_CREDENTIALS": "", "CLOUDSDK_CONFIG": t.TempDir(),
+	} {
+		t.Setenv(k, v)
+	}
+	ref := g.RegistryHost + "/" + g.Project + "/team/addon:v1"
+	cloud := []string{"--provider", "gcp", "--ca-file", caFile, "--registry-config", emptyDockerConfig(t)}
+	out, err := runPkgsync(t, append([]string{"build", writePackage(t), "--tag", ref, "--push"}, cloud...)...)
+	require.NoError(t, err)
+	assert.Contains(t, out, "Pushed "+ref)
+	out, err = runPkgsync(t, append([]string{"render", ref}, cloud...)...)
+	require.NoError(t, err)
+	assert.Contains(t, out, "kind: ConfigMap")
+	_, err = runPkgsync(t, append([]string{"pull", ref, "--into", filepath.Join(t.TempDir(), "pulled")}, cloud...)...)
+	require.NoError(t, err)
+	assert.Zero(t, g.RegistryRefused.Load())
+	assert.Positive(t, g.RegistryServed.Load())
+}
