@@ -27,27 +27,20 @@ type awsMachine struct {
 func newAWSMachine(t *testing.T) *awsMachine {
 	t.Helper()
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
-	ca, err := cloudstandin.NewCA()
-	require.NoError(t, err)
-	caFile, err := ca.WriteFile(t.TempDir())
-	require.NoError(t, err)
-	proxy := cloudstandin.NewProxy()
-	t.Cleanup(proxy.Close)
-	a, err := cloudstandin.NewAWS(ca, proxy, reg.Host, nil)
-	require.NoError(t, err)
-	t.Cleanup(a.Close)
+	env := cloudstandin.NewEnv(t)
+	a := env.AWS(t, reg.Host, nil)
 	a.AddRole(cloudstandin.Role{ARN: a.RoleARN("ci"), Repositories: []string{"team"}})
 	a.AddUser(cloudstandin.User{AccessKeyID: "AKIASTANDIN000000001", SecretAccessKey: "stand-in-secret-key-of-ci", RoleARN: a.RoleARN("ci")})
 	for k, v := range map[string]string{
 		"AWS_ACCESS_KEY_ID": "AKIASTANDIN000000001", "AWS_SECRET_ACCESS_KEY": "stand-in-secret-key-of-ci",
 		"AWS_ENDPOINT_URL_ECR": a.ECR.URL, "AWS_ENDPOINT_URL_STS": a.STS.URL,
-		"HTTPS_PROXY": proxy.URL, "NO_PROXY": "",
+		"HTTPS_PROXY": env.Proxy.URL, "NO_PROXY": "",
 		"AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_EC2_METADATA_DISABLED": "true",
 		"AWS_CA_BUNDLE": "", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_ROLE_ARN": "", "AWS_WEB_IDENTITY_TOKEN_FILE": "",
 	} {
 		t.Setenv(k, v)
 	}
-	return &awsMachine{AWS: a, caFile: caFile}
+	return &awsMachine{AWS: a, caFile: env.CAFile}
 }
 
 // build --push, pull, render REF, sign and verify reach ECR with --provider aws and the
@@ -119,41 +112,25 @@ func TestProviderUsageErrors(t *testing.T) {
 // AZURE_AUTHORITY_HOST).
 func TestProviderAzure(t *testing.T) {
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
-	ca, err := cloudstandin.NewCA()
-	require.NoError(t, err)
-	caFile, err := ca.WriteFile(t.TempDir())
-	require.NoError(t, err)
-	proxy := cloudstandin.NewProxy()
-	t.Cleanup(proxy.Close)
+	env := cloudstandin.NewEnv(t)
 	const assertion = "federated-token-of-ci"
-	az, err := cloudstandin.NewAzure(ca, proxy, reg.Host, func(_ context.Context, token, audience string) (string, error) {
+	az := env.Azure(t, reg.Host, func(_ context.Context, token, audience string) (string, error) {
 		if token != assertion || audience != "api://AzureADTokenExchange" {
 			return "", errors.New("unknown token")
 		}
 		return "ci", nil
 	})
-	require.NoError(t, err)
-	t.Cleanup(az.Close)
 	const tenant, client = "11111111-1111-1111-1111-111111111111", "cccccccc-0000-0000-0000-00000000000c"
 	az.AddIdentity(cloudstandin.Identity{TenantID: tenant, ClientID: client, Subject: "ci", Repositories: []string{"team"}})
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(assertion), 0o600))
 	for k, v := range map[string]string{
 		"AZURE_AUTHORITY_HOST": az.AD.URL, "AZURE_CLIENT_ID": client, "AZURE_TENANT_ID": tenant, "AZURE_FEDERATED_TOKEN_FILE": tokenFile,
-		"AZURE_CLIENT_SECRET": "", "AZURE_CLIENT_CERTIFICATE_PATH": "", "AZURE_USERNAME": "", "HTTPS_PROXY": proxy.URL, "NO_PROXY": "",
+		"AZURE_CLIENT_SECRET": "", "AZURE_CLIENT_CERTIFICATE_PATH": "", "AZURE_USERNAME": "", "HTTPS_PROXY": env.Proxy.URL, "NO_PROXY": "",
 	} {
 		t.Setenv(k, v)
 	}
-	ref := az.RegistryHost + "/team/addon:v1"
-	cloud := []string{"--provider", "azure", "--ca-file", caFile, "--registry-config", emptyDockerConfig(t)}
-	out, err := runPkgsync(t, append([]string{"build", writePackage(t), "--tag", ref, "--push"}, cloud...)...)
-	require.NoError(t, err)
-	assert.Contains(t, out, "Pushed "+ref)
-	out, err = runPkgsync(t, append([]string{"render", ref}, cloud...)...)
-	require.NoError(t, err)
-	assert.Contains(t, out, "kind: ConfigMap")
-	_, err = runPkgsync(t, append([]string{"pull", ref, "--into", filepath.Join(t.TempDir(), "pulled")}, cloud...)...)
-	require.NoError(t, err)
+	pushRenderPull(t, az.RegistryHost+"/team/addon:v1", "--provider", "azure", "--ca-file", env.CAFile, "--registry-config", emptyDockerConfig(t))
 	assert.Positive(t, az.Exchanges.Load())
 	assert.Zero(t, az.RegistryRefused.Load())
 }
@@ -162,25 +139,25 @@ func TestProviderAzure(t *testing.T) {
 // credentials (here a metadata server's, at GCE_METADATA_HOST).
 func TestProviderGCP(t *testing.T) {
 	reg := testenv.NewRegistry(t, testenv.RegistryOptions{Own: true})
-	ca, err := cloudstandin.NewCA()
-	require.NoError(t, err)
-	caFile, err := ca.WriteFile(t.TempDir())
-	require.NoError(t, err)
-	proxy := cloudstandin.NewProxy()
-	t.Cleanup(proxy.Close)
+	env := cloudstandin.NewEnv(t)
 	const ci = "ci@platform-prod.iam.gserviceaccount.com"
-	g, err := cloudstandin.NewGCP(ca, proxy, reg.Host, nil, ci)
-	require.NoError(t, err)
-	t.Cleanup(g.Close)
+	g := env.GCP(t, reg.Host, nil, ci)
 	g.AddServiceAccount(cloudstandin.GoogleServiceAccount{Email: ci, Repositories: []string{"team"}})
 	for k, v := range map[string]string{
-		"GCE_METADATA_HOST": g.MetadataHost, "HTTPS_PROXY": proxy.URL, "NO_PROXY": "",
+		"GCE_METADATA_HOST": g.MetadataHost, "HTTPS_PROXY": env.Proxy.URL, "NO_PROXY": "",
 		"GOOGLE_APPLICATION_CREDENTIALS": "", "CLOUDSDK_CONFIG": t.TempDir(),
 	} {
 		t.Setenv(k, v)
 	}
-	ref := g.RegistryHost + "/" + g.Project + "/team/addon:v1"
-	cloud := []string{"--provider", "gcp", "--ca-file", caFile, "--registry-config", emptyDockerConfig(t)}
+	pushRenderPull(t, g.RegistryHost+"/"+g.Project+"/team/addon:v1", "--provider", "gcp", "--ca-file", env.CAFile, "--registry-config", emptyDockerConfig(t))
+	assert.Zero(t, g.RegistryRefused.Load())
+	assert.Positive(t, g.RegistryServed.Load())
+}
+
+// pushRenderPull builds and pushes a package to ref, renders it from there and pulls it, each
+// with the flags cloud.
+func pushRenderPull(t *testing.T, ref string, cloud ...string) {
+	t.Helper()
 	out, err := runPkgsync(t, append([]string{"build", writePackage(t), "--tag", ref, "--push"}, cloud...)...)
 	require.NoError(t, err)
 	assert.Contains(t, out, "Pushed "+ref)
@@ -189,6 +166,4 @@ func TestProviderGCP(t *testing.T) {
 	assert.Contains(t, out, "kind: ConfigMap")
 	_, err = runPkgsync(t, append([]string{"pull", ref, "--into", filepath.Join(t.TempDir(), "pulled")}, cloud...)...)
 	require.NoError(t, err)
-	assert.Zero(t, g.RegistryRefused.Load())
-	assert.Positive(t, g.RegistryServed.Load())
 }

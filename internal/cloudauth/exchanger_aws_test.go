@@ -92,13 +92,8 @@ func (c *clock) add(d time.Duration) {
 // newAWSEnv starts the AWS stand-ins with two tenants' roles (tenant-a may read team-a/, tenant-b
 // team-b/) and points the SDK at them by its own endpoint settings.
 func newAWSEnv(t *testing.T) *awsEnv {
-	ca, err := cloudstandin.NewCA()
-	require.NoError(t, err)
-	proxy := cloudstandin.NewProxy()
-	t.Cleanup(proxy.Close)
-	a, err := cloudstandin.NewAWS(ca, proxy, "127.0.0.1:1", fakeVerify)
-	require.NoError(t, err)
-	t.Cleanup(a.Close)
+	env := cloudstandin.NewEnv(t)
+	a := env.AWS(t, "127.0.0.1:1", fakeVerify)
 	a.AddRole(cloudstandin.Role{ARN: a.RoleARN("tenant-a"), Subject: "system:serviceaccount:a:puller", Repositories: []string{"team-a"}})
 	a.AddRole(cloudstandin.Role{ARN: a.RoleARN("tenant-b"), Subject: "system:serviceaccount:b:puller", Repositories: []string{"team-b"}})
 	setAWSEnv(t, a)
@@ -106,7 +101,7 @@ func newAWSEnv(t *testing.T) *awsEnv {
 	accounts.add("a", "puller", map[string]string{"eks.amazonaws.com/role-arn": a.RoleARN("tenant-a")})
 	accounts.add("b", "puller", map[string]string{"eks.amazonaws.com/role-arn": a.RoleARN("tenant-b")})
 	c := &clock{t: time.Now()}
-	ex, err := New(Options{ServiceAccounts: accounts, CABundle: ca.PEM, Now: c.Now})
+	ex, err := New(Options{ServiceAccounts: accounts, CABundle: env.CA.PEM, Now: c.Now})
 	require.NoError(t, err)
 	return &awsEnv{aws: a, accounts: accounts, ex: ex, now: c}
 }

@@ -25,22 +25,17 @@ type azureEnv struct {
 // newAzureEnv starts the Azure stand-ins (Azure AD at AZURE_AUTHORITY_HOST, the registry and
 // its /oauth2/exchange through HTTPS_PROXY) with two tenants' identities.
 func newAzureEnv(t *testing.T) *azureEnv {
-	ca, err := cloudstandin.NewCA()
-	require.NoError(t, err)
-	proxy := cloudstandin.NewProxy()
-	t.Cleanup(proxy.Close)
-	a, err := cloudstandin.NewAzure(ca, proxy, "127.0.0.1:1", fakeVerify)
-	require.NoError(t, err)
-	t.Cleanup(a.Close)
+	env := cloudstandin.NewEnv(t)
+	a := env.Azure(t, "127.0.0.1:1", fakeVerify)
 	a.AddIdentity(cloudstandin.Identity{TenantID: azureTenant, ClientID: clientA, Subject: "system:serviceaccount:a:puller", Repositories: []string{"team-a"}})
 	a.AddIdentity(cloudstandin.Identity{TenantID: azureTenant, ClientID: clientB, Subject: "system:serviceaccount:b:puller", Repositories: []string{"team-b"}})
-	setAzureEnv(t, a.AD.URL, proxy.URL)
+	setAzureEnv(t, a.AD.URL, env.Proxy.URL)
 	accounts := &fakeAccounts{}
 	for ns, client := range map[string]string{"a": clientA, "b": clientB} {
 		accounts.add(ns, "puller", map[string]string{"azure.workload.identity/client-id": client, "azure.workload.identity/tenant-id": azureTenant})
 	}
 	// Proxy from the environment is read when the Exchanger is made.
-	ex, err := New(Options{ServiceAccounts: accounts, CABundle: ca.PEM})
+	ex, err := New(Options{ServiceAccounts: accounts, CABundle: env.CA.PEM})
 	require.NoError(t, err)
 	return &azureEnv{azure: a, accounts: accounts, ex: ex}
 }

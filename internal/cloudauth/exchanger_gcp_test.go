@@ -20,20 +20,15 @@ type gcpEnv struct {
 // credentials and Artifact Registry through HTTPS_PROXY) with two tenants' Google service
 // accounts.
 func newGCPEnv(t *testing.T, controller string) *gcpEnv {
-	ca, err := cloudstandin.NewCA()
-	require.NoError(t, err)
-	proxy := cloudstandin.NewProxy()
-	t.Cleanup(proxy.Close)
-	g, err := cloudstandin.NewGCP(ca, proxy, "127.0.0.1:1", fakeVerify, controller)
-	require.NoError(t, err)
-	t.Cleanup(g.Close)
+	env := cloudstandin.NewEnv(t)
+	g := env.GCP(t, "127.0.0.1:1", fakeVerify, controller)
 	g.AddServiceAccount(cloudstandin.GoogleServiceAccount{Email: g.Email("tenant-a"), Members: []string{"a/puller"}, Repositories: []string{"team-a"}})
 	g.AddServiceAccount(cloudstandin.GoogleServiceAccount{Email: g.Email("tenant-b"), Members: []string{"b/puller"}, Repositories: []string{"team-b"}})
-	setGCPEnv(t, g.MetadataHost, proxy.URL)
+	setGCPEnv(t, g.MetadataHost, env.Proxy.URL)
 	accounts := &fakeAccounts{}
 	accounts.add("a", "puller", map[string]string{"iam.gke.io/gcp-service-account": g.Email("tenant-a")})
 	accounts.add("b", "puller", map[string]string{"iam.gke.io/gcp-service-account": g.Email("tenant-b")})
-	ex, err := New(Options{ServiceAccounts: accounts, CABundle: ca.PEM})
+	ex, err := New(Options{ServiceAccounts: accounts, CABundle: env.CA.PEM})
 	require.NoError(t, err)
 	return &gcpEnv{gcp: g, accounts: accounts, ex: ex}
 }

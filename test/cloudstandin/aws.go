@@ -68,20 +68,15 @@ type AWS struct {
 	// RegistryTokenLifetime is how long the ECR authorization tokens issued next are valid
 	// (12 hours, as ECR's, by default).
 	RegistryTokenLifetime atomic.Int64
-	// Counters. RegistryRefused counts requests whose credentials were refused (not the
-	// challenge of a request without any).
-	AssumeRoleCalls, AssumeRoleRefused, RegistryTokens, RegistryTokensRefused, RegistryRefused, RegistryServed atomic.Int64
+	// Counters.
+	AssumeRoleCalls, AssumeRoleRefused, RegistryTokens, RegistryTokensRefused atomic.Int64
+	registryCounters
 }
 
 type awsSession struct {
 	secret, token string
 	role          string
 	expires       time.Time
-}
-
-type grant struct {
-	role    string
-	expires time.Time
 }
 
 // NewAWS starts the stand-ins, their certificates signed by ca, the registry front forwarding
@@ -321,27 +316,12 @@ func sig(authz string) string {
 func (a *AWS) Authorize(username, password, repository string) (int, string) {
 	a.mu.Lock()
 	g, ok := a.passwords[password]
-	var role Role
+	var repos []string
 	if ok {
-		role = a.roles[g.role]
+		repos = a.roles[g.role].Repositories
 	}
 	a.mu.Unlock()
-	switch {
-	case password == "":
-		// The challenge a client without a cached scheme is first answered with: no refusal.
-		return http.StatusUnauthorized, "no basic auth credentials"
-	case !ok || username != "AWS":
-		a.RegistryRefused.Add(1)
-		return http.StatusUnauthorized, "the credentials are not an ECR authorization token"
-	case time.Now().After(g.expires):
-		a.RegistryRefused.Add(1)
-		return http.StatusUnauthorized, "Your authorization token has expired. Reauthenticate and try again."
-	case repository != "" && !allows(role.Repositories, repository):
-		a.RegistryRefused.Add(1)
-		return http.StatusForbidden, fmt.Sprintf("User: %s is not authorized to perform: ecr:BatchGetImage on resource: repository/%s", g.role, repository)
-	}
-	a.RegistryServed.Add(1)
-	return http.StatusOK, ""
+	return a.decide("AWS", username, password, repository, g, ok, repos, "User: %s is not authorized to perform: ecr:BatchGetImage on resource: repository/%s")
 }
 
 func allows(prefixes []string, repository string) bool {

@@ -42,8 +42,9 @@ type Azure struct {
 	// RefreshTokenLifetime is how long the ACR refresh tokens issued next are valid (3 hours,
 	// as ACR's, by default).
 	RefreshTokenLifetime atomic.Int64
-	// Counters. RegistryRefused counts requests whose credentials were refused.
-	ADTokens, ADRefused, Exchanges, ExchangesRefused, RegistryRefused, RegistryServed atomic.Int64
+	// Counters.
+	ADTokens, ADRefused, Exchanges, ExchangesRefused atomic.Int64
+	registryCounters
 }
 
 // AzureScope is the scope ACR's AAD tokens are asked for, in the public cloud.
@@ -194,27 +195,13 @@ func (a *Azure) serveExchange(w http.ResponseWriter, r *http.Request) {
 // Authorize decides a registry request: basic auth with the null user and a refresh token the
 // exchange issued, not expired, whose identity may read repository ("" for the /v2/ ping).
 func (a *Azure) Authorize(username, password, repository string) (int, string) {
-	if password == "" {
-		return http.StatusUnauthorized, "authentication required"
-	}
 	a.mu.Lock()
 	g, ok := a.refresh[password]
-	var id Identity
+	var repos []string
 	if ok {
-		id = a.identities[g.role]
+		repos = a.identities[g.role].Repositories
 	}
 	a.mu.Unlock()
-	switch {
-	case !ok || username != "00000000-0000-0000-0000-000000000000":
-		a.RegistryRefused.Add(1)
-		return http.StatusUnauthorized, "the credentials are not an ACR refresh token"
-	case time.Now().After(g.expires):
-		a.RegistryRefused.Add(1)
-		return http.StatusUnauthorized, "the refresh token has expired"
-	case repository != "" && !allows(id.Repositories, repository):
-		a.RegistryRefused.Add(1)
-		return http.StatusForbidden, fmt.Sprintf("client with object id %s does not have authorization to perform action Microsoft.ContainerRegistry/registries/pull/read over repository %s", g.role, repository)
-	}
-	a.RegistryServed.Add(1)
-	return http.StatusOK, ""
+	return a.decide("00000000-0000-0000-0000-000000000000", username, password, repository, g, ok, repos,
+		"client with object id %s does not have authorization to perform action Microsoft.ContainerRegistry/registries/pull/read over repository %s")
 }

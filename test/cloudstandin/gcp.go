@@ -43,8 +43,9 @@ type GCP struct {
 	access    map[string]*grant // access tokens, grant.role the Google service account
 	issued    []string
 
-	// Counters. RegistryRefused counts requests whose credentials were refused.
-	STSTokens, STSRefused, AccessTokens, AccessRefused, RegistryRefused, RegistryServed atomic.Int64
+	// Counters.
+	STSTokens, STSRefused, AccessTokens, AccessRefused atomic.Int64
+	registryCounters
 }
 
 // NewGCP starts the stand-ins; controller is the Google service account the metadata server
@@ -213,27 +214,15 @@ func contains(list []string, s string) bool {
 // Authorize decides a registry request: basic auth oauth2accesstoken with an access token of a
 // Google service account that may read repository (PROJECT/REPO/..., "" for the /v2/ ping).
 func (g *GCP) Authorize(username, password, repository string) (int, string) {
-	if password == "" {
-		return http.StatusUnauthorized, "authentication required"
-	}
 	g.mu.Lock()
 	a, ok := g.access[password]
-	var sa GoogleServiceAccount
+	var repos []string
 	if ok {
-		sa = g.accounts[a.role]
+		for _, r := range g.accounts[a.role].Repositories {
+			repos = append(repos, g.Project+"/"+r)
+		}
 	}
 	g.mu.Unlock()
-	switch {
-	case !ok || username != "oauth2accesstoken":
-		g.RegistryRefused.Add(1)
-		return http.StatusUnauthorized, "the credentials are not a Google access token"
-	case time.Now().After(a.expires):
-		g.RegistryRefused.Add(1)
-		return http.StatusUnauthorized, "the access token has expired"
-	case repository != "" && !allows(sa.Repositories, strings.TrimPrefix(repository, g.Project+"/")):
-		g.RegistryRefused.Add(1)
-		return http.StatusForbidden, fmt.Sprintf("Permission \"artifactregistry.repositories.downloadArtifacts\" denied on resource %q (or it may not exist)", repository)
-	}
-	g.RegistryServed.Add(1)
-	return http.StatusOK, ""
+	return g.decide("oauth2accesstoken", username, password, repository, a, ok, repos,
+		"Permission \"artifactregistry.repositories.downloadArtifacts\" denied for %s on resource %q (or it may not exist)")
 }

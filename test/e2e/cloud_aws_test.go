@@ -35,16 +35,8 @@ type awsCloud struct {
 
 func newAWSCloud(t *testing.T) *awsCloud {
 	t.Helper()
-	ca, err := cloudstandin.NewCA()
-	require.NoError(t, err)
-	caFile, err := ca.WriteFile(t.TempDir())
-	require.NoError(t, err)
-	proxy := cloudstandin.NewProxy()
-	t.Cleanup(proxy.Close)
-	a, err := cloudstandin.NewAWS(ca, proxy, suite.registry.Host, cloudstandin.TokenReviewer(suite.mgmtClient))
-	require.NoError(t, err)
-	t.Cleanup(a.Close)
-	return &awsCloud{AWS: a, proxy: proxy, caFile: caFile}
+	env := cloudstandin.NewEnv(t)
+	return &awsCloud{AWS: env.AWS(t, suite.registry.Host, cloudstandin.TokenReviewer(suite.mgmtClient)), proxy: env.Proxy, caFile: env.CAFile}
 }
 
 // env is the controller's environment for the stand-ins: the SDK's own endpoint settings, the

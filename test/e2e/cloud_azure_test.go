@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -22,19 +21,12 @@ const e2eAzureTenant = "11111111-1111-1111-1111-111111111111"
 func TestCloudAzureObjectLevelIdentity(t *testing.T) {
 	t.Parallel()
 	const shard = "cloud-azure"
-	ca, err := cloudstandin.NewCA()
-	require.NoError(t, err)
-	caFile, err := ca.WriteFile(t.TempDir())
-	require.NoError(t, err)
-	proxy := cloudstandin.NewProxy()
-	t.Cleanup(proxy.Close)
-	az, err := cloudstandin.NewAzure(ca, proxy, suite.registry.Host, cloudstandin.TokenReviewer(suite.mgmtClient))
-	require.NoError(t, err)
-	t.Cleanup(az.Close)
+	env := cloudstandin.NewEnv(t)
+	az := env.Azure(t, suite.registry.Host, cloudstandin.TokenReviewer(suite.mgmtClient))
 	proc := runControllerWithEnv(t, shard, []string{
-		"AZURE_AUTHORITY_HOST=" + az.AD.URL, "HTTPS_PROXY=" + proxy.URL, "NO_PROXY=",
+		"AZURE_AUTHORITY_HOST=" + az.AD.URL, "HTTPS_PROXY=" + env.Proxy.URL, "NO_PROXY=",
 		"AZURE_CLIENT_ID=", "AZURE_TENANT_ID=", "AZURE_FEDERATED_TOKEN_FILE=", "AZURE_CLIENT_SECRET=",
-	}, "--plain-http-registry", suite.registry.Host, "--ca-file", caFile)
+	}, "--plain-http-registry", suite.registry.Host, "--ca-file", env.CAFile)
 
 	nsA, nsB := newNamespace(t), newNamespace(t)
 	for ns, client := range map[string]string{nsA: "aaaaaaaa-0000-0000-0000-00000000000a", nsB: "bbbbbbbb-0000-0000-0000-00000000000b"} {

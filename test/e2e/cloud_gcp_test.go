@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -20,19 +19,12 @@ import (
 func TestCloudGCPObjectLevelIdentity(t *testing.T) {
 	t.Parallel()
 	const shard = "cloud-gcp"
-	ca, err := cloudstandin.NewCA()
-	require.NoError(t, err)
-	caFile, err := ca.WriteFile(t.TempDir())
-	require.NoError(t, err)
-	proxy := cloudstandin.NewProxy()
-	t.Cleanup(proxy.Close)
-	g, err := cloudstandin.NewGCP(ca, proxy, suite.registry.Host, cloudstandin.TokenReviewer(suite.mgmtClient), "")
-	require.NoError(t, err)
-	t.Cleanup(g.Close)
+	env := cloudstandin.NewEnv(t)
+	g := env.GCP(t, suite.registry.Host, cloudstandin.TokenReviewer(suite.mgmtClient), "")
 	proc := runControllerWithEnv(t, shard, []string{
-		"GCE_METADATA_HOST=" + g.MetadataHost, "HTTPS_PROXY=" + proxy.URL, "NO_PROXY=",
+		"GCE_METADATA_HOST=" + g.MetadataHost, "HTTPS_PROXY=" + env.Proxy.URL, "NO_PROXY=",
 		"GOOGLE_APPLICATION_CREDENTIALS=", "CLOUDSDK_CONFIG=" + t.TempDir(),
-	}, "--plain-http-registry", suite.registry.Host, "--ca-file", caFile)
+	}, "--plain-http-registry", suite.registry.Host, "--ca-file", env.CAFile)
 
 	nsA, nsB := newNamespace(t), newNamespace(t)
 	g.AddServiceAccount(cloudstandin.GoogleServiceAccount{Email: g.Email("tenant-a"), Members: []string{nsA + "/puller"}, Repositories: []string{"e2e/cloud/" + nsA}})
