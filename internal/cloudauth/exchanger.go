@@ -124,6 +124,10 @@ func (e *Exchanger) Credentials(name v1alpha1.RegistryProvider, id Identity) (so
 	if id.ServiceAccount != "" && e.opts.ServiceAccounts == nil {
 		return nil, ErrObjectLevelForbidden
 	}
+	if id.ServiceAccount == "" {
+		// The process's own identity is the same for every namespace: one credential for all.
+		id.Namespace = ""
+	}
 	return func(ctx context.Context, host string) (auth.Credential, error) {
 		if _, err := p.p.ParseArtifactRepository(host); err != nil {
 			return auth.EmptyCredential, nil
