@@ -106,9 +106,6 @@ func New(opts Options) (*Exchanger, error) {
 	return &Exchanger{opts: opts, providers: providers(tr, opts.Timeout), cache: lru.New(cacheEntries)}, nil
 }
 
-// ObjectLevel reports whether a ServiceAccount's identity may be exchanged.
-func (e *Exchanger) ObjectLevel() bool { return e != nil && e.opts.ServiceAccounts != nil }
-
 // Credentials returns the credentials of provider for id: the cloud's registry credentials for
 // the provider's registry hosts, none (anonymous) for every other host, so that a cloud token is
 // never sent elsewhere (a mirror, an override's target). It fails at once for a provider this
