@@ -325,6 +325,9 @@ func analysisPrometheus(o *controllerOptions) (*analysis.Prometheus, error) {
 	if o.prometheusAddress == "" {
 		return nil, nil
 	}
+	if o.prometheusTokenFile != "" && !strings.HasPrefix(o.prometheusAddress, "https://") {
+		return nil, usageError("--analysis-prometheus-address %s: a bearer token (--analysis-prometheus-token-file) is sent over https only", o.prometheusAddress)
+	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.prometheusCAFile != "" {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/fleet/analysis"
@@ -68,28 +69,63 @@ func (r *fleetSteps) analyse(ctx context.Context, fleet *v1alpha1.HostedClusterP
 	memo := r.analyses.get(fleet.Name)
 	partition, since, soaking := soakingPartition(fleet.Status.Partitions)
 	if !soaking {
-		if memo == nil || memo.revision != target.Name || len(memo.verdict.Failed) == 0 {
+		var failing bool
+		if partition, since, failing = failingPartition(memo, fleet.Status.Analysis, target.Name); !failing {
 			return gate
 		}
-		partition, since = memo.partition, memo.since
 	}
-	if memo == nil || memo.partition != partition || memo.revision != target.Name || !memo.since.Equal(since) || now.Sub(memo.at) >= interval {
+	// A soak ends on an evaluation made once it has lasted its whole length, not on one from its
+	// first seconds.
+	soakEnd := since.Add(soakOf(fleet.Spec.Rollout.Soak, interval))
+	due := memo == nil || memo.partition != partition || memo.revision != target.Name || !memo.since.Equal(since) || now.Sub(memo.at) >= interval ||
+		(soaking && memo.at.Before(soakEnd) && !now.Before(soakEnd))
+	if due {
 		var subjects []analysis.Subject
 		for _, m := range members {
 			if m.Partition == partition && m.Revision() == target.Name {
 				subjects = append(subjects, analysis.Subject{Namespace: m.Namespace, Pkg: m.Pkg, Cluster: m.Cluster})
 			}
 		}
+		// One evaluation is bounded as a whole, whatever its checks: it runs within a reconcile.
+		evalCtx, cancel := context.WithTimeout(ctx, min(interval, maxEvaluation))
 		next := &analysisMemo{partition: partition, revision: target.Name, since: since, at: now,
-			verdict: r.analyses.evaluator.Evaluate(ctx, spec, subjects, partition, target.Name, since, now)}
+			verdict: r.analyses.evaluator.Evaluate(evalCtx, spec, subjects, partition, target.Name, since, now)}
+		cancel()
 		r.announceAnalysis(fleet, memo, next)
 		r.analyses.put(fleet.Name, next)
 		memo = next
 	}
 	fleet.Status.Analysis = memo.verdict.Results
 	gate.Partition, gate.Failed = memo.partition, memo.verdict.Failed
-	gate.Passed = soaking && memo.since.Equal(since) && memo.verdict.Conclusive && len(memo.verdict.Failed) == 0
+	gate.Passed = soaking && memo.since.Equal(since) && !memo.at.Before(soakEnd) && memo.verdict.Conclusive && len(memo.verdict.Failed) == 0
 	return gate
+}
+
+// maxEvaluation bounds one evaluation of every check of a fleet.
+const maxEvaluation = 15 * time.Second
+
+// soakOf is a partition's soak with an analysis: spec.rollout.soak, at least one interval (as
+// the planner has it).
+func soakOf(soak *metav1.Duration, interval time.Duration) time.Duration {
+	if soak == nil {
+		return interval
+	}
+	return max(soak.Duration, interval)
+}
+
+// failingPartition is the partition whose members the last verdict on the target failed, and
+// the soak it was evaluated in: from memory, or after a restart from status.analysis, so that
+// a halt the checks caused holds until they pass, across restarts too.
+func failingPartition(memo *analysisMemo, last []v1alpha1.FleetCheckStatus, target string) (string, time.Time, bool) {
+	if memo != nil {
+		return memo.partition, memo.since, memo.revision == target && len(memo.verdict.Failed) > 0
+	}
+	for _, res := range last {
+		if res.Revision == target && res.Result == v1alpha1.FleetCheckFailed {
+			return res.Partition, res.Since.Time, true
+		}
+	}
+	return "", time.Time{}, false
 }
 
 // soakingPartition is the partition the fleet's status says soaks, and since when.

@@ -71,15 +71,20 @@ func (n *Notifier) Notify(note Notification) {
 		}
 		return
 	}
-	n.remember(key, note.Time)
+	queued := false
 	for _, s := range wanted {
 		select {
 		case s.queue <- note:
+			queued = true
 		default:
 			notifications.WithLabelValues(s.Name, "dropped").Inc()
 			n.Log.Info("notification dropped: the endpoint's queue is full (it is slower than events arrive, or unreachable)",
 				"endpoint", s.Name, "reason", note.Reason, "object", note.Object.Name)
 		}
+	}
+	// Only what went out is deduplicated: a dropped event emitted again gets another chance.
+	if queued {
+		n.remember(key, note.Time)
 	}
 }
 

@@ -333,3 +333,38 @@ func TestALongMessageIsCut(t *testing.T) {
 	assert.LessOrEqual(t, len(msg["text"]), maxMessageBytes+64)
 	assert.True(t, strings.HasSuffix(msg["text"], "…(truncated)"))
 }
+
+func TestASlackMessageCannotCarryMarkup(t *testing.T) {
+	t.Parallel()
+	body, err := fleetEvent(v1alpha1.RolloutHaltedReason, "webhook said <!channel> see <https://evil.example|Approve> & more").body(Slack)
+	require.NoError(t, err)
+	var msg map[string]string
+	require.NoError(t, json.Unmarshal(body, &msg))
+	assert.Contains(t, msg["text"], "webhook said &lt;!channel&gt; see &lt;https://evil.example|Approve&gt; &amp; more")
+}
+
+func TestAFailedDialIsLoggedWithoutTheAddress(t *testing.T) {
+	t.Parallel()
+	srv := newEndpointServer(t)
+	var mu sync.Mutex
+	var logs []string
+	log := funcr.New(func(prefix, args string) { mu.Lock(); logs = append(logs, args); mu.Unlock() }, funcr.Options{})
+	// The endpoint's certificate is not trusted (no caPEM): the TLS handshake fails, and the
+	// client's error would quote the URL.
+	n, _ := startNotifier(t, log, Endpoint{Name: "untrusted", Type: Slack, Address: srv.URL + "/services/T/B/SECRET"})
+	n.mu.Lock()
+	for _, s := range n.endpoints {
+		s.backoff = func(int) time.Duration { return time.Millisecond }
+	}
+	n.mu.Unlock()
+	n.Notify(fleetEvent(v1alpha1.RollingBackReason, "moving members back"))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, 1.0, testutil.ToFloat64(notifications.WithLabelValues("untrusted", "failed")))
+	}, 10*time.Second, 10*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	joined := strings.Join(logs, "\n")
+	assert.Contains(t, joined, "certificate")
+	assert.NotContains(t, joined, "SECRET")
+	assert.Empty(t, srv.got(), "nothing is sent to an endpoint whose certificate is not trusted")
+}

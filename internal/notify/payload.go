@@ -3,6 +3,7 @@ package notify
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -34,7 +35,7 @@ func (n Notification) body(t EndpointType) ([]byte, error) {
 		}
 		return json.Marshal(map[string]string{
 			"username": "pkgsync",
-			"text":     fmt.Sprintf("%s *%s* %s: %s", severityMark(n.EventType), n.Reason, ref, message),
+			"text":     fmt.Sprintf("%s *%s* %s: %s", severityMark(n.EventType), n.Reason, slackEscape(ref), slackEscape(message)),
 		})
 	}
 	return json.Marshal(eventv1.Event{
@@ -72,4 +73,11 @@ func truncate(s string) string {
 		cut--
 	}
 	return s[:cut] + " …(truncated)"
+}
+
+// slackEscape escapes what Slack reads as markup (&, <, >), so that a message quoting another
+// party's text (a member's error from its hosted API server) cannot mention @channel or
+// disguise a link.
+func slackEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }

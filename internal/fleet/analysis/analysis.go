@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,6 +110,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, a *v1alpha1.FleetAnalysis, sub
 				v.Failed[ns] = "analysis check " + check.Name + ": " + why
 			}
 		}
+		st.Message = boundMessage(st.Message)
 		v.Results = append(v.Results, st)
 	}
 	return v
@@ -162,7 +164,39 @@ func (e *Evaluator) query(ctx context.Context, q *v1alpha1.FleetMetricQuery, sub
 	if counted == 0 {
 		return nil, "", errors.New("the query returned no sample for the partition's members")
 	}
+	// A member without a sample of its own (and no sample for all) is not known to pass: its
+	// exporter may be what the revision broke.
+	if missing := uncovered(samples, label, subjects); len(missing) > 0 {
+		return nil, "", fmt.Errorf("the query returned no sample for %s", describeNames(missing))
+	}
 	return failed, format(worst), nil
+}
+
+// uncovered are the subjects no sample speaks for.
+func uncovered(samples []Sample, label string, subjects []Subject) []string {
+	covered := map[string]bool{}
+	for _, s := range samples {
+		ns, forOne := s.Labels[label]
+		if !forOne {
+			return nil
+		}
+		covered[ns] = true
+	}
+	var missing []string
+	for _, s := range subjects {
+		if !covered[s.Namespace] {
+			missing = append(missing, s.Namespace)
+		}
+	}
+	return missing
+}
+
+func describeNames(names []string) string {
+	slices.Sort(names)
+	if len(names) > maxListed {
+		return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListed], ", "), len(names)-maxListed)
+	}
+	return strings.Join(names, ", ")
 }
 
 func bounds(q *v1alpha1.FleetMetricQuery) (lo, hi float64, err error) {
@@ -176,6 +210,9 @@ func bounds(q *v1alpha1.FleetMetricQuery) (lo, hi float64, err error) {
 		if hi, err = strconv.ParseFloat(*q.Max, 64); err != nil {
 			return 0, 0, fmt.Errorf("max %q is not a number", *q.Max)
 		}
+	}
+	if lo > hi {
+		return 0, 0, fmt.Errorf("min %s is over max %s: no value passes", format(lo), format(hi))
 	}
 	return lo, hi, nil
 }
@@ -207,4 +244,19 @@ func describe(failed map[string]string) string {
 		parts = append(parts, ns+": "+failed[ns])
 	}
 	return fmt.Sprintf("%d member(s) failed: %s", len(failed), strings.Join(parts, "; "))
+}
+
+// maxMessage bounds a check's message in status and events: a query's error may quote the
+// Prometheus' answer.
+const maxMessage = 512
+
+func boundMessage(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -196,3 +196,46 @@ func TestTheWorstValueIsTheNearestToItsBound(t *testing.T) {
 	assert.Equal(t, v1alpha1.FleetCheckPassed, v.Results[0].Result)
 	assert.Equal(t, "0.04", v.Results[0].Value)
 }
+
+func TestAMemberWithoutASampleIsNotKnownToPass(t *testing.T) {
+	t.Parallel()
+	prom := newPrometheusServer(t, func(string) (int, string) { return http.StatusOK, vector(map[string]string{"hcp-a": "0.01"}) })
+	e := &Evaluator{Prometheus: prom.client(t, "")}
+	v := e.Evaluate(t.Context(), queryCheck("errors", "0.05"), subjects("hcp-a", "hcp-b"), "p", "rev", time.Now(), time.Now())
+	assert.False(t, v.Conclusive, "hcp-b's exporter may be what the revision broke")
+	assert.Contains(t, v.Results[0].Message, "no sample for hcp-b")
+}
+
+func TestMinOverMaxIsInconclusiveNotAFailureOfEveryMember(t *testing.T) {
+	t.Parallel()
+	prom := newPrometheusServer(t, func(string) (int, string) { return http.StatusOK, vector(map[string]string{"hcp-a": "0.01"}) })
+	check := queryCheck("errors", "0.05")
+	minValue := "1"
+	check.Checks[0].Query.Min = &minValue
+	v := (&Evaluator{Prometheus: prom.client(t, "")}).Evaluate(t.Context(), check, subjects("hcp-a"), "p", "rev", time.Now(), time.Now())
+	assert.Empty(t, v.Failed)
+	assert.Contains(t, v.Results[0].Message, "min 1 is over max 0.05")
+}
+
+func TestTheTokenIsNotSentWhereARedirectPoints(t *testing.T) {
+	t.Parallel()
+	elsewhere := newPrometheusServer(t, func(string) (int, string) { return http.StatusOK, vector(map[string]string{"hcp-a": "0.01"}) })
+	redirecting := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirecting.Close)
+	prom, err := NewPrometheus(redirecting.URL, func() (string, error) { return "operator-token", nil }, elsewhere.Client().Transport)
+	require.NoError(t, err)
+	v := (&Evaluator{Prometheus: prom}).Evaluate(t.Context(), queryCheck("errors", "1"), subjects("hcp-a"), "p", "rev", time.Now(), time.Now())
+	assert.False(t, v.Conclusive)
+	assert.Empty(t, elsewhere.tokens, "the redirect is not followed")
+}
+
+func TestALongErrorIsCutInStatus(t *testing.T) {
+	t.Parallel()
+	prom := newPrometheusServer(t, func(string) (int, string) {
+		return http.StatusBadRequest, `{"status":"error","errorType":"bad_data","error":"` + strings.Repeat("x", 100000) + `"}`
+	})
+	v := (&Evaluator{Prometheus: prom.client(t, "")}).Evaluate(t.Context(), queryCheck("errors", "1"), subjects("hcp-a"), "p", "rev", time.Now(), time.Now())
+	assert.LessOrEqual(t, len(v.Results[0].Message), maxMessage+len("…"))
+}

@@ -33,7 +33,11 @@ func NewPrometheus(address string, token func() (string, error), transport http.
 	if transport == nil {
 		transport = http.DefaultTransport
 	}
-	c, err := promapi.NewClient(promapi.Config{Address: address, RoundTripper: &boundedTransport{next: transport, token: token}})
+	// A redirect is not followed: the token is added to every request this client sends, and
+	// must go only where the operator said.
+	httpClient := &http.Client{Transport: &boundedTransport{next: transport, token: token},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c, err := promapi.NewClient(promapi.Config{Address: address, Client: httpClient})
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client for --analysis-prometheus-address: %w", err)
 	}
