@@ -110,6 +110,12 @@ const (
 	RolloutHaltedReason = "RolloutHalted"
 	// RolloutPausedReason: spec.rollout.paused holds a rollout that is not finished.
 	RolloutPausedReason = "RolloutPaused"
+	// AwaitingApprovalReason: the rollout reached a partition spec.rollout.approvalRequired
+	// lists, and waits for an approval of the target revision (approve.pkgsync.dev/<partition>).
+	// Also the event emitted when the wait starts.
+	AwaitingApprovalReason = "AwaitingApproval"
+	// ApprovalGivenReason (events only): an approval let a partition waiting for one start.
+	ApprovalGivenReason = "ApprovalGiven"
 	// PreflightFailedReason: spec.rollout.preflight found members for which the target
 	// revision does not render or validate; no member is moved to it.
 	PreflightFailedReason = "PreflightFailed"

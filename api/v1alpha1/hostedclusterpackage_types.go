@@ -35,6 +35,15 @@ const (
 	// Whoever may annotate HostedClusters (or write member Packages) may hold a cluster back
 	// from a rollout: see docs/operations.md.
 	HoldAnnotation = "pkgsync.dev/hold"
+	// ApprovePartitionPrefix, followed by a partition's name (a value of
+	// spec.rollout.partitions.labelKey), is the key of the annotation on a HostedClusterPackage
+	// that approves one revision for a partition spec.rollout.approvalRequired lists: its value is
+	// the revision's name (status.target.name). An approval naming another revision does
+	// nothing; the fleet removes it once the revision it names is rolled out completely (it
+	// becomes status.stable), so the next revision waits again. Whoever may patch the
+	// HostedClusterPackage may approve: see docs/fleet.md for the RBAC. `pkgsync fleet approve`
+	// writes it.
+	ApprovePartitionPrefix = "approve.pkgsync.dev/"
 
 	// DefaultProgressDeadline is how long a member may take to become Ready on a new revision
 	// before it counts as failed.
@@ -236,6 +245,25 @@ type FleetRolloutStrategy struct {
 	// it back (onFailure). status.analysis holds each check's last result.
 	// +optional
 	Analysis *FleetAnalysis `json:"analysis,omitempty"`
+
+	// ApprovalRequired lists partitions (values of spec.rollout.partitions.labelKey) that a new
+	// revision reaches only once approved: when the rollout reaches such a partition (every
+	// earlier one complete, soaked), it waits in state AwaitingApproval, the fleet Ready=False
+	// with reason AwaitingApproval, no member of it or of a later partition moved, until the
+	// annotation approve.pkgsync.dev/<partition> on the HostedClusterPackage names the target
+	// revision (status.target.name; `pkgsync fleet approve`). An approval naming another
+	// revision does nothing; once the approved revision is rolled out completely, the fleet
+	// removes the approval. A partition that has members on the target already goes on
+	// without one (an approval withdrawn mid-way does not stop it). The gate holds neither a
+	// rollback, nor drift correction, nor a new cluster's first install on the stable
+	// revision. The unlabelled partition cannot be listed: an annotation key cannot name it.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern="^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+	// +listType=set
+	ApprovalRequired []string `json:"approvalRequired,omitempty"`
 }
 
 // FleetAnalysis is spec.rollout.analysis.
@@ -489,6 +517,9 @@ const (
 	PartitionHalted PartitionState = "Halted"
 	// PartitionComplete: every member is Ready on the target revision (and soaked).
 	PartitionComplete PartitionState = "Complete"
+	// PartitionAwaitingApproval: every earlier partition is complete, and the partition waits
+	// for an approval of the target revision (spec.rollout.approvalRequired).
+	PartitionAwaitingApproval PartitionState = "AwaitingApproval"
 	// PartitionRollingBack: the rejected revision (status.rejected) is being taken off the
 	// partition's members.
 	PartitionRollingBack PartitionState = "RollingBack"

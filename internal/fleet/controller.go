@@ -134,6 +134,9 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 	}
 
 	r.setStatus(fleet, plan, append(slices.Clone(problems), preflight...), now)
+	if plan.Complete {
+		consumeApprovals(fleet, target.Name)
+	}
 	fleet.Status.TargetAppliedFrom = targetAppliedFrom(members, target.Name)
 	o := fleetOutcome(fleet, plan, problems)
 	if len(preflight) > 0 {
@@ -155,13 +158,13 @@ func (r *fleetSteps) intervals(fleet *v1alpha1.HostedClusterPackage) reconciler.
 }
 
 // plan plans the rollout from what the members show, with its gates: a standing rejection,
-// the maintenance windows, and (spec.rollout.preflight) the members a new target fails the
+// the maintenance windows, the approvals of the target (approvals), and (spec.rollout.preflight) the members a new target fails the
 // preflight for, which it returns. A plan that rejects the target records the rejection.
 func (r *fleetSteps) plan(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.FleetRevision, members []*rollout.Member,
 	windows []rollout.Window, lastHandled string, now time.Time) (rollout.Plan, []v1alpha1.MemberStatus, error) {
 	strategy := fleet.Spec.Rollout
 	gates := rollout.Gates{Rejected: standingRejection(fleet, target, lastHandled, now), Windows: windows,
-		Analysis: r.analyse(ctx, fleet, target, members, now)}
+		Analysis: r.analyse(ctx, fleet, target, members, now), Approved: approvals(fleet, target.Name)}
 	var preflight []v1alpha1.MemberStatus
 	if strategy.Preflight && gates.Rejected == "" && target.Name != stableName(fleet) {
 		var err error

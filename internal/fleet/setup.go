@@ -18,7 +18,7 @@ import (
 	"pkgsync.dev/pkgsync/internal/setup"
 )
 
-// Setup registers the HostedClusterPackage reconciler: woken by its own spec, by any
+// Setup registers the HostedClusterPackage reconciler: woken by its own spec and approvals, by any
 // change of its members (their status drives the rollout; an edit of their spec is reverted),
 // by HostedClusters joining, leaving, changing labels, being held or released, becoming
 // Available or not, paused or resumed, by TrustPolicies covering its image, and by the Secrets
@@ -52,7 +52,10 @@ func Setup(ctx context.Context, s *setup.Services) error {
 		return ok
 	})
 	b := s.ControllerFor("hostedclusterpackage", &v1alpha1.HostedClusterPackage{}).
-		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(wakes.member), builder.WithPredicates(isMember))
+		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(wakes.member), builder.WithPredicates(isMember)).
+		Watches(&v1alpha1.HostedClusterPackage{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false }, DeleteFunc: func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false }, UpdateFunc: approvalsChanged}))
 	b = s.WatchTrustPolicies(b, func() client.ObjectList { return &v1alpha1.HostedClusterPackageList{} }, fleetImage)
 	if secretCaches != nil {
 		b = secretCaches.watch(b, mgr.GetClient(), wakes, s.Options.Namespace)

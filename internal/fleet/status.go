@@ -61,6 +61,11 @@ func fleetOutcome(fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan, probl
 			plan.Counts.Total-plan.Counts.Blocked-plan.Counts.Held, target, plan.Counts.Blocked, plan.Counts.Held)}
 	case plan.Complete:
 		return reconciler.Outcome{State: reconciler.OutcomeSucceeded, Message: fmt.Sprintf("%d member(s) Ready on revision %s", plan.Counts.Total, target)}
+	case plan.AwaitingApproval != "":
+		p := plan.AwaitingApproval
+		return reconciler.Outcome{State: reconciler.OutcomeWaiting, Reason: v1alpha1.AwaitingApprovalReason, Message: fmt.Sprintf(
+			"partition %s waits for an approval of revision %s (spec.rollout.approvalRequired): pkgsync fleet approve %s --partition %s, or annotate the HostedClusterPackage %s%s=%s; %s updated/ready/total",
+			p, target, fleet.Name, p, v1alpha1.ApprovePartitionPrefix, p, target, progress)}
 	case fleet.Spec.Rollout.Paused:
 		return reconciler.Outcome{State: reconciler.OutcomeWaiting, Reason: v1alpha1.RolloutPausedReason, Message: fmt.Sprintf("%srollout of %s paused (spec.rollout.paused): %s updated/ready/total", where, target, progress)}
 	default:
@@ -90,7 +95,8 @@ func rollbackOutcome(fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan) re
 		name, stable, aside, why)}
 }
 
-// announcePartitions emits an event per partition transition: start, finish, halt, resume.
+// announcePartitions emits an event per partition transition: start, finish, halt, resume,
+// an approval awaited and given.
 func (r *fleetSteps) announcePartitions(fleet *v1alpha1.HostedClusterPackage, before, after []v1alpha1.PartitionStatus, now time.Time) {
 	old := map[string]v1alpha1.PartitionStatus{}
 	for _, p := range before {
@@ -104,8 +110,13 @@ func (r *fleetSteps) announcePartitions(fleet *v1alpha1.HostedClusterPackage, be
 		}
 		name := partitionName(p.Name)
 		switch p.State {
+		case v1alpha1.PartitionAwaitingApproval:
+			r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.AwaitingApprovalReason, "partition %s waits for an approval of %s: pkgsync fleet approve %s --partition %s",
+				name, target, fleet.Name, p.Name)
 		case v1alpha1.PartitionProgressing:
-			if seen && prev.State == v1alpha1.PartitionHalted {
+			if seen && prev.State == v1alpha1.PartitionAwaitingApproval {
+				r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.ApprovalGivenReason, "partition %s: %s approved, rolling it out", name, target)
+			} else if seen && prev.State == v1alpha1.PartitionHalted {
 				r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.RolloutResumedReason, "partition %s: rollout of %s resumed", name, target)
 			} else {
 				r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.PartitionStartedReason, "partition %s: rolling out %s", name, target)

@@ -105,6 +105,9 @@ type Plan struct {
 	// Rejects: the rollout halted and spec.rollout.onFailure is Rollback: the target is to be
 	// rejected (status.rejected), and the plan is the rollback's (rollingBack).
 	Rejects bool
+	// AwaitingApproval names the partition that waits for an approval of the target
+	// (spec.rollout.approvalRequired); "" when none does.
+	AwaitingApproval string
 	// RollingBack: the plan takes the rejected revision off the members (planRollback).
 	RollingBack bool
 }
@@ -122,6 +125,9 @@ type Gates struct {
 	// Analysis is spec.rollout.analysis's last verdict (internal/fleet/analysis); nil without
 	// an analysis. With an analysis and no verdict for a soaking partition, its soak does not end.
 	Analysis *AnalysisGate
+	// Approved are the partitions an approval names the target for (approve.pkgsync.dev/<partition>
+	// on the fleet, its value the target's name).
+	Approved map[string]bool
 }
 
 // AnalysisGate is the last verdict of spec.rollout.analysis, for the partition it was
@@ -144,7 +150,9 @@ type AnalysisGate struct {
 // availability), and Ready members move and new members are created as maxUnavailable allows;
 // later partitions stay where they are. Held and blocked members stand aside: they stay where
 // they are, use no budget, count no failure and hold no partition back (decide). A partition
-// whose maintenance windows are closed moves no member that is not on the target yet.
+// whose maintenance windows are closed moves no member that is not on the target yet. A
+// partition spec.rollout.approvalRequired lists waits, once reached, until gates.Approved
+// names it (awaitsApproval).
 // With spec.rollout.onFailure Rollback and a stable revision, a halt rejects the target and
 // the plan becomes its rollback (planRollback); so is the plan while gates.rejected holds. The
 // plan is a function of what is observed, so a controller restart resumes it.

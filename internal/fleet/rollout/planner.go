@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +14,7 @@ func newPlanner(targetName, stableName string, strategy v1alpha1.FleetRolloutStr
 		plan:   Plan{Assign: map[string]assignment{}, Complete: true},
 		target: targetName, stable: stableName, rollingOut: stableName != targetName,
 		strategy: strategy, deadline: strategy.GetProgressDeadline(), prevState: map[string]v1alpha1.PartitionStatus{}, now: now,
-		windows: gates.Windows, preflightFailed: gates.PreflightFailed, analysis: gates.Analysis,
+		windows: gates.Windows, preflightFailed: gates.PreflightFailed, analysis: gates.Analysis, approved: gates.Approved,
 	}
 	for _, ps := range previous {
 		p.prevState[ps.Name] = ps
@@ -35,6 +36,8 @@ type planner struct {
 	preflightFailed bool
 	// analysis is the analysis's last verdict (Gates); nil without one.
 	analysis *AnalysisGate
+	// approved: the partitions approved for the target (Gates).
+	approved map[string]bool
 	// proved: a member of this or an earlier partition is Ready on the target.
 	proved bool
 }
@@ -161,6 +164,11 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*Member, health []me
 			}
 		}
 		return true
+	case p.awaitsApproval(ps):
+		ps.State = v1alpha1.PartitionAwaitingApproval
+		p.plan.Current, p.plan.AwaitingApproval = ps.Name, ps.Name
+		p.assignAll(ms, health, func(m *Member) assignment { return keepOrStable(m, p.target, p.stable, true) })
+		return false
 	}
 	p.plan.Current = ps.Name
 	threshold := scaledCount(p.strategy.FailureThreshold, int(ps.Total), 1, true)
@@ -187,6 +195,14 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*Member, health []me
 		p.moveWithinBudget(ms, health, false)
 	}
 	return false
+}
+
+// awaitsApproval says whether a partition the rollout reached waits for an approval of the
+// target (spec.rollout.approvalRequired): it needs one, has none, and no member of it is on the
+// target yet. The last keeps a partition that started going once its approval is withdrawn or
+// removed, and a cluster that joins it mid-way from stopping it.
+func (p *planner) awaitsApproval(ps *v1alpha1.PartitionStatus) bool {
+	return slices.Contains(p.strategy.ApprovalRequired, ps.Name) && !p.approved[ps.Name] && ps.Updated == 0
 }
 
 // windowClosed says whether a maintenance window applies to the partition and none is open
@@ -265,8 +281,8 @@ func (p *planner) record(ps v1alpha1.PartitionStatus, ms []*Member, health []mem
 	}
 	prev, seen := p.prevState[ps.Name]
 	switch {
-	case ps.State == v1alpha1.PartitionPending:
-	case seen && prev.StartedAt != nil && prev.State != v1alpha1.PartitionPending &&
+	case ps.State == v1alpha1.PartitionPending || ps.State == v1alpha1.PartitionAwaitingApproval:
+	case seen && prev.StartedAt != nil && prev.State != v1alpha1.PartitionPending && prev.State != v1alpha1.PartitionAwaitingApproval &&
 		(prev.State != v1alpha1.PartitionComplete || ps.State == v1alpha1.PartitionComplete):
 		ps.StartedAt = prev.StartedAt
 	default:
