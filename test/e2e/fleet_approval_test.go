@@ -48,7 +48,7 @@ func TestFleetApproval(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "approve-" + hcNamespace[len(hcNamespace)-8:]},
 		Spec: v1alpha1.HostedClusterPackageSpec{
 			HostedClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.pkgsync.dev/fleet": hcNamespace}},
-			Template: v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: registry + "/" + repo + ":stable", Interval: &metav1.Duration{Duration: time.Hour}}},
+			Template:              v1alpha1.PackageTemplate{Spec: v1alpha1.PackageSpec{Image: registry + "/" + repo + ":stable", Interval: &metav1.Duration{Duration: time.Hour}}},
 			Rollout: v1alpha1.FleetRolloutStrategy{
 				Partitions:       &v1alpha1.FleetPartitions{LabelKey: "rollout-wave", Order: &v1alpha1.PartitionOrder{Static: []string{"canary", "prod"}}},
 				ApprovalRequired: []string{"prod"},
