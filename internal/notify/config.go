@@ -40,12 +40,9 @@ const (
 // checks, and finished (Ready turned True).
 var DefaultReasons = []string{
 	v1alpha1.RolloutHaltedReason, v1alpha1.RollingBackReason, v1alpha1.RolledBackReason,
-	AwaitingApprovalReason, v1alpha1.PreflightFailedReason, v1alpha1.MembersFailedReason,
+	v1alpha1.AwaitingApprovalReason, v1alpha1.PreflightFailedReason, v1alpha1.MembersFailedReason,
 	v1alpha1.AnalysisFailedReason, v1alpha1.ReconciliationSucceededReason,
 }
-
-// AwaitingApprovalReason is the event of a partition that waits for an approval.
-const AwaitingApprovalReason = "AwaitingApproval"
 
 // DefaultKinds are the kinds whose events an endpoint receives unless it lists its own.
 var DefaultKinds = []string{"HostedClusterPackage"}
