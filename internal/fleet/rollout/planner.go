@@ -146,24 +146,7 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*Member, health []me
 		return true
 	case done:
 		p.assignAll(ms, health, func(*Member) assignment { return ToTarget })
-		ps.State = v1alpha1.PartitionComplete
-		if soak := soakOf(p.strategy, p.analysis); soak > 0 {
-			prev, ok := p.prevState[ps.Name]
-			switch {
-			case ok && prev.State == v1alpha1.PartitionComplete:
-			case ok && prev.State == v1alpha1.PartitionSoaking && p.now.Sub(prev.LastTransitionTime.Time) >= soak && p.analysisPassed(ps.Name):
-			default:
-				if p.strategy.Analysis != nil && p.analysis != nil {
-					p.wake(p.analysis.Interval)
-				}
-				ps.State = v1alpha1.PartitionSoaking
-				since := p.transition(ps.Name, v1alpha1.PartitionSoaking).Time
-				p.wake(since.Add(soak).Sub(p.now) + time.Second)
-				p.plan.Current = ps.Name
-				return false
-			}
-		}
-		return true
+		return p.soak(ps)
 	case p.awaitsApproval(ps):
 		ps.State = v1alpha1.PartitionAwaitingApproval
 		p.plan.Current, p.plan.AwaitingApproval = ps.Name, ps.Name
@@ -194,6 +177,32 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*Member, health []me
 		ps.State = v1alpha1.PartitionProgressing
 		p.moveWithinBudget(ms, health, false)
 	}
+	return false
+}
+
+// soak sets the state of a partition whose members are all Ready on the target: Complete once
+// it has soaked (and its analysis passed), Soaking until then; it reports whether the rollout
+// goes on past it.
+func (p *planner) soak(ps *v1alpha1.PartitionStatus) bool {
+	ps.State = v1alpha1.PartitionComplete
+	soak := soakOf(p.strategy, p.analysis)
+	if soak <= 0 {
+		return true
+	}
+	prev, ok := p.prevState[ps.Name]
+	switch {
+	case ok && prev.State == v1alpha1.PartitionComplete:
+		return true
+	case ok && prev.State == v1alpha1.PartitionSoaking && p.now.Sub(prev.LastTransitionTime.Time) >= soak && p.analysisPassed(ps.Name):
+		return true
+	}
+	if p.strategy.Analysis != nil && p.analysis != nil {
+		p.wake(p.analysis.Interval)
+	}
+	ps.State = v1alpha1.PartitionSoaking
+	since := p.transition(ps.Name, v1alpha1.PartitionSoaking).Time
+	p.wake(since.Add(soak).Sub(p.now) + time.Second)
+	p.plan.Current = ps.Name
 	return false
 }
 
