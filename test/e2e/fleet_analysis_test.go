@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -20,8 +19,6 @@ import (
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/fleet/analysis"
 	"pkgsync.dev/pkgsync/internal/hosted"
-	"pkgsync.dev/pkgsync/internal/reconciler"
-	"pkgsync.dev/pkgsync/source"
 )
 
 // errorRates is a Prometheus-compatible HTTPS endpoint (the HTTP API's instant query) that
@@ -79,13 +76,7 @@ func TestFleetAnalysis(t *testing.T) {
 	})
 	prometheus, err := analysis.NewPrometheus(rates.URL, func() (string, error) { return "operator-token", nil }, rates.Client().Transport)
 	require.NoError(t, err)
-	src, err := source.NewClient(source.Options{Transport: suite.registryRequests})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped, err := startControllerConfigured(ctx, suite.mgmt.Config, &suite.requests, shardLabel+"="+shard, src,
-		func(c *controller.Config) { c.AnalysisPrometheus = prometheus }, func(*reconciler.Options) {})
-	require.NoError(t, err)
-	t.Cleanup(func() { cancel(); <-stopped })
+	runShardControllerConfigured(t, shard, func(c *controller.Config) { c.AnalysisPrometheus = prometheus })
 
 	newFleetClusters(t, hcNamespace, hcNamespace, "canary", "prod", "prod")
 	repo := "fleet-analysis/" + hcNamespace

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -28,7 +27,6 @@ import (
 	"pkgsync.dev/pkgsync/internal/controller"
 	"pkgsync.dev/pkgsync/internal/notify"
 	"pkgsync.dev/pkgsync/internal/reconciler"
-	"pkgsync.dev/pkgsync/source"
 )
 
 // webhookEndpoint is an HTTPS endpoint that keeps the reasons of the notifications it was
@@ -103,13 +101,7 @@ func TestFleetNotifications(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: controllerNS, Name: "pkgsync-notifications"}, Data: map[string][]byte{notify.ConfigKey: data}}
 	require.NoError(t, suite.mgmtClient.Create(t.Context(), secret))
 	notifier := &notify.Notifier{Reader: suite.mgmtClient, Secret: client.ObjectKeyFromObject(secret), Log: ctrl.Log.WithName("notify")}
-	src, err := source.NewClient(source.Options{Transport: suite.registryRequests})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped, err := startControllerConfigured(ctx, suite.mgmt.Config, &suite.requests, shardLabel+"="+shard, src,
-		func(c *controller.Config) { c.Notifier = notifier }, func(o *reconciler.Options) { o.Namespace = controllerNS })
-	require.NoError(t, err)
-	t.Cleanup(func() { cancel(); <-stopped })
+	runShardControllerConfigured(t, shard, func(c *controller.Config) { c.Notifier = notifier }, func(o *reconciler.Options) { o.Namespace = controllerNS })
 
 	hcNamespace := newNamespace(t)
 	newFleetClusters(t, hcNamespace, hcNamespace, "canary", "prod", "prod")

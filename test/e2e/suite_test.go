@@ -248,10 +248,17 @@ func startControllerConfigured(ctx context.Context, mgmt *rest.Config, requests 
 // with the mirror tests does not write the shared controller's.
 func runShardController(t *testing.T, shard string, configure ...func(*reconciler.Options)) {
 	t.Helper()
+	runShardControllerConfigured(t, shard, nil, configure...)
+}
+
+// runShardControllerConfigured is runShardController with the controller's configuration
+// changed by configureController (a notifier, a Prometheus).
+func runShardControllerConfigured(t *testing.T, shard string, configureController func(*controller.Config), configure ...func(*reconciler.Options)) {
+	t.Helper()
 	src, err := source.NewClient(source.Options{Transport: suite.registryRequests})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	stopped, err := startControllerWith(ctx, shardLabel+"="+shard, src, configure...)
+	stopped, err := startControllerConfigured(ctx, suite.mgmt.Config, &suite.requests, shardLabel+"="+shard, src, configureController, configure...)
 	require.NoError(t, err)
 	t.Cleanup(func() { cancel(); <-stopped })
 }
