@@ -362,6 +362,10 @@ func (r *fleetSteps) members(ctx context.Context, fleet *v1alpha1.HostedClusterP
 			other := &v1alpha1.Package{}
 			err := r.client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: fleet.Name}, other)
 			switch {
+			case err == nil && IsFleetMember(other, fleet):
+				// Created after the list was read (the fleet's controller at work while
+				// fleet plan reads, or the cache between two events): it is this fleet's.
+				m.Pkg, m.Pending = r.writes.view(fleet, m.Namespace, other)
 			case err == nil:
 				collisions = append(collisions, v1alpha1.MemberStatus{Namespace: m.Namespace, Partition: m.Partition, Reason: v1alpha1.CollisionReason,
 					Message: fmt.Sprintf("Package %s/%s exists and is not this fleet's (label %s=%q): it is left alone; delete or rename it",
