@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -50,6 +51,17 @@ type fleetStatusOutput struct {
 	Held    []fleetMemberOutput `json:"held"`
 	// Analysis is the last result of each check of spec.rollout.analysis.
 	Analysis []fleetCheckOutput `json:"analysis"`
+	// Approvals lists the partitions of spec.rollout.approvalRequired, in that order.
+	Approvals []fleetApprovalOutput `json:"approvals"`
+}
+
+// fleetApprovalOutput is a gated partition's approval: Revision is the revision its
+// approve.pkgsync.dev annotation names ("" when none), State "Approved" when that is the target,
+// "AwaitingApproval" when the rollout waits for it, "NotApproved" otherwise.
+type fleetApprovalOutput struct {
+	Partition string `json:"partition"`
+	Revision  string `json:"revision"`
+	State     string `json:"state"`
 }
 
 // fleetCheckOutput is one analysis check's last result; EvaluatedAt is RFC 3339.
@@ -252,6 +264,7 @@ func fleetStatusOf(fleet *v1alpha1.HostedClusterPackage) fleetStatusOutput {
 		Blocked:           membersOf(st.BlockedMembers),
 		Held:              membersOf(st.HeldMembers),
 		Analysis:          []fleetCheckOutput{},
+		Approvals:         approvalsOf(fleet),
 	}
 	for _, c := range st.Analysis {
 		out.Analysis = append(out.Analysis, fleetCheckOutput{Name: c.Name, Partition: c.Partition, Revision: c.Revision, Result: string(c.Result),
@@ -283,6 +296,31 @@ func fleetStatusOf(fleet *v1alpha1.HostedClusterPackage) fleetStatusOutput {
 			}
 		}
 		out.Partitions = append(out.Partitions, po)
+	}
+	return out
+}
+
+// Approval states in fleetApprovalOutput.
+const (
+	approvalApproved    = "Approved"
+	approvalAwaiting    = string(v1alpha1.PartitionAwaitingApproval)
+	approvalNotApproved = "NotApproved"
+)
+
+// approvalsOf is the approval of each partition spec.rollout.approvalRequired lists.
+func approvalsOf(fleet *v1alpha1.HostedClusterPackage) []fleetApprovalOutput {
+	out := []fleetApprovalOutput{}
+	for _, p := range fleet.Spec.Rollout.ApprovalRequired {
+		a := fleetApprovalOutput{Partition: p, Revision: fleet.Annotations[v1alpha1.ApprovePartitionPrefix+p], State: approvalNotApproved}
+		switch {
+		case a.Revision != "" && fleet.Status.Target != nil && a.Revision == fleet.Status.Target.Name:
+			a.State = approvalApproved
+		case slices.ContainsFunc(fleet.Status.Partitions, func(s v1alpha1.PartitionStatus) bool {
+			return s.Name == p && s.State == v1alpha1.PartitionAwaitingApproval
+		}):
+			a.State = approvalAwaiting
+		}
+		out = append(out, a)
 	}
 	return out
 }

@@ -62,6 +62,9 @@ func printFleetStatus(w io.Writer, fleet *v1alpha1.HostedClusterPackage, out fle
 	if err := printAnalysis(w, fleet, out.Analysis, now); err != nil {
 		return err
 	}
+	if err := printApprovals(w, fleet, out.Approvals); err != nil {
+		return err
+	}
 	if err := printMembers(w, fleet, "Members in progress", out.InProgress); err != nil {
 		return err
 	}
@@ -134,6 +137,29 @@ func printAnalysis(w io.Writer, fleet *v1alpha1.HostedClusterPackage, checks []f
 			value = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(c.Name), partitionLabel(fleet, c.Partition), printable(c.Result), printable(value), evaluated, printable(c.Message))
+	}
+	return tw.Flush()
+}
+
+// printApprovals prints the approval of each gated partition, and the command that gives the
+// one the rollout waits for.
+func printApprovals(w io.Writer, fleet *v1alpha1.HostedClusterPackage, approvals []fleetApprovalOutput) error {
+	if len(approvals) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Approvals:")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tSTATE\tAPPROVED REVISION\tTO APPROVE")
+	for _, a := range approvals {
+		revision, next := "-", "-"
+		if a.Revision != "" {
+			revision = printable(a.Revision)
+		}
+		if a.State == approvalAwaiting {
+			next = "pkgsync fleet approve " + fleet.Name + " --partition " + printable(a.Partition)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", printable(a.Partition), a.State, revision, next)
 	}
 	return tw.Flush()
 }

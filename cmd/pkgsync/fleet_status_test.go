@@ -197,7 +197,8 @@ func TestFleetStatusCommand(t *testing.T) {
   "held": [
     {"namespace": "clusters-p4", "partition": "prod", "reason": "Held", "message": "pkgsync.dev/hold on the HostedCluster: tenant change freeze until Friday"}
   ],
-  "analysis": []
+  "analysis": [],
+  "approvals": []
 }`, at(10*time.Hour+30*time.Minute), at(3*24*time.Hour+2*time.Hour+30*time.Minute)), stdout)
 	})
 
@@ -208,7 +209,7 @@ func TestFleetStatusCommand(t *testing.T) {
 		assert.JSONEq(t, `{"name": "fresh", "generation": 1, "observedGeneration": -1, "suspended": false, "paused": true,
   "target": null, "targetAppliedFrom": [], "stable": null, "rejected": null, "ready": null, "currentPartition": "",
   "members": {"updated": 0, "ready": 0, "failed": 0, "blocked": 0, "held": 0, "total": 0},
-  "partitions": [], "inProgress": [], "failed": [], "blocked": [], "held": [], "analysis": []}`, stdout)
+  "partitions": [], "inProgress": [], "failed": [], "blocked": [], "held": [], "analysis": [], "approvals": []}`, stdout)
 	})
 
 	t.Run("a rejected revision and maintenance windows", func(t *testing.T) {

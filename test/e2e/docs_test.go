@@ -48,6 +48,7 @@ var docsRules = []docsRule{
 	{path: []string{"fleet", "status"}, flag: "--watch", skip: "follows the fleet until it is interrupted; fleet_watch_test.go in cmd/pkgsync runs it"},
 	{path: []string{"validate"}, skip: "needs neither a cluster nor a registry: cmd/pkgsync's TestExampleREADMECommands runs it"},
 	{path: []string{"render"}, skip: "needs neither a cluster nor a registry: cmd/pkgsync's TestExampleREADMECommands runs it"},
+	{path: []string{"fleet", "approve"}, skip: "approves a partition the rollout waits on, which the docs' fleet does not gate: TestFleetApproval runs it on one that does"},
 	{path: []string{"convert"}, skip: "reads the reader's own files (hcpkg.yaml) or kubectl's output on stdin"},
 	// Commands that compare: 1 is "differences found", "a member would fail".
 	{path: []string{"diff"}, codes: []int{0, 1}},

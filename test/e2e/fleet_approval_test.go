@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	"fmt"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -10,23 +10,20 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
-// approvePartition writes (revision non-empty) or removes the approval of a fleet's partition
-// with a merge patch, as `pkgsync fleet approve` does.
+// approvePartition approves revision for a fleet's partition with `pkgsync fleet approve`,
+// as the platform team does.
 func approvePartition(t *testing.T, fleet, partition, revision string) {
 	t.Helper()
-	value := "null"
-	if revision != "" {
-		value = fmt.Sprintf("%q", revision)
-	}
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, v1alpha1.ApprovePartitionPrefix+partition, value))
-	obj := &v1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: fleet}}
-	require.NoError(t, suite.mgmtClient.Patch(t.Context(), obj, client.RawPatch(types.MergePatchType, patch)))
+	cmd := exec.CommandContext(t.Context(), crashBinary(t), "fleet", "approve", fleet, "--partition", partition, "--revision", revision,
+		"--kubeconfig", suite.mgmt.KubeconfigPath)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "pkgsync fleet approve: %s", out)
+	assert.Contains(t, string(out), "hostedclusterpackage.pkgsync.dev/"+fleet+" approved: partition "+partition+", revision "+revision)
 }
 
 // TestFleetApproval rolls two revisions out to a canary and a prod partition, prod needing
