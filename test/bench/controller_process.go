@@ -46,6 +46,8 @@ type processController struct {
 	http       *http.Client
 	// informers is the harness's own cache, watching Packages for the trackers.
 	informers crcache.Cache
+	// started is when the process was started (after its build).
+	started time.Time
 }
 
 // startProcessController builds cmd/pkgsync, starts `pkgsync controller` and waits until its
@@ -100,6 +102,7 @@ func startProcessController(ctx context.Context, env *environment, o options) (*
 		c.cmd.Env = append(c.cmd.Env, "GOMEMLIMIT="+memLimit)
 		progress("the controller runs with GOMEMLIMIT=%s", memLimit)
 	}
+	c.started = time.Now()
 	if err := c.cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("start pkgsync controller: %w", err)
 	}

@@ -216,3 +216,36 @@ func parallel(ctx context.Context, n int, fn func(context.Context, int) error) e
 	}
 	return ctx.Err()
 }
+
+// restartArrival is the converge scenario of -arrival restart: when the controller process
+// started (every Package was created before), and the counters before it.
+type restartArrival struct {
+	created map[string]time.Time
+	start   time.Time
+	before  snapshot
+}
+
+// createBeforeController creates every Package while no controller runs, then takes the
+// counters the converge starts from: the controller's are zero (a process starts at zero).
+func createBeforeController(ctx context.Context, env *environment, f *fleet) (*restartArrival, error) {
+	progress("converge (restart): creating %d Packages of %s (%d objects each) before the controller starts", len(f.namespaces), f.image, f.o.objects)
+	if _, err := f.createPackages(ctx); err != nil {
+		return nil, err
+	}
+	before, err := env.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &restartArrival{before: before}, nil
+}
+
+// started times the converge from the controller process's start, for every Package.
+func (a *restartArrival) started(ctl controllerUnderTest, namespaces []string) {
+	a.start, a.created = time.Now(), map[string]time.Time{}
+	if p, ok := ctl.(*processController); ok {
+		a.start = p.started
+	}
+	for _, ns := range namespaces {
+		a.created[ns+"/"+packageName] = a.start
+	}
+}

@@ -49,7 +49,20 @@ type options struct {
 	rawConcurrency int
 	// controllerArgs are more flags of `pkgsync controller` (-controller process), split on spaces.
 	controllerArgs string
+	// arrival is how the Packages of the converge scenario arrive: arrivalGradual or arrivalRestart.
+	arrival string
 }
+
+// The ways a fleet's Packages arrive at the controller in the converge scenario.
+const (
+	// arrivalGradual creates them while the controller runs, harnessParallelism at a time: a
+	// fleet that grows, or an install of many Packages by a tool.
+	arrivalGradual = "gradual"
+	// arrivalRestart creates every one before the controller starts, and times the converge from
+	// its start: a controller restart, or an install on an existing fleet. All of them reach the
+	// work queue at once, in the order the cache lists them.
+	arrivalRestart = "restart"
+)
 
 func main() {
 	var o options
@@ -75,6 +88,7 @@ func main() {
 	fs.StringVar(&o.managerManifest, "manager", "config/manager/manager.yaml", "The controller Deployment, whose GOMEMLIMIT the controller process runs with")
 	fs.StringVar(&o.shape, "shape", shapeFleet, "The package: fleet (half of the objects on the hosted cluster), management (three phases, management cluster only), big (one phase, management cluster only; with -packages 1 -objects 8000 the one-big-package scenario). The management shapes first time a raw server-side apply of the same objects (ratio_to_raw)")
 	fs.StringVar(&o.controllerArgs, "controller-args", "", "More flags for `pkgsync controller` (-controller process), separated by spaces: \"--kube-api-qps=500 --apply-concurrency-per-package=16\"")
+	fs.StringVar(&o.arrival, "arrival", arrivalGradual, "How the converge scenario's Packages arrive: gradual (created while the controller runs, 16 at a time) or restart (all created before the controller starts; timed from its start)")
 	fs.IntVar(&o.rawConcurrency, "raw-concurrency", apply.DefaultConcurrency, "Requests in flight of the raw server-side apply (one client); the default is pkgsync's --apply-concurrency-per-package")
 	o.compare.applyFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -86,6 +100,14 @@ func main() {
 	}
 	if o.shape != shapeFleet && o.shape != shapeManagement && o.shape != shapeBig {
 		fmt.Fprintln(os.Stderr, "bench: -shape must be fleet, management or big")
+		os.Exit(2)
+	}
+	if o.arrival != arrivalGradual && o.arrival != arrivalRestart {
+		fmt.Fprintln(os.Stderr, "bench: -arrival must be gradual or restart")
+		os.Exit(2)
+	}
+	if o.arrival == arrivalRestart && (o.controller != "process" || o.hcpkg || o.notify || o.compare.percents != "") {
+		fmt.Fprintln(os.Stderr, "bench: -arrival restart measures the Package fleet with -controller process (a process's counters start at zero)")
 		os.Exit(2)
 	}
 	if err := controllerMode(o.controller); err != nil {
@@ -135,6 +157,26 @@ func run(ctx context.Context, o options) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+
+	progress("creating %d hosted-control-plane namespaces with connector Secrets (%d with a dead hosted API server)", o.packages, deadCount(o.packages, o.deadPercent))
+	f, err := setUpFleet(ctx, env, o)
+	if err != nil {
+		return err
+	}
+	healthy, dead := f.packages(false), f.packages(true)
+	v1, err := f.push(ctx, "v1")
+	if err != nil {
+		return err
+	}
+	// With -arrival restart every Package exists before the controller starts; the converge
+	// runs from the controller's start, its counters from before it.
+	var restart *restartArrival
+	if o.arrival == arrivalRestart {
+		if restart, err = createBeforeController(ctx, env, f); err != nil {
+			return err
+		}
+	}
+
 	stopped, err := env.startController(ctx, o)
 	if err != nil {
 		return err
@@ -143,27 +185,19 @@ func run(ctx context.Context, o options) error {
 		cancel()
 		<-stopped
 	}()
+	if restart != nil {
+		restart.started(env.ctl, f.namespaces)
+	}
 	t, err := newTracker(ctx, env)
+	if err != nil {
+		return err
+	}
+	deadT, err := newTracker(ctx, env)
 	if err != nil {
 		return err
 	}
 	s := sampler{ctl: env.ctl}
 	go s.run(ctx, sampleEvery)
-
-	progress("creating %d hosted-control-plane namespaces with connector Secrets (%d with a dead hosted API server)", o.packages, deadCount(o.packages, o.deadPercent))
-	f, err := setUpFleet(ctx, env, o)
-	if err != nil {
-		return err
-	}
-	healthy, dead := f.packages(false), f.packages(true)
-	deadT, err := newTracker(ctx, env)
-	if err != nil {
-		return err
-	}
-	v1, err := f.push(ctx, "v1")
-	if err != nil {
-		return err
-	}
 
 	var results []*result
 	var errs []error
@@ -171,6 +205,9 @@ func run(ctx context.Context, o options) error {
 		r := &result{name: name, packages: o.packages, healthy: len(healthy), dead: len(dead), objects: o.objects}
 		s.reset(ctx)
 		before, err := env.snapshot(ctx)
+		if name == "converge" && restart != nil {
+			before = restart.before
+		}
 		if err == nil {
 			err = body(r)
 		}
@@ -197,7 +234,9 @@ func run(ctx context.Context, o options) error {
 		progress("raw: %d objects in %.2fs (%.0f/s), management API server %.2f CPU s", r.objects, r.duration.Seconds(), float64(r.objects)/r.duration.Seconds(), r.cpu)
 	}
 
-	progress("converge: creating %d Packages of %s (%d objects each)", o.packages, f.image, o.objects)
+	if restart == nil {
+		progress("converge: creating %d Packages of %s (%d objects each)", o.packages, f.image, o.objects)
+	}
 	var profiled chan error // the CPU profile of the converge scenario, written meanwhile
 	scenario("converge", func(r *result) error {
 		r.raw = raw
@@ -206,6 +245,9 @@ func run(ctx context.Context, o options) error {
 		if o.cpuProfile != "" {
 			profiled = make(chan error, 1)
 			go func() { profiled <- writeCPUProfile(ctx, env.ctl, o.cpuProfile, 30*time.Second) }()
+		}
+		if restart != nil {
+			return errors.Join(r.waitFor(ctx, t, done, restart.start, restart.created, o.timeout), r.waitForDead(ctx, deadT, deadDone, restart.start, o.timeout))
 		}
 		start := time.Now()
 		created, err := f.createPackages(ctx)

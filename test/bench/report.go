@@ -136,8 +136,8 @@ func printReport(w io.Writer, o options, results []*result, elapsed time.Duratio
 		dead = fmt.Sprintf(", %d of them (%g %%) with a dead hosted API server", n, o.deadPercent)
 	}
 	fmt.Fprintf(w, "\npkgsync fleet benchmark: %d Packages x %d objects (%d hosted)%s, %d hosted control planes, "+
-		"controller %s, concurrency %d, interval %s, %d CPUs, %s, run took %s\n\n",
-		o.packages, o.objects, o.objects/2, dead, o.hostedPlanes, o.controller, o.workers, o.interval, runtime.NumCPU(), runtime.Version(), elapsed.Round(time.Second))
+		"controller %s, Packages arriving %s, concurrency %d, interval %s, %d CPUs, %s, run took %s\n\n",
+		o.packages, o.objects, o.objects/2, dead, o.hostedPlanes, o.controller, o.arrival, o.workers, o.interval, runtime.NumCPU(), runtime.Version(), elapsed.Round(time.Second))
 	rows := []struct{ label, key string }{
 		{"Packages at goal", "reached"},
 		{"wall time (s)", "total_s"},

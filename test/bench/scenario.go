@@ -113,9 +113,14 @@ func (h histogram) maxBound() float64 {
 	return math.Inf(1)
 }
 
+// snapshot reads every counter a scenario reports. Before the controller process starts
+// (-arrival restart) its own counters are zero, as the process starts them.
 func (env *environment) snapshot(ctx context.Context) (snapshot, error) {
-	u := env.ctl.usage(ctx)
-	s := snapshot{at: time.Now(), cpu: u.cpuSeconds, harnessCPU: u.harnessCPU, servers: serverCPU(env.mgmt.Config.Host), mgmt: env.ctl.mgmtRequests(), registry: env.proxy.snapshot(), hosted: counts{}}
+	s := snapshot{at: time.Now(), servers: serverCPU(env.mgmt.Config.Host), mgmt: counts{}, registry: env.proxy.snapshot(), hosted: counts{}}
+	if env.ctl != nil {
+		u := env.ctl.usage(ctx)
+		s.cpu, s.harnessCPU, s.mgmt = u.cpuSeconds, u.harnessCPU, env.ctl.mgmtRequests()
+	}
 	for _, d := range env.dead {
 		s.deadConnections += int(d.accepted.Load())
 	}
@@ -127,6 +132,9 @@ func (env *environment) snapshot(ctx context.Context) (snapshot, error) {
 		for k, v := range c {
 			s.hosted[k] += v
 		}
+	}
+	if env.ctl == nil {
+		return s, nil
 	}
 	fams, err := env.ctl.gather(ctx)
 	if err != nil {

@@ -22,10 +22,13 @@ type tracker struct {
 	keys    map[string]bool
 	reached map[string]time.Time
 	done    chan struct{}
+	// latest is the last state seen of every Package, so that expect counts one that got there
+	// before the scenario began waiting (with -arrival restart, before the tracker was asked).
+	latest map[string]*v1alpha1.Package
 }
 
 func newTracker(ctx context.Context, env *environment) (*tracker, error) {
-	t := &tracker{want: func(*v1alpha1.Package) bool { return false }}
+	t := &tracker{want: func(*v1alpha1.Package) bool { return false }, latest: map[string]*v1alpha1.Package{}}
 	inf, err := env.ctl.packageInformer(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("get Package informer: %w", err)
@@ -46,7 +49,13 @@ func (t *tracker) expect(keys map[string]bool, want func(*v1alpha1.Package) bool
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.want, t.keys, t.reached, t.done = want, keys, map[string]time.Time{}, make(chan struct{})
-	if len(keys) == 0 {
+	now := time.Now()
+	for key := range keys {
+		if p, seen := t.latest[key]; seen && want(p) {
+			t.reached[key] = now
+		}
+	}
+	if len(t.reached) == len(keys) {
 		close(t.done)
 	}
 	return t.done
@@ -61,6 +70,7 @@ func (t *tracker) observe(obj any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	key := pkg.Namespace + "/" + pkg.Name
+	t.latest[key] = pkg
 	if t.reached == nil || !t.keys[key] || !t.want(pkg) {
 		return
 	}
