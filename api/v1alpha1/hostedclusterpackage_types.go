@@ -100,6 +100,62 @@ type HostedClusterPackageSpec struct {
 	// +kubebuilder:validation:Enum=Delete;Orphan
 	// +kubebuilder:default=Delete
 	DeletionPolicy FleetDeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// DependsOn names other HostedClusterPackages whose members come first, cluster by cluster.
+	// On each HostedCluster, this fleet's member is created, or moved to a revision it is not on
+	// (the target, or the stable revision for a new cluster), only once, for every fleet named,
+	// that fleet's own member on the same HostedCluster (in the same hosted-control-plane
+	// namespace) exists, is not being deleted, carries that fleet's current revision in
+	// pkgsync.dev/fleet-revision (its status.target; its status.stable while a rollback takes
+	// the target back) and is Ready at its current generation. A fleet that does not exist (or
+	// that this controller does not reconcile: another shard), is being deleted, has no target
+	// yet, or has no member on that HostedCluster (it does not select it) is not ready. Until
+	// then the member waits: it stays on the revision it has (none, if it has no member yet),
+	// is listed in status.blockedMembers with reason DependencyNotReady naming each fleet and
+	// why, counted in status.blocked and status.dependencies[].waiting, uses no maxUnavailable
+	// budget, counts toward no failureThreshold and holds no other cluster's member back. A
+	// member already on the revision it is to be on does not wait (a change of a dependency
+	// never takes it back), nor does a rollback. A fleet whose dependencies lead back to itself
+	// is refused: Ready=False, Stalled=True, reason DependencyCycle, naming the cycle
+	// ("a → b → a"), and none of its members is written; a walk of more than 64 fleets is
+	// refused (InvalidDependency). Teardown runs in reverse: a member this fleet removes (the
+	// fleet is deleted with deletionPolicy Delete, or its HostedCluster is no longer selected) is
+	// not deleted while a fleet that names this one (and that this one does not itself depend
+	// on) still exists and still has its member on that HostedCluster; the fleet reports which
+	// (Ready=False, reason Deleting, or an event) and is woken when that member goes.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	DependsOn []FleetDependency `json:"dependsOn,omitempty"`
+}
+
+// FleetDependency names a HostedClusterPackage; they are cluster-scoped, so by name only.
+type FleetDependency struct {
+	// Name of the HostedClusterPackage.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// FleetDependencyStatus is what a fleet reads of one fleet its spec.dependsOn names.
+type FleetDependencyStatus struct {
+	// Name of the fleet depended on.
+	Name string `json:"name"`
+	// Revision its members must be Ready on (its status.target, or its status.stable while a
+	// rollback takes the target back); empty when it has none.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// Waiting counts this fleet's members that wait for it.
+	// +optional
+	Waiting int32 `json:"waiting"`
+	// Message says why every member waits for it, when the fleet itself is the reason (it does
+	// not exist, is being deleted, has no target yet); empty otherwise.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Message string `json:"message,omitempty"`
 }
 
 // FleetDeletionPolicy is what deleting a fleet does to its members.
@@ -642,10 +698,17 @@ type HostedClusterPackageStatus struct {
 	// namespace, with that reason (at most 10; status.blocked counts them all): the
 	// HostedCluster is not Available (HostedClusterUnavailable) or paused (HostedClusterPaused),
 	// or the member itself reports HostedClusterUnavailable, AuthenticationFailed,
-	// VerificationFailed, InsecureKubeconfig, NotHostedControlPlane or Forbidden. A blocked
-	// member stays on the revision it has and moves under the normal rules once unblocked.
+	// VerificationFailed, InsecureKubeconfig, NotHostedControlPlane, Forbidden or
+	// DependencyNotReady, or it waits for a fleet spec.dependsOn names (DependencyNotReady,
+	// naming the fleet). A blocked member stays on the revision it has and moves under the
+	// normal rules once unblocked.
 	// +optional
 	BlockedMembers []MemberStatus `json:"blockedMembers,omitempty"`
+	// Dependencies reports each fleet spec.dependsOn names, in its order: the revision its
+	// members must be Ready on and how many of this fleet's members wait for it.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Dependencies []FleetDependencyStatus `json:"dependencies,omitempty"`
 	// HeldMembers lists members held by the pkgsync.dev/hold annotation (reason Held, the
 	// annotation's value in the message; at most 10; status.held counts them all).
 	// +optional

@@ -53,6 +53,9 @@ type fleetStatusOutput struct {
 	Analysis []fleetCheckOutput `json:"analysis"`
 	// Approvals lists the partitions of spec.rollout.approvalRequired, in that order.
 	Approvals []fleetApprovalOutput `json:"approvals"`
+	// DependsOn lists the fleets spec.dependsOn names; the members that wait for them are in
+	// Blocked, with reason DependencyNotReady.
+	DependsOn []fleetDependencyOutput `json:"dependsOn"`
 }
 
 // fleetApprovalOutput is a gated partition's approval: Revision is the revision its
@@ -62,6 +65,17 @@ type fleetApprovalOutput struct {
 	Partition string `json:"partition"`
 	Revision  string `json:"revision"`
 	State     string `json:"state"`
+}
+
+// fleetDependencyOutput is one fleet spec.dependsOn names, as the controller last read it:
+// the revision its members must be Ready on ("" when it has none, or the controller has not
+// read it yet), how many members of this fleet wait for it, and why, when it is the fleet
+// itself that holds them (it does not exist, has no target yet).
+type fleetDependencyOutput struct {
+	Name     string `json:"name"`
+	Revision string `json:"revision"`
+	Waiting  int32  `json:"waiting"`
+	Message  string `json:"message"`
 }
 
 // fleetCheckOutput is one analysis check's last result; EvaluatedAt is RFC 3339.
@@ -148,9 +162,11 @@ func newFleetStatusCmd() *cobra.Command {
 		Long: `Status reads the HostedClusterPackage NAME and prints its target and stable revisions, its
 Ready condition, its partitions in rollout order (state and member counts) and the members in
 progress, failed, blocked (their own cluster or namespace stops them: the HostedCluster is not
-Available or paused, its API server does not answer, a Secret is missing) and held (by the
-pkgsync.dev/hold annotation), with the reason and message of each. The status lists at most 10
-members of each kind; the counts cover all of them.
+Available or paused, its API server does not answer, a Secret is missing, or it waits for a fleet
+its spec.dependsOn names: reason DependencyNotReady) and held (by the pkgsync.dev/hold
+annotation), with the reason and message of each. The status lists at most 10 members of each
+kind; the counts cover all of them. A fleet with spec.dependsOn gets a "Depends on" table: each
+fleet named, the revision its members must be Ready on, and how many members wait for it.
 
 When members read the target from a mirror or through the controller's registry overrides
 rather than where its image names it, "Mirrors:" lists those repositories
@@ -265,6 +281,7 @@ func fleetStatusOf(fleet *v1alpha1.HostedClusterPackage) fleetStatusOutput {
 		Held:              membersOf(st.HeldMembers),
 		Analysis:          []fleetCheckOutput{},
 		Approvals:         approvalsOf(fleet),
+		DependsOn:         dependenciesOf(fleet),
 	}
 	for _, c := range st.Analysis {
 		out.Analysis = append(out.Analysis, fleetCheckOutput{Name: c.Name, Partition: c.Partition, Revision: c.Revision, Result: string(c.Result),
@@ -321,6 +338,21 @@ func approvalsOf(fleet *v1alpha1.HostedClusterPackage) []fleetApprovalOutput {
 			a.State = approvalAwaiting
 		}
 		out = append(out, a)
+	}
+	return out
+}
+
+// dependenciesOf lists spec.dependsOn with what status.dependencies says of each (the status
+// may be a reconcile behind the spec: a fleet it does not name yet has no revision).
+func dependenciesOf(fleet *v1alpha1.HostedClusterPackage) []fleetDependencyOutput {
+	read := map[string]v1alpha1.FleetDependencyStatus{}
+	for _, d := range fleet.Status.Dependencies {
+		read[d.Name] = d
+	}
+	out := make([]fleetDependencyOutput, 0, len(fleet.Spec.DependsOn))
+	for _, d := range fleet.Spec.DependsOn {
+		st := read[d.Name]
+		out = append(out, fleetDependencyOutput{Name: d.Name, Revision: st.Revision, Waiting: st.Waiting, Message: st.Message})
 	}
 	return out
 }

@@ -65,6 +65,9 @@ func printFleetStatus(w io.Writer, fleet *v1alpha1.HostedClusterPackage, out fle
 	if err := printApprovals(w, fleet, out.Approvals); err != nil {
 		return err
 	}
+	if err := printDependencies(w, out.DependsOn); err != nil {
+		return err
+	}
 	if err := printMembers(w, fleet, "Members in progress", out.InProgress); err != nil {
 		return err
 	}
@@ -160,6 +163,29 @@ func printApprovals(w io.Writer, fleet *v1alpha1.HostedClusterPackage, approvals
 			next = "pkgsync fleet approve " + fleet.Name + " --partition " + printable(a.Partition)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", printable(a.Partition), a.State, revision, next)
+	}
+	return tw.Flush()
+}
+
+// printDependencies prints the fleets spec.dependsOn names, when there are any: the gate each
+// member passes before it is created or moved (the members waiting are among the blocked ones).
+func printDependencies(w io.Writer, deps []fleetDependencyOutput) error {
+	if len(deps) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Depends on (spec.dependsOn: a member is created or moved once these fleets' members on its cluster are Ready on their revision):")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "FLEET\tREVISION\tWAITING\tMESSAGE")
+	for _, d := range deps {
+		revision, message := d.Revision, d.Message
+		if revision == "" {
+			revision = "-"
+		}
+		if message == "" {
+			message = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", printable(d.Name), printable(revision), d.Waiting, printable(message))
 	}
 	return tw.Flush()
 }

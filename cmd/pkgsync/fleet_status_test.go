@@ -147,6 +147,39 @@ func TestFleetStatusCommand(t *testing.T) {
 		Since: metav1.NewTime(now.Add(-3 * time.Minute).Truncate(time.Second))}}
 	require.NoError(t, c.Status().Update(t.Context(), rolledBack))
 
+	// A fleet ordered after two others: one Ready on its revision but not on every cluster, one
+	// that does not exist, and one the controller has not read yet (the spec is newer).
+	monitoring := &v1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}, Spec: *fresh.Spec.DeepCopy()}
+	monitoring.Spec.Rollout.Paused = false
+	monitoring.Spec.DependsOn = []v1alpha1.FleetDependency{{Name: "network"}, {Name: "dns"}, {Name: "storage"}}
+	require.NoError(t, c.Create(t.Context(), monitoring))
+	t.Cleanup(func() { _ = c.Delete(t.Context(), monitoring) })
+	waits := "waiting for the fleets spec.dependsOn names: fleet network: its member here is not Ready on revision nnnnnnnnnnnn-33333333 yet (PhaseProgressing); fleet dns does not exist"
+	monitoring.Status = v1alpha1.HostedClusterPackageStatus{
+		MemberCounts:   v1alpha1.MemberCounts{Total: 3, Updated: 2, Ready: 2, Blocked: 1},
+		BlockedMembers: []v1alpha1.MemberStatus{{Namespace: "clusters-b", Reason: v1alpha1.DependencyNotReadyReason, Message: waits}},
+		Dependencies: []v1alpha1.FleetDependencyStatus{{Name: "network", Revision: "nnnnnnnnnnnn-33333333", Waiting: 1},
+			{Name: "dns", Waiting: 3, Message: "fleet dns does not exist: every member that is to move waits"}},
+	}
+	require.NoError(t, c.Status().Update(t.Context(), monitoring))
+
+	t.Run("dependencies and the members waiting for them", func(t *testing.T) {
+		t.Parallel()
+		stdout, _, err := runCLI(t, "fleet", "status", "monitoring", "--kubeconfig", cp.KubeconfigPath)
+		require.NoError(t, err)
+		assert.Regexp(t, `Depends on \(spec.dependsOn: .*\):\nFLEET +REVISION +WAITING +MESSAGE\n`+
+			`network +nnnnnnnnnnnn-33333333 +1 +-\n`+
+			`dns +- +3 +fleet dns does not exist: every member that is to move waits\n`+
+			`storage +- +0 +-\n`, stdout)
+		assert.Regexp(t, `Blocked members:\nNAMESPACE +PARTITION +REASON +MESSAGE\nclusters-b +\(all\) +DependencyNotReady +waiting for the fleets spec.dependsOn names: fleet network`, stdout)
+		stdout, _, err = runCLI(t, "fleet", "status", "monitoring", "--kubeconfig", cp.KubeconfigPath, "-o", "json")
+		require.NoError(t, err)
+		var doc struct{ DependsOn []fleetDependencyOutput }
+		require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+		assert.Equal(t, []fleetDependencyOutput{{Name: "network", Revision: "nnnnnnnnnnnn-33333333", Waiting: 1},
+			{Name: "dns", Waiting: 3, Message: "fleet dns does not exist: every member that is to move waits"}, {Name: "storage"}}, doc.DependsOn)
+	})
+
 	t.Run("table", func(t *testing.T) {
 		t.Parallel()
 		stdout, stderr, err := runCLI(t, "fleet", "status", "hosted-addon", "--kubeconfig", cp.KubeconfigPath)
@@ -198,7 +231,8 @@ func TestFleetStatusCommand(t *testing.T) {
     {"namespace": "clusters-p4", "partition": "prod", "reason": "Held", "message": "pkgsync.dev/hold on the HostedCluster: tenant change freeze until Friday"}
   ],
   "analysis": [],
-  "approvals": []
+  "approvals": [],
+  "dependsOn": []
 }`, at(10*time.Hour+30*time.Minute), at(3*24*time.Hour+2*time.Hour+30*time.Minute)), stdout)
 	})
 
@@ -209,7 +243,7 @@ func TestFleetStatusCommand(t *testing.T) {
 		assert.JSONEq(t, `{"name": "fresh", "generation": 1, "observedGeneration": -1, "suspended": false, "paused": true,
   "target": null, "targetAppliedFrom": [], "stable": null, "rejected": null, "ready": null, "currentPartition": "",
   "members": {"updated": 0, "ready": 0, "failed": 0, "blocked": 0, "held": 0, "total": 0},
-  "partitions": [], "inProgress": [], "failed": [], "blocked": [], "held": [], "analysis": [], "approvals": []}`, stdout)
+  "partitions": [], "inProgress": [], "failed": [], "blocked": [], "held": [], "analysis": [], "approvals": [], "dependsOn": []}`, stdout)
 	})
 
 	t.Run("a rejected revision and maintenance windows", func(t *testing.T) {

@@ -101,6 +101,10 @@ func (r *fleetSteps) pass(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 		return reconciler.Settle(fleet, reconciler.Outcome{State: reconciler.OutcomeStalled, Reason: v1alpha1.HostedClusterAPIMissingReason,
 			Message: "the HostedCluster API (hypershift.openshift.io/v1beta1) is not installed on this cluster: a HostedClusterPackage needs HyperShift"}, iv), nil
 	}
+	// A cycle is refused before anything is asked of the registry or written to a member.
+	if err := findCycle(ctx, fleet, r.cachedFleet); err != nil {
+		return ctrl.Result{}, err
+	}
 	spec := &fleet.Spec
 	target, held, err := r.chooseTarget(ctx, fleet, lastHandled)
 	switch {
@@ -158,16 +162,26 @@ func (r *fleetSteps) intervals(fleet *v1alpha1.HostedClusterPackage) reconciler.
 }
 
 // plan plans the rollout from what the members show, with its gates: a standing rejection,
-// the maintenance windows, the approvals of the target (approvals), and (spec.rollout.preflight) the members a new target fails the
-// preflight for, which it returns. A plan that rejects the target records the rejection.
+// the maintenance windows, the approvals of the target (approvals), the members that wait for
+// the fleets spec.dependsOn names (dependencyGate), and (spec.rollout.preflight) the members a
+// new target fails the preflight for, which it returns. A plan that rejects the target records
+// the rejection.
 func (r *fleetSteps) plan(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, target *v1alpha1.FleetRevision, members []*rollout.Member,
 	windows []rollout.Window, lastHandled string, now time.Time) (rollout.Plan, []v1alpha1.MemberStatus, error) {
 	strategy := fleet.Spec.Rollout
 	gates := rollout.Gates{Rejected: standingRejection(fleet, target, lastHandled, now), Windows: windows,
 		Analysis: r.analyse(ctx, fleet, target, members, now), Approved: approvals(fleet, target.Name)}
+	moveTo := target.Name
+	if gates.Rejected != "" && stableName(fleet) != "" {
+		moveTo = stableName(fleet) // a standing rollback moves members to the stable revision
+	}
+	waiting, err := r.dependencyGate(ctx, fleet, members, target.Name, moveTo)
+	if err != nil {
+		return rollout.Plan{}, nil, err
+	}
+	gates.Waiting = waiting
 	var preflight []v1alpha1.MemberStatus
 	if strategy.Preflight && gates.Rejected == "" && target.Name != stableName(fleet) {
-		var err error
 		if preflight, err = r.preflight(ctx, fleet, target, members, now); err != nil {
 			return rollout.Plan{}, nil, err
 		}
@@ -197,7 +211,7 @@ func (r *fleetSteps) write(ctx context.Context, fleet *v1alpha1.HostedClusterPac
 		problems = append(problems, copyProblems...)
 	}
 	problems = append(problems, r.keepMembers(ctx, fleet, plan, members, target, now)...)
-	if err := r.removeStrayMembers(ctx, members, collisions, owned); err != nil {
+	if err := r.removeStrayMembers(ctx, fleet, members, collisions, owned); err != nil {
 		return nil, err
 	}
 	return problems, nil

@@ -100,7 +100,8 @@ func (f *fleetFixture) steps(t *testing.T, require bool, objs ...client.Object) 
 	assert.NoError(t, clientgoscheme.AddToScheme(scheme))
 	assert.NoError(t, v1alpha1.AddToScheme(scheme))
 	objs = append(append(objs, f.pullSecret), f.Objects...)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(verifytest.Copies(objs)...).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(verifytest.Copies(objs)...).
+		WithIndex(&v1alpha1.HostedClusterPackage{}, fleetDependsOnIndex, indexFleetDependsOn).Build()
 	return &fleetSteps{
 		client: c, apiReader: c, source: f.Src, verifier: verify.NewVerifier(c, c, verifytest.ControllerNamespace, require),
 		recorder: record.NewFakeRecorder(10), own: reconciler.NewMetrics(), hostedClusterAPI: true, now: time.Now,

@@ -39,17 +39,19 @@ func (r *fleetSteps) finalize(ctx context.Context, fleet *v1alpha1.HostedCluster
 			return ctrl.Result{}, err
 		}
 	}
-	for _, p := range owned {
-		if p.DeletionTimestamp.IsZero() {
-			if err := r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("delete member %s/%s: %w", p.Namespace, p.Name, err)
-			}
-		}
+	waits, err := r.deleteMembers(ctx, fleet, owned)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if left := len(owned); left > 0 {
-		// Each member's deletion wakes the fleet; the progress interval bounds a wake missed.
+		// Each member's deletion wakes the fleet, and so does that of a dependent's member a
+		// member waits for; the progress interval bounds a wake missed.
+		msg := fmt.Sprintf("waiting for %d member(s) to be torn down", left)
+		if len(waits) > 0 {
+			msg += fmt.Sprintf("; %d not deleted yet: %s", len(waits), describeWaits(waits))
+		}
 		return reconciler.Settle(fleet, reconciler.Outcome{State: reconciler.OutcomeProgressing, Reason: v1alpha1.DeletingReason,
-			Message: fmt.Sprintf("waiting for %d member(s) to be torn down", left)}, r.intervals(fleet)), nil
+			Message: msg}, r.intervals(fleet)), nil
 	}
 	if r.secrets != nil {
 		if err := r.secrets.deleteAll(ctx, fleet); err != nil {
@@ -57,6 +59,33 @@ func (r *fleetSteps) finalize(ctx context.Context, fleet *v1alpha1.HostedCluster
 		}
 	}
 	return r.finished(ctx, fleet)
+}
+
+// deleteMembers deletes the fleet's members (owned) that are not being deleted yet, except those
+// that wait for the members of fleets that depend on this one (dependentMembers), which it
+// returns, one line each.
+func (r *fleetSteps) deleteMembers(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, owned []*v1alpha1.Package) ([]string, error) {
+	if len(owned) == 0 {
+		return nil, nil
+	}
+	dependents, err := r.dependentMembers(ctx, fleet)
+	if err != nil {
+		return nil, err
+	}
+	var waits []string
+	for _, p := range owned {
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if names := dependents[p.Namespace]; len(names) > 0 {
+			waits = append(waits, teardownWait(p.Namespace, names))
+			continue
+		}
+		if err := r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("delete member %s/%s: %w", p.Namespace, p.Name, err)
+		}
+	}
+	return waits, nil
 }
 
 // orphan releases the fleet's members (deletionPolicy Orphan): each keeps its spec, pinned to

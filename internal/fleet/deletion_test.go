@@ -226,7 +226,8 @@ func (f *fleetFixture) stepsWith(t *testing.T, funcs *interceptor.Funcs, objs ..
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	objs = append(append(objs, f.pullSecret), f.Objects...)
-	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(verifytest.Copies(objs)...).WithStatusSubresource(&v1alpha1.HostedClusterPackage{})
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(verifytest.Copies(objs)...).WithStatusSubresource(&v1alpha1.HostedClusterPackage{}).
+		WithIndex(&v1alpha1.HostedClusterPackage{}, fleetDependsOnIndex, indexFleetDependsOn)
 	if funcs != nil {
 		b = b.WithInterceptorFuncs(*funcs)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -82,8 +83,11 @@ func (r *fleetSteps) keepMember(ctx context.Context, fleet *v1alpha1.HostedClust
 // removeStrayMembers deletes the fleet's members whose HostedCluster is gone or no longer
 // selected. Each one's finalizer tears its objects down. A member in a namespace of a collision
 // stays: which HostedCluster it serves cannot be told, and deleting it would tear down what it
-// installed because someone created a HostedCluster with a colliding name.
-func (r *fleetSteps) removeStrayMembers(ctx context.Context, members []*rollout.Member, collisions []v1alpha1.MemberStatus, owned []*v1alpha1.Package) error {
+// installed because someone created a HostedCluster with a colliding name. So does one the
+// member of a fleet that depends on this one is still beside (dependentMembers), with an event
+// saying so, until that member goes.
+func (r *fleetSteps) removeStrayMembers(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, members []*rollout.Member, collisions []v1alpha1.MemberStatus,
+	owned []*v1alpha1.Package) error {
 	keep := map[string]bool{}
 	for _, m := range members {
 		keep[m.Namespace] = true
@@ -91,8 +95,19 @@ func (r *fleetSteps) removeStrayMembers(ctx context.Context, members []*rollout.
 	for _, c := range collisions {
 		keep[c.Namespace] = true
 	}
+	var dependents map[string][]string
 	for _, p := range owned {
 		if keep[p.Namespace] || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if dependents == nil {
+			var err error
+			if dependents, err = r.dependentMembers(ctx, fleet); err != nil {
+				return err
+			}
+		}
+		if names := dependents[p.Namespace]; len(names) > 0 {
+			r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.DeletingReason, "member of a HostedCluster no longer selected: %s", teardownWait(p.Namespace, names))
 			continue
 		}
 		if err := r.client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {

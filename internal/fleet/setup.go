@@ -20,6 +20,7 @@ import (
 
 // Setup registers the HostedClusterPackage reconciler: woken by its own spec and approvals, by any
 // change of its members (their status drives the rollout; an edit of their spec is reverted),
+// by the fleets its spec.dependsOn ties it to and their members (depends_watch.go),
 // by HostedClusters joining, leaving, changing labels, being held or released, becoming
 // Available or not, paused or resumed, by TrustPolicies covering its image, and by the Secrets
 // it copies to its members changing, at their source or in a member's namespace. Members and
@@ -46,6 +47,9 @@ func Setup(ctx context.Context, s *setup.Services) error {
 			return fmt.Errorf("index HostedClusters: %w", err)
 		}
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.HostedClusterPackage{}, fleetDependsOnIndex, indexFleetDependsOn); err != nil {
+		return fmt.Errorf("index HostedClusterPackages by spec.dependsOn: %w", err)
+	}
 	wakes := fleetWakes{fleets: mgr.GetClient(), hostedClusters: mgr.GetClient(), controlPlanes: mgr.GetAPIReader(), hostedClusterAPI: hostedClusterAPI}
 	isMember := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := o.GetLabels()[v1alpha1.FleetLabel]
@@ -53,6 +57,8 @@ func Setup(ctx context.Context, s *setup.Services) error {
 	})
 	b := s.ControllerFor("hostedclusterpackage", &v1alpha1.HostedClusterPackage{}).
 		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(wakes.member), builder.WithPredicates(isMember)).
+		Watches(&v1alpha1.Package{}, handler.EnqueueRequestsFromMapFunc(wakes.dependencyMember), builder.WithPredicates(isMember, memberGateChanged)).
+		Watches(&v1alpha1.HostedClusterPackage{}, wakes.dependencyFleets()).
 		Watches(&v1alpha1.HostedClusterPackage{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false }, DeleteFunc: func(event.DeleteEvent) bool { return false },
 			GenericFunc: func(event.GenericEvent) bool { return false }, UpdateFunc: approvalsChanged}))

@@ -99,7 +99,7 @@ func statusHealth(m *Member, deadline time.Duration, now time.Time) memberHealth
 		h.reason, h.message = ready.Reason, ready.Message
 	}
 	current := p.Status.ObservedGeneration == p.Generation || (ready != nil && ready.ObservedGeneration == p.Generation)
-	if current && ready != nil && ready.Status == metav1.ConditionTrue && p.Status.ObservedGeneration == p.Generation {
+	if PackageReady(p) {
 		h.ready = true
 		return h
 	}
@@ -119,4 +119,12 @@ func statusHealth(m *Member, deadline time.Duration, now time.Time) memberHealth
 // inFlight: the member is on its way (not Ready, not failed) and neither held nor blocked.
 func (h memberHealth) inFlight() bool {
 	return !h.ready && !h.failed && !h.held && !h.blocked
+}
+
+// PackageReady reports whether a member Package is Ready on its current spec: its controller
+// has seen its generation and says Ready. The rollout counts a member Ready so (statusHealth),
+// and a fleet's spec.dependsOn reads the members of the fleets it names so.
+func PackageReady(p *v1alpha1.Package) bool {
+	ready := conditions.Get(p, meta.ReadyCondition)
+	return ready != nil && ready.Status == metav1.ConditionTrue && p.Status.ObservedGeneration == p.Generation
 }

@@ -128,6 +128,9 @@ type Gates struct {
 	// Approved are the partitions an approval names the target for (approve.pkgsync.dev/<partition>
 	// on the fleet, its value the target's name).
 	Approved map[string]bool
+	// Waiting maps the namespace of a member that waits for the fleets spec.dependsOn names to
+	// why: it is blocked (reason DependencyNotReady) unless it is held or blocked already.
+	Waiting map[string]string
 }
 
 // AnalysisGate is the last verdict of spec.rollout.analysis, for the partition it was

@@ -15,6 +15,7 @@ func newPlanner(targetName, stableName string, strategy v1alpha1.FleetRolloutStr
 		target: targetName, stable: stableName, rollingOut: stableName != targetName,
 		strategy: strategy, deadline: strategy.GetProgressDeadline(), prevState: map[string]v1alpha1.PartitionStatus{}, now: now,
 		windows: gates.Windows, preflightFailed: gates.PreflightFailed, analysis: gates.Analysis, approved: gates.Approved,
+		waiting: gates.Waiting,
 	}
 	for _, ps := range previous {
 		p.prevState[ps.Name] = ps
@@ -38,6 +39,8 @@ type planner struct {
 	analysis *AnalysisGate
 	// approved: the partitions approved for the target (Gates).
 	approved map[string]bool
+	// waiting: the members that wait for the fleets spec.dependsOn names (Gates).
+	waiting map[string]string
 	// proved: a member of this or an earlier partition is Ready on the target.
 	proved bool
 }
@@ -69,6 +72,11 @@ func (p *planner) observe(name string, ms []*Member) (v1alpha1.PartitionStatus, 
 	for i, m := range ms {
 		onTarget := m.Revision() == p.target
 		health[i] = healthOf(m, p.deadline, p.now)
+		if why, waits := p.waiting[m.Namespace]; waits && !health[i].held && !health[i].blocked {
+			// Stands aside as a blocked member does: what stops it is on its own cluster.
+			health[i].blocked, health[i].failed = true, false
+			health[i].reason, health[i].message = v1alpha1.DependencyNotReadyReason, why
+		}
 		if why, failed := p.analysisFailed(name, m.Namespace); failed && onTarget && !health[i].held && !health[i].blocked {
 			health[i].ready, health[i].failed = false, true
 			health[i].reason, health[i].message = v1alpha1.AnalysisFailedReason, why
