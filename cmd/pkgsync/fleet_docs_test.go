@@ -28,7 +28,7 @@ func TestFleetGuideIsAccepted(t *testing.T) {
 	require.NoError(t, err)
 	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(guide), -1)
 	patches := regexp.MustCompile(`(?s)kubectl patch hcpkg \S+ --type merge\s+(?:\\\s+)?-p '([^']*)'`).FindAllStringSubmatch(string(guide), -1)
-	require.Len(t, blocks, 4, "YAML blocks in docs/fleet.md")
+	require.Len(t, blocks, 5, "YAML blocks in docs/fleet.md")
 	require.Len(t, patches, 9, "kubectl patch commands in docs/fleet.md")
 
 	cp := testenv.NewControlPlane(t, "fleet-docs")
