@@ -150,6 +150,16 @@ const (
 	HostedClusterPausedReason = "HostedClusterPaused"
 	// MemberHeldReason (status.heldMembers): the pkgsync.dev/hold annotation holds the member.
 	MemberHeldReason = "Held"
+	// OutsideClusterWindowReason (status.windowHeldMembers, and an event when a member starts
+	// waiting): none of the maintenance windows the member's HostedCluster names in its
+	// pkgsync.dev/maintenance-windows annotation is open, so the member is not moved to another
+	// revision until one opens (status.windowHeldMembers[].opensAt).
+	OutsideClusterWindowReason = "OutsideClusterWindow"
+	// InvalidClusterWindowsReason (status.windowHeldMembers, and a Warning event): the member's
+	// HostedCluster has a pkgsync.dev/maintenance-windows annotation that cannot be read. The
+	// member is not moved to another revision until it is fixed or removed: a cluster that asked
+	// for a freeze is not updated because of a typo.
+	InvalidClusterWindowsReason = "InvalidClusterWindows"
 
 	// PartitionStartedReason (events only): the rollout reached a partition.
 	PartitionStartedReason = "PartitionStarted"

@@ -35,6 +35,26 @@ const (
 	// Whoever may annotate HostedClusters (or write member Packages) may hold a cluster back
 	// from a rollout: see docs/operations.md.
 	HoldAnnotation = "pkgsync.dev/hold"
+	// MaintenanceWindowsAnnotation on a HostedCluster gives the cluster maintenance windows of
+	// its own, for every fleet's member on it: a member moves to another revision only while one
+	// of them is open, and while its partition's windows (spec.rollout.windows) allow it too. Its
+	// value is a JSON list of at most MaxClusterWindows windows in the syntax of
+	// spec.rollout.windows without partitions, at most MaxClusterWindowsBytes long, such as
+	// [{"schedule":"0 22 * * 6","duration":"4h","timeZone":"Europe/Berlin"}]. The exemptions are
+	// those of spec.rollout.windows (FleetRolloutStrategy.Windows): drift correction, a new
+	// cluster's first install and a rollback are not held. A member waiting for its cluster's
+	// window is listed in status.windowHeldMembers (reason OutsideClusterWindow, with when the
+	// next one opens); one whose cluster's annotation cannot be read is not moved either, and
+	// is listed there with reason InvalidClusterWindows and what is wrong. Only the annotation
+	// on the HostedCluster counts (not one on a member Package). Whoever may annotate
+	// HostedClusters may freeze a cluster, as with HoldAnnotation: see docs/operations.md.
+	MaintenanceWindowsAnnotation = "pkgsync.dev/maintenance-windows"
+	// MaxClusterWindows is how many windows MaintenanceWindowsAnnotation may list, as many as
+	// spec.rollout.windows.
+	MaxClusterWindows = 16
+	// MaxClusterWindowsBytes bounds the value of MaintenanceWindowsAnnotation: it is read at
+	// every reconcile of every fleet that selects the cluster.
+	MaxClusterWindowsBytes = 4096
 	// ApprovePartitionPrefix, followed by a partition's name (a value of
 	// spec.rollout.partitions.labelKey), is the key of the annotation on a HostedClusterPackage
 	// that approves one revision for a partition spec.rollout.approvalRequired lists: its value is
@@ -288,7 +308,9 @@ type FleetRolloutStrategy struct {
 	// count toward soak and failureThreshold as usual) and moves no new one. Windows do not
 	// hold drift correction (a member's spec is kept on its revision at any time), a new
 	// cluster's first install (on the stable revision, or the target when the rollout has
-	// reached its partition), or a rollback (onFailure: Rollback).
+	// reached its partition), or a rollback (onFailure: Rollback). A HostedCluster may have
+	// windows of its own too (the pkgsync.dev/maintenance-windows annotation): its members then
+	// move only while both allow it.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	Windows []FleetWindow `json:"windows,omitempty"`
@@ -605,6 +627,14 @@ type MemberCounts struct {
 	// Held members: ones the pkgsync.dev/hold annotation keeps where they are.
 	// +optional
 	Held int32 `json:"held,omitempty"`
+	// WindowHeld members: ones that wait for a maintenance window of their HostedCluster (the
+	// pkgsync.dev/maintenance-windows annotation) to move to another revision, or whose
+	// cluster's annotation cannot be read (see status.windowHeldMembers). Like held members,
+	// they use no maxUnavailable budget, count toward no failureThreshold and hold no partition
+	// back, except that a partition whose members are all blocked or window-held does not wave
+	// a revision through untested.
+	// +optional
+	WindowHeld int32 `json:"windowHeld,omitempty"`
 }
 
 // PartitionStatus reports one partition.
@@ -713,6 +743,23 @@ type HostedClusterPackageStatus struct {
 	// annotation's value in the message; at most 10; status.held counts them all).
 	// +optional
 	HeldMembers []MemberStatus `json:"heldMembers,omitempty"`
+	// WindowHeldMembers lists members that wait for a maintenance window of their HostedCluster
+	// (the pkgsync.dev/maintenance-windows annotation) before they move to another revision:
+	// reason OutsideClusterWindow, with when the cluster's next window opens, or
+	// InvalidClusterWindows when the annotation cannot be read (the message says what is wrong;
+	// the member does not move until it is fixed or removed). At most 10; status.windowHeld
+	// counts them all. Apart from the partitions' own windows (status.partitions[].window).
+	// +optional
+	WindowHeldMembers []WindowHeldMemberStatus `json:"windowHeldMembers,omitempty"`
+}
+
+// WindowHeldMemberStatus is a member that waits for its HostedCluster's maintenance windows.
+type WindowHeldMemberStatus struct {
+	MemberStatus `json:",inline"`
+	// OpensAt is when the next of the cluster's windows opens: the member may move from then
+	// on. Unset when the annotation cannot be read, or when no window of it opens again.
+	// +optional
+	OpensAt *metav1.Time `json:"opensAt,omitempty"`
 }
 
 // HostedClusterPackage rolls one package out to every matching HyperShift hosted cluster: it

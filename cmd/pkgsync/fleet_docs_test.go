@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/fleet/rollout"
 	"pkgsync.dev/pkgsync/internal/notify"
 	"pkgsync.dev/pkgsync/test/testenv"
 )
@@ -57,6 +58,14 @@ func TestFleetGuideIsAccepted(t *testing.T) {
 		assert.NoError(t, c.Create(t.Context(), obj.DeepCopy(), client.DryRunAll), "YAML block %d:\n%s", i+1, b[1])
 		fleets = append(fleets, obj)
 	}
+	// The maintenance windows the guide writes on a HostedCluster are ones the controller reads.
+	clusterWindows := regexp.MustCompile(regexp.QuoteMeta(v1alpha1.MaintenanceWindowsAnnotation)+`='([^']*)'`).FindAllStringSubmatch(string(guide), -1)
+	require.Len(t, clusterWindows, 1, "kubectl annotate commands writing %s in docs/fleet.md", v1alpha1.MaintenanceWindowsAnnotation)
+	for _, w := range clusterWindows {
+		_, err := rollout.ParseClusterWindows(w[1])
+		assert.NoError(t, err, "%s=%s", v1alpha1.MaintenanceWindowsAnnotation, w[1])
+	}
+
 	// The patches go to the fleet of the first block, as the guide applies them.
 	created := fleets[0]
 	require.NoError(t, c.Create(t.Context(), created))

@@ -17,8 +17,8 @@ import (
 	"pkgsync.dev/pkgsync/source"
 )
 
-// fleetListedMembers is how many members a fleet's status lists as in progress, failed, blocked
-// or held (the controller's bound): a list this long may be cut.
+// fleetListedMembers is how many members a fleet's status lists as in progress, failed, blocked,
+// held or window-held (the controller's bound): a list this long may be cut.
 const fleetListedMembers = 10
 
 // fleetStatusOutput is what `pkgsync fleet status -o json` prints: a stable document of its own,
@@ -49,6 +49,9 @@ type fleetStatusOutput struct {
 	// held by the pkgsync.dev/hold annotation.
 	Blocked []fleetMemberOutput `json:"blocked"`
 	Held    []fleetMemberOutput `json:"held"`
+	// WindowHeld members wait for a maintenance window of their HostedCluster (the
+	// pkgsync.dev/maintenance-windows annotation), or for it to be fixed.
+	WindowHeld []fleetWindowHeldOutput `json:"windowHeld"`
 	// Analysis is the last result of each check of spec.rollout.analysis.
 	Analysis []fleetCheckOutput `json:"analysis"`
 	// Approvals lists the partitions of spec.rollout.approvalRequired, in that order.
@@ -123,12 +126,13 @@ type fleetConditionOutput struct {
 }
 
 type fleetCountsOutput struct {
-	Updated int32 `json:"updated"`
-	Ready   int32 `json:"ready"`
-	Failed  int32 `json:"failed"`
-	Blocked int32 `json:"blocked"`
-	Held    int32 `json:"held"`
-	Total   int32 `json:"total"`
+	Updated    int32 `json:"updated"`
+	Ready      int32 `json:"ready"`
+	Failed     int32 `json:"failed"`
+	Blocked    int32 `json:"blocked"`
+	Held       int32 `json:"held"`
+	WindowHeld int32 `json:"windowHeld"`
+	Total      int32 `json:"total"`
 }
 
 type fleetPartitionOutput struct {
@@ -150,6 +154,14 @@ type fleetMemberOutput struct {
 	Message   string `json:"message"`
 }
 
+// fleetWindowHeldOutput is a member that waits for its HostedCluster's maintenance windows:
+// OpensAt is when the next opens (RFC 3339), "" when the annotation cannot be read or none
+// opens again.
+type fleetWindowHeldOutput struct {
+	fleetMemberOutput
+	OpensAt string `json:"opensAt"`
+}
+
 func newFleetStatusCmd() *cobra.Command {
 	var (
 		output *outputFlag
@@ -163,10 +175,12 @@ func newFleetStatusCmd() *cobra.Command {
 Ready condition, its partitions in rollout order (state and member counts) and the members in
 progress, failed, blocked (their own cluster or namespace stops them: the HostedCluster is not
 Available or paused, its API server does not answer, a Secret is missing, or it waits for a fleet
-its spec.dependsOn names: reason DependencyNotReady) and held (by the pkgsync.dev/hold
-annotation), with the reason and message of each. The status lists at most 10 members of each
-kind; the counts cover all of them. A fleet with spec.dependsOn gets a "Depends on" table: each
-fleet named, the revision its members must be Ready on, and how many members wait for it.
+its spec.dependsOn names: reason DependencyNotReady), held (by the pkgsync.dev/hold annotation)
+and waiting for a maintenance window of their HostedCluster (the pkgsync.dev/maintenance-windows
+annotation: when the next opens, or what is wrong with the annotation), with the reason and
+message of each. The status lists at most 10 members of each kind; the counts cover all of them.
+A fleet with spec.dependsOn gets a "Depends on" table: each fleet named, the revision its members
+must be Ready on, and how many members wait for it.
 
 When members read the target from a mirror or through the controller's registry overrides
 rather than where its image names it, "Mirrors:" lists those repositories
@@ -279,9 +293,17 @@ func fleetStatusOf(fleet *v1alpha1.HostedClusterPackage) fleetStatusOutput {
 		Failed:            membersOf(st.FailedMembers),
 		Blocked:           membersOf(st.BlockedMembers),
 		Held:              membersOf(st.HeldMembers),
+		WindowHeld:        []fleetWindowHeldOutput{},
 		Analysis:          []fleetCheckOutput{},
 		Approvals:         approvalsOf(fleet),
 		DependsOn:         dependenciesOf(fleet),
+	}
+	for _, m := range st.WindowHeldMembers {
+		held := fleetWindowHeldOutput{fleetMemberOutput: membersOf([]v1alpha1.MemberStatus{m.MemberStatus})[0]}
+		if m.OpensAt != nil {
+			held.OpensAt = rfc3339(m.OpensAt.Time)
+		}
+		out.WindowHeld = append(out.WindowHeld, held)
 	}
 	for _, c := range st.Analysis {
 		out.Analysis = append(out.Analysis, fleetCheckOutput{Name: c.Name, Partition: c.Partition, Revision: c.Revision, Result: string(c.Result),
@@ -362,7 +384,7 @@ func revisionOf(r v1alpha1.FleetRevision) *fleetRevisionOutput {
 }
 
 func countsOf(c v1alpha1.MemberCounts) fleetCountsOutput {
-	return fleetCountsOutput{Updated: c.Updated, Ready: c.Ready, Failed: c.Failed, Blocked: c.Blocked, Held: c.Held, Total: c.Total}
+	return fleetCountsOutput{Updated: c.Updated, Ready: c.Ready, Failed: c.Failed, Blocked: c.Blocked, Held: c.Held, WindowHeld: c.WindowHeld, Total: c.Total}
 }
 
 func membersOf(ms []v1alpha1.MemberStatus) []fleetMemberOutput {

@@ -50,7 +50,11 @@ func printFleetStatus(w io.Writer, fleet *v1alpha1.HostedClusterPackage, out fle
 		fmt.Fprintf(tw, "Rollout:\tpaused (spec.rollout.paused): no member moves to another revision\n")
 	}
 	m := out.Members
-	fmt.Fprintf(tw, "Members:\t%d updated, %d ready, %d failed, %d blocked, %d held, %d total\n", m.Updated, m.Ready, m.Failed, m.Blocked, m.Held, m.Total)
+	windowHeld := ""
+	if m.WindowHeld > 0 {
+		windowHeld = fmt.Sprintf(", %d waiting for their cluster's window", m.WindowHeld)
+	}
+	fmt.Fprintf(tw, "Members:\t%d updated, %d ready, %d failed, %d blocked, %d held%s, %d total\n", m.Updated, m.Ready, m.Failed, m.Blocked, m.Held, windowHeld, m.Total)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -77,7 +81,36 @@ func printFleetStatus(w io.Writer, fleet *v1alpha1.HostedClusterPackage, out fle
 	if err := printMembers(w, fleet, "Blocked members", out.Blocked); err != nil {
 		return err
 	}
-	return printMembers(w, fleet, "Held members", out.Held)
+	if err := printMembers(w, fleet, "Held members", out.Held); err != nil {
+		return err
+	}
+	return printWindowHeld(w, fleet, out.WindowHeld, now)
+}
+
+// printWindowHeld prints the members that wait for a maintenance window of their HostedCluster,
+// with when it opens ("-" when the annotation cannot be read, or no window opens again).
+func printWindowHeld(w io.Writer, fleet *v1alpha1.HostedClusterPackage, ms []fleetWindowHeldOutput, now time.Time) error {
+	const title = "Waiting for their cluster's maintenance window (" + v1alpha1.MaintenanceWindowsAnnotation + ")"
+	fmt.Fprintln(w)
+	if len(ms) == 0 {
+		fmt.Fprintf(w, "%s: none\n", title)
+		return nil
+	}
+	if len(ms) >= fleetListedMembers {
+		fmt.Fprintf(w, "%s (the first %d; the counts above cover all):\n", title, len(ms))
+	} else {
+		fmt.Fprintf(w, "%s:\n", title)
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tPARTITION\tREASON\tOPENS\tMESSAGE")
+	for _, m := range ms {
+		opens := "-"
+		if t, err := time.Parse(time.RFC3339, m.OpensAt); err == nil {
+			opens = m.OpensAt + " (in " + duration.HumanDuration(t.Sub(now)) + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(m.Namespace), partitionLabel(fleet, m.Partition), printable(m.Reason), opens, printable(m.Message))
+	}
+	return tw.Flush()
 }
 
 // appliedFromText lists the repositories of status.targetAppliedFrom on one line.
@@ -98,7 +131,13 @@ func printPartitions(w io.Writer, fleet *v1alpha1.HostedClusterPackage, partitio
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	// The WINDOW column is there when a maintenance window applies to some partition.
 	windows := slices.ContainsFunc(partitions, func(p fleetPartitionOutput) bool { return p.Window != nil })
-	header := "NAME\tSTATE\tUPDATED\tREADY\tFAILED\tBLOCKED\tHELD\tTOTAL\tSINCE"
+	// The WINDOW-HELD column is there when a member waits for its HostedCluster's window.
+	windowHeld := slices.ContainsFunc(partitions, func(p fleetPartitionOutput) bool { return p.WindowHeld > 0 })
+	header := "NAME\tSTATE\tUPDATED\tREADY\tFAILED\tBLOCKED\tHELD"
+	if windowHeld {
+		header += "\tWINDOW-HELD"
+	}
+	header += "\tTOTAL\tSINCE"
 	if windows {
 		header += "\tWINDOW"
 	}
@@ -108,7 +147,11 @@ func printPartitions(w io.Writer, fleet *v1alpha1.HostedClusterPackage, partitio
 		if t, err := time.Parse(time.RFC3339, p.Since); err == nil {
 			since = duration.HumanDuration(now.Sub(t))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s", partitionLabel(fleet, p.Name), printable(p.State), p.Updated, p.Ready, p.Failed, p.Blocked, p.Held, p.Total, since)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d", partitionLabel(fleet, p.Name), printable(p.State), p.Updated, p.Ready, p.Failed, p.Blocked, p.Held)
+		if windowHeld {
+			fmt.Fprintf(tw, "\t%d", p.WindowHeld)
+		}
+		fmt.Fprintf(tw, "\t%d\t%s", p.Total, since)
 		if windows {
 			fmt.Fprintf(tw, "\t%s", windowText(p.Window, now))
 		}

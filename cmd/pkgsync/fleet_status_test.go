@@ -180,6 +180,56 @@ func TestFleetStatusCommand(t *testing.T) {
 			{Name: "dns", Waiting: 3, Message: "fleet dns does not exist: every member that is to move waits"}, {Name: "storage"}}, doc.DependsOn)
 	})
 
+	// A fleet whose rollout is done but for members waiting for their HostedCluster's
+	// maintenance windows, one of them because its annotation cannot be read.
+	frozen := &v1alpha1.HostedClusterPackage{ObjectMeta: metav1.ObjectMeta{Name: "frozen"}, Spec: *fleet.Spec.DeepCopy()}
+	require.NoError(t, c.Create(t.Context(), frozen))
+	t.Cleanup(func() { _ = c.Delete(t.Context(), frozen) })
+	frozenOpens := now.Add(2*24*time.Hour + 9*time.Hour + 30*time.Minute).UTC().Truncate(time.Second)
+	frozen.Status = v1alpha1.HostedClusterPackageStatus{
+		Target: status.Target, Stable: status.Stable.DeepCopy(),
+		MemberCounts: v1alpha1.MemberCounts{Total: 8, Updated: 6, Ready: 8, WindowHeld: 2}, Progress: "6/8/8",
+		Partitions: []v1alpha1.PartitionStatus{
+			{Name: "canary", State: v1alpha1.PartitionComplete, MemberCounts: v1alpha1.MemberCounts{Total: 3, Updated: 3, Ready: 3}, LastTransitionTime: metav1.NewTime(now.Truncate(time.Second))},
+			{Name: "prod", State: v1alpha1.PartitionComplete, MemberCounts: v1alpha1.MemberCounts{Total: 5, Updated: 3, Ready: 5, WindowHeld: 2}, LastTransitionTime: metav1.NewTime(now.Truncate(time.Second))},
+		},
+		WindowHeldMembers: []v1alpha1.WindowHeldMemberStatus{
+			{MemberStatus: v1alpha1.MemberStatus{Namespace: "clusters-us-3", Partition: "prod", Reason: v1alpha1.OutsideClusterWindowReason,
+				Message: "HostedCluster clusters/us-3: none of its maintenance windows (pkgsync.dev/maintenance-windows) is open; the member moves to another revision once one opens, at " + frozenOpens.Format(time.RFC3339)},
+				OpensAt: &metav1.Time{Time: frozenOpens}},
+			{MemberStatus: v1alpha1.MemberStatus{Namespace: "clusters-us-4", Partition: "prod", Reason: v1alpha1.InvalidClusterWindowsReason,
+				Message: "HostedCluster clusters/us-4: its annotation pkgsync.dev/maintenance-windows cannot be read, so the member moves to no other revision until it is fixed: ..."}},
+		},
+	}
+	require.NoError(t, c.Status().Update(t.Context(), frozen))
+
+	t.Run("members waiting for their cluster's maintenance window", func(t *testing.T) {
+		t.Parallel()
+		stdout, _, err := runCLI(t, "fleet", "status", "frozen", "--kubeconfig", cp.KubeconfigPath)
+		require.NoError(t, err)
+		assert.Regexp(t, `Members: +6 updated, 8 ready, 0 failed, 0 blocked, 0 held, 2 waiting for their cluster's window, 8 total\n`, stdout)
+		assert.Regexp(t, `NAME +STATE +UPDATED +READY +FAILED +BLOCKED +HELD +WINDOW-HELD +TOTAL +SINCE\ncanary +Complete +3 +3 +0 +0 +0 +0 +3 .*\nprod +Complete +3 +5 +0 +0 +0 +2 +5 `, stdout)
+		assert.Regexp(t, `Waiting for their cluster's maintenance window \(pkgsync.dev/maintenance-windows\):
+NAMESPACE +PARTITION +REASON +OPENS +MESSAGE
+clusters-us-3 +prod +OutsideClusterWindow +`+regexp.QuoteMeta(frozenOpens.Format(time.RFC3339))+` \(in 2d9h\) +HostedCluster clusters/us-3: none of its maintenance windows .*
+clusters-us-4 +prod +InvalidClusterWindows +- +HostedCluster clusters/us-4: its annotation pkgsync.dev/maintenance-windows cannot be read`, stdout)
+
+		stdout, _, err = runCLI(t, "fleet", "status", "frozen", "--kubeconfig", cp.KubeconfigPath, "-o", "json")
+		require.NoError(t, err)
+		var doc struct {
+			Members    map[string]int32
+			WindowHeld []map[string]string
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+		assert.Equal(t, int32(2), doc.Members["windowHeld"])
+		if assert.Len(t, doc.WindowHeld, 2) {
+			assert.Equal(t, map[string]string{"namespace": "clusters-us-3", "partition": "prod", "reason": "OutsideClusterWindow",
+				"message": frozen.Status.WindowHeldMembers[0].Message, "opensAt": frozenOpens.Format(time.RFC3339)}, doc.WindowHeld[0])
+			assert.Equal(t, "", doc.WindowHeld[1]["opensAt"])
+			assert.Equal(t, "InvalidClusterWindows", doc.WindowHeld[1]["reason"])
+		}
+	})
+
 	t.Run("table", func(t *testing.T) {
 		t.Parallel()
 		stdout, stderr, err := runCLI(t, "fleet", "status", "hosted-addon", "--kubeconfig", cp.KubeconfigPath)
@@ -211,11 +261,11 @@ func TestFleetStatusCommand(t *testing.T) {
   "ready": {"status": "False", "reason": "RolloutHalted", "since": %[1]q,
     "message": "rollout of bbbbbbbbbbbb-22222222 halted in partition canary: 1 member(s) failed (spec.rollout.failureThreshold): clusters-c2: RenderFailed: render: template config.yaml.gotmpl: this revision is broken on purpose"},
   "currentPartition": "canary",
-  "members": {"updated": 3, "ready": 5, "failed": 1, "blocked": 1, "held": 1, "total": 8},
+  "members": {"updated": 3, "ready": 5, "failed": 1, "blocked": 1, "held": 1, "windowHeld": 0, "total": 8},
   "partitions": [
-    {"name": "canary", "state": "Halted", "updated": 3, "ready": 1, "failed": 1, "blocked": 0, "held": 0, "total": 3, "since": %[1]q, "window": null},
-    {"name": "prod", "state": "Pending", "updated": 0, "ready": 3, "failed": 0, "blocked": 1, "held": 1, "total": 4, "since": %[2]q, "window": null},
-    {"name": "", "state": "Pending", "updated": 0, "ready": 1, "failed": 0, "blocked": 0, "held": 0, "total": 1, "since": %[2]q, "window": null}
+    {"name": "canary", "state": "Halted", "updated": 3, "ready": 1, "failed": 1, "blocked": 0, "held": 0, "windowHeld": 0, "total": 3, "since": %[1]q, "window": null},
+    {"name": "prod", "state": "Pending", "updated": 0, "ready": 3, "failed": 0, "blocked": 1, "held": 1, "windowHeld": 0, "total": 4, "since": %[2]q, "window": null},
+    {"name": "", "state": "Pending", "updated": 0, "ready": 1, "failed": 0, "blocked": 0, "held": 0, "windowHeld": 0, "total": 1, "since": %[2]q, "window": null}
   ],
   "inProgress": [
     {"namespace": "clusters-c3", "partition": "canary", "reason": "PhaseProgressing", "message": "phase deploy: Deployment.apps clusters-c3/addon-operator: Available=False"}
@@ -230,6 +280,7 @@ func TestFleetStatusCommand(t *testing.T) {
   "held": [
     {"namespace": "clusters-p4", "partition": "prod", "reason": "Held", "message": "pkgsync.dev/hold on the HostedCluster: tenant change freeze until Friday"}
   ],
+  "windowHeld": [],
   "analysis": [],
   "approvals": [],
   "dependsOn": []
@@ -242,8 +293,8 @@ func TestFleetStatusCommand(t *testing.T) {
 		require.NoError(t, err)
 		assert.JSONEq(t, `{"name": "fresh", "generation": 1, "observedGeneration": -1, "suspended": false, "paused": true,
   "target": null, "targetAppliedFrom": [], "stable": null, "rejected": null, "ready": null, "currentPartition": "",
-  "members": {"updated": 0, "ready": 0, "failed": 0, "blocked": 0, "held": 0, "total": 0},
-  "partitions": [], "inProgress": [], "failed": [], "blocked": [], "held": [], "analysis": [], "approvals": [], "dependsOn": []}`, stdout)
+  "members": {"updated": 0, "ready": 0, "failed": 0, "blocked": 0, "held": 0, "windowHeld": 0, "total": 0},
+  "partitions": [], "inProgress": [], "failed": [], "blocked": [], "held": [], "windowHeld": [], "analysis": [], "approvals": [], "dependsOn": []}`, stdout)
 	})
 
 	t.Run("a rejected revision and maintenance windows", func(t *testing.T) {

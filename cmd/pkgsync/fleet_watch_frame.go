@@ -20,7 +20,8 @@ type fleetView struct {
 	fleet *v1alpha1.HostedClusterPackage
 	// partitionOf names the partition of the members the fleet's status lists.
 	partitionOf map[string]string
-	// listed are the members the status lists as failed, blocked or held: not in flight.
+	// listed are the members the status lists as failed, blocked, held or window-held: not in
+	// flight.
 	listed map[string]bool
 	// members sorted by namespace.
 	members []v1alpha1.Package
@@ -38,6 +39,10 @@ func newFleetView(fleet *v1alpha1.HostedClusterPackage, members []v1alpha1.Packa
 		for _, m := range list {
 			v.listed[m.Namespace] = true
 		}
+	}
+	for _, m := range st.WindowHeldMembers {
+		v.partitionOf[m.Namespace] = m.Partition
+		v.listed[m.Namespace] = true
 	}
 	for _, m := range members {
 		// The label selects them; the fleet's UID (annotated, and in an ownerReference with
@@ -124,14 +129,14 @@ func partitionTiming(fleet *v1alpha1.HostedClusterPackage, p *v1alpha1.Partition
 	return strings.Join(parts, ", ")
 }
 
-// countsText is "3/1/3" and the failed, blocked and held members when there are any.
+// countsText is "3/1/3" and the failed, blocked, held and window-held members when there are any.
 func countsText(c v1alpha1.MemberCounts) string {
 	s := fmt.Sprintf("%d/%d/%d", c.Updated, c.Ready, c.Total)
 	var marks []string
 	for _, m := range []struct {
 		n    int32
 		what string
-	}{{c.Failed, "failed"}, {c.Blocked, "blocked"}, {c.Held, "held"}} {
+	}{{c.Failed, "failed"}, {c.Blocked, "blocked"}, {c.Held, "held"}, {c.WindowHeld, "window-held"}} {
 		if m.n > 0 {
 			marks = append(marks, fmt.Sprintf("%d %s", m.n, m.what))
 		}
@@ -143,7 +148,7 @@ func countsText(c v1alpha1.MemberCounts) string {
 }
 
 // progressBar draws a partition's members in width cells: # updated, x failed (on the target),
-// ! blocked or held, . the rest.
+// ! blocked or held (by an annotation or by their cluster's window), . the rest.
 func progressBar(c v1alpha1.MemberCounts, width int) string {
 	if c.Total <= 0 {
 		return "[" + strings.Repeat(" ", width) + "]"
@@ -156,7 +161,7 @@ func progressBar(c v1alpha1.MemberCounts, width int) string {
 	}
 	updated := min(cells(c.Updated), width)
 	failed := min(cells(c.Failed), updated)
-	stuck := min(cells(c.Blocked+c.Held), width-updated)
+	stuck := min(cells(c.Blocked+c.Held+c.WindowHeld), width-updated)
 	rest := width - updated - stuck
 	return "[" + strings.Repeat("#", updated-failed) + strings.Repeat("x", failed) + strings.Repeat(".", rest) + strings.Repeat("!", stuck) + "]"
 }
@@ -264,6 +269,16 @@ func renderFleetFrame(fleet *v1alpha1.HostedClusterPackage, members []v1alpha1.P
 		add("%s (%d):", group.title, max(group.n, int32(len(group.ms))))
 		for _, m := range group.ms {
 			add("  %s  %s: %s", printable(m.Namespace), printable(m.Reason), printable(m.Message))
+		}
+	}
+	if len(st.WindowHeldMembers) > 0 {
+		add("Waiting for their cluster's window (%d):", max(st.WindowHeld, int32(len(st.WindowHeldMembers))))
+		for _, m := range st.WindowHeldMembers {
+			opens := ""
+			if m.OpensAt != nil {
+				opens = " opens in " + countdown(m.OpensAt.Sub(now)) + ";"
+			}
+			add("  %s  %s:%s %s", printable(m.Namespace), printable(m.Reason), opens, printable(m.Message))
 		}
 	}
 	add("")

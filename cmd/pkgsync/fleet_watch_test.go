@@ -102,6 +102,23 @@ func TestFleetWatchRenderings(t *testing.T) {
 	assertGolden(t, filepath.Join("testdata", "fleet-watch-lines.golden"), strings.Join(lines, "\n")+"\n")
 }
 
+// Members waiting for their HostedCluster's maintenance window are marked in their partition's
+// counts and listed apart, with a countdown to the window, not as in flight.
+func TestFleetWatchFrameWindowHeld(t *testing.T) {
+	t.Parallel()
+	fleet, members := soakingFleet()
+	fleet.Status.Partitions[1].WindowHeld = 1
+	fleet.Status.WindowHeld = 1
+	fleet.Status.WindowHeldMembers = []v1alpha1.WindowHeldMemberStatus{{
+		MemberStatus: v1alpha1.MemberStatus{Namespace: "clusters-p1", Partition: "prod", Reason: v1alpha1.OutsideClusterWindowReason, Message: "HostedCluster clusters/p1: none of its maintenance windows is open"},
+		OpensAt:      &metav1.Time{Time: watchNow.Add(2 * time.Hour)},
+	}}
+	frame := renderFleetFrame(fleet, members, watchNow, 120)
+	assert.Contains(t, frame, "(1 blocked, 1 held, 1 window-held)")
+	assert.Contains(t, frame, "Waiting for their cluster's window (1):\n  clusters-p1  OutsideClusterWindow: opens in 2h0m0s; HostedCluster clusters/p1: none of its maintenance windows is open\n")
+	assert.NotContains(t, frame, "  clusters-p1  sha256:", "not in flight")
+}
+
 // The plain rendering prints what changed: the first state in full, then a line per change,
 // and a line for a member that is gone.
 func TestFleetWatchPrintsChanges(t *testing.T) {
@@ -139,6 +156,7 @@ func TestProgressBar(t *testing.T) {
 		{v1alpha1.MemberCounts{Total: 1000, Updated: 1, Blocked: 1}, "[#........!]"},
 		{v1alpha1.MemberCounts{Total: 3, Updated: 3, Blocked: 3}, "[##########]"},
 		{v1alpha1.MemberCounts{Total: 4, Blocked: 1, Held: 1}, "[.....!!!!!]"},
+		{v1alpha1.MemberCounts{Total: 4, Updated: 2, WindowHeld: 2}, "[#####!!!!!]"},
 	} {
 		assert.Equal(t, tc.want, progressBar(tc.c, 10), "%+v", tc.c)
 	}

@@ -51,6 +51,8 @@ func TestFleetOutcome(t *testing.T) {
 		{"complete", rollout.Plan{Complete: true, Counts: v1alpha1.MemberCounts{Total: 2, Ready: 2, Updated: 2}}, nil, true, reconciler.OutcomeSucceeded, v1alpha1.ReconciliationSucceededReason},
 		{"paused", rollout.Plan{Current: "late", Counts: v1alpha1.MemberCounts{Total: 2}}, nil, true, reconciler.OutcomeWaiting, v1alpha1.RolloutPausedReason},
 		{"rolling out", rollout.Plan{Current: "late", Counts: v1alpha1.MemberCounts{Total: 2}}, nil, false, reconciler.OutcomeProgressing, v1alpha1.RolloutProgressingReason},
+		{"complete, a member waiting for its cluster's window", rollout.Plan{Complete: true, Counts: v1alpha1.MemberCounts{Total: 3, Ready: 3, Updated: 2, WindowHeld: 1}}, nil, false,
+			reconciler.OutcomeSucceeded, v1alpha1.ReconciliationSucceededReason},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -63,6 +65,10 @@ func TestFleetOutcome(t *testing.T) {
 				assert.Equal(t, c.reason, o.Reason)
 			}
 			assert.NotEmpty(t, o.Message)
+			if c.plan.Counts.WindowHeld > 0 {
+				assert.Contains(t, o.Message, "2 member(s) Ready on revision abc-def; 0 blocked, 0 held, 1 waiting for a maintenance window of their HostedCluster")
+				assert.Contains(t, o.Message, "status.windowHeldMembers")
+			}
 		})
 	}
 }

@@ -21,10 +21,11 @@ import (
 // Setup registers the HostedClusterPackage reconciler: woken by its own spec and approvals, by any
 // change of its members (their status drives the rollout; an edit of their spec is reverted),
 // by the fleets its spec.dependsOn ties it to and their members (depends_watch.go),
-// by HostedClusters joining, leaving, changing labels, being held or released, becoming
-// Available or not, paused or resumed, by TrustPolicies covering its image, and by the Secrets
-// it copies to its members changing, at their source or in a member's namespace. Members and
-// copies are recognised by fleetWakes, not by their label alone, which anyone may write.
+// by HostedClusters joining, leaving, changing labels, being held or released, changing their
+// maintenance windows, becoming Available or not, paused or resumed, by TrustPolicies covering
+// its image, and by the Secrets it copies to its members changing, at their source or in a
+// member's namespace. Members and copies are recognised by fleetWakes, not by their label
+// alone, which anyone may write.
 func Setup(ctx context.Context, s *setup.Services) error {
 	mgr := s.Manager
 	_, err := mgr.GetRESTMapper().RESTMapping(hosted.HostedClusterGVK.GroupKind(), hosted.HostedClusterGVK.Version)
@@ -91,14 +92,20 @@ func fleetImage(o client.Object) string {
 }
 
 // fleetGateChanged tells whether an update of a HostedCluster changes what blocks or holds its
-// member: its availability or pause (hostedClusterState) or its pkgsync.dev/hold annotation.
+// member: its availability or pause (hostedClusterState), its pkgsync.dev/hold annotation or
+// its maintenance windows (pkgsync.dev/maintenance-windows).
 func fleetGateChanged(e event.UpdateEvent) bool {
 	if e.ObjectOld == nil || e.ObjectNew == nil {
 		return true
 	}
-	oldHold, oldHeld := e.ObjectOld.GetAnnotations()[v1alpha1.HoldAnnotation]
-	newHold, newHeld := e.ObjectNew.GetAnnotations()[v1alpha1.HoldAnnotation]
-	return oldHeld != newHeld || oldHold != newHold || setup.HostedClusterState(e.ObjectOld) != setup.HostedClusterState(e.ObjectNew)
+	for _, key := range []string{v1alpha1.HoldAnnotation, v1alpha1.MaintenanceWindowsAnnotation} {
+		oldValue, oldSet := e.ObjectOld.GetAnnotations()[key]
+		newValue, newSet := e.ObjectNew.GetAnnotations()[key]
+		if oldSet != newSet || oldValue != newValue {
+			return true
+		}
+	}
+	return setup.HostedClusterState(e.ObjectOld) != setup.HostedClusterState(e.ObjectNew)
 }
 
 // followedFleetImage is what a HostedClusterPackage follows: its template's image by tag.

@@ -29,6 +29,9 @@ func TestFleetGateChanged(t *testing.T) {
 	}{
 		{"nothing the fleet reads", func(u *unstructured.Unstructured) { u.SetAnnotations(map[string]string{"other": "y"}) }, false},
 		{"held", func(u *unstructured.Unstructured) { u.SetAnnotations(map[string]string{v1alpha1.HoldAnnotation: ""}) }, true},
+		{"maintenance windows", func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{"other": "x", v1alpha1.MaintenanceWindowsAnnotation: `[{"schedule":"@daily","duration":"1h"}]`})
+		}, true},
 		{"not Available", func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Available", "status": "False"}}, "status", "conditions")
 		}, true},
@@ -47,4 +50,11 @@ func TestFleetGateChanged(t *testing.T) {
 	}
 	assert.True(t, fleetGateChanged(event.UpdateEvent{ObjectOld: cluster(holding("freeze")), ObjectNew: cluster(holding("another reason"))}), "a new reason is shown")
 	assert.True(t, fleetGateChanged(event.UpdateEvent{ObjectOld: cluster(holding("freeze")), ObjectNew: cluster(nil)}), "released")
+	windows := func(value string) func(*unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{v1alpha1.MaintenanceWindowsAnnotation: value})
+		}
+	}
+	assert.True(t, fleetGateChanged(event.UpdateEvent{ObjectOld: cluster(windows("[]")), ObjectNew: cluster(windows(`[{"schedule":"@daily","duration":"1h"}]`))}), "other windows")
+	assert.True(t, fleetGateChanged(event.UpdateEvent{ObjectOld: cluster(windows("[]")), ObjectNew: cluster(nil)}), "windows removed")
 }

@@ -18,6 +18,9 @@ import (
 func (r *fleetSteps) setStatus(fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan, problems []v1alpha1.MemberStatus, now time.Time) {
 	st := &fleet.Status
 	r.announcePartitions(fleet, st.Partitions, plan.Partitions, now)
+	windowHeld := boundedWindowHeld(plan.WindowHeld)
+	r.announceWindowHeld(fleet, st.WindowHeldMembers, windowHeld)
+	st.WindowHeldMembers = windowHeld
 	st.Partitions = plan.Partitions
 	st.MemberCounts = plan.Counts
 	st.Progress = fmt.Sprintf("%d/%d/%d", plan.Counts.Updated, plan.Counts.Ready, plan.Counts.Total)
@@ -27,7 +30,7 @@ func (r *fleetSteps) setStatus(fleet *v1alpha1.HostedClusterPackage, plan rollou
 	st.BlockedMembers = bounded(plan.Blocked)
 	st.HeldMembers = bounded(plan.Held)
 	for state, n := range map[string]int32{"total": plan.Counts.Total, "updated": plan.Counts.Updated, "ready": plan.Counts.Ready, "failed": plan.Counts.Failed,
-		"blocked": plan.Counts.Blocked, "held": plan.Counts.Held} {
+		"blocked": plan.Counts.Blocked, "held": plan.Counts.Held, "window_held": plan.Counts.WindowHeld} {
 		r.own.FleetMembers.WithLabelValues(fleet.Name, state).Set(float64(n))
 	}
 	if plan.Complete && (st.Stable == nil || st.Stable.Name != st.Target.Name) {
@@ -56,6 +59,11 @@ func fleetOutcome(fleet *v1alpha1.HostedClusterPackage, plan rollout.Plan, probl
 		return reconciler.Outcome{State: reconciler.OutcomeSucceeded, Message: "no HostedCluster matches spec.hostedClusterSelector: 0 members"}
 	case len(problems) > 0:
 		return reconciler.Outcome{State: reconciler.OutcomeProgressing, Reason: v1alpha1.MembersFailedReason, Message: fmt.Sprintf("%d member(s) cannot be kept: %s", len(problems), describeMembers(problems))}
+	case plan.Complete && plan.Counts.WindowHeld > 0:
+		c := plan.Counts
+		return reconciler.Outcome{State: reconciler.OutcomeSucceeded, Message: fmt.Sprintf(
+			"%d member(s) Ready on revision %s; %d blocked, %d held, %d waiting for a maintenance window of their HostedCluster (status.blockedMembers, status.heldMembers, status.windowHeldMembers): each moves once unblocked, released or its cluster's window opens",
+			c.Total-c.Blocked-c.Held-c.WindowHeld, target, c.Blocked, c.Held, c.WindowHeld)}
 	case plan.Complete && plan.Counts.Blocked+plan.Counts.Held > 0:
 		return reconciler.Outcome{State: reconciler.OutcomeSucceeded, Message: fmt.Sprintf("%d member(s) Ready on revision %s; %d blocked, %d held (status.blockedMembers, status.heldMembers): each moves once unblocked or released",
 			plan.Counts.Total-plan.Counts.Blocked-plan.Counts.Held, target, plan.Counts.Blocked, plan.Counts.Held)}
@@ -153,6 +161,39 @@ func describeMembers(ms []v1alpha1.MemberStatus) string {
 		parts = append(parts, fmt.Sprintf("%s: %s: %s", m.Namespace, m.Reason, m.Message))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// boundedWindowHeld is bounded for the members a HostedCluster's maintenance windows hold.
+func boundedWindowHeld(ms []v1alpha1.WindowHeldMemberStatus) []v1alpha1.WindowHeldMemberStatus {
+	if len(ms) > maxListedMembers {
+		ms = ms[:maxListedMembers]
+	}
+	for i := range ms {
+		ms[i].Message = reconciler.BoundMessage(ms[i].Message, maxMemberMessage)
+	}
+	return ms
+}
+
+// announceWindowHeld emits an event for each member listed as waiting for its HostedCluster's
+// maintenance windows that was not listed so, with the same reason and message, before: a
+// Warning when the cluster's annotation cannot be read (the message says what is wrong and
+// how to fix it), a Normal event when the member starts waiting. Only listed members are
+// announced, so a reconcile emits at most maxListedMembers such events, and only on a change.
+func (r *fleetSteps) announceWindowHeld(fleet *v1alpha1.HostedClusterPackage, before, after []v1alpha1.WindowHeldMemberStatus) {
+	type entry struct{ namespace, reason, message string }
+	seen := map[entry]bool{}
+	for _, m := range before {
+		seen[entry{m.Namespace, m.Reason, m.Message}] = true
+	}
+	for _, m := range after {
+		switch {
+		case seen[entry{m.Namespace, m.Reason, m.Message}]:
+		case m.Reason == v1alpha1.InvalidClusterWindowsReason:
+			r.recorder.Eventf(fleet, corev1.EventTypeWarning, m.Reason, "member %s: %s", m.Namespace, m.Message)
+		default:
+			r.recorder.Eventf(fleet, corev1.EventTypeNormal, m.Reason, "member %s: %s", m.Namespace, m.Message)
+		}
+	}
 }
 
 // bounded keeps the first maxListedMembers members, each message bounded the way condition

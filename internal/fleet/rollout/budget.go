@@ -7,7 +7,7 @@ import "k8s.io/apimachinery/pkg/util/intstr"
 // alike, so that both count availability the same way. A member that exists and is not Ready
 // is unavailable already: it takes its share of the budget from the start, and moving it costs
 // nothing more. Moving a Ready member costs one, and so does creating a member, which is
-// unavailable until it is Ready. Held and blocked members stand aside: they are never counted,
+// unavailable until it is Ready. Held, blocked and window-held members stand aside: they are never counted,
 // and never asked about.
 type unavailableBudget struct {
 	left int
@@ -18,7 +18,7 @@ type unavailableBudget struct {
 func newUnavailableBudget(maxUnavailable *intstr.IntOrString, ms []*Member, health []memberHealth) unavailableBudget {
 	unavailable := 0
 	for i, m := range ms {
-		if m.Pkg != nil && !health[i].ready && !health[i].held && !health[i].blocked {
+		if m.Pkg != nil && !health[i].ready && !health[i].aside() {
 			unavailable++
 		}
 	}

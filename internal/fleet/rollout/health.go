@@ -10,17 +10,23 @@ import (
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 )
 
-// memberHealth is what a member's status says about the revision it is on. A held or blocked
-// member is never failed; ready still says what its status says.
+// memberHealth is what a member's status says about the revision it is on. A held, blocked or
+// window-held member is never failed; ready still says what its status says.
 type memberHealth struct {
 	ready, failed bool
 	// held: the pkgsync.dev/hold annotation keeps it where it is.
 	held bool
 	// blocked: it cannot move for a reason of its own cluster or namespace (blockedBy).
-	blocked         bool
+	blocked bool
+	// windowHeld: its HostedCluster's maintenance windows keep it off the target for now
+	// (applyClusterWindows).
+	windowHeld      bool
 	reason, message string
 	// pausedUntil is when the pause of a blocked member's HostedCluster ends by itself.
 	pausedUntil time.Time
+	// opensAt is when the next of a window-held member's cluster windows opens (zero when
+	// none does, or its annotation cannot be read).
+	opensAt time.Time
 }
 
 // blockingReasons are the Ready reasons of a member that say its own cluster or namespace
@@ -116,9 +122,15 @@ func statusHealth(m *Member, deadline time.Duration, now time.Time) memberHealth
 	return h
 }
 
-// inFlight: the member is on its way (not Ready, not failed) and neither held nor blocked.
+// inFlight: the member is on its way (not Ready, not failed) and not set aside.
 func (h memberHealth) inFlight() bool {
-	return !h.ready && !h.failed && !h.held && !h.blocked
+	return !h.ready && !h.failed && !h.aside()
+}
+
+// aside: the member is held, blocked or window-held: it stays where it is, uses no budget,
+// counts no failure and holds no partition back (standAside).
+func (h memberHealth) aside() bool {
+	return h.held || h.blocked || h.windowHeld
 }
 
 // PackageReady reports whether a member Package is Ready on its current spec: its controller

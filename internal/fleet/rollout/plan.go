@@ -94,12 +94,15 @@ type Plan struct {
 	Halted   bool
 	// Failed members of the current partition, for the halt message.
 	Failed []v1alpha1.MemberStatus
-	// InProgress members: on the target revision, not Ready, not failed, neither blocked nor held.
+	// InProgress members: on the target revision, not Ready, not failed, not set aside.
 	InProgress []v1alpha1.MemberStatus
 	// Blocked and held members, with why.
 	Blocked, Held []v1alpha1.MemberStatus
+	// WindowHeld members: their HostedCluster's maintenance windows keep them where they are
+	// (ParseClusterWindows), with why and when the next window opens.
+	WindowHeld []v1alpha1.WindowHeldMemberStatus
 	// WakeAfter is when the plan changes by itself (a soak, a progress deadline or a pause
-	// ends, a maintenance window opens or closes).
+	// ends, a maintenance window of a partition or of a member's cluster opens or closes).
 	WakeAfter time.Duration
 	Counts    v1alpha1.MemberCounts
 	// Rejects: the rollout halted and spec.rollout.onFailure is Rollback: the target is to be
@@ -151,9 +154,11 @@ type AnalysisGate struct {
 // Partitions are walked in order; every partition before the first unfinished one is on the
 // target; in that one, members that are not Ready move to the target at once (they cost no
 // availability), and Ready members move and new members are created as maxUnavailable allows;
-// later partitions stay where they are. Held and blocked members stand aside: they stay where
-// they are, use no budget, count no failure and hold no partition back (decide). A partition
-// whose maintenance windows are closed moves no member that is not on the target yet. A
+// later partitions stay where they are. Held, blocked and window-held members stand aside: they
+// stay where they are, use no budget, count no failure and hold no partition back (decide). A
+// partition whose maintenance windows are closed moves no member that is not on the target
+// yet, and neither does a member whose HostedCluster's windows are closed: that member is
+// window-held (applyClusterWindows). A
 // partition spec.rollout.approvalRequired lists waits, once reached, until gates.Approved
 // names it (awaitsApproval).
 // With spec.rollout.onFailure Rollback and a stable revision, a halt rejects the target and
@@ -194,7 +199,7 @@ func partitionMembers(members []*Member) map[string][]*Member {
 // Ready ones as maxUnavailable allows. Held members stay where they are; blocked ones stay
 // until unblocked, then move back like the others. Members on the stable revision are kept
 // there, new clusters get it, and members on an earlier target stay as they are. Maintenance
-// windows do not hold a rollback. The plan is never complete: the stable revision stays, and
+// windows, a partition's or a cluster's, do not hold a rollback. The plan is never complete: the stable revision stays, and
 // the fleet waits for another digest or a reconcile request. Its counts are about the stable
 // revision: updated counts the members on it.
 func planRollback(members []*Member, order []string, rejected, stableName string, strategy v1alpha1.FleetRolloutStrategy,

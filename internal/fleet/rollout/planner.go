@@ -15,7 +15,8 @@ func newPlanner(targetName, stableName string, strategy v1alpha1.FleetRolloutStr
 		target: targetName, stable: stableName, rollingOut: stableName != targetName,
 		strategy: strategy, deadline: strategy.GetProgressDeadline(), prevState: map[string]v1alpha1.PartitionStatus{}, now: now,
 		windows: gates.Windows, preflightFailed: gates.PreflightFailed, analysis: gates.Analysis, approved: gates.Approved,
-		waiting: gates.Waiting,
+		waiting:        gates.Waiting,
+		clusterWindows: map[string]parsedClusterWindows{},
 	}
 	for _, ps := range previous {
 		p.prevState[ps.Name] = ps
@@ -43,6 +44,9 @@ type planner struct {
 	waiting map[string]string
 	// proved: a member of this or an earlier partition is Ready on the target.
 	proved bool
+	// clusterWindows are the values of the members' HostedClusters' maintenance windows
+	// annotation, parsed (clusterWindowsOf).
+	clusterWindows map[string]parsedClusterWindows
 }
 
 // window is the state of a partition's maintenance windows now; ok is false when none applies.
@@ -72,12 +76,13 @@ func (p *planner) observe(name string, ms []*Member) (v1alpha1.PartitionStatus, 
 	for i, m := range ms {
 		onTarget := m.Revision() == p.target
 		health[i] = healthOf(m, p.deadline, p.now)
-		if why, waits := p.waiting[m.Namespace]; waits && !health[i].held && !health[i].blocked {
+		p.applyClusterWindows(m, &health[i])
+		if why, waits := p.waiting[m.Namespace]; waits && !health[i].aside() {
 			// Stands aside as a blocked member does: what stops it is on its own cluster.
 			health[i].blocked, health[i].failed = true, false
 			health[i].reason, health[i].message = v1alpha1.DependencyNotReadyReason, why
 		}
-		if why, failed := p.analysisFailed(name, m.Namespace); failed && onTarget && !health[i].held && !health[i].blocked {
+		if why, failed := p.analysisFailed(name, m.Namespace); failed && onTarget && !health[i].aside() {
 			health[i].ready, health[i].failed = false, true
 			health[i].reason, health[i].message = v1alpha1.AnalysisFailedReason, why
 			// The checks are evaluated again at the interval: a halt they caused ends when they pass.
@@ -92,6 +97,8 @@ func (p *planner) observe(name string, ms []*Member) (v1alpha1.PartitionStatus, 
 			if until := health[i].pausedUntil; !until.IsZero() {
 				p.wake(until.Sub(p.now) + time.Second)
 			}
+		case health[i].windowHeld:
+			ps.WindowHeld++
 		}
 		if onTarget {
 			ps.Updated++
@@ -114,11 +121,12 @@ func (p *planner) observe(name string, ms []*Member) (v1alpha1.PartitionStatus, 
 // decide sets a partition's state and its members' assignments, and reports whether the
 // rollout goes on past it. reached says whether every partition before it is done.
 //
-// A partition is done when every member that is neither held nor blocked is Ready on the
-// target: held and blocked members do not hold it (or its soak) back. One exception keeps a
-// partition of blocked members from waving a revision through: while no member of it or of an
-// earlier partition is Ready on the target (nothing has proved the revision yet), a partition
-// with a blocked member is not done.
+// A partition is done when every member that is not set aside (held, blocked, window-held) is
+// Ready on the target: those do not hold it (or its soak) back. One exception keeps a
+// partition of blocked or window-held members (which move by themselves once unblocked or
+// once their cluster's window opens) from waving a revision through: while no member of it or
+// of an earlier partition is Ready on the target (nothing has proved the revision yet), a
+// partition with such a member is not done.
 func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*Member, health []memberHealth, reached bool) bool {
 	movableDone := true
 	for i, m := range ms {
@@ -126,11 +134,11 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*Member, health []me
 		if onTarget && health[i].ready {
 			p.proved = p.proved || reached
 		}
-		if !health[i].held && !health[i].blocked && (!onTarget || !health[i].ready) {
+		if !health[i].aside() && (!onTarget || !health[i].ready) {
 			movableDone = false
 		}
 	}
-	done := movableDone && (p.proved || ps.Blocked == 0)
+	done := movableDone && (p.proved || ps.Blocked+ps.WindowHeld == 0)
 	switch {
 	case !reached:
 		ps.State = v1alpha1.PartitionPending
@@ -139,7 +147,8 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*Member, health []me
 	case !p.rollingOut:
 		// Nothing to roll out: every member is kept on the one revision, new ones created on it,
 		// and a member that was blocked or held catches up at once, as a cluster that joins,
-		// unless the partition's windows are closed.
+		// unless the partition's windows are closed (or its cluster's: it is window-held then,
+		// and stands aside).
 		closed := p.windowClosed(ps.Name)
 		p.assignAll(ms, health, func(m *Member) assignment {
 			if closed && m.Pkg != nil && m.Revision() != p.target {
@@ -235,7 +244,7 @@ func (p *planner) windowClosed(partition string) bool {
 	return !st.open
 }
 
-// assignAll assigns each member what to says, held and blocked members aside (standAside).
+// assignAll assigns each member what to says, members set aside apart (standAside).
 func (p *planner) assignAll(ms []*Member, health []memberHealth, to func(*Member) assignment) {
 	for i, m := range ms {
 		if a, ok := p.standAside(m, health[i]); ok {
@@ -246,14 +255,15 @@ func (p *planner) assignAll(ms []*Member, health []memberHealth, to func(*Member
 	}
 }
 
-// standAside is where a held or blocked member is kept, whatever its partition's state. A held
-// member is not written at all: not moved, not corrected, not created. A blocked member stays
-// on the revision it has (kept on it when that is the target or the stable revision), and a
-// blocked cluster without a member gets none until it is unblocked: a HostedCluster being
-// created is not Available, and its namespace may not exist yet.
+// standAside is where a held, blocked or window-held member is kept, whatever its partition's
+// state. A held member is not written at all: not moved, not corrected, not created. A blocked
+// or window-held member stays on the revision it has (kept on it, drift corrected, when that
+// is the target or the stable revision), and a blocked cluster without a member gets none
+// until it is unblocked: a HostedCluster being created is not Available, and its namespace may
+// not exist yet. (A window-held member always has one: a first install is not held.)
 func (p *planner) standAside(m *Member, h memberHealth) (assignment, bool) {
 	switch {
-	case !h.held && !h.blocked:
+	case !h.aside():
 		return 0, false
 	case m.Pkg == nil:
 		return noMember, true
@@ -313,6 +323,13 @@ func (p *planner) record(ps v1alpha1.PartitionStatus, ms []*Member, health []mem
 			p.plan.Held = append(p.plan.Held, st)
 		case health[i].blocked:
 			p.plan.Blocked = append(p.plan.Blocked, st)
+		case health[i].windowHeld:
+			held := v1alpha1.WindowHeldMemberStatus{MemberStatus: st}
+			if !health[i].opensAt.IsZero() {
+				at := metav1.NewTime(health[i].opensAt.UTC())
+				held.OpensAt = &at
+			}
+			p.plan.WindowHeld = append(p.plan.WindowHeld, held)
 		case m.Revision() == p.target && health[i].inFlight() && m.Pkg != nil:
 			p.plan.InProgress = append(p.plan.InProgress, st)
 		}
@@ -323,6 +340,7 @@ func (p *planner) record(ps v1alpha1.PartitionStatus, ms []*Member, health []mem
 	p.plan.Counts.Failed += ps.Failed
 	p.plan.Counts.Blocked += ps.Blocked
 	p.plan.Counts.Held += ps.Held
+	p.plan.Counts.WindowHeld += ps.WindowHeld
 	p.plan.Partitions = append(p.plan.Partitions, ps)
 }
 

@@ -31,28 +31,36 @@ var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month 
 func ParseWindows(windows []v1alpha1.FleetWindow) ([]Window, error) {
 	out := make([]Window, 0, len(windows))
 	for i, w := range windows {
-		field := fmt.Sprintf("spec.rollout.windows[%d]", i)
-		loc := time.UTC
-		if w.TimeZone != "" {
-			var err error
-			if loc, err = time.LoadLocation(w.TimeZone); err != nil {
-				return nil, fmt.Errorf("%s.timeZone: %w", field, err)
-			}
-		}
-		// A "TZ=" or "CRON_TZ=" prefix, which the parser takes, would override timeZone.
-		if strings.Contains(w.Schedule, "=") {
-			return nil, fmt.Errorf("%s.schedule %q: name the time zone in timeZone, not in the schedule", field, w.Schedule)
-		}
-		sched, err := cronParser.Parse(w.Schedule)
+		parsed, err := parseWindow(fmt.Sprintf("spec.rollout.windows[%d]", i), w)
 		if err != nil {
-			return nil, fmt.Errorf("%s.schedule %q: %w", field, w.Schedule, err)
+			return nil, err
 		}
-		if w.Duration.Duration <= 0 {
-			return nil, fmt.Errorf("%s.duration must be positive", field)
-		}
-		out = append(out, Window{schedule: sched, duration: w.Duration.Duration, location: loc, partitions: w.Partitions})
+		out = append(out, parsed)
 	}
 	return out, nil
+}
+
+// parseWindow reads one window; an error names field, where the window is written.
+func parseWindow(field string, w v1alpha1.FleetWindow) (Window, error) {
+	loc := time.UTC
+	if w.TimeZone != "" {
+		var err error
+		if loc, err = time.LoadLocation(w.TimeZone); err != nil {
+			return Window{}, fmt.Errorf("%s.timeZone: %w", field, err)
+		}
+	}
+	// A "TZ=" or "CRON_TZ=" prefix, which the parser takes, would override timeZone.
+	if strings.Contains(w.Schedule, "=") {
+		return Window{}, fmt.Errorf("%s.schedule %q: name the time zone in timeZone, not in the schedule", field, w.Schedule)
+	}
+	sched, err := cronParser.Parse(w.Schedule)
+	if err != nil {
+		return Window{}, fmt.Errorf("%s.schedule %q: %w", field, w.Schedule, err)
+	}
+	if w.Duration.Duration <= 0 {
+		return Window{}, fmt.Errorf("%s.duration must be positive", field)
+	}
+	return Window{schedule: sched, duration: w.Duration.Duration, location: loc, partitions: w.Partitions}, nil
 }
 
 // windowState is whether the windows of one partition are open at a time, and when that changes.
