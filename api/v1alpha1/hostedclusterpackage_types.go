@@ -43,7 +43,11 @@ const (
 	// cluster's first install and a rollback are not held. A member waiting for its cluster's
 	// window is listed in status.windowHeldMembers (reason OutsideClusterWindow, with when the
 	// next one opens); one whose cluster's annotation cannot be read is not moved either, and
-	// is listed there with reason InvalidClusterWindows and what is wrong. Only the annotation
+	// is listed there with reason InvalidClusterWindows and what is wrong. Such a member stands
+	// aside: the rollout completes without it, and once its window opens it catches up within
+	// spec.rollout.maxUnavailable (clusters sharing one schedule do not all move in one pass);
+	// a revision that completed while it waited has passed its canaries, but no
+	// failureThreshold or rollback applies to the catch-up. Only the annotation
 	// on the HostedCluster counts (not one on a member Package). Whoever may annotate
 	// HostedClusters may freeze a cluster, as with HoldAnnotation: see docs/operations.md.
 	MaintenanceWindowsAnnotation = "pkgsync.dev/maintenance-windows"

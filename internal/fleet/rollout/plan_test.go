@@ -430,3 +430,39 @@ func onRevision(m *Member, revision string) *Member {
 	m.Pkg.Annotations[v1alpha1.FleetRevisionAnnotation] = revision
 	return m
 }
+
+// TestPlanCatchUpWithinBudget: once a rollout is complete (target and stable the same), the
+// members that stood aside (released holds, clusters whose windows open together) catch up
+// within maxUnavailable, not all in one pass; a new cluster still gets its first install.
+func TestPlanCatchUpWithinBudget(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	var ms []*Member
+	for i := range 5 {
+		ms = append(ms, onCluster(planMember(fmt.Sprintf("p%d", i), "prod", "old", true, now), nil))
+	}
+	for i := range 5 {
+		ms = append(ms, onCluster(planMember(fmt.Sprintf("q%d", i), "prod", "new", true, now), nil))
+	}
+	joining := onCluster(&Member{Namespace: "new-cluster", Partition: "prod"}, nil)
+	ms = append(ms, joining)
+	two := intstr.FromInt32(2)
+	plan := Decide(ms, []string{"prod"}, "new", "new", v1alpha1.FleetRolloutStrategy{MaxUnavailable: &two}, nil, now, Gates{})
+	moved := 0
+	for i := range 5 {
+		if plan.Assign[fmt.Sprintf("p%d", i)] == ToTarget {
+			moved++
+		}
+	}
+	assert.Equal(t, 2, moved, "maxUnavailable 2: two members catch up in this pass")
+	assert.Contains(t, []assignment{ToTarget, ToStable}, plan.Assign["new-cluster"], "a first install (of the one revision) is not held back")
+
+	// The members already moving (not Ready on the target) use the budget up: nothing more moves.
+	for _, m := range ms[:2] {
+		onRevision(m, "new").Pkg.Status.Conditions[0].Status = metav1.ConditionFalse
+	}
+	plan = Decide(ms[:10], []string{"prod"}, "new", "new", v1alpha1.FleetRolloutStrategy{MaxUnavailable: &two}, nil, now, Gates{})
+	for i := 2; i < 5; i++ {
+		assert.Equal(t, keepAsIs, plan.Assign[fmt.Sprintf("p%d", i)], "p%d waits for the budget", i)
+	}
+}

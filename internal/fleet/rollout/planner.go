@@ -146,16 +146,11 @@ func (p *planner) decide(ps *v1alpha1.PartitionStatus, ms []*Member, health []me
 		return false
 	case !p.rollingOut:
 		// Nothing to roll out: every member is kept on the one revision, new ones created on it,
-		// and a member that was blocked or held catches up at once, as a cluster that joins,
-		// unless the partition's windows are closed (or its cluster's: it is window-held then,
-		// and stands aside).
-		closed := p.windowClosed(ps.Name)
-		p.assignAll(ms, health, func(m *Member) assignment {
-			if closed && m.Pkg != nil && m.Revision() != p.target {
-				return keepAsIs
-			}
-			return ToTarget
-		})
+		// and members that were blocked, held or window-held catch up within maxUnavailable,
+		// unless the partition's windows are closed (or their cluster's: they stand aside then).
+		// The budget matters most for cluster windows: many clusters share one schedule, and
+		// their members would otherwise all be rewritten in the minute it opens.
+		p.moveWithinBudget(ms, health, p.windowClosed(ps.Name))
 		ps.State = v1alpha1.PartitionComplete
 		if !movableDone {
 			ps.State = v1alpha1.PartitionProgressing
