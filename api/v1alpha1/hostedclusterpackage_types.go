@@ -134,17 +134,21 @@ type HostedClusterPackageSpec struct {
 	// yet, or has no member on that HostedCluster (it does not select it) is not ready. Until
 	// then the member waits: it stays on the revision it has (none, if it has no member yet),
 	// is listed in status.blockedMembers with reason DependencyNotReady naming each fleet and
-	// why, counted in status.blocked and status.dependencies[].waiting, uses no maxUnavailable
+	// why, counted in status.blocked and status.dependencies[].waiting (a member of a partition
+	// the rollout has not reached is kept where it is as any there, and not counted), uses no maxUnavailable
 	// budget, counts toward no failureThreshold and holds no other cluster's member back. A
 	// member already on the revision it is to be on does not wait (a change of a dependency
-	// never takes it back), nor does a rollback. A fleet whose dependencies lead back to itself
+	// never takes it back); during a rollback the members on the rejected revision go back to
+	// the stable one without waiting (a new cluster still waits for its first install). A fleet whose dependencies lead back to itself
 	// is refused: Ready=False, Stalled=True, reason DependencyCycle, naming the cycle
 	// ("a → b → a"), and none of its members is written; a walk of more than 64 fleets is
 	// refused (InvalidDependency). Teardown runs in reverse: a member this fleet removes (the
 	// fleet is deleted with deletionPolicy Delete, or its HostedCluster is no longer selected) is
 	// not deleted while a fleet that names this one (and that this one does not itself depend
 	// on) still exists and still has its member on that HostedCluster; the fleet reports which
-	// (Ready=False, reason Deleting, or an event) and is woken when that member goes.
+	// (Ready=False, reason Deleting, or an event) and is woken when that member goes. A fleet
+	// being deleted waits so 10 minutes after its deletion at most, then deletes the member
+	// anyway (a Warning event names the dependents).
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=map
@@ -170,7 +174,9 @@ type FleetDependencyStatus struct {
 	// rollback takes the target back); empty when it has none.
 	// +optional
 	Revision string `json:"revision,omitempty"`
-	// Waiting counts this fleet's members that wait for it.
+	// Waiting counts this fleet's members that wait for it: those the last reconcile would
+	// have written to another revision (created or moved) and kept back, reason
+	// DependencyNotReady; not members held or blocked for another reason.
 	// +optional
 	Waiting int32 `json:"waiting"`
 	// Message says why every member waits for it, when the fleet itself is the reason (it does

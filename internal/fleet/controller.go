@@ -175,11 +175,11 @@ func (r *fleetSteps) plan(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 	if gates.Rejected != "" && stableName(fleet) != "" {
 		moveTo = stableName(fleet) // a standing rollback moves members to the stable revision
 	}
-	waiting, err := r.dependencyGate(ctx, fleet, members, target.Name, moveTo)
+	waits, err := r.dependencyGate(ctx, fleet, members, target.Name, moveTo)
 	if err != nil {
 		return rollout.Plan{}, nil, err
 	}
-	gates.Waiting = waiting
+	gates.Waiting = waits.why
 	var preflight []v1alpha1.MemberStatus
 	if strategy.Preflight && gates.Rejected == "" && target.Name != stableName(fleet) {
 		if preflight, err = r.preflight(ctx, fleet, target, members, now); err != nil {
@@ -188,6 +188,7 @@ func (r *fleetSteps) plan(ctx context.Context, fleet *v1alpha1.HostedClusterPack
 		gates.PreflightFailed = len(preflight) > 0
 	}
 	plan := rollout.Decide(members, memberPartitions(members, strategy.Partitions), target.Name, stableName(fleet), strategy, fleet.Status.Partitions, now, gates)
+	waits.countWaited(fleet, plan.Waited)
 	if plan.Rejects {
 		fleet.Status.Rejected = &v1alpha1.FleetRejectedRevision{FleetRevision: *target, Reason: v1alpha1.RolloutHaltedReason,
 			Message:    reconciler.BoundMessage(fmt.Sprintf("%d member(s) failed (spec.rollout.failureThreshold): %s", len(plan.Failed), describeMembers(plan.Failed)), maxMemberMessage),

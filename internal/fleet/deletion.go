@@ -3,7 +3,10 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -63,7 +66,10 @@ func (r *fleetSteps) finalize(ctx context.Context, fleet *v1alpha1.HostedCluster
 
 // deleteMembers deletes the fleet's members (owned) that are not being deleted yet, except those
 // that wait for the members of fleets that depend on this one (dependentMembers), which it
-// returns, one line each.
+// returns, one line each. They wait reconciler.MaxDependentTeardownWait after the fleet's
+// deletion at most, as a Package waits for its dependents: whoever owns a dependent fleet (or
+// a member whose teardown hangs) does not hold this fleet's teardown for longer; a member
+// deleted at the deadline under a dependent's is told of in a Warning event.
 func (r *fleetSteps) deleteMembers(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, owned []*v1alpha1.Package) ([]string, error) {
 	if len(owned) == 0 {
 		return nil, nil
@@ -72,14 +78,19 @@ func (r *fleetSteps) deleteMembers(ctx context.Context, fleet *v1alpha1.HostedCl
 	if err != nil {
 		return nil, err
 	}
+	deadline := fleet.GetDeletionTimestamp().Add(reconciler.MaxDependentTeardownWait)
 	var waits []string
 	for _, p := range owned {
 		if !p.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if names := dependents[p.Namespace]; len(names) > 0 {
-			waits = append(waits, teardownWait(p.Namespace, names))
-			continue
+			if time.Now().Before(deadline) {
+				waits = append(waits, teardownWait(p.Namespace, names)+fmt.Sprintf(", until %s at most", deadline.UTC().Format(time.RFC3339)))
+				continue
+			}
+			r.recorder.Eventf(fleet, corev1.EventTypeWarning, v1alpha1.DeletingReason, "deleting the member in %s although %s still keep(s) a member there: waited %s after the fleet's deletion",
+				p.Namespace, strings.Join(names, ", "), reconciler.MaxDependentTeardownWait)
 		}
 		if err := r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
 			return nil, fmt.Errorf("delete member %s/%s: %w", p.Namespace, p.Name, err)

@@ -172,6 +172,10 @@ func (d *dependency) notReady(m *rollout.Member) string {
 	switch {
 	case p == nil && !d.selector.Matches(labels.Set(m.Labels)):
 		return fmt.Sprintf("fleet %s does not select this HostedCluster: it has no member here", d.name)
+	case !d.selector.Matches(labels.Set(m.Labels)):
+		// Its member stays until this fleet's is gone (teardown in reverse), on the revision it
+		// had: say why it does not follow its fleet's revision.
+		return fmt.Sprintf("fleet %s no longer selects this HostedCluster: its member here is kept, not updated, until this fleet's member goes", d.name)
 	case p == nil:
 		return fmt.Sprintf("fleet %s has no member here yet", d.name)
 	case !p.DeletionTimestamp.IsZero():
@@ -197,24 +201,33 @@ func readyReason(p *v1alpha1.Package) string {
 	}
 }
 
+// dependencyWaits are the members that wait for the fleets spec.dependsOn names: why, for
+// rollout.Gates.Waiting, and which of those fleets each waits for, so that
+// status.dependencies[].waiting counts only the members the plan set aside (countWaited).
+type dependencyWaits struct {
+	why map[string]string
+	on  map[string][]int
+}
+
 // dependencyGate reads the fleets spec.dependsOn names and returns the members that wait for
-// them, with why (rollout.Gates.Waiting), and sets status.dependencies. A member waits when it
-// would be written to a revision it is not on: it has no member yet, or is on neither the target
-// nor moveTo (the revision the plan moves members to: the stable one during a rollback). A
-// member already there does not wait, so that a dependency's new rollout never holds back what
-// is in place.
-func (r *fleetSteps) dependencyGate(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, members []*rollout.Member, target, moveTo string) (map[string]string, error) {
+// them, and sets status.dependencies (waiting counted by countWaited, after the plan). A
+// member waits when it would be written to a revision it is not on: it has no member yet, or
+// is on neither the target nor moveTo (the revision the plan moves members to: the stable one
+// during a rollback). A member already there does not wait, so that a dependency's new rollout
+// never holds back what is in place.
+func (r *fleetSteps) dependencyGate(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, members []*rollout.Member, target, moveTo string) (dependencyWaits, error) {
+	waits := dependencyWaits{why: map[string]string{}, on: map[string][]int{}}
 	deps := fleet.Spec.DependsOn
 	if len(deps) == 0 {
 		fleet.Status.Dependencies = nil
-		return nil, nil
+		return waits, nil
 	}
 	read := make([]*dependency, 0, len(deps))
 	statuses := make([]v1alpha1.FleetDependencyStatus, 0, len(deps))
 	for _, d := range deps {
 		dep, err := r.readDependency(ctx, d.Name)
 		if err != nil {
-			return nil, err
+			return waits, err
 		}
 		read = append(read, dep)
 		st := v1alpha1.FleetDependencyStatus{Name: d.Name, Revision: dep.revision}
@@ -223,7 +236,6 @@ func (r *fleetSteps) dependencyGate(ctx context.Context, fleet *v1alpha1.HostedC
 		}
 		statuses = append(statuses, st)
 	}
-	waiting := map[string]string{}
 	for _, m := range members {
 		if m.Pkg != nil && (m.Revision() == target || m.Revision() == moveTo) {
 			continue
@@ -232,13 +244,26 @@ func (r *fleetSteps) dependencyGate(ctx context.Context, fleet *v1alpha1.HostedC
 		for i, dep := range read {
 			if w := dep.notReady(m); w != "" {
 				why = append(why, w)
-				statuses[i].Waiting++
+				waits.on[m.Namespace] = append(waits.on[m.Namespace], i)
 			}
 		}
 		if len(why) > 0 {
-			waiting[m.Namespace] = "waiting for the fleets spec.dependsOn names: " + strings.Join(why, "; ")
+			waits.why[m.Namespace] = "waiting for the fleets spec.dependsOn names: " + strings.Join(why, "; ")
 		}
 	}
 	fleet.Status.Dependencies = statuses
-	return waiting, nil
+	return waits, nil
+}
+
+// countWaited counts, in status.dependencies, the members the plan set aside for each fleet
+// named: those blocked with reason DependencyNotReady, and no member held or set aside for
+// another reason, or kept where it is in a partition the rollout has not reached.
+func (w dependencyWaits) countWaited(fleet *v1alpha1.HostedClusterPackage, waited map[string]bool) {
+	for ns := range waited {
+		for _, i := range w.on[ns] {
+			if i < len(fleet.Status.Dependencies) {
+				fleet.Status.Dependencies[i].Waiting++
+			}
+		}
+	}
 }

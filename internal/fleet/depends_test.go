@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -114,7 +116,8 @@ func TestDependencyGate(t *testing.T) {
 		depMember(network, "clusters-ready", "net-2", true),
 		depMember(network, "clusters-old", "net-1", true),
 		depMember(network, "clusters-progressing", "net-2", false),
-		depMember(network, "clusters-kept", "net-1", true))
+		depMember(network, "clusters-kept", "net-1", true),
+		depMember(network, "clusters-deselected", "net-1", true))
 	selected := map[string]string{"network": "yes"}
 	m := func(ns string, labels map[string]string, pkg *v1alpha1.Package) *rollout.Member {
 		return &rollout.Member{Namespace: ns, Labels: labels, Pkg: pkg}
@@ -128,9 +131,11 @@ func TestDependencyGate(t *testing.T) {
 		m("clusters-forged", selected, nil),
 		m("clusters-new", selected, nil),
 		m("clusters-unselected", map[string]string{"network": "no"}, nil),
+		m("clusters-deselected", map[string]string{"network": "no"}, nil),
 	}
-	waiting, err := r.dependencyGate(t.Context(), monitoring, members, "mon-2", "mon-2")
+	waits, err := r.dependencyGate(t.Context(), monitoring, members, "mon-2", "mon-2")
 	require.NoError(t, err)
+	waiting := waits.why
 	assert.NotContains(t, waiting, "clusters-ready", "network is Ready on its target there")
 	assert.NotContains(t, waiting, "clusters-kept", "already on the target: a dependency's rollout does not hold it back")
 	for ns, says := range map[string]string{
@@ -139,10 +144,14 @@ func TestDependencyGate(t *testing.T) {
 		"clusters-forged":      "fleet network has no member here yet",
 		"clusters-new":         "fleet network has no member here yet",
 		"clusters-unselected":  "fleet network does not select this HostedCluster",
+		"clusters-deselected":  "fleet network no longer selects this HostedCluster: its member here is kept, not updated, until this fleet's member goes",
 	} {
 		assert.Contains(t, waiting[ns], says, ns)
 	}
-	assert.Equal(t, []v1alpha1.FleetDependencyStatus{{Name: "network", Revision: "net-2", Waiting: 5}}, monitoring.Status.Dependencies)
+	assert.Equal(t, []v1alpha1.FleetDependencyStatus{{Name: "network", Revision: "net-2"}}, monitoring.Status.Dependencies)
+	// The counts are those of the members the plan set aside, not of every member that would wait.
+	waits.countWaited(monitoring, map[string]bool{"clusters-old": true, "clusters-new": true})
+	assert.Equal(t, []v1alpha1.FleetDependencyStatus{{Name: "network", Revision: "net-2", Waiting: 2}}, monitoring.Status.Dependencies)
 
 	// A rollback of network: its members must be Ready on its stable revision.
 	network.Status.Rejected = &v1alpha1.FleetRejectedRevision{FleetRevision: v1alpha1.FleetRevision{Name: "net-2"}}
@@ -150,11 +159,13 @@ func TestDependencyGate(t *testing.T) {
 
 	// A fleet that does not exist holds every member that is to move.
 	lonely := dependingFleet("lonely", "network", "gone")
-	waiting, err = r.dependencyGate(t.Context(), lonely, members[:2], "l-1", "l-1")
+	waits, err = r.dependencyGate(t.Context(), lonely, members[:2], "l-1", "l-1")
 	require.NoError(t, err)
-	assert.Contains(t, waiting["clusters-ready"], "fleet gone does not exist")
+	assert.Contains(t, waits.why["clusters-ready"], "fleet gone does not exist")
 	assert.Equal(t, "fleet gone does not exist: every member that is to move waits", lonely.Status.Dependencies[1].Message)
+	waits.countWaited(lonely, map[string]bool{"clusters-ready": true, "clusters-old": true})
 	assert.Equal(t, int32(2), lonely.Status.Dependencies[1].Waiting)
+	assert.Equal(t, int32(1), lonely.Status.Dependencies[0].Waiting, "network is Ready on clusters-ready")
 }
 
 // TestFleetTeardownWaitsForDependents: a fleet being deleted deletes its members except where a
@@ -177,7 +188,7 @@ func TestFleetTeardownWaitsForDependents(t *testing.T) {
 	err = c.Get(t.Context(), client.ObjectKey{Namespace: "clusters-b", Name: "network"}, &v1alpha1.Package{})
 	assert.True(t, apierrors.IsNotFound(err), "no dependent member beside it: deleted (%v)", err)
 	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: "clusters-a", Name: "network"}, &v1alpha1.Package{}), "kept while monitoring's member is there")
-	assert.Contains(t, readyMessage(network), "clusters-a waits for the member(s) of monitoring there to be torn down first")
+	assert.Contains(t, conditions.GetMessage(network, meta.ReadyCondition), "clusters-a waits for the member(s) of monitoring there to be torn down first")
 
 	// monitoring's member goes: network's follows.
 	require.NoError(t, c.Delete(t.Context(), depMember(monitoring, "clusters-a", "m", true)))
@@ -203,14 +214,20 @@ func TestFleetTeardownWaitsForDependents(t *testing.T) {
 		r, c := f.stepsWith(t, nil, network, monitoring, stray, depMember(monitoring, "clusters-a", "m", true))
 		require.NoError(t, r.removeStrayMembers(t.Context(), network, nil, nil, []*v1alpha1.Package{stray}))
 		require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(stray), &v1alpha1.Package{}), "kept while monitoring's member is there")
+		assert.Equal(t, "Normal Deleting member of a HostedCluster no longer selected: clusters-a waits for the member(s) of monitoring there to be torn down first (their spec.dependsOn names this fleet)",
+			<-r.recorder.(*record.FakeRecorder).Events)
 	})
-}
-
-func readyMessage(f *v1alpha1.HostedClusterPackage) string {
-	for _, c := range f.Status.Conditions {
-		if c.Type == meta.ReadyCondition {
-			return c.Message
-		}
-	}
-	return ""
+	t.Run("the wait ends ten minutes after the fleet's deletion", func(t *testing.T) {
+		t.Parallel()
+		network, monitoring := dependingFleet("network"), dependingFleet("monitoring", "network")
+		network.Finalizers = []string{v1alpha1.FinalizerName}
+		network.DeletionTimestamp = &metav1.Time{Time: time.Now().Add(-reconciler.MaxDependentTeardownWait - time.Second)}
+		r, c := f.stepsWith(t, nil, network, monitoring, depMember(network, "clusters-a", "n", true), depMember(monitoring, "clusters-a", "m", true))
+		_, err := r.finalize(t.Context(), network)
+		require.NoError(t, err)
+		err = c.Get(t.Context(), client.ObjectKey{Namespace: "clusters-a", Name: "network"}, &v1alpha1.Package{})
+		assert.True(t, apierrors.IsNotFound(err), "deleted at the deadline (%v)", err)
+		assert.Equal(t, "Warning Deleting deleting the member in clusters-a although monitoring still keep(s) a member there: waited 10m0s after the fleet's deletion",
+			<-r.recorder.(*record.FakeRecorder).Events)
+	})
 }

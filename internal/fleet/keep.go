@@ -96,6 +96,7 @@ func (r *fleetSteps) removeStrayMembers(ctx context.Context, fleet *v1alpha1.Hos
 		keep[c.Namespace] = true
 	}
 	var dependents map[string][]string
+	announced := 0 // events per pass are bounded as the status lists are; the recorder folds repeats
 	for _, p := range owned {
 		if keep[p.Namespace] || !p.DeletionTimestamp.IsZero() {
 			continue
@@ -107,7 +108,10 @@ func (r *fleetSteps) removeStrayMembers(ctx context.Context, fleet *v1alpha1.Hos
 			}
 		}
 		if names := dependents[p.Namespace]; len(names) > 0 {
-			r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.DeletingReason, "member of a HostedCluster no longer selected: %s", teardownWait(p.Namespace, names))
+			if announced < maxListedMembers {
+				announced++
+				r.recorder.Eventf(fleet, corev1.EventTypeNormal, v1alpha1.DeletingReason, "member of a HostedCluster no longer selected: %s", teardownWait(p.Namespace, names))
+			}
 			continue
 		}
 		if err := r.client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {

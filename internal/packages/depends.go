@@ -32,12 +32,6 @@ const (
 	maxDependencyVisited = 256
 )
 
-// maxDependentTeardownWait bounds how long a dependency being deleted waits for its dependents
-// being deleted to be gone. A dependent's teardown can hang (an object whose finalizer is never
-// removed, a hosted cluster that stays away until --hosted-teardown-timeout): a tenant's Package
-// must not hold up a ClusterPackage's teardown for longer than this.
-const maxDependentTeardownWait = 10 * time.Minute
-
 // dependencyRef is one entry of spec.dependsOn with its kind and namespace resolved.
 type dependencyRef struct {
 	kind, namespace, name, readyExpr string
@@ -315,14 +309,14 @@ type dependent struct {
 }
 
 // dependentsFirst holds the teardown of obj while installations that depend on it are being
-// deleted (dependentsBeingDeleted), for maxDependentTeardownWait after obj's deletion at most.
+// deleted (dependentsBeingDeleted), for reconciler.MaxDependentTeardownWait after obj's deletion at most.
 // wait reports that it held it: Ready=False, reason Deleting, naming them. Their deletion wakes
 // obj (watchDependencies); the requeue is for the bound.
 func (r *packageSteps[T]) dependentsFirst(ctx context.Context, obj T) (res ctrl.Result, wait bool, err error) {
 	if !controllerutil.ContainsFinalizer(obj, v1alpha1.FinalizerName) {
 		return ctrl.Result{}, false, nil
 	}
-	deadline := obj.GetDeletionTimestamp().Add(maxDependentTeardownWait)
+	deadline := obj.GetDeletionTimestamp().Add(reconciler.MaxDependentTeardownWait)
 	if !time.Now().Before(deadline) {
 		return ctrl.Result{}, false, nil
 	}

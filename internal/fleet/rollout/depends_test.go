@@ -46,5 +46,16 @@ func TestPlanWaitingMembersStandAside(t *testing.T) {
 		plan := Decide([]*Member{held}, []string{""}, "new", "old", v1alpha1.FleetRolloutStrategy{}, nil, now, Gates{Waiting: map[string]string{"a": why}})
 		assert.Equal(t, int32(1), plan.Counts.Held)
 		assert.Zero(t, plan.Counts.Blocked)
+		assert.Empty(t, plan.Waited)
+	})
+	t.Run("a partition the rollout has not reached: its members are kept, not blocked; a new cluster waits", func(t *testing.T) {
+		t.Parallel()
+		ms := []*Member{planMember("c0", "canary", "old", true, now), planMember("p0", "prod", "old", true, now), {Namespace: "p1", Partition: "prod"}}
+		plan := Decide(ms, []string{"canary", "prod"}, "new", "old", v1alpha1.FleetRolloutStrategy{}, nil, now,
+			Gates{Waiting: map[string]string{"c0": why, "p0": why, "p1": why}})
+		assert.Equal(t, map[string]bool{"c0": true, "p1": true}, plan.Waited)
+		assert.Equal(t, int32(2), plan.Counts.Blocked)
+		assert.Equal(t, ToStable, plan.Assign["p0"], "kept on the stable revision, as any member of a partition not reached")
+		assert.Equal(t, noMember, plan.Assign["p1"], "not created while it waits")
 	})
 }

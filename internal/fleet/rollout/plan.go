@@ -113,6 +113,9 @@ type Plan struct {
 	AwaitingApproval string
 	// RollingBack: the plan takes the rejected revision off the members (planRollback).
 	RollingBack bool
+	// Waited are the namespaces of the members Gates.Waiting set aside (reason
+	// DependencyNotReady): those that would have been written to another revision in this pass.
+	Waited map[string]bool
 }
 
 // Gates are what the plan decides from besides the members and the spec's strategy.
@@ -132,7 +135,9 @@ type Gates struct {
 	// on the fleet, its value the target's name).
 	Approved map[string]bool
 	// Waiting maps the namespace of a member that waits for the fleets spec.dependsOn names to
-	// why: it is blocked (reason DependencyNotReady) unless it is held or blocked already.
+	// why: it is blocked (reason DependencyNotReady) unless it is set aside already, or is a
+	// member in a partition the rollout has not reached (it is kept where it is anyway); a
+	// cluster without a member waits wherever it is.
 	Waiting map[string]string
 }
 
@@ -174,7 +179,7 @@ func Decide(members []*Member, order []string, targetName, stableName string, st
 	reached := true // every partition before this one is done
 	for _, name := range order {
 		ms := byPartition[name]
-		ps, health := p.observe(name, ms)
+		ps, health := p.observe(name, ms, reached)
 		reached = p.decide(&ps, ms, health, reached)
 		p.record(ps, ms, health)
 	}
@@ -209,7 +214,7 @@ func planRollback(members []*Member, order []string, rejected, stableName string
 	byPartition := partitionMembers(members)
 	for _, name := range order {
 		ms := byPartition[name]
-		ps, health := p.observe(name, ms)
+		ps, health := p.observe(name, ms, true)
 		ps.Failed = 0
 		for i, m := range ms {
 			if m.Revision() == rejected && health[i].failed {

@@ -69,18 +69,23 @@ func (p *planner) wake(d time.Duration) {
 	}
 }
 
-// observe counts a partition's members and reads their health.
-func (p *planner) observe(name string, ms []*Member) (v1alpha1.PartitionStatus, []memberHealth) {
+// observe counts a partition's members and reads their health; reached says whether the
+// rollout reached the partition (every one before it is done).
+func (p *planner) observe(name string, ms []*Member, reached bool) (v1alpha1.PartitionStatus, []memberHealth) {
 	ps := v1alpha1.PartitionStatus{Name: name}
 	health := make([]memberHealth, len(ms))
 	for i, m := range ms {
 		onTarget := m.Revision() == p.target
 		health[i] = healthOf(m, p.deadline, p.now)
 		p.applyClusterWindows(m, &health[i])
-		if why, waits := p.waiting[m.Namespace]; waits && !health[i].aside() {
+		if why, waits := p.waiting[m.Namespace]; waits && !health[i].aside() && (reached || !p.rollingOut || m.Pkg == nil) {
 			// Stands aside as a blocked member does: what stops it is on its own cluster.
 			health[i].blocked, health[i].failed = true, false
 			health[i].reason, health[i].message = v1alpha1.DependencyNotReadyReason, why
+			if p.plan.Waited == nil {
+				p.plan.Waited = map[string]bool{}
+			}
+			p.plan.Waited[m.Namespace] = true
 		}
 		if why, failed := p.analysisFailed(name, m.Namespace); failed && onTarget && !health[i].aside() {
 			health[i].ready, health[i].failed = false, true
