@@ -121,7 +121,7 @@ func dependsFleet(name, hcNamespace, image string, deps ...string) *v1alpha1.Hos
 // member there waits (listed with DependencyNotReady, naming network and why) and the others
 // are installed; once network's member there is Ready on network's revision, monitoring's is
 // created, woken by that change (the interval is an hour). Deleting both tears monitoring's
-// member down before network's on each cluster, whichever fleet is deleted first. A cycle is
+// member down before network's on each cluster, network being deleted first. A cycle is
 // refused with the cycle named, and no member of it is created.
 func TestFleetDependsOn(t *testing.T) {
 	t.Parallel()
@@ -179,11 +179,16 @@ func TestFleetDependsOn(t *testing.T) {
 			assert.True(a, conditions.IsReady(&m), "Ready")
 		}
 	}, "monitoring's member on hc1 is created once network's there is Ready on its revision")
-	firstMon := log.first(func(e memberEvent) bool { return e.fleet == monitoring && e.namespace == heldNS })
-	netReady := log.first(func(e memberEvent) bool {
-		return e.fleet == network && e.namespace == heldNS && e.revision == netRevision && e.ready
-	})
-	assert.GreaterOrEqual(t, netReady, 0, "network's member on hc1 was seen Ready on %s", netRevision)
+	// The watch log may lag the reads above: wait until it holds both events, then compare.
+	var firstMon, netReady int
+	eventually(t, func(a *attempt) {
+		firstMon = log.first(func(e memberEvent) bool { return e.fleet == monitoring && e.namespace == heldNS })
+		netReady = log.first(func(e memberEvent) bool {
+			return e.fleet == network && e.namespace == heldNS && e.revision == netRevision && e.ready
+		})
+		assert.GreaterOrEqual(a, firstMon, 0, "monitoring's member on hc1 seen by the watch")
+		assert.GreaterOrEqual(a, netReady, 0, "network's member on hc1 seen Ready on %s by the watch", netRevision)
+	}, "the watch saw both members")
 	assert.Less(t, netReady, firstMon, "network's member Ready on its revision before monitoring's was created")
 	waitForFleet(t, monitoring, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, m1)
 
@@ -200,9 +205,13 @@ func TestFleetDependsOn(t *testing.T) {
 		}
 	}, "both fleets are gone")
 	for ns := range clusters {
-		monGone := log.first(func(e memberEvent) bool { return e.fleet == monitoring && e.namespace == ns && e.gone })
-		netDeleting := log.first(func(e memberEvent) bool { return e.fleet == network && e.namespace == ns && (e.deleting || e.gone) })
-		assert.GreaterOrEqual(t, monGone, 0, "monitoring's member in %s seen gone", ns)
+		var monGone, netDeleting int
+		eventually(t, func(a *attempt) {
+			monGone = log.first(func(e memberEvent) bool { return e.fleet == monitoring && e.namespace == ns && e.gone })
+			netDeleting = log.first(func(e memberEvent) bool { return e.fleet == network && e.namespace == ns && (e.deleting || e.gone) })
+			assert.GreaterOrEqual(a, monGone, 0, "monitoring's member in %s seen gone by the watch", ns)
+			assert.GreaterOrEqual(a, netDeleting, 0, "network's member in %s seen deleted by the watch", ns)
+		}, "the watch saw both members in %s go", ns)
 		assert.Less(t, monGone, netDeleting, "in %s, network's member is deleted only once monitoring's is gone", ns)
 	}
 }
