@@ -6,9 +6,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -93,22 +95,43 @@ func approveFleet(cmd *cobra.Command, kube *kubeFlags, name, partition, revision
 	if err != nil {
 		return fmt.Errorf("connect to the management cluster %s: %w", cfg.Host, err)
 	}
-	fleet := &v1alpha1.HostedClusterPackage{}
-	if err := fleetGetError(c.Get(cmd.Context(), client.ObjectKey{Name: name}, fleet), name, cfg.Host); err != nil {
-		return err
-	}
-	out, err := approvalOf(fleet, partition, revision)
-	if err != nil {
-		return err
-	}
-	out.DryRun = dryRun.mode
-	if out.Revision != out.Target {
-		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: revision %s is not the fleet's target (%s): the approval waits until it is\n", printable(out.Revision), printable(targetText(out.Target)))
-	}
-	if out.Changed && dryRun.mode != dryRunClient {
-		if err := patchApproval(cmd, c, fleet, partition, out.Revision, dryRun.mode == dryRunServer); err != nil {
+	var (
+		fleet *v1alpha1.HostedClusterPackage
+		out   fleetApproveOutput
+		warn  sync.Once
+	)
+	// The default revision is the target as read: the patch carries the resourceVersion of that
+	// read, so that an approval never names a target that changed meanwhile; a conflict (the
+	// controller writes the status all the time) reads the fleet again.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fleet = &v1alpha1.HostedClusterPackage{}
+		if err := fleetGetError(c.Get(cmd.Context(), client.ObjectKey{Name: name}, fleet), name, cfg.Host); err != nil {
+			return err
+		}
+		var err error
+		if out, err = approvalOf(fleet, partition, revision); err != nil {
+			return err
+		}
+		out.DryRun = dryRun.mode
+		if out.Revision != out.Target {
+			warn.Do(func() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Warning: revision %s is not the fleet's target (%s): the approval waits until it is\n", printable(out.Revision), printable(targetText(out.Target)))
+			})
+		}
+		if !out.Changed || dryRun.mode == dryRunClient {
+			return nil
+		}
+		precondition := ""
+		if revision == "" {
+			precondition = fleet.ResourceVersion
+		}
+		if err := patchApproval(cmd, c, fleet, partition, out.Revision, precondition, dryRun.mode == dryRunServer); err != nil {
 			return fmt.Errorf("approve partition %s of HostedClusterPackage %s on %s: %w", partition, name, cfg.Host, err)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if output.document() {
 		return output.writeDocument(cmd, "the approval", out)
@@ -148,9 +171,14 @@ func approvalOf(fleet *v1alpha1.HostedClusterPackage, partition, revision string
 }
 
 // patchApproval writes the one annotation with a merge patch: nothing else of the fleet is
-// sent, so a concurrent write of its spec or status is neither lost nor a conflict.
-func patchApproval(cmd *cobra.Command, c client.Client, fleet *v1alpha1.HostedClusterPackage, partition, revision string, serverDryRun bool) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.ApprovePartitionPrefix + partition: revision}}})
+// sent, so a concurrent write of its spec or status is never lost. With resourceVersion set,
+// the patch applies only to that version of the fleet (a conflict otherwise).
+func patchApproval(cmd *cobra.Command, c client.Client, fleet *v1alpha1.HostedClusterPackage, partition, revision, resourceVersion string, serverDryRun bool) error {
+	metadata := map[string]any{"annotations": map[string]string{v1alpha1.ApprovePartitionPrefix + partition: revision}}
+	if resourceVersion != "" {
+		metadata["resourceVersion"] = resourceVersion
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": metadata})
 	if err != nil {
 		return err
 	}

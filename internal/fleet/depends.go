@@ -60,12 +60,13 @@ func findCycle(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, lookup
 	return nil
 }
 
-// dependsOnFleet reports whether fleet depends on name, directly or through the fleets it names
-// (a walk that is too long counts as no).
+// dependsOnFleet reports whether fleet depends on name, directly or through the fleets it names.
+// A walk that is too long counts as yes: the teardown, which asks, then does not wait for name,
+// so that fleets on a cycle too long to follow do not wait for each other.
 func dependsOnFleet(ctx context.Context, fleet *v1alpha1.HostedClusterPackage, name string, lookup fleetLookup) (bool, error) {
 	path, err := pathTo(ctx, fleet.Spec.DependsOn, name, nil, lookup, map[string]bool{})
 	if stage := (*reconciler.StageError)(nil); errors.As(err, &stage) {
-		return false, nil
+		return true, nil
 	}
 	return path != nil, err
 }

@@ -33,15 +33,20 @@ import (
 // fleet's own wake).
 func (w fleetWakes) dependencyMember(ctx context.Context, o client.Object) []ctrl.Request {
 	name := o.GetLabels()[v1alpha1.FleetLabel]
-	if name == "" || o.GetName() != name || len(w.member(ctx, o)) == 0 {
+	if name == "" || o.GetName() != name {
 		return nil
 	}
+	// The fleets to wake first, from the cache and the index: most fleets have no dependents,
+	// and then the member check (which may read a HostedControlPlane) is not paid.
 	reqs := w.dependents(ctx, name)
 	if !o.GetDeletionTimestamp().IsZero() {
 		fleet := &v1alpha1.HostedClusterPackage{}
 		if err := w.fleets.Get(ctx, client.ObjectKey{Name: name}, fleet); err == nil {
 			reqs = append(reqs, requestsFor(fleet.Spec.DependsOn)...)
 		}
+	}
+	if len(reqs) == 0 || len(w.member(ctx, o)) == 0 {
+		return nil
 	}
 	return reqs
 }
