@@ -165,13 +165,7 @@ func describeMembers(ms []v1alpha1.MemberStatus) string {
 
 // boundedWindowHeld is bounded for the members a HostedCluster's maintenance windows hold.
 func boundedWindowHeld(ms []v1alpha1.WindowHeldMemberStatus) []v1alpha1.WindowHeldMemberStatus {
-	if len(ms) > maxListedMembers {
-		ms = ms[:maxListedMembers]
-	}
-	for i := range ms {
-		ms[i].Message = reconciler.BoundMessage(ms[i].Message, maxMemberMessage)
-	}
-	return ms
+	return boundedList(ms, func(m *v1alpha1.WindowHeldMemberStatus) *string { return &m.Message })
 }
 
 // announceWindowHeld emits an event for each member listed as waiting for its HostedCluster's
@@ -199,11 +193,17 @@ func (r *fleetSteps) announceWindowHeld(fleet *v1alpha1.HostedClusterPackage, be
 // bounded keeps the first maxListedMembers members, each message bounded the way condition
 // messages are (reconciler.BoundMessage).
 func bounded(ms []v1alpha1.MemberStatus) []v1alpha1.MemberStatus {
+	return boundedList(ms, func(m *v1alpha1.MemberStatus) *string { return &m.Message })
+}
+
+// boundedList keeps the first maxListedMembers entries, the message of each bounded.
+func boundedList[T any](ms []T, message func(*T) *string) []T {
 	if len(ms) > maxListedMembers {
 		ms = ms[:maxListedMembers]
 	}
 	for i := range ms {
-		ms[i].Message = reconciler.BoundMessage(ms[i].Message, maxMemberMessage)
+		m := message(&ms[i])
+		*m = reconciler.BoundMessage(*m, maxMemberMessage)
 	}
 	return ms
 }

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -101,7 +100,7 @@ func (w clusterWindow) fleetWindow(field string) (v1alpha1.FleetWindow, error) {
 	case w.Duration == "":
 		return v1alpha1.FleetWindow{}, fmt.Errorf("%s.duration is required: how long the window stays open, such as \"4h\"", field)
 	case !durationPattern.MatchString(w.Duration):
-		return v1alpha1.FleetWindow{}, fmt.Errorf("%s.duration %q is not a duration such as \"4h\" or \"90m\"", field, clipText(w.Duration, 32))
+		return v1alpha1.FleetWindow{}, fmt.Errorf("%s.duration %.32q is not a duration such as \"4h\" or \"90m\"", field, w.Duration)
 	case len(w.TimeZone) > maxTimeZoneLength:
 		return v1alpha1.FleetWindow{}, fmt.Errorf("%s.timeZone is %d bytes long, at most %d", field, len(w.TimeZone), maxTimeZoneLength)
 	}
@@ -122,17 +121,6 @@ func jsonProblem(err error) string {
 		return fmt.Sprintf("a JSON %s where a list of windows {\"schedule\", \"duration\", \"timeZone\"} is expected", typeErr.Value)
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
-}
-
-// clipText cuts s to at most n bytes (on a character boundary), for an error that quotes it.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // parsedClusterWindows is an annotation's value, parsed.
