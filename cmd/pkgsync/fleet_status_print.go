@@ -91,15 +91,8 @@ func printFleetStatus(w io.Writer, fleet *v1alpha1.HostedClusterPackage, out fle
 // with when it opens ("-" when the annotation cannot be read, or no window opens again).
 func printWindowHeld(w io.Writer, fleet *v1alpha1.HostedClusterPackage, ms []fleetWindowHeldOutput, now time.Time) error {
 	const title = "Waiting for their cluster's maintenance window (" + v1alpha1.MaintenanceWindowsAnnotation + ")"
-	fmt.Fprintln(w)
-	if len(ms) == 0 {
-		fmt.Fprintf(w, "%s: none\n", title)
+	if !printMemberListTitle(w, title, len(ms)) {
 		return nil
-	}
-	if len(ms) >= fleetListedMembers {
-		fmt.Fprintf(w, "%s (the first %d; the counts above cover all):\n", title, len(ms))
-	} else {
-		fmt.Fprintf(w, "%s:\n", title)
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAMESPACE\tPARTITION\tREASON\tOPENS\tMESSAGE")
@@ -233,16 +226,26 @@ func printDependencies(w io.Writer, deps []fleetDependencyOutput) error {
 	return tw.Flush()
 }
 
-func printMembers(w io.Writer, fleet *v1alpha1.HostedClusterPackage, title string, ms []fleetMemberOutput) error {
+// printMemberListTitle prints a member list's title, saying when the list may be cut (the
+// controller lists fleetListedMembers at most), or that it is empty; it reports whether the
+// list has members to print.
+func printMemberListTitle(w io.Writer, title string, n int) bool {
 	fmt.Fprintln(w)
-	if len(ms) == 0 {
+	switch {
+	case n == 0:
 		fmt.Fprintf(w, "%s: none\n", title)
-		return nil
-	}
-	if len(ms) >= fleetListedMembers {
-		fmt.Fprintf(w, "%s (the first %d; the counts above cover all):\n", title, len(ms))
-	} else {
+		return false
+	case n >= fleetListedMembers:
+		fmt.Fprintf(w, "%s (the first %d; the counts above cover all):\n", title, n)
+	default:
 		fmt.Fprintf(w, "%s:\n", title)
+	}
+	return true
+}
+
+func printMembers(w io.Writer, fleet *v1alpha1.HostedClusterPackage, title string, ms []fleetMemberOutput) error {
+	if !printMemberListTitle(w, title, len(ms)) {
+		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAMESPACE\tPARTITION\tREASON\tMESSAGE")
