@@ -27,6 +27,8 @@ type options struct {
 	interval, timeout                                   time.Duration
 	hostedClusters                                      bool
 	crdDir, logFile, memProfile, cpuProfile             string
+	// cpuProfiled names the scenario -cpuprofile profiles.
+	cpuProfiled string
 	// deadPercent of the hosted clusters have a hosted API server that never answers.
 	deadPercent float64
 	compare     compareOptions
@@ -78,7 +80,8 @@ func main() {
 	fs.StringVar(&o.crdDir, "crds", "config/crd/bases", "pkgsync's CRDs")
 	fs.StringVar(&o.logFile, "log-file", "", "Write the controller's log here (default: discard)")
 	fs.StringVar(&o.memProfile, "memprofile", "", "Write a heap profile here after the last scenario")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Write a CPU profile of the controller here, taken over the first 30 s of the converge scenario")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Write a CPU profile of the controller here, taken over the first 30 s of the -cpuprofile-scenario")
+	fs.StringVar(&o.cpuProfiled, "cpuprofile-scenario", "converge", "The scenario -cpuprofile profiles: converge, noop or update")
 	fs.Float64Var(&o.deadPercent, "dead-percent", 0, "Percent of the hosted clusters whose API server accepts connections and never answers (at least one when above 0)")
 	fs.BoolVar(&o.hcpkg, "hcpkg", false, "Measure one HostedClusterPackage over -packages HostedClusters in 4 partitions instead: converge, then a rollout of a new digest with maxUnavailable 10%")
 	fs.BoolVar(&o.notify, "notify", false, "Measure registry notifications instead: -packages Packages and a HostedClusterPackage of as many members (maxUnavailable 100%) following one tag with interval 10m; -pushes pushes answered by the registry's notifications, beside the same pushes answered by requestedAt")
@@ -100,6 +103,10 @@ func main() {
 	}
 	if o.shape != shapeFleet && o.shape != shapeManagement && o.shape != shapeBig {
 		fmt.Fprintln(os.Stderr, "bench: -shape must be fleet, management or big")
+		os.Exit(2)
+	}
+	if o.cpuProfiled != "converge" && o.cpuProfiled != "noop" && o.cpuProfiled != "update" {
+		fmt.Fprintln(os.Stderr, "bench: -cpuprofile-scenario must be converge, noop or update")
 		os.Exit(2)
 	}
 	if o.arrival != arrivalGradual && o.arrival != arrivalRestart {
@@ -237,15 +244,18 @@ func run(ctx context.Context, o options) error {
 	if restart == nil {
 		progress("converge: creating %d Packages of %s (%d objects each)", o.packages, f.image, o.objects)
 	}
-	var profiled chan error // the CPU profile of the converge scenario, written meanwhile
+	var profiled chan error // the CPU profile of the -cpuprofile-scenario, written meanwhile
+	profile := func(name string) {
+		if o.cpuProfile != "" && o.cpuProfiled == name {
+			profiled = make(chan error, 1)
+			go func() { profiled <- writeCPUProfile(ctx, env.ctl, o.cpuProfile, 30*time.Second) }()
+		}
+	}
 	scenario("converge", func(r *result) error {
 		r.raw = raw
 		done := t.expect(healthy, readyOn(v1, ""))
 		deadDone := deadT.expect(dead, unavailable(""))
-		if o.cpuProfile != "" {
-			profiled = make(chan error, 1)
-			go func() { profiled <- writeCPUProfile(ctx, env.ctl, o.cpuProfile, 30*time.Second) }()
-		}
+		profile("converge")
 		if restart != nil {
 			return errors.Join(r.waitFor(ctx, t, done, restart.start, restart.created, o.timeout), r.waitForDead(ctx, deadT, deadDone, restart.start, o.timeout))
 		}
@@ -259,6 +269,7 @@ func run(ctx context.Context, o options) error {
 
 	progress("noop: requesting a reconcile of every Package, nothing changed")
 	scenario("noop", func(r *result) error {
+		profile("noop")
 		token := time.Now().Format(time.RFC3339Nano)
 		done := t.expect(healthy, readyOn(v1, token))
 		deadDone := deadT.expect(dead, unavailable(token))
@@ -286,6 +297,7 @@ func run(ctx context.Context, o options) error {
 
 	progress("update: pushing v2 to the shared tag and requesting a reconcile of every Package")
 	scenario("update", func(r *result) error {
+		profile("update")
 		start := time.Now()
 		v2, err := f.push(ctx, "v2")
 		if err != nil {
