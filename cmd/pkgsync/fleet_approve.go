@@ -87,13 +87,9 @@ approval; 2 for a wrong command line.`,
 // approveFleet writes (or, in a dry run, checks) the approval of revision, or the fleet's
 // target, for partition.
 func approveFleet(cmd *cobra.Command, kube *kubeFlags, name, partition, revision string, dryRun *dryRunFlag, output *outputFlag) error {
-	cfg, scheme, err := fleetClientConfig(kube)
+	c, cfg, err := fleetClient(kube)
 	if err != nil {
 		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return fmt.Errorf("connect to the management cluster %s: %w", cfg.Host, err)
 	}
 	var (
 		fleet *v1alpha1.HostedClusterPackage

@@ -2,19 +2,15 @@ package main
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
-	"pkgsync.dev/pkgsync/test/testenv"
 )
 
 // TestFleetApproveCommand: fleet approve writes the approval of the target for a gated partition
@@ -22,15 +18,7 @@ import (
 // partition that needs no approval; fleet status shows the approvals.
 func TestFleetApproveCommand(t *testing.T) {
 	t.Parallel()
-	cp := testenv.NewControlPlane(t, "fleet-approve")
-	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join("..", "..", "config", "crd", "bases", "pkgsync.dev_hostedclusterpackages.yaml")},
-	})
-	require.NoError(t, err)
-	scheme := runtime.NewScheme()
-	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	require.NoError(t, err)
+	cp, c := fleetControlPlane(t, "fleet-approve")
 
 	now := metav1.Now()
 	fleet := &v1alpha1.HostedClusterPackage{

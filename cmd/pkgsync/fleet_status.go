@@ -236,19 +236,29 @@ Exits 1 when the fleet does not exist, 0 when it is deleted while watched.`,
 
 // getFleet reads one HostedClusterPackage from the management cluster.
 func getFleet(cmd *cobra.Command, kube *kubeFlags, name string) (*v1alpha1.HostedClusterPackage, error) {
-	cfg, scheme, err := fleetClientConfig(kube)
+	c, cfg, err := fleetClient(kube)
 	if err != nil {
 		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("connect to the management cluster %s: %w", cfg.Host, err)
 	}
 	fleet := &v1alpha1.HostedClusterPackage{}
 	if err := fleetGetError(c.Get(cmd.Context(), client.ObjectKey{Name: name}, fleet), name, cfg.Host); err != nil {
 		return nil, err
 	}
 	return fleet, nil
+}
+
+// fleetClient is a client of the management cluster with the pkgsync API's scheme
+// (c.Scheme()), and its configuration, for the fleet commands.
+func fleetClient(kube *kubeFlags) (client.Client, *rest.Config, error) {
+	cfg, scheme, err := fleetClientConfig(kube)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to the management cluster %s: %w", cfg.Host, err)
+	}
+	return c, cfg, nil
 }
 
 // fleetClientConfig is the management cluster's client configuration and the scheme of the

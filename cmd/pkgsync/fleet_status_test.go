@@ -91,9 +91,11 @@ func haltedFleet(now time.Time) (*v1alpha1.HostedClusterPackage, v1alpha1.Hosted
 
 // TestFleetStatusCommand runs `pkgsync fleet status` against a real API server with the
 // HostedClusterPackage CRD, on fleets whose status is written as the controller writes it.
-func TestFleetStatusCommand(t *testing.T) {
-	t.Parallel()
-	cp := testenv.NewControlPlane(t, "fleet-status")
+// fleetControlPlane starts an API server with the HostedClusterPackage CRD and returns it with
+// a client of the pkgsync API, for the fleet commands' tests.
+func fleetControlPlane(t *testing.T, name string) (*testenv.ControlPlane, client.Client) {
+	t.Helper()
+	cp := testenv.NewControlPlane(t, name)
 	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{
 		Paths: []string{filepath.Join("..", "..", "config", "crd", "bases", "pkgsync.dev_hostedclusterpackages.yaml")},
 	})
@@ -102,6 +104,12 @@ func TestFleetStatusCommand(t *testing.T) {
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
+	return cp, c
+}
+
+func TestFleetStatusCommand(t *testing.T) {
+	t.Parallel()
+	cp, c := fleetControlPlane(t, "fleet-status")
 
 	now := time.Now()
 	fleet, status := haltedFleet(now)

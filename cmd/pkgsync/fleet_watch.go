@@ -62,15 +62,11 @@ func watchOutputOf(w io.Writer) fleetWatchOutput {
 
 // watchFleet follows the fleet name and its members until the command's context ends.
 func watchFleet(cmd *cobra.Command, kube *kubeFlags, name string) error {
-	cfg, scheme, err := fleetClientConfig(kube)
-	if err != nil {
-		return err
-	}
 	// Before the watch, whose informers would retry for ever: a fleet that does not exist is
 	// the error fleet status gives, and members that may not be listed are an error too.
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, cfg, err := fleetClient(kube)
 	if err != nil {
-		return fmt.Errorf("connect to the management cluster %s: %w", cfg.Host, err)
+		return err
 	}
 	if err := fleetGetError(c.Get(cmd.Context(), client.ObjectKey{Name: name}, &v1alpha1.HostedClusterPackage{}), name, cfg.Host); err != nil {
 		return err
@@ -78,7 +74,7 @@ func watchFleet(cmd *cobra.Command, kube *kubeFlags, name string) error {
 	if err := c.List(cmd.Context(), &v1alpha1.PackageList{}, client.MatchingLabels{v1alpha1.FleetLabel: name}, client.Limit(1)); err != nil {
 		return fmt.Errorf("list the member Packages of HostedClusterPackage %q on %s: %w", name, cfg.Host, err)
 	}
-	if err := followFleetOn(cmd.Context(), cfg, scheme, name, watchOutputOf(cmd.OutOrStdout())); err != nil {
+	if err := followFleetOn(cmd.Context(), cfg, c.Scheme(), name, watchOutputOf(cmd.OutOrStdout())); err != nil {
 		return fmt.Errorf("watch HostedClusterPackage %q on %s: %w", name, cfg.Host, err)
 	}
 	return nil
