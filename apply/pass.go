@@ -35,10 +35,11 @@ type pass struct {
 	progress *Progress
 	// ranJobs holds the Job records of Previous, jobs those this pass made (job.go).
 	ranJobs, jobs map[key]v1alpha1.InventoryJob
-	// update says the pass changes desired states the last complete pass settled (settled.go);
-	// settled holds what this pass found of each object available in its desired state.
-	update  bool
-	settled map[key]settledObject
+	// update says the pass changes desired states the last complete pass settled (settled.go),
+	// fresh that this pass was less than Request.Interval ago; settled holds what this pass
+	// found of each object available in its desired state.
+	update, fresh bool
+	settled       map[key]settledObject
 }
 
 // phaseOf returns the phase that holds an object of a class's cluster in the new revision.
@@ -77,7 +78,7 @@ func (e *Engine) Apply(ctx context.Context, req Request) (*Result, error) {
 			states[i] = newPhaseState(ph, target, &p.res.Phases[i], req.Owner)
 		}
 	}
-	p.update = p.isUpdate(states)
+	p.update, p.fresh = p.isUpdate(states)
 	budgets := newBudgets(ctx)
 	defer budgets.stop()
 	var errs []error

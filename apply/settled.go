@@ -19,7 +19,8 @@ import (
 //     younger than that: drift of such an object is found by the next such pass, as it would
 //     have been without the update;
 //   - writes an object whose desired state changed without reading it first when the settled
-//     memory holds its resourceVersion: the server-side apply carries it as a precondition,
+//     memory holds its resourceVersion, however old the memory (the precondition, not the
+//     interval, proves the object unchanged): the server-side apply carries it as a precondition,
 //     so it writes only over the object exactly as pkgsync left it (owned, undrifted, not
 //     recreated by someone else). Any other answer (409 Conflict included) falls back to the
 //     read and the checks of any pass, so a stale memory costs a request, never a wrong
@@ -66,20 +67,26 @@ func (p *Progress) settle(objects map[key]settledObject) {
 }
 
 // isUpdate reports whether a pass whose objects have the desired-state hashes given updates
-// what the last complete pass settled less than interval ago: some hash differs. A zero
-// interval never trusts the settled memory.
-func (p *Progress) isUpdate(hashes []string, interval time.Duration) bool {
+// what the last complete pass settled (some hash differs: changed), and whether that pass was
+// less than interval ago (fresh). Only a fresh memory lets a pass skip an object it neither
+// reads nor sends; a write over a settled resourceVersion proves for itself that nothing
+// changed since (the precondition), at any age. A zero interval never trusts the settled
+// memory.
+func (p *Progress) isUpdate(hashes []string, interval time.Duration) (changed, fresh bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.settled) == 0 || interval <= 0 || time.Since(p.settledAt) >= interval {
-		return false
+	if len(p.settled) == 0 || interval <= 0 {
+		return false, false
 	}
 	settled := make([]string, 0, len(p.settled))
 	for _, s := range p.settled {
 		settled = append(settled, s.hash)
 	}
 	slices.Sort(settled)
-	return !slices.Equal(settled, slices.Sorted(slices.Values(hashes)))
+	if slices.Equal(settled, slices.Sorted(slices.Values(hashes))) {
+		return false, false
+	}
+	return true, time.Since(p.settledAt) < interval
 }
 
 // settledAs returns what the last complete pass found of an object.
@@ -105,16 +112,17 @@ func (p *Progress) Settled() int {
 	return len(p.settled)
 }
 
-// isUpdate reports whether the pass changes desired states the last complete pass settled
-// within Request.Interval (Progress.isUpdate), every phase's objects prepared.
-func (p *pass) isUpdate(states []*phaseState) bool {
+// isUpdate reports whether the pass changes desired states the last complete pass settled,
+// and whether that pass was within Request.Interval (Progress.isUpdate), every phase's objects
+// prepared.
+func (p *pass) isUpdate(states []*phaseState) (changed, fresh bool) {
 	if p.progress == nil {
-		return false
+		return false, false
 	}
 	var hashes []string
 	for _, s := range states {
 		if s == nil || s.prepareErr != nil {
-			return false
+			return false, false
 		}
 		for _, obj := range s.objs {
 			hashes = append(hashes, obj.GetAnnotations()[DesiredHashAnnotation])
@@ -142,7 +150,7 @@ func (p *pass) settledAll(states []*phaseState) map[key]settledObject {
 // settledUnchanged reports whether, in an update pass, obj's desired state is the one the
 // last complete pass settled: it is neither read nor sent.
 func (p *pass) settledUnchanged(k key, obj *unstructured.Unstructured) bool {
-	if !p.update || p.progress == nil {
+	if !p.update || !p.fresh || p.progress == nil {
 		return false
 	}
 	s, ok := p.progress.settledAs(k)

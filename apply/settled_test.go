@@ -96,19 +96,27 @@ func TestUpdateOfAChangedObjectReadsIt(t *testing.T) {
 	assert.Zero(t, e.progress.Settled(), "a failed pass forgets what was settled")
 }
 
-// TestUpdateTrustsTheSettledMemoryForOneInterval: without an interval, or once the complete
-// pass is older than one (here a nanosecond), an update reads every object again.
+// TestUpdateTrustsTheSettledMemoryForOneInterval: without an interval, an update reads every
+// object again. Once the complete pass is older than one interval (here a nanosecond), the
+// update reads every unchanged object (drift detection), and writes the changed one over the
+// resourceVersion it settled without reading it: the precondition, not the memory's age,
+// proves it unchanged (issue 46: an update wave longer than the interval read every object).
 func TestUpdateTrustsTheSettledMemoryForOneInterval(t *testing.T) {
 	t.Parallel()
-	for name, interval := range map[string]time.Duration{"no interval": 0, "older than the interval": time.Nanosecond} {
+	for name, tc := range map[string]struct {
+		interval time.Duration
+		reads    int
+	}{"no interval": {0, 7}, "older than the interval": {time.Nanosecond, 6}} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			e := converged(t, interval)
+			e := converged(t, tc.interval)
 			e.config[1].Object["data"] = map[string]any{"n": "2"}
 			_, counts, err := e.pass(t.Context())
 			require.NoError(t, err)
-			assert.Equal(t, 7, counts[http.MethodGet], "every object is read")
+			assert.Equal(t, tc.reads, counts[http.MethodGet], "objects read")
 			assert.Equal(t, 1, counts[http.MethodPatch], "the changed one is written")
+			live, _ := get(t, e.mgmt, e.config[1])
+			assert.Equal(t, map[string]any{"n": "2"}, live.Object["data"])
 		})
 	}
 }
