@@ -74,6 +74,7 @@ type controllerOptions struct {
 	keepServiceHost       bool
 	hostedTimeout         time.Duration
 	hostedDialTimeout     time.Duration
+	hostedIdleConnTimeout time.Duration
 	hostedProbeInterval   time.Duration
 	hostedProbeMax        time.Duration
 	hostedBudget          time.Duration
@@ -142,6 +143,7 @@ hosted-control-plane namespace through HyperShift's connector Secret.`,
 	fs.BoolVar(&o.keepServiceHost, "keep-kube-apiserver-host", false, "Do not rewrite the server host kube-apiserver to kube-apiserver.<namespace>.svc")
 	fs.DurationVar(&o.hostedTimeout, "hosted-request-timeout", 15*time.Second, "Timeout of each request to a hosted API server")
 	fs.DurationVar(&o.hostedDialTimeout, "hosted-dial-timeout", 5*time.Second, "Timeout of connecting to a hosted API server, and of the TLS handshake")
+	fs.DurationVar(&o.hostedIdleConnTimeout, "hosted-idle-connection-timeout", hosted.DefaultIdleConnTimeout, "Close a connection to a hosted API server after this long without a request (kept across the passes of a wait, not across intervals)")
 	fs.DurationVar(&o.hostedProbeInterval, "hosted-probe-interval", 2*time.Second, "First wait before an unreachable hosted API server is probed again; doubles per failed probe")
 	fs.DurationVar(&o.hostedProbeMax, "hosted-probe-max-interval", 5*time.Minute, "Longest wait between probes of an unreachable hosted API server")
 	fs.DurationVar(&o.hostedBudget, "hosted-reconcile-budget", 30*time.Second, "Longest time one reconcile spends on one hosted cluster")
@@ -259,7 +261,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		hc = hosted.NewClients(mgr.GetClient(), hosted.Options{
 			SecretName: o.connectorSecret, SecretKey: o.connectorSecretKey, KeepServiceHost: o.keepServiceHost,
 			Timeout: o.hostedTimeout, Scheme: scheme, Kubeconfig: o.kubeconfigPolicy,
-			DialTimeout: o.hostedDialTimeout, ProbeInterval: o.hostedProbeInterval, MaxProbeInterval: o.hostedProbeMax,
+			DialTimeout: o.hostedDialTimeout, IdleConnTimeout: o.hostedIdleConnTimeout, ProbeInterval: o.hostedProbeInterval, MaxProbeInterval: o.hostedProbeMax,
 			Budget: o.hostedBudget, RESTMapper: mgr.GetRESTMapper(),
 		})
 	}

@@ -33,6 +33,9 @@ const (
 	DefaultSecretName = "service-network-admin-kubeconfig"
 	// DefaultSecretKey is the data key holding the kubeconfig.
 	DefaultSecretKey = "kubeconfig"
+	// DefaultIdleConnTimeout is Options.IdleConnTimeout's default: three times the progress
+	// interval of a waiting pass (5 s), far below any reconcile interval worth having.
+	DefaultIdleConnTimeout = 15 * time.Second
 	// serviceHost is the bare Service name HyperShift writes as the server host; it only
 	// resolves inside the hosted-control-plane namespace.
 	serviceHost = "kube-apiserver"
@@ -70,6 +73,12 @@ type Options struct {
 	OnProbe func(namespace string, took time.Duration, err error)
 	// IdleTTL evicts clients unused for this long.
 	IdleTTL time.Duration
+	// IdleConnTimeout closes a connection to a hosted API server that carried no request for
+	// this long. Its HTTP/2 state (buffers, header tables, the transport's goroutines) is most
+	// of what a hosted cluster costs in memory between passes, so it is kept only across the
+	// passes of one wait (seconds apart), not across intervals (minutes apart): a pass after
+	// an interval pays one TLS handshake instead.
+	IdleConnTimeout time.Duration
 	// Scheme for the clients; nil means client-go's.
 	Scheme *runtime.Scheme
 	// RESTMapper, when set, maps the kinds of Kubernetes' built-in API groups for every hosted
@@ -146,6 +155,9 @@ func NewClients(reader client.Reader, opts Options) *Clients {
 	}
 	if opts.IdleTTL <= 0 {
 		opts.IdleTTL = 30 * time.Minute
+	}
+	if opts.IdleConnTimeout <= 0 {
+		opts.IdleConnTimeout = DefaultIdleConnTimeout
 	}
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 5 * time.Second
@@ -357,7 +369,7 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 	if err != nil {
 		return nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: "TLS settings: " + err.Error()}
 	}
-	probeCfg := withShortHandshake(cfg, c.opts.DialTimeout, tlsConfig.Clone())
+	probeCfg := withShortHandshake(cfg, c.opts.DialTimeout, c.opts.IdleConnTimeout, tlsConfig.Clone())
 	probeCfg.Timeout = c.opts.ProbeTimeout
 	if t, ok := probeCfg.Transport.(*http.Transport); ok {
 		// Probes are rare (a first contact, then only while a circuit is open): an idle
@@ -369,7 +381,7 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 		return nil, fmt.Errorf("build probe client for hosted cluster of %s: %w", namespace, err)
 	}
 	pc.CheckRedirect = noRedirects
-	cfg = withShortHandshake(cfg, c.opts.DialTimeout, tlsConfig)
+	cfg = withShortHandshake(cfg, c.opts.DialTimeout, c.opts.IdleConnTimeout, tlsConfig)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return opaqueBodies{rt} })
 	if c.opts.OnRequest != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return timedTransport{rt, c.opts.OnRequest} })
@@ -395,7 +407,8 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 }
 
 // withShortHandshake returns a copy of cfg with a transport of its own whose TCP connect and
-// TLS handshake are each bounded by timeout. client-go's transport waits up to 10 s for a
+// TLS handshake are each bounded by timeout, and whose connections close after idle without a
+// request. client-go's transport waits up to 10 s for a
 // handshake, and a hosted API server behind a dead tunnel accepts the connection and never
 // answers: that wait, not the dial, is what a dead cluster costs a reconcile. rest.Config has no
 // field for it, so the transport is built here from the config's own TLS settings, the way
@@ -403,7 +416,7 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 // auth providers (allowed only by opt-in) may supply client certificates at run time, which a
 // transport of one's own cannot take: those keep client-go's transport, with the dial bounded.
 // tlsConfig is rest.TLSConfigFor(cfg).
-func withShortHandshake(cfg *rest.Config, timeout time.Duration, tlsConfig *tls.Config) *rest.Config {
+func withShortHandshake(cfg *rest.Config, timeout, idle time.Duration, tlsConfig *tls.Config) *rest.Config {
 	dial := (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
 	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
 		out := rest.CopyConfig(cfg)
@@ -419,8 +432,9 @@ func withShortHandshake(cfg *rest.Config, timeout time.Duration, tlsConfig *tls.
 		// One HTTP/2 connection carries every request; over HTTP/1.1 a few idle connections per
 		// hosted API server are enough, and each one kept costs buffers times a thousand clusters.
 		MaxIdleConnsPerHost: 4,
-		IdleConnTimeout:     90 * time.Second,
-		DialContext:         dial,
+		// Also the HTTP/2 connection's (x/net/http2 takes it from here).
+		IdleConnTimeout: idle,
+		DialContext:     dial,
 	})
 	return out
 }

@@ -3,13 +3,19 @@ package hosted
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -227,4 +233,50 @@ func TestClientsDepartedRefused(t *testing.T) {
 		_, ok := c.Departed("clusters-a", namespaceCreated, advertising(endpoint))
 		assert.False(t, ok, "the next resource of the namespace does not wait on it again")
 	})
+}
+
+// TestIdleConnectionIsClosed: the connection a hosted client used is closed once it carried no
+// request for Options.IdleConnTimeout, so that a thousand hosted clusters between two intervals
+// do not each hold an HTTP/2 connection (issue 46); it is kept while requests follow each other.
+func TestIdleConnectionIsClosed(t *testing.T) {
+	t.Parallel()
+	var open atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":404,"reason":"NotFound"}`, http.StatusNotFound)
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		switch state {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	kubeconfig := hostileKubeconfig(t, srv.URL, pemCert(&capturingServer{Server: srv}), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kubeconfig)).Build()
+	const idle = 500 * time.Millisecond
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	c := NewClients(reader, Options{Kubeconfig: anyServer, IdleConnTimeout: idle, RESTMapper: mapper})
+	target, err := c.Target(t.Context(), "clusters-a", nil)
+	require.NoError(t, err)
+	// The first contact's probe does not keep its connection.
+	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Zero(c, open.Load()) }, 10*time.Second, 20*time.Millisecond)
+
+	get := func() {
+		var cm corev1.ConfigMap
+		err := target.Client.Get(t.Context(), client.ObjectKey{Namespace: "x", Name: "y"}, &cm)
+		require.True(t, apierrors.IsNotFound(err), "%v", err)
+	}
+	// Requests closer together than the timeout share one connection, kept open.
+	for range 3 {
+		get()
+	}
+	assert.Equal(t, int64(1), open.Load(), "one connection carries the requests, and stays open between them")
+	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Zero(c, open.Load(), "idle connection closed") }, 10*time.Second, 20*time.Millisecond)
+	get()
+	assert.Equal(t, int64(1), open.Load(), "the next request opens a new connection")
 }

@@ -182,7 +182,7 @@ func TestHandshakeBoundedByDialTimeout(t *testing.T) {
 		TLSClientConfig: rest.TLSClientConfig{CAData: pemCert(newCapturingServer(t))}}
 	tlsConfig, err := rest.TLSConfigFor(in)
 	require.NoError(t, err)
-	cfg := withShortHandshake(in, 100*time.Millisecond, tlsConfig)
+	cfg := withShortHandshake(in, 100*time.Millisecond, time.Minute, tlsConfig)
 	hc, err := rest.HTTPClientFor(cfg)
 	require.NoError(t, err)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, cfg.Host+"/readyz", nil)
