@@ -36,7 +36,9 @@ func resultOf(n, size int, in render.Inputs) *render.Result {
 func TestRenderCacheBoundedByBytes(t *testing.T) {
 	t.Parallel()
 	one := resultOf(10, 10_000, render.Inputs{})
-	size := resultSize(one)
+	stored, err := storeRender(one)
+	require.NoError(t, err)
+	size := stored.size
 	assert.Greater(t, size, int64(100_000), "the estimate counts the objects' data")
 	assert.Less(t, size, int64(150_000))
 
@@ -74,6 +76,48 @@ func TestRenderCacheBoundedByBytes(t *testing.T) {
 	}
 	entries, _ = small.size()
 	assert.Equal(t, 100, entries)
+}
+
+// A render comes out of the cache as it went in, with objects of its own on every hit: a caller
+// that changes what it got changes nothing the next one gets.
+func TestRenderCacheKeepsRendersEncoded(t *testing.T) {
+	t.Parallel()
+	obj := map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "app", "labels": map[string]any{"a": "b"}, "annotations": map[string]any{}},
+		"spec": map[string]any{
+			"replicas": int64(3), "paused": false, "progressDeadlineSeconds": nil,
+			"template": map[string]any{"spec": map[string]any{"containers": []any{
+				map[string]any{"name": "c", "args": []any{"--ratio", "0.5"}, "resources": map[string]any{}},
+			}}},
+			"ratio": 0.25, "big": int64(1) << 53, "empty": []any{},
+		},
+	}
+	in := &render.Result{
+		Phases: []desired.Phase{
+			{Name: "setup", Class: "hosted-cluster"},
+			{Name: "deploy", Objects: []*unstructured.Unstructured{{Object: obj}},
+				ConditionMappings: []desired.ConditionMapping{{Object: 0, Source: "Available", Destination: "example.com/Available"}}},
+		},
+		Config: map[string]any{"replicas": int64(3)}, Inputs: render.Inputs{Package: true},
+		Warnings: []render.Warning{{Message: "dropped"}},
+	}
+	want := &unstructured.Unstructured{Object: obj}
+	want = want.DeepCopy()
+	c := newRenderCache(1 << 20)
+	c.put("k", in)
+	got, ok := c.get("k")
+	require.True(t, ok)
+	assert.Equal(t, in, got)
+	assert.Equal(t, want, got.Phases[1].Objects[0])
+	assert.NotSame(t, in.Phases[1].Objects[0], got.Phases[1].Objects[0])
+
+	got.Phases[1].Objects[0].SetName("changed")
+	got.Phases[1].Objects = nil
+	again, ok := c.get("k")
+	require.True(t, ok)
+	assert.Equal(t, want, again.Phases[1].Objects[0], "a change to one hit is not seen by the next")
+	assert.Equal(t, "app", in.Phases[1].Objects[0].GetName(), "nor by the result stored")
 }
 
 // Resources that install one package with one configuration share a render that read none of

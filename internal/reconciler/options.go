@@ -61,8 +61,8 @@ type Options struct {
 	// fleet's member Packages carry the fleet's values of them, so that the controller that
 	// reconciles the fleet reconciles its members too.
 	ShardLabelKeys []string
-	// RenderCacheBytes bounds the estimated memory of the rendered packages kept (see
-	// resultSize); 32 MiB when zero.
+	// RenderCacheBytes bounds the estimated memory of the rendered packages kept (their objects
+	// encoded: see storedRender); 32 MiB when zero.
 	RenderCacheBytes int64
 	// ApplyConcurrency bounds the objects one reconcile applies at once within a phase
 	// (--apply-concurrency-per-package); apply.DefaultConcurrency when zero.
