@@ -78,11 +78,17 @@ func countersFrom(families map[string]*dto.MetricFamily) controllerCounters {
 			case "controller_runtime_reconcile_total":
 				c.reconciles += int(m.GetCounter().GetValue())
 			case "controller_runtime_reconcile_time_seconds":
+				// One series per controller process (-shards): their buckets add up.
 				h := m.GetHistogram()
-				c.reconcileTimes.count = h.GetSampleCount()
-				for _, b := range h.GetBucket() {
-					c.reconcileTimes.bounds = append(c.reconcileTimes.bounds, b.GetUpperBound())
-					c.reconcileTimes.cumulative = append(c.reconcileTimes.cumulative, b.GetCumulativeCount())
+				first := len(c.reconcileTimes.bounds) == 0
+				c.reconcileTimes.count += h.GetSampleCount()
+				for i, b := range h.GetBucket() {
+					if first {
+						c.reconcileTimes.bounds = append(c.reconcileTimes.bounds, b.GetUpperBound())
+						c.reconcileTimes.cumulative = append(c.reconcileTimes.cumulative, b.GetCumulativeCount())
+					} else if i < len(c.reconcileTimes.cumulative) {
+						c.reconcileTimes.cumulative[i] += b.GetCumulativeCount()
+					}
 				}
 			}
 		}

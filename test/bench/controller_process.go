@@ -50,22 +50,26 @@ type processController struct {
 	started time.Time
 }
 
-// startProcessController builds cmd/pkgsync, starts `pkgsync controller` and waits until its
-// metrics endpoint answers. The returned channel closes when the process has ended.
-func startProcessController(ctx context.Context, env *environment, o options) (*processController, <-chan error, error) {
+// startProcessController builds cmd/pkgsync (once), starts `pkgsync controller` and waits until
+// its metrics endpoint answers. The returned channel closes when the process has ended. A shard
+// of 0 or more runs it with --watch-label-selector for that shard's Packages (shard.go); only the
+// process of shard 0 or below keeps the harness's informer.
+func startProcessController(ctx context.Context, env *environment, o options, shard int) (*processController, <-chan error, error) {
 	bin := filepath.Join(env.dir, "pkgsync")
-	progress("building cmd/pkgsync for the controller process")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/pkgsync")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return nil, nil, fmt.Errorf("build cmd/pkgsync (run from the repository root): %w", err)
+	if _, err := os.Stat(bin); err != nil {
+		progress("building cmd/pkgsync for the controller process")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/pkgsync")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return nil, nil, fmt.Errorf("build cmd/pkgsync (run from the repository root): %w", err)
+		}
 	}
 	c := &processController{http: &http.Client{Timeout: time.Minute}}
 	var err error
 	if c.api, err = startAPIProxy(env.mgmt.Config); err != nil {
 		return nil, nil, err
 	}
-	kubeconfig := filepath.Join(env.dir, "controller.kubeconfig")
+	kubeconfig := filepath.Join(env.dir, fmt.Sprintf("controller-%d.kubeconfig", max(shard, 0)))
 	if err := writeKubeconfig(kubeconfig, "http://"+c.api.addr); err != nil {
 		return nil, nil, err
 	}
@@ -80,12 +84,19 @@ func startProcessController(ctx context.Context, env *environment, o options) (*
 	c.cmd = exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--plain-http-registry", env.proxy.Host,
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0", "--enable-pprof",
 		"--concurrency", strconv.Itoa(o.workers), "--insecure-kubeconfig-any-server")
+	if shard >= 0 {
+		c.cmd.Args = append(c.cmd.Args, "--watch-label-selector", fmt.Sprintf("%s=%d", shardLabel, shard))
+	}
 	c.cmd.Args = append(c.cmd.Args, strings.Fields(o.controllerArgs)...)
 	if o.notifyAddr != "" {
 		c.cmd.Args = append(c.cmd.Args, "--webhook-bind-address", o.notifyAddr, "--webhook-secret", notifySecret)
 	}
 	if o.logFile != "" {
-		f, err := os.Create(o.logFile)
+		name := o.logFile
+		if shard > 0 {
+			name = fmt.Sprintf("%s.%d", o.logFile, shard)
+		}
+		f, err := os.Create(name)
 		if err != nil {
 			return nil, nil, fmt.Errorf("create controller log: %w", err)
 		}
@@ -100,7 +111,9 @@ func startProcessController(ctx context.Context, env *environment, o options) (*
 	c.cmd.Env = os.Environ()
 	if memLimit != "" && memLimit != "off" {
 		c.cmd.Env = append(c.cmd.Env, "GOMEMLIMIT="+memLimit)
-		progress("the controller runs with GOMEMLIMIT=%s", memLimit)
+		if shard <= 0 {
+			progress("the controller runs with GOMEMLIMIT=%s", memLimit)
+		}
 	}
 	c.started = time.Now()
 	if err := c.cmd.Start(); err != nil {
@@ -122,16 +135,18 @@ func startProcessController(ctx context.Context, env *environment, o options) (*
 		}
 	}()
 
-	// The harness's cache logs nothing worth reading (controller-runtime prints a stack trace
-	// when no logger was set).
-	ctrl.SetLogger(logr.Discard())
-	c.informers, err = crcache.New(env.mgmt.Config, crcache.Options{
-		Scheme: env.scheme, ByObject: map[client.Object]crcache.ByObject{&v1alpha1.Package{}: {}},
-	})
-	if err != nil {
-		return c, stopped, fmt.Errorf("harness cache: %w", err)
+	if shard <= 0 {
+		// The harness's cache logs nothing worth reading (controller-runtime prints a stack
+		// trace when no logger was set).
+		ctrl.SetLogger(logr.Discard())
+		c.informers, err = crcache.New(env.mgmt.Config, crcache.Options{
+			Scheme: env.scheme, ByObject: map[client.Object]crcache.ByObject{&v1alpha1.Package{}: {}},
+		})
+		if err != nil {
+			return c, stopped, fmt.Errorf("harness cache: %w", err)
+		}
+		go func() { _ = c.informers.Start(ctx) }()
 	}
-	go func() { _ = c.informers.Start(ctx) }()
 
 	deadline := time.Now().Add(time.Minute)
 	for {

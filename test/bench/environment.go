@@ -40,6 +40,8 @@ type environment struct {
 	// apiProxy is the counting proxy in front of the management API server of a controller
 	// process.
 	apiProxy *apiProxy
+	// apiProxies are those of the shards' processes (-shards).
+	apiProxies []*apiProxy
 }
 
 func startEnvironment(ctx context.Context, o options) (*environment, error) {
@@ -100,7 +102,15 @@ func (env *environment) startController(ctx context.Context, o options) (<-chan 
 		env.ctl = c
 		return stopped, err
 	}
-	c, stopped, err := startProcessController(ctx, env, o)
+	if o.shards > 1 {
+		c, stopped, err := startShardedController(ctx, env, o)
+		if c != nil {
+			env.ctl = c
+			env.apiProxies = c.proxies()
+		}
+		return stopped, err
+	}
+	c, stopped, err := startProcessController(ctx, env, o, -1)
 	if c != nil {
 		env.ctl = c
 		env.apiProxy = c.api
@@ -114,6 +124,9 @@ func (env *environment) stop() {
 	}
 	if env.apiProxy != nil {
 		_ = env.apiProxy.Close()
+	}
+	for _, p := range env.apiProxies {
+		_ = p.Close()
 	}
 	if env.proxy != nil {
 		_ = env.proxy.Close()

@@ -155,7 +155,7 @@ func (f *fleet) createPackages(ctx context.Context) (map[string]time.Time, error
 	created := map[string]time.Time{}
 	err := parallel(ctx, len(f.namespaces), func(ctx context.Context, i int) error {
 		pkg := &v1alpha1.Package{
-			ObjectMeta: metav1.ObjectMeta{Name: packageName, Namespace: f.namespaces[i]},
+			ObjectMeta: metav1.ObjectMeta{Name: packageName, Namespace: f.namespaces[i], Labels: shardLabels(f.o, i)},
 			Spec:       v1alpha1.PackageSpec{Image: f.image, Interval: &metav1.Duration{Duration: f.o.interval}},
 		}
 		start := time.Now()
@@ -242,8 +242,11 @@ func createBeforeController(ctx context.Context, env *environment, f *fleet) (*r
 // started times the converge from the controller process's start, for every Package.
 func (a *restartArrival) started(ctl controllerUnderTest, namespaces []string) {
 	a.start, a.created = time.Now(), map[string]time.Time{}
-	if p, ok := ctl.(*processController); ok {
+	switch p := ctl.(type) {
+	case *processController:
 		a.start = p.started
+	case *shardedController:
+		a.start = p.shards[0].started
 	}
 	for _, ns := range namespaces {
 		a.created[ns+"/"+packageName] = a.start

@@ -53,6 +53,8 @@ type options struct {
 	controllerArgs string
 	// arrival is how the Packages of the converge scenario arrive: arrivalGradual or arrivalRestart.
 	arrival string
+	// shards is how many controller processes share the fleet (shard.go); 1 is one, unsharded.
+	shards int
 }
 
 // The ways a fleet's Packages arrive at the controller in the converge scenario.
@@ -92,6 +94,7 @@ func main() {
 	fs.StringVar(&o.shape, "shape", shapeFleet, "The package: fleet (half of the objects on the hosted cluster), management (three phases, management cluster only), big (one phase, management cluster only; with -packages 1 -objects 8000 the one-big-package scenario). The management shapes first time a raw server-side apply of the same objects (ratio_to_raw)")
 	fs.StringVar(&o.controllerArgs, "controller-args", "", "More flags for `pkgsync controller` (-controller process), separated by spaces: \"--kube-api-qps=500 --apply-concurrency-per-package=16\"")
 	fs.StringVar(&o.arrival, "arrival", arrivalGradual, "How the converge scenario's Packages arrive: gradual (created while the controller runs, 16 at a time) or restart (all created before the controller starts; timed from its start)")
+	fs.IntVar(&o.shards, "shards", 1, "Controller processes sharing the Packages (-controller process): each runs with --watch-label-selector "+shardLabel+"=<i>, and the Packages are labelled round robin; the report sums their CPU and requests and shows the largest peak RSS, and each shard's memory and CPU are printed")
 	fs.IntVar(&o.rawConcurrency, "raw-concurrency", apply.DefaultConcurrency, "Requests in flight of the raw server-side apply (one client); the default is pkgsync's --apply-concurrency-per-package")
 	o.compare.applyFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -115,6 +118,10 @@ func main() {
 	}
 	if o.arrival == arrivalRestart && (o.controller != "process" || o.hcpkg || o.notify || o.compare.percents != "") {
 		fmt.Fprintln(os.Stderr, "bench: -arrival restart measures the Package fleet with -controller process (a process's counters start at zero)")
+		os.Exit(2)
+	}
+	if o.shards < 1 || o.shards > 1 && (o.controller != "process" || o.hcpkg || o.notify || o.compare.percents != "") {
+		fmt.Fprintln(os.Stderr, "bench: -shards must be at least 1; above 1 it measures the Package fleet with -controller process")
 		os.Exit(2)
 	}
 	if err := controllerMode(o.controller); err != nil {
@@ -226,6 +233,9 @@ func run(ctx context.Context, o options) error {
 			errs = append(errs, err)
 		}
 		progress("%s: %s", name, r.summary())
+		if sharded, ok := env.ctl.(*shardedController); ok {
+			sharded.perShard(ctx, name)
+		}
 	}
 
 	var raw *rawLimit
