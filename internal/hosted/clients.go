@@ -3,11 +3,8 @@ package hosted
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -20,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -406,39 +402,6 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 	}, nil
 }
 
-// withShortHandshake returns a copy of cfg with a transport of its own whose TCP connect and
-// TLS handshake are each bounded by timeout, and whose connections close after idle without a
-// request. client-go's transport waits up to 10 s for a
-// handshake, and a hosted API server behind a dead tunnel accepts the connection and never
-// answers: that wait, not the dial, is what a dead cluster costs a reconcile. rest.Config has no
-// field for it, so the transport is built here from the config's own TLS settings, the way
-// client-go builds it; authentication headers are still added by client-go. Exec plugins and
-// auth providers (allowed only by opt-in) may supply client certificates at run time, which a
-// transport of one's own cannot take: those keep client-go's transport, with the dial bounded.
-// tlsConfig is rest.TLSConfigFor(cfg).
-func withShortHandshake(cfg *rest.Config, timeout, idle time.Duration, tlsConfig *tls.Config) *rest.Config {
-	dial := (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
-	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
-		out := rest.CopyConfig(cfg)
-		out.Dial = dial
-		return out
-	}
-	out := rest.CopyConfig(cfg)
-	out.TLSClientConfig = rest.TLSClientConfig{}
-	out.Transport = utilnet.SetTransportDefaults(&http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		TLSHandshakeTimeout: timeout,
-		TLSClientConfig:     tlsConfig,
-		// One HTTP/2 connection carries every request; over HTTP/1.1 a few idle connections per
-		// hosted API server are enough, and each one kept costs buffers times a thousand clusters.
-		MaxIdleConnsPerHost: 4,
-		// Also the HTTP/2 connection's (x/net/http2 takes it from here).
-		IdleConnTimeout: idle,
-		DialContext:     dial,
-	})
-	return out
-}
-
 // rewriteServiceHost turns https://kube-apiserver:6443 into
 // https://kube-apiserver.<namespace>.svc:6443: the bare Service name resolves only from pods in
 // the hosted-control-plane namespace, the qualified one from everywhere in the cluster.
@@ -463,41 +426,4 @@ func rewriteServiceHost(host, namespace string) (string, error) {
 func IsNoCredentials(err error) bool {
 	var nc *NoCredentialsError
 	return errors.As(err, &nc)
-}
-
-// noRedirects makes a redirect an answer, not followed: an API server does not redirect API
-// requests, and following one would send the controller's requests (and, to the same host, its
-// credentials) to a server checkServer would refuse.
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
-// opaqueBodies replaces the body of every response that is not a Kubernetes API object with a
-// fixed text naming its status code. client-go copies the body of an unexpected response (an
-// HTML error page, a text answer) into its error, the error becomes a condition message and an
-// event, and whoever wrote the connector Secret reads them: with a server that is not a hosted
-// API server (--insecure-kubeconfig-any-server, or a Service answering in its place), that
-// would let them read what in-cluster services answer through the controller. Kubernetes API
-// responses (JSON, protobuf, YAML), Status errors included, pass unchanged.
-type opaqueBodies struct{ next http.RoundTripper }
-
-func (t opaqueBodies) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	if err != nil || resp.Body == nil {
-		return resp, err
-	}
-	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	switch mediaType {
-	case "application/json", "application/vnd.kubernetes.protobuf", "application/yaml",
-		"application/apply-patch+yaml":
-		return resp, nil
-	}
-	// Drain a little so that the connection may be reused, then drop the body.
-	_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
-	_ = resp.Body.Close()
-	text := fmt.Sprintf("HTTP %d from the hosted API server with a body that is not a Kubernetes API object; the body is not shown", resp.StatusCode)
-	resp.Body = io.NopCloser(strings.NewReader(text))
-	resp.ContentLength = int64(len(text))
-	resp.Header = resp.Header.Clone()
-	resp.Header.Set("Content-Type", "text/plain")
-	resp.Header.Del("Content-Encoding")
-	return resp, nil
 }
