@@ -33,7 +33,7 @@ import (
 // for as long as the cache holds them.
 type renderCache struct {
 	mu sync.Mutex
-	// maxBytes bounds the estimated size of the results held (resultSize).
+	// maxBytes bounds the estimated size of the renders held (storedRender.size).
 	maxBytes, bytes int64
 	// order holds *renderEntry, most recently used first; entries indexes it by key.
 	order   *list.List

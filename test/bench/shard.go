@@ -31,6 +31,8 @@ func shardLabels(o options, i int) map[string]string {
 // printed when a scenario ends (perShard).
 type shardedController struct {
 	shards []*processController
+	// live is each shard's live heap as liveHeap last read it, for perShard.
+	live []int64
 }
 
 func startShardedController(ctx context.Context, env *environment, o options) (*shardedController, <-chan error, error) {
@@ -128,11 +130,13 @@ func (s *shardedController) resetPeakRSS() {
 
 func (s *shardedController) liveHeap(ctx context.Context) (int64, error) {
 	var sum int64
+	s.live = make([]int64, len(s.shards))
 	for i, c := range s.shards {
 		live, err := c.liveHeap(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("shard %d: %w", i, err)
 		}
+		s.live[i] = live
 		sum += live
 	}
 	return sum, nil
@@ -149,14 +153,15 @@ func (s *shardedController) cpuProfile(ctx context.Context, d time.Duration, w i
 
 func (s *shardedController) hostedClientsBuilt() int { return -1 }
 
-// perShard prints each shard's CPU seconds since start, peak RSS since the last reset and live
-// heap, for the scenario that just ended.
+// perShard prints each shard's CPU seconds since start, peak RSS since the last reset and the
+// live heap the scenario's end measured (liveHeap: one collection per shard, not two), for the
+// scenario that just ended.
 func (s *shardedController) perShard(ctx context.Context, scenario string) {
 	for i, c := range s.shards {
 		u := c.usage(ctx)
-		live, err := c.liveHeap(ctx)
-		if err != nil {
-			progress("%s: shard %d: live heap: %v", scenario, i, err)
+		var live int64
+		if i < len(s.live) {
+			live = s.live[i]
 		}
 		progress("%s: shard %d: cpu_s_total=%.1f peak_rss_mib=%.0f live_heap_mib=%.1f", scenario, i, u.cpuSeconds, float64(u.peakRSS)/(1<<20), float64(live)/(1<<20))
 	}
