@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/apply"
@@ -125,6 +126,10 @@ type entry struct {
 	// caller stopped waiting for it and must be woken when it succeeds.
 	contacted chan struct{}
 	awaited   bool
+	// inUse counts the passes between Target and Release; closeIdle closes the transport's
+	// idle connections (nil for the transport of an exec plugin, which client-go keeps).
+	inUse     int
+	closeIdle func()
 }
 
 // NoCredentialsError says a namespace has no usable connector Secret.
@@ -252,6 +257,7 @@ func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluste
 	defer c.mu.Unlock()
 	switch {
 	case e.health.state == HealthClosed:
+		e.inUse++
 		return e.target, nil
 	case e.health.openErr == nil:
 		// The first contact is still in flight: its answer wakes the namespace.
@@ -260,6 +266,27 @@ func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluste
 	default:
 		// Nothing is sent: the prober alone talks to a hosted API server that did not answer.
 		return apply.Target{}, unavailable(namespace, e)
+	}
+}
+
+// Release ends a pass that Target's client was returned to, which expects the next pass on
+// the namespace's hosted cluster in nextPass. When no other pass is using the client and the
+// next one is further away than IdleConnTimeout, the client's idle connections close now instead
+// of after that timeout: an HTTP/2 connection and its TLS state are most of what a hosted
+// cluster costs in memory, and they would idle until the timeout for nothing, as the next pass
+// dials again either way. A pass that is waiting for availability (seconds) keeps them.
+func (c *Clients) Release(namespace string, nextPass time.Duration) {
+	c.mu.Lock()
+	e, ok := c.entries[namespace]
+	if !ok || e.inUse == 0 {
+		c.mu.Unlock()
+		return
+	}
+	e.inUse--
+	closeIdle := e.inUse == 0 && nextPass > c.opts.IdleConnTimeout && e.closeIdle != nil
+	c.mu.Unlock()
+	if closeIdle {
+		e.closeIdle()
 	}
 }
 
@@ -355,7 +382,9 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 	// Every request, discovery for the RESTMapper included, is bounded by Timeout; connecting
 	// and the TLS handshake each by the shorter DialTimeout.
 	cfg.Timeout = c.opts.Timeout
-	cfg.QPS, cfg.Burst = 50, 100
+	// One token bucket for the hosted cluster: controller-runtime builds a REST client per kind,
+	// and each would otherwise get a bucket of its own, so the bound would grow with the kinds.
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(50, 100)
 	cfg.UserAgent = "pkgsync"
 	// The probe has a transport of its own, without the request timing: a probe is not time spent
 	// waiting on the hosted API server by a reconcile, and its connections never queue behind the
@@ -378,6 +407,10 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 	}
 	pc.CheckRedirect = noRedirects
 	cfg = withShortHandshake(cfg, c.opts.DialTimeout, c.opts.IdleConnTimeout, tlsConfig)
+	var closeIdle func()
+	if t, ok := cfg.Transport.(*http.Transport); ok {
+		closeIdle = t.CloseIdleConnections // HTTP/2's too: x/net/http2 is configured on it
+	}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return opaqueBodies{rt} })
 	if c.opts.OnRequest != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return timedTransport{rt, c.opts.OnRequest} })
@@ -399,6 +432,7 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 		server: server, serverField: serverField,
 		target:   apply.Target{Client: cl, Name: "hosted cluster " + namespace, Budget: c.opts.Budget},
 		probeURL: strings.TrimSuffix(cfg.Host, "/") + "/readyz", probeClient: pc,
+		closeIdle: closeIdle,
 	}, nil
 }
 

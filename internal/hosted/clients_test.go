@@ -280,3 +280,64 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 	get()
 	assert.Equal(t, int64(1), open.Load(), "the next request opens a new connection")
 }
+
+func TestReleaseClosesTheConnectionsOfSettledPasses(t *testing.T) {
+	t.Parallel()
+	var open atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":404,"reason":"NotFound"}`, http.StatusNotFound)
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		switch state {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	kubeconfig := hostileKubeconfig(t, srv.URL, pemCert(&capturingServer{Server: srv}), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kubeconfig)).Build()
+	// Long enough that only Release can close a connection within the test.
+	const idle = time.Hour
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	c := NewClients(reader, Options{Kubeconfig: anyServer, IdleConnTimeout: idle, RESTMapper: mapper})
+	pass := func() {
+		target, err := c.Target(t.Context(), "clusters-a", nil)
+		require.NoError(t, err)
+		var cm corev1.ConfigMap
+		err = target.Client.Get(t.Context(), client.ObjectKey{Namespace: "x", Name: "y"}, &cm)
+		require.True(t, apierrors.IsNotFound(err), "%v", err)
+	}
+	closed := func(msg string) {
+		require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Zero(c, open.Load(), msg) }, 10*time.Second, 20*time.Millisecond)
+	}
+	_, err := c.Target(t.Context(), "clusters-a", nil)
+	require.NoError(t, err)
+	closed("the first contact's probe does not keep its connection")
+	c.Release("clusters-a", 2*idle) // that Target's pass
+	pass()
+
+	// A pass whose next one comes sooner than the idle timeout keeps the connection.
+	c.Release("clusters-a", time.Minute)
+	assert.Equal(t, int64(1), open.Load(), "a pass due within the idle timeout reuses the connection")
+
+	// Two passes at once: the first to settle leaves the other's connection alone.
+	pass()
+	pass()
+	c.Release("clusters-a", 2*idle)
+	assert.Equal(t, int64(1), open.Load(), "another pass still uses the client")
+	c.Release("clusters-a", 2*idle)
+	closed("the last settled pass closes the idle connection: the next pass is further away than the idle timeout")
+
+	pass()
+	assert.Equal(t, int64(1), open.Load(), "the next pass opens a new connection")
+	c.Release("clusters-a", 2*idle)
+	closed("released again")
+	// Releasing more often than Target was called, or a namespace without a client, is harmless.
+	c.Release("clusters-a", 2*idle)
+	c.Release("clusters-none", 2*idle)
+}
