@@ -36,10 +36,13 @@ type controllerUnderTest interface {
 
 // usage is a controller's resources at one moment.
 type usage struct {
-	cpuSeconds       float64
-	heap             uint64
-	goroutines       int
-	peakRSS          int64
+	cpuSeconds float64
+	heap       uint64
+	goroutines int
+	peakRSS    int64
+	// fileRSS is the resident part of the RSS backed by files (the binary's text and tables):
+	// GOMEMLIMIT does not bound it, and a container's memory accounting counts it.
+	fileRSS          int64
 	harnessCPU       float64
 	harnessPeakRSS   int64
 	harnessSeparated bool

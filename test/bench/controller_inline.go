@@ -117,7 +117,7 @@ func (c *inlineController) usage(context.Context) usage {
 	runtime.ReadMemStats(&ms)
 	return usage{
 		cpuSeconds: cpuSeconds(), heap: ms.HeapAlloc, goroutines: runtime.NumGoroutine(),
-		peakRSS: procStatus("self", "VmHWM"),
+		peakRSS: procStatus("self", "VmHWM"), fileRSS: procStatus("self", "RssFile"),
 	}
 }
 

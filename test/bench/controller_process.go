@@ -213,7 +213,7 @@ func (c *processController) mgmtRequests() counts { return c.api.snapshot() }
 func (c *processController) usage(ctx context.Context) usage {
 	pid := strconv.Itoa(c.cmd.Process.Pid)
 	u := usage{
-		cpuSeconds: processCPUSeconds(pid), peakRSS: procStatus(pid, "VmHWM"),
+		cpuSeconds: processCPUSeconds(pid), peakRSS: procStatus(pid, "VmHWM"), fileRSS: procStatus(pid, "RssFile"),
 		harnessCPU: cpuSeconds(), harnessPeakRSS: procStatus("self", "VmHWM"), harnessSeparated: true,
 	}
 	if fams, err := c.gather(ctx); err == nil {

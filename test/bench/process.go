@@ -102,7 +102,9 @@ func (s *sampler) reset(ctx context.Context) {
 // memory is what a scenario cost in memory.
 type memory struct {
 	PeakHeap, LiveHeap, PeakRSS int64
-	PeakGoroutines              int
+	// FileRSS is the file-backed resident memory at the scenario's end (usage.fileRSS).
+	FileRSS        int64
+	PeakGoroutines int
 	// HarnessPeakRSS is the benchmark's own peak, when the controller is a process of its own.
 	HarnessPeakRSS int64
 }
@@ -116,7 +118,7 @@ func (s *sampler) read(ctx context.Context) memory {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := memory{PeakHeap: int64(s.peakHeap), LiveHeap: live, PeakRSS: u.peakRSS, PeakGoroutines: s.peakGoroutines}
+	m := memory{PeakHeap: int64(s.peakHeap), LiveHeap: live, PeakRSS: u.peakRSS, FileRSS: u.fileRSS, PeakGoroutines: s.peakGoroutines}
 	if u.harnessSeparated {
 		m.HarnessPeakRSS = u.harnessPeakRSS
 	}

@@ -111,6 +111,7 @@ func (r *result) figures() *figures {
 	f.add("heap_peak_mib", "%.1f", mib(r.mem.PeakHeap))
 	f.add("heap_live_mib", "%.1f", mib(r.mem.LiveHeap))
 	f.add("rss_peak_mib", "%.1f", mib(r.mem.PeakRSS))
+	f.add("rss_file_mib", "%.1f", mib(r.mem.FileRSS))
 	f.add("goroutines_peak", "%d", r.mem.PeakGoroutines)
 	f.add("harness_rss_peak_mib", "%.1f", mib(r.mem.HarnessPeakRSS))
 	return f

@@ -115,6 +115,7 @@ func (s *shardedController) usage(ctx context.Context) usage {
 		out.heap += u.heap
 		out.goroutines += u.goroutines
 		out.peakRSS = max(out.peakRSS, u.peakRSS)
+		out.fileRSS = max(out.fileRSS, u.fileRSS)
 		if i == 0 {
 			out.harnessCPU, out.harnessPeakRSS, out.harnessSeparated = u.harnessCPU, u.harnessPeakRSS, u.harnessSeparated
 		}
