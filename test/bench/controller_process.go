@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
+	"pkgsync.dev/pkgsync/internal/image"
 )
 
 // processController is `pkgsync controller` run as a process of its own, as a user runs it, so
@@ -57,10 +59,12 @@ type processController struct {
 func startProcessController(ctx context.Context, env *environment, o options, shard int) (*processController, <-chan error, error) {
 	bin := filepath.Join(env.dir, "pkgsync")
 	if _, err := os.Stat(bin); err != nil {
-		progress("building cmd/pkgsync for the controller process")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/pkgsync")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
+		// Built as the release image builds it: a cgo build links Go's plugin package (which
+		// kustomize's plugin loader imports) dynamically and exports every symbol, some 18 MB of
+		// symbol tables that a static binary does not map, and that the peak RSS would count.
+		progress("building cmd/pkgsync for the controller process, as the release image does")
+		build := image.GoBuild{Package: "./cmd/pkgsync", OS: runtime.GOOS, Arch: runtime.GOARCH, Output: bin}
+		if err := image.BuildBinary(ctx, build); err != nil {
 			return nil, nil, fmt.Errorf("build cmd/pkgsync (run from the repository root): %w", err)
 		}
 	}

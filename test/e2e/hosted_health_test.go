@@ -33,9 +33,11 @@ type blackHole struct {
 	listener net.Listener
 	target   string
 	accepted atomic.Int64
-	forward  atomic.Bool
-	mu       sync.Mutex
-	held     []net.Conn
+	// open counts the forwarded connections still open.
+	open    atomic.Int64
+	forward atomic.Bool
+	mu      sync.Mutex
+	held    []net.Conn
 	// forwarded are both ends of the connections passed on to the real server.
 	forwarded []net.Conn
 }
@@ -66,8 +68,9 @@ func newBlackHole(t *testing.T, target string) *blackHole {
 			b.mu.Lock()
 			b.forwarded = append(b.forwarded, c, up)
 			b.mu.Unlock()
+			b.open.Add(1)
 			go func() { _, _ = io.Copy(up, c); up.Close() }()
-			go func() { _, _ = io.Copy(c, up); c.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close(); b.open.Add(-1) }()
 		}
 	}()
 	t.Cleanup(func() {
