@@ -142,7 +142,7 @@ hosted-control-plane namespace through HyperShift's connector Secret.`,
 	fs.StringVar(&o.connectorSecretKey, "hosted-kubeconfig-key", hosted.DefaultSecretKey, "Data key of the kubeconfig in the connector Secret")
 	fs.BoolVar(&o.keepServiceHost, "keep-kube-apiserver-host", false, "Do not rewrite the server host kube-apiserver to kube-apiserver.<namespace>.svc")
 	fs.DurationVar(&o.hostedTimeout, "hosted-request-timeout", 15*time.Second, "Timeout of each request to a hosted API server")
-	fs.DurationVar(&o.hostedDialTimeout, "hosted-dial-timeout", 5*time.Second, "Timeout of connecting to a hosted API server, and of the TLS handshake")
+	fs.DurationVar(&o.hostedDialTimeout, "hosted-dial-timeout", 5*time.Second, "Timeout of connecting to a hosted API server, and of the TLS handshake; a connection silent this long is pinged, and closed when the ping goes unanswered as long")
 	fs.DurationVar(&o.hostedIdleConnTimeout, "hosted-idle-connection-timeout", hosted.DefaultIdleConnTimeout, "Close a connection to a hosted API server after this long without a request (kept across the passes of a wait, not across intervals)")
 	fs.DurationVar(&o.hostedProbeInterval, "hosted-probe-interval", 2*time.Second, "First wait before an unreachable hosted API server is probed again; doubles per failed probe")
 	fs.DurationVar(&o.hostedProbeMax, "hosted-probe-max-interval", 5*time.Minute, "Longest wait between probes of an unreachable hosted API server")

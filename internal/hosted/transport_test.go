@@ -1,0 +1,122 @@
+package hosted
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// freezingRelay forwards TCP connections to target until frozen; then it keeps them open and
+// drops every byte both ways, as a dead tunnel does.
+type freezingRelay struct {
+	listener net.Listener
+	frozen   atomic.Bool
+	mu       sync.Mutex
+	conns    []net.Conn
+}
+
+func newFreezingRelay(t *testing.T, target string) *freezingRelay {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	r := &freezingRelay{listener: l}
+	pipe := func(dst, src net.Conn) {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 && !r.frozen.Load() {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				dst.Close()
+				return
+			}
+		}
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			r.mu.Lock()
+			r.conns = append(r.conns, c, up)
+			r.mu.Unlock()
+			go pipe(up, c)
+			go pipe(c, up)
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, c := range r.conns {
+			c.Close()
+		}
+	})
+	return r
+}
+
+// TestDeadConnectionIsFoundByTheHealthCheck: a hosted API server whose tunnel dies with a
+// connection open (TCP still up, nothing answered) fails the request on it within two dial
+// timeouts: the HTTP/2 health check pings a connection silent for DialTimeout and closes it
+// when the ping goes unanswered for as long. client-go's defaults (30 s, then 15 s) would let
+// the request wait for its own timeout, a minute here; and a closed connection would stay in
+// memory as long (transport.go).
+func TestDeadConnectionIsFoundByTheHealthCheck(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":404,"reason":"NotFound"}`, http.StatusNotFound)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	relay := newFreezingRelay(t, srv.Listener.Addr().String())
+	kubeconfig := hostileKubeconfig(t, "https://"+relay.listener.Addr().String(), pemCert(&capturingServer{Server: srv}), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kubeconfig)).Build()
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	const dial = 300 * time.Millisecond
+	c := NewClients(reader, Options{Kubeconfig: anyServer, Timeout: time.Minute, DialTimeout: dial, IdleConnTimeout: time.Hour, RESTMapper: mapper})
+	target, err := c.Target(t.Context(), "clusters-a", nil)
+	require.NoError(t, err)
+	get := func() error {
+		var cm corev1.ConfigMap
+		return target.Client.Get(t.Context(), client.ObjectKey{Namespace: "x", Name: "y"}, &cm)
+	}
+	err = get()
+	require.True(t, apierrors.IsNotFound(err), "the connection works: %v", err)
+
+	relay.frozen.Store(true)
+	done := make(chan error, 1)
+	go func() { done <- get() }()
+	// Far longer than two dial timeouts, far shorter than the request timeout or client-go's 45 s.
+	wait := time.NewTimer(20 * time.Second)
+	defer wait.Stop()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		require.False(t, apierrors.IsNotFound(err), "no answer came through the dead tunnel: %v", err)
+	case <-wait.C:
+		t.Fatal("the request on a dead connection still waits: the HTTP/2 health check did not close it")
+	}
+}
