@@ -3,6 +3,7 @@ package hosted
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -394,11 +395,13 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 	if err != nil {
 		return nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: "TLS settings: " + err.Error()}
 	}
+	keepParsedCertificateOnly(tlsConfig, cfg)
 	probeCfg := withShortHandshake(cfg, c.opts.DialTimeout, c.opts.IdleConnTimeout, tlsConfig.Clone())
 	probeCfg.Timeout = c.opts.ProbeTimeout
 	if t, ok := probeCfg.Transport.(*http.Transport); ok {
 		// Probes are rare (a first contact, then only while a circuit is open): an idle
-		// connection kept per hosted cluster would cost memory for nothing.
+		// connection kept per hosted cluster would cost memory for nothing, and so would an
+		// HTTP/2 transport beside the reconciles' one: a probe is one request over HTTP/1.1.
 		t.DisableKeepAlives = true
 	}
 	pc, err := rest.HTTPClientFor(probeCfg)
@@ -409,6 +412,7 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 	cfg = withShortHandshake(cfg, c.opts.DialTimeout, c.opts.IdleConnTimeout, tlsConfig)
 	var closeIdle func()
 	if t, ok := cfg.Transport.(*http.Transport); ok {
+		configureHTTP2(t, c.opts.DialTimeout)
 		closeIdle = t.CloseIdleConnections // HTTP/2's too: x/net/http2 is configured on it
 	}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return opaqueBodies{rt} })
@@ -434,6 +438,24 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 		probeURL: strings.TrimSuffix(cfg.Host, "/") + "/readyz", probeClient: pc,
 		closeIdle: closeIdle,
 	}, nil
+}
+
+// keepParsedCertificateOnly replaces the client-certificate callback of client-go's TLS
+// configuration with one that returns the certificate it parsed. client-go's callback keeps the
+// whole transport configuration reachable, so the kubeconfig's PEM data (CA, certificate, key:
+// some 4 KB a hosted cluster) stayed in memory beside the parsed certificate it always returns
+// for static data. Credentials from an exec plugin or auth provider keep client-go's callback:
+// theirs may change.
+func keepParsedCertificateOnly(tlsConfig *tls.Config, cfg *rest.Config) {
+	if tlsConfig == nil || tlsConfig.GetClientCertificate == nil || cfg.ExecProvider != nil || cfg.AuthProvider != nil ||
+		len(cfg.CertData) == 0 || len(cfg.KeyData) == 0 || cfg.CertFile != "" || cfg.KeyFile != "" {
+		return
+	}
+	cert, err := tlsConfig.GetClientCertificate(nil)
+	if err != nil || cert == nil {
+		return
+	}
+	tlsConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
 }
 
 // rewriteServiceHost turns https://kube-apiserver:6443 into

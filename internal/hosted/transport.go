@@ -19,7 +19,7 @@ import (
 
 // withShortHandshake returns a copy of cfg with a transport of its own whose TCP connect and
 // TLS handshake are each bounded by timeout, and whose connections close after idle without a
-// request. client-go's transport waits up to 10 s for a
+// request; it speaks HTTP/1.1 until configureHTTP2 adds HTTP/2. client-go's transport waits up to 10 s for a
 // handshake, and a hosted API server behind a dead tunnel accepts the connection and never
 // answers: that wait, not the dial, is what a dead cluster costs a reconcile. rest.Config has no
 // field for it, so the transport is built here from the config's own TLS settings, the way
@@ -47,12 +47,11 @@ func withShortHandshake(cfg *rest.Config, timeout, idle time.Duration, tlsConfig
 		IdleConnTimeout: idle,
 		DialContext:     dial,
 	})
-	withHealthCheck(t, timeout)
 	out.Transport = t
 	return out
 }
 
-// withHealthCheck configures HTTP/2 on t as client-go's utilnet.SetTransportDefaults does
+// configureHTTP2 configures HTTP/2 on t, a transport of withShortHandshake's, as client-go's utilnet.SetTransportDefaults does
 // (DISABLE_HTTP2 honoured), with the connection health check bounded by timeout instead of its
 // 30 s without a frame and 15 s for the ping's answer: a hosted API server behind a dead tunnel
 // is found within two timeouts. The shorter wait also bounds what a closed connection costs:
@@ -60,7 +59,7 @@ func withShortHandshake(cfg *rest.Config, timeout, idle time.Duration, tlsConfig
 // a closed connection, its buffers, header tables and TLS state stay reachable from the timer
 // until it fires (golang/go#80920, still so in x/net v0.63); with a thousand hosted clusters
 // each closing a connection after every pass, that was some 15 MB of a 100 MB heap.
-func withHealthCheck(t *http.Transport, timeout time.Duration) {
+func configureHTTP2(t *http.Transport, timeout time.Duration) {
 	if os.Getenv("DISABLE_HTTP2") != "" {
 		return
 	}

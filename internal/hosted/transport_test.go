@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,7 +77,8 @@ func newFreezingRelay(t *testing.T, target string) *freezingRelay {
 	return r
 }
 
-// TestDeadConnectionIsFoundByTheHealthCheck: a hosted API server whose tunnel dies with a
+// TestDeadConnectionIsFoundByTheHealthCheck: a hosted client's requests go over HTTP/2, its
+// first contact's probe over HTTP/1.1 (no HTTP/2 transport is kept for it). A hosted API server whose tunnel dies with a
 // connection open (TCP still up, nothing answered) fails the request on it within two dial
 // timeouts: the HTTP/2 health check pings a connection silent for DialTimeout and closes it
 // when the ping goes unanswered for as long. client-go's defaults (30 s, then 15 s) would let
@@ -84,7 +86,12 @@ func newFreezingRelay(t *testing.T, target string) *freezingRelay {
 // memory as long (transport.go).
 func TestDeadConnectionIsFoundByTheHealthCheck(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	var mu sync.Mutex
+	protos := map[string]string{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		protos[r.URL.Path] = r.Proto
+		mu.Unlock()
 		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":404,"reason":"NotFound"}`, http.StatusNotFound)
 	}))
 	srv.EnableHTTP2 = true
@@ -105,6 +112,9 @@ func TestDeadConnectionIsFoundByTheHealthCheck(t *testing.T) {
 	}
 	err = get()
 	require.True(t, apierrors.IsNotFound(err), "the connection works: %v", err)
+	mu.Lock()
+	assert.Equal(t, map[string]string{"/readyz": "HTTP/1.1", "/api/v1/namespaces/x/configmaps/y": "HTTP/2.0"}, protos)
+	mu.Unlock()
 
 	relay.frozen.Store(true)
 	done := make(chan error, 1)
