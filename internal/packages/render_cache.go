@@ -1,11 +1,14 @@
 package packages
 
 import (
+	"bytes"
+	"compress/flate"
 	"container/list"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 
@@ -296,37 +299,53 @@ func (c *renderCache) size() (entries int, bytes int64) {
 	return len(c.entries), c.bytes
 }
 
-// storedRender is a render as the cache holds it: the result without its objects, and each
-// phase's objects as JSON. size is the memory it holds, about: the objects' bytes (what they
-// take, up to slice headers) and an estimate of the rest. Counting entries would not bound
-// memory: one package renders to one ConfigMap, another to thousands of objects.
+// storedRender is a render as the cache holds it: the result without its objects, and the
+// JSON of every object, phase after phase, compressed. size is the memory it holds, about: the
+// compressed bytes and an estimate of the rest. Counting entries would not bound memory: one
+// package renders to one ConfigMap, another to thousands of objects. A fleet's renders differ
+// in a few names and values each, and the objects of one render repeat each other's keys and
+// labels, and compressed they take a fraction of their JSON (docs/benchmarks.md, issue 46's
+// fourth round). A hit decompresses once, which costs a fraction of decoding the JSON it had to
+// decode anyway.
 type storedRender struct {
-	result  *render.Result
-	objects [][][]byte
-	size    int64
+	result *render.Result
+	// packed is the compressed JSON of the objects, unpacked bytes long; lengths[i] holds the
+	// length of each of phase i's objects (nil: a phase without objects, as rendered).
+	packed   []byte
+	unpacked int
+	lengths  [][]int
+	size     int64
 }
 
 // storeRender encodes the objects of r; r itself is not changed.
 func storeRender(r *render.Result) (storedRender, error) {
 	rest := *r
 	rest.Phases = make([]desired.Phase, len(r.Phases))
-	s := storedRender{result: &rest, objects: make([][][]byte, len(r.Phases)), size: 256}
+	s := storedRender{result: &rest, lengths: make([][]int, len(r.Phases)), size: 256}
+	var raw bytes.Buffer
 	for i, ph := range r.Phases {
 		rest.Phases[i] = ph
 		rest.Phases[i].Objects = nil
 		s.size += 128 + int64(len(ph.ConditionMappings))*128
 		if ph.Objects != nil {
-			s.objects[i] = make([][]byte, len(ph.Objects))
+			s.lengths[i] = make([]int, len(ph.Objects))
 		}
 		for j, obj := range ph.Objects {
 			data, err := json.Marshal(obj.Object)
 			if err != nil {
 				return storedRender{}, fmt.Errorf("encode object %d of phase %s: %w", j, ph.Name, err)
 			}
-			s.objects[i][j] = data
-			s.size += 24 + int64(len(data))
+			raw.Write(data)
+			s.lengths[i][j] = len(data)
+			s.size += 8
 		}
 	}
+	packed, err := pack(raw.Bytes())
+	if err != nil {
+		return storedRender{}, fmt.Errorf("compress the rendered objects: %w", err)
+	}
+	s.packed, s.unpacked = packed, raw.Len()
+	s.size += int64(len(packed))
 	s.size += valueSize(r.Config)
 	if r.Manifest != nil {
 		// The manifest is a typed struct (its schema included); its JSON is about its size.
@@ -342,23 +361,68 @@ func storeRender(r *render.Result) (storedRender, error) {
 // object equals the one stored; a float64 of integral value comes back an int64, as it would
 // from the API server (the renderer's YAML-to-JSON step writes such numbers as integers).
 func (s storedRender) decode() (*render.Result, error) {
+	raw, err := unpack(s.packed, s.unpacked)
+	if err != nil {
+		return nil, fmt.Errorf("decompress the rendered objects: %w", err)
+	}
 	res := *s.result
 	res.Phases = slices.Clone(s.result.Phases)
+	off := 0
 	for i := range res.Phases {
-		if s.objects[i] == nil {
+		if s.lengths[i] == nil {
 			continue // a phase without objects, as rendered
 		}
-		objs := make([]*unstructured.Unstructured, len(s.objects[i]))
-		for j, data := range s.objects[i] {
+		objs := make([]*unstructured.Unstructured, len(s.lengths[i]))
+		for j, n := range s.lengths[i] {
 			var m map[string]any
-			if err := utiljson.Unmarshal(data, &m); err != nil {
+			if err := utiljson.Unmarshal(raw[off:off+n], &m); err != nil {
 				return nil, fmt.Errorf("decode object %d of phase %s: %w", j, res.Phases[i].Name, err)
 			}
+			off += n
 			objs[j] = &unstructured.Unstructured{Object: m}
 		}
 		res.Phases[i].Objects = objs
 	}
 	return &res, nil
+}
+
+// Compressors and decompressors are reused: a flate writer holds about 1 MB of state, a reader
+// its 32 KB window, and a fleet's converge stores and decodes thousands of renders.
+var (
+	flateWriters = sync.Pool{New: func() any {
+		w, _ := flate.NewWriter(nil, flate.BestSpeed) // only an invalid level fails
+		return w
+	}}
+	flateReaders = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
+)
+
+// pack compresses data into a slice of its own length.
+func pack(data []byte) ([]byte, error) {
+	var out bytes.Buffer
+	w := flateWriters.Get().(*flate.Writer)
+	defer flateWriters.Put(w)
+	w.Reset(&out)
+	if _, err := w.Write(data); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(out.Bytes()), nil
+}
+
+// unpack decompresses what pack made of n bytes.
+func unpack(packed []byte, n int) ([]byte, error) {
+	r := flateReaders.Get().(io.ReadCloser)
+	defer flateReaders.Put(r)
+	if err := r.(flate.Resetter).Reset(bytes.NewReader(packed), nil); err != nil {
+		return nil, err
+	}
+	raw := make([]byte, n)
+	if _, err := io.ReadFull(r, raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
 }
 
 // Per-item costs of valueSize: a map's header and buckets, one entry (key and value headers),

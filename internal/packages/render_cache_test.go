@@ -1,8 +1,11 @@
 package packages
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,17 +21,28 @@ import (
 	"pkgsync.dev/pkgsync/source"
 )
 
-// resultOf is a render of n ConfigMaps holding size bytes of data each.
+// resultOf is a render of n ConfigMaps holding size bytes of data each, random (base64) so
+// that the cache's compression cannot make much less of them.
 func resultOf(n, size int, in render.Inputs) *render.Result {
 	ph := desired.Phase{Name: "deploy"}
 	for i := range n {
 		ph.Objects = append(ph.Objects, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": fmt.Sprintf("cm-%d", i)},
-			"data":     map[string]any{"payload": strings.Repeat("x", size)},
+			"data":     map[string]any{"payload": randomText(i, size)},
 		}})
 	}
 	return &render.Result{Phases: []desired.Phase{ph}, Inputs: in}
+}
+
+// randomText returns size characters of base64, the same for the same seed.
+func randomText(seed, size int) string {
+	data := make([]byte, size)
+	rng := rand.New(rand.NewPCG(uint64(seed), 46))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	return base64.StdEncoding.EncodeToString(data)[:size]
 }
 
 // The cache is bounded by the estimated size of what it holds, not by a count: large renders
@@ -39,8 +53,9 @@ func TestRenderCacheBoundedByBytes(t *testing.T) {
 	stored, err := storeRender(one)
 	require.NoError(t, err)
 	size := stored.size
-	assert.Greater(t, size, int64(100_000), "the estimate counts the objects' data")
-	assert.Less(t, size, int64(150_000))
+	// Compressed, base64 takes its 6 bits a character: about 75 of the 100 KB.
+	assert.Greater(t, size, int64(70_000), "the estimate counts the objects' compressed data")
+	assert.Less(t, size, int64(110_000))
 
 	c := newRenderCache(3*size + size/2)
 	for i := range 3 {
@@ -76,6 +91,41 @@ func TestRenderCacheBoundedByBytes(t *testing.T) {
 	}
 	entries, _ = small.size()
 	assert.Equal(t, 100, entries)
+}
+
+// A fleet's renders are kept compressed: the objects of one render repeat each other's keys,
+// labels and annotations, so they take a fraction of their JSON (issue 46: a thousand hosted
+// clusters each held their render's JSON).
+func TestRenderCacheCompressesObjects(t *testing.T) {
+	t.Parallel()
+	ph := desired.Phase{Name: "deploy"}
+	for i := range 10 {
+		ph.Objects = append(ph.Objects, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{
+				"name": fmt.Sprintf("clusters-cluster-0042-settings-%d", i), "namespace": "clusters-cluster-0042",
+				"labels":      map[string]any{"app.kubernetes.io/name": "addon", "app.kubernetes.io/part-of": "fleet-addons", "app.kubernetes.io/managed-by": "pkgsync"},
+				"annotations": map[string]any{"pkgsync.dev/phase": "deploy", "example.com/owner": "platform-team"},
+			},
+			"data": map[string]any{"cluster": "cluster-0042", "region": "eu-west-1", "replicas": "3", "index": fmt.Sprint(i),
+				"config.yaml": strings.Repeat(fmt.Sprintf("key-%d: value for cluster-0042\n", i), 20)},
+		}})
+	}
+	r := &render.Result{Phases: []desired.Phase{ph}}
+	plain := 0
+	for _, obj := range ph.Objects {
+		data, err := json.Marshal(obj.Object)
+		require.NoError(t, err)
+		plain += len(data)
+	}
+	stored, err := storeRender(r)
+	require.NoError(t, err)
+	t.Logf("10 ConfigMaps: %d bytes of JSON, %d compressed, size %d", plain, len(stored.packed), stored.size)
+	assert.Less(t, len(stored.packed), plain/4, "compressed to less than a quarter")
+	assert.Less(t, stored.size, int64(plain/2))
+	got, err := stored.decode()
+	require.NoError(t, err)
+	assert.Equal(t, r, got)
 }
 
 // A render comes out of the cache as it went in, with objects of its own on every hit: a caller
