@@ -124,7 +124,7 @@ sign: ## Sign the pushed release image (IMAGE=...) with KEY=cosign.key, or KEYLE
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: tools ## Run the microbenchmarks, the fleet benchmark on real control planes (Packages created gradually, then all before the controller starts), then pkgsync against a raw server-side apply of the same objects: 300 Packages of 10 objects, one of 8000 (BENCH_FLAGS="-packages 1000" sizes the fleet and skips the raw comparison, "-compare-dead 1,5" adds dead hosted clusters, "-hcpkg" measures one HostedClusterPackage instead, "-shards 2" spreads the fleet over two controller processes; docs/benchmarks.md).
+bench: tools ## Run the microbenchmarks, the fleet benchmark on real control planes (Packages created gradually, then all before the controller starts), then pkgsync against a raw server-side apply of the same objects: 300 Packages of 10 objects, one of 8000 (BENCH_FLAGS="-packages 1000" sizes the fleet and skips the raw comparison, "-compare-dead 1,5" adds dead hosted clusters, "-hcpkg" measures one HostedClusterPackage instead, "-shards 2" spreads the fleet over two controller processes, "-compare-limit" runs each arrival with the controller's memory limit and without and prints the ratios; docs/benchmarks.md).
 	go test -run '^$$' -bench . -benchmem ./source/ ./render/ ./apply/
 	go run ./test/bench $(BENCH_FLAGS)
 	$(if $(filter -hcpkg -notify -compare-dead inline -controller=inline,$(BENCH_FLAGS)),,go run ./test/bench -arrival restart $(BENCH_FLAGS))

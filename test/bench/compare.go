@@ -22,7 +22,9 @@ import (
 type compareOptions struct {
 	// percents is the -compare-dead list, e.g. "1,5".
 	percents string
-	repeat   int
+	// limit is -compare-limit: the run with the controller's memory limit against one without.
+	limit  bool
+	repeat int
 	// quietLoad, when above 0, is the 1-minute load average each run waits for, at most quietMax.
 	quietLoad float64
 	quietMax  time.Duration
@@ -34,13 +36,14 @@ const goalRatio = 1.2
 
 func (c *compareOptions) applyFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.percents, "compare-dead", "", "Run the fleet with no hosted cluster dead, then with each of these percents dead (comma-separated, e.g. 1,5), each run in a fresh process with the other flags, and print converge and update-wave times with their ratios")
-	fs.IntVar(&c.repeat, "repeat", 1, "With -compare-dead: runs of each configuration, interleaved; the ratios compare medians")
-	fs.Float64Var(&c.quietLoad, "quiet-load", 0, "With -compare-dead: before each run, wait until the 1-minute load average is below this (0: do not wait)")
-	fs.DurationVar(&c.quietMax, "quiet-max", 20*time.Minute, "With -compare-dead: the longest wait for -quiet-load; the run starts anyway after it")
+	fs.BoolVar(&c.limit, "compare-limit", false, "Run the fleet with the controller's memory limit (-gomemlimit, default the Deployment's) and without one, each run in a fresh process with the other flags, and print converge and update-wave times, the controller's CPU and peak RSS, and the ratios of the times (goal <= 1.2)")
+	fs.IntVar(&c.repeat, "repeat", 1, "With -compare-dead or -compare-limit: runs of each configuration, interleaved; the ratios compare medians")
+	fs.Float64Var(&c.quietLoad, "quiet-load", 0, "With -compare-dead or -compare-limit: before each run, wait until the 1-minute load average is below this (0: do not wait)")
+	fs.DurationVar(&c.quietMax, "quiet-max", 20*time.Minute, "With -compare-dead or -compare-limit: the longest wait for -quiet-load; the run starts anyway after it")
 }
 
 // compareFlags are this mode's own flags (and -dead-percent, which it sets per run): not passed on.
-var compareFlags = []string{"compare-dead", "repeat", "quiet-load", "quiet-max", "dead-percent"}
+var compareFlags = []string{"compare-dead", "compare-limit", "repeat", "quiet-load", "quiet-max", "dead-percent"}
 
 // deadRun is one run of the fleet in a child process.
 type deadRun struct {

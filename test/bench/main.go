@@ -3,7 +3,8 @@
 // real API servers (envtest) and a real registry process, with `pkgsync controller` as a process
 // of its own (or, with -controller inline, its reconcilers in this process).
 // -dead-percent makes some hosted API servers dead; -compare-dead runs the fleet with none and
-// with some dead and prints the ratios. `make bench` runs it after the microbenchmarks;
+// with some dead and prints the ratios; -compare-limit runs it with the controller's memory
+// limit and without, and prints those ratios. `make bench` runs it after the microbenchmarks;
 // docs/benchmarks.md explains the method.
 package main
 
@@ -128,6 +129,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
+	if o.compare.limit && (o.compare.percents != "" || o.hcpkg || o.notify || o.controller != "process") {
+		fmt.Fprintln(os.Stderr, "bench: -compare-limit compares the Package fleet's controller process with and without its memory limit: not with -compare-dead, -hcpkg, -notify or -controller inline")
+		os.Exit(2)
+	}
 	if o.deadPercent < 0 || o.deadPercent >= 100 {
 		fmt.Fprintln(os.Stderr, "bench: -dead-percent must be at least 0 and below 100")
 		os.Exit(2)
@@ -143,6 +148,13 @@ func main() {
 	}
 	if o.hcpkg {
 		if err := runHostedClusterPackage(ctx, o); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if o.compare.limit {
+		if err := runCompareLimit(ctx, fs, o.compare, o); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
