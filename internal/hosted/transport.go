@@ -63,7 +63,7 @@ func configureHTTP2(t *http.Transport, timeout time.Duration) {
 	if os.Getenv("DISABLE_HTTP2") != "" {
 		return
 	}
-	if protos := t.TLSClientConfig.NextProtos; len(protos) > 0 && !slices.Contains(protos, http2.NextProtoTLS) {
+	if t.TLSClientConfig != nil && len(t.TLSClientConfig.NextProtos) > 0 && !slices.Contains(t.TLSClientConfig.NextProtos, http2.NextProtoTLS) {
 		return // the kubeconfig asked for HTTP/1.1
 	}
 	t2, err := http2.ConfigureTransports(t)

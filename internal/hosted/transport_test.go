@@ -130,3 +130,22 @@ func TestDeadConnectionIsFoundByTheHealthCheck(t *testing.T) {
 		t.Fatal("the request on a dead connection still waits: the HTTP/2 health check did not close it")
 	}
 }
+
+// TestKubeconfigWithoutTLSSettings: a connector kubeconfig with no CA data, no client
+// certificate and no TLS options leaves client-go without a TLS configuration (the system's
+// roots verify the server); building its client must not assume one.
+func TestKubeconfigWithoutTLSSettings(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	kubeconfig := hostileKubeconfig(t, srv.URL, nil, func(c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		c.CertificateAuthorityData = nil
+		u.Token = "t"
+	})
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kubeconfig)).Build()
+	c := NewClients(reader, Options{Kubeconfig: anyServer, FirstContactWait: time.Second})
+	// The test server's certificate is not among the system's roots: the first contact fails,
+	// and that is all.
+	_, err := c.Target(t.Context(), "clusters-a", nil)
+	require.Error(t, err)
+}
