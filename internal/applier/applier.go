@@ -95,8 +95,13 @@ func (r *Applier) Apply(ctx context.Context, req Request) (*apply.Result, error)
 	if hostedErr != nil && tgts == nil {
 		return nil, hostedErr
 	}
-	// The pass holds the hosted client from here (hosted.Clients.Release).
-	holdsHosted := hostedErr == nil && classes[classHosted]
+	// The pass holds the hosted client from here until it returns (hosted.Clients.Release): a
+	// settled pass is next made an interval from now, any other within seconds.
+	var nextPass time.Duration
+	if hostedErr == nil && classes[classHosted] {
+		held := tgts[classHosted]
+		defer func() { r.Targets.hosted.Release(req.Owner.Namespace, held, nextPass) }()
+	}
 	if hostedErr == nil && classes[classHosted] {
 		hostedErr = gateOnHostedCluster(req.Hosted.Cluster, req.Owner.Namespace, time.Now())
 		if hostedErr != nil {
@@ -130,17 +135,9 @@ func (r *Applier) Apply(ctx context.Context, req Request) (*apply.Result, error)
 		areq.Progress = r.progress.get(req.UID, cluster)
 	}
 	res, err := r.engine.Apply(ctx, areq)
-	settled := res != nil && err == nil && res.Complete()
-	if settled {
+	if res != nil && err == nil && res.Complete() {
 		r.progress.converged(req.UID)
-	}
-	if holdsHosted {
-		// A settled pass is next made an interval from now; any other within seconds.
-		var next time.Duration
-		if settled {
-			next = req.Interval
-		}
-		r.Targets.hosted.Release(req.Owner.Namespace, next)
+		nextPass = req.Interval
 	}
 	r.Metrics.ObservePass(req.Owner.Kind, res)
 	var confined *apply.ConfinementError

@@ -204,7 +204,7 @@ func (r *Applier) teardown(ctx context.Context, owner apply.Owner, serviceAccoun
 	tgts, hostedErr := r.Targets.forPass(ctx, owner.Namespace, behind.Cluster, r.serviceAccountNamespace(owner), r.serviceAccountFor(owner, serviceAccount), classes)
 	if hostedErr == nil && classes[classHosted] {
 		// A teardown pass is followed by another within seconds, or by Forget.
-		defer r.Targets.hosted.Release(owner.Namespace, 0)
+		defer r.Targets.hosted.Release(owner.Namespace, tgts[classHosted], 0)
 	}
 	if hostedErr != nil && tgts != nil && policy.namespaceTerminating && hosted.IsNoCredentials(hostedErr) && r.Targets.hosted != nil {
 		// The namespace controller deleted the connector Secret with everything else while this

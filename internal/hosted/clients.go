@@ -271,16 +271,18 @@ func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluste
 	}
 }
 
-// Release ends a pass that Target's client was returned to, which expects the next pass on
-// the namespace's hosted cluster in nextPass. When no other pass is using the client and the
-// next one is further away than IdleConnTimeout, the client's idle connections close now instead
-// of after that timeout: an HTTP/2 connection and its TLS state are most of what a hosted
-// cluster costs in memory, and they would idle until the timeout for nothing, as the next pass
-// dials again either way. A pass that is waiting for availability (seconds) keeps them.
-func (c *Clients) Release(namespace string, nextPass time.Duration) {
+// Release ends a pass that Target returned held to, which expects the next pass on the
+// namespace's hosted cluster in nextPass. When no other pass is using the client and the next
+// one is further away than IdleConnTimeout, the client's idle connections close now instead of
+// after that timeout: an HTTP/2 connection and its TLS state are most of what a hosted cluster
+// costs in memory, and they would idle until the timeout for nothing, as the next pass dials
+// again either way. A pass that is waiting for availability (seconds) keeps them. A client
+// replaced since (a rotated Secret, an eviction) is not the namespace's any more: its release
+// changes nothing, and its connections close after the idle timeout.
+func (c *Clients) Release(namespace string, held apply.Target, nextPass time.Duration) {
 	c.mu.Lock()
 	e, ok := c.entries[namespace]
-	if !ok || e.inUse == 0 {
+	if !ok || e.inUse == 0 || e.target.Client != held.Client {
 		c.mu.Unlock()
 		return
 	}

@@ -20,6 +20,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"pkgsync.dev/pkgsync/apply"
 )
 
 func connectorSecret(ns string, data []byte) *corev1.Secret {
@@ -305,39 +307,43 @@ func TestReleaseClosesTheConnectionsOfSettledPasses(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
 	c := NewClients(reader, Options{Kubeconfig: anyServer, IdleConnTimeout: idle, RESTMapper: mapper})
-	pass := func() {
+	pass := func() apply.Target {
 		target, err := c.Target(t.Context(), "clusters-a", nil)
 		require.NoError(t, err)
 		var cm corev1.ConfigMap
 		err = target.Client.Get(t.Context(), client.ObjectKey{Namespace: "x", Name: "y"}, &cm)
 		require.True(t, apierrors.IsNotFound(err), "%v", err)
+		return target
 	}
 	closed := func(msg string) {
 		require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Zero(c, open.Load(), msg) }, 10*time.Second, 20*time.Millisecond)
 	}
-	_, err := c.Target(t.Context(), "clusters-a", nil)
+	first, err := c.Target(t.Context(), "clusters-a", nil)
 	require.NoError(t, err)
 	closed("the first contact's probe does not keep its connection")
-	c.Release("clusters-a", 2*idle) // that Target's pass
-	pass()
+	c.Release("clusters-a", first, 2*idle) // that Target's pass
+	held := pass()
 
 	// A pass whose next one comes sooner than the idle timeout keeps the connection.
-	c.Release("clusters-a", time.Minute)
+	c.Release("clusters-a", held, time.Minute)
 	assert.Equal(t, int64(1), open.Load(), "a pass due within the idle timeout reuses the connection")
 
 	// Two passes at once: the first to settle leaves the other's connection alone.
+	held = pass()
 	pass()
-	pass()
-	c.Release("clusters-a", 2*idle)
+	c.Release("clusters-a", held, 2*idle)
 	assert.Equal(t, int64(1), open.Load(), "another pass still uses the client")
-	c.Release("clusters-a", 2*idle)
+	// A client that is not the namespace's (one replaced while its pass ran) counts for nothing.
+	c.Release("clusters-a", apply.Target{}, 2*idle)
+	assert.Equal(t, int64(1), open.Load(), "the release of another client leaves this one's pass alone")
+	c.Release("clusters-a", held, 2*idle)
 	closed("the last settled pass closes the idle connection: the next pass is further away than the idle timeout")
 
-	pass()
+	held = pass()
 	assert.Equal(t, int64(1), open.Load(), "the next pass opens a new connection")
-	c.Release("clusters-a", 2*idle)
+	c.Release("clusters-a", held, 2*idle)
 	closed("released again")
 	// Releasing more often than Target was called, or a namespace without a client, is harmless.
-	c.Release("clusters-a", 2*idle)
-	c.Release("clusters-none", 2*idle)
+	c.Release("clusters-a", held, 2*idle)
+	c.Release("clusters-none", held, 2*idle)
 }

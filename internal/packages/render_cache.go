@@ -374,6 +374,9 @@ func (s storedRender) decode() (*render.Result, error) {
 		}
 		objs := make([]*unstructured.Unstructured, len(s.lengths[i]))
 		for j, n := range s.lengths[i] {
+			if off+n > len(raw) {
+				return nil, fmt.Errorf("decode object %d of phase %s: %d bytes stored, %d more needed", j, res.Phases[i].Name, len(raw), off+n-len(raw))
+			}
 			var m map[string]any
 			if err := utiljson.Unmarshal(raw[off:off+n], &m); err != nil {
 				return nil, fmt.Errorf("decode object %d of phase %s: %w", j, res.Phases[i].Name, err)
@@ -400,7 +403,10 @@ var (
 func pack(data []byte) ([]byte, error) {
 	var out bytes.Buffer
 	w := flateWriters.Get().(*flate.Writer)
-	defer flateWriters.Put(w)
+	defer func() {
+		w.Reset(io.Discard) // pooled, it must not keep out reachable
+		flateWriters.Put(w)
+	}()
 	w.Reset(&out)
 	if _, err := w.Write(data); err != nil {
 		return nil, err
@@ -414,7 +420,10 @@ func pack(data []byte) ([]byte, error) {
 // unpack decompresses what pack made of n bytes.
 func unpack(packed []byte, n int) ([]byte, error) {
 	r := flateReaders.Get().(io.ReadCloser)
-	defer flateReaders.Put(r)
+	defer func() {
+		_ = r.(flate.Resetter).Reset(bytes.NewReader(nil), nil) // nor packed
+		flateReaders.Put(r)
+	}()
 	if err := r.(flate.Resetter).Reset(bytes.NewReader(packed), nil); err != nil {
 		return nil, err
 	}
