@@ -140,20 +140,25 @@ func (r *Applier) Apply(ctx context.Context, req Request) (*apply.Result, error)
 		nextPass = req.Interval
 	}
 	r.Metrics.ObservePass(req.Owner.Kind, res)
+	return res, r.passError(ctx, req.Owner.Namespace, err, hostedErr)
+}
+
+// passError says what an engine error means for the resource: how to leave its namespace, or
+// why its hosted cluster is unavailable (hostedErr, when the pass had no hosted target), opening
+// the cluster's circuit when the engine found it unreachable.
+func (r *Applier) passError(ctx context.Context, namespace string, err, hostedErr error) error {
 	var confined *apply.ConfinementError
 	if errors.As(err, &confined) {
-		err = fmt.Errorf("%w; a namespaced resource may only create objects in its own namespace on the management cluster: use a ClusterPackage, or start the controller with --allow-cross-namespace", err)
+		return fmt.Errorf("%w; a namespaced resource may only create objects in its own namespace on the management cluster: use a ClusterPackage, or start the controller with --allow-cross-namespace", err)
 	}
 	var unavailable *apply.TargetUnavailableError
 	if errors.As(err, &unavailable) && unavailable.Class == classHosted {
 		if hostedErr != nil {
-			// The engine only knows the target is missing; say why.
-			err = hostedErr
-		} else {
-			err = r.openCircuit(ctx, req.Owner.Namespace, err, unavailable)
+			return hostedErr // the engine only knows the target is missing; say why
 		}
+		return r.openCircuit(ctx, namespace, err, unavailable)
 	}
-	return res, err
+	return err
 }
 
 // Drift reports what passes of a kind found drifted.

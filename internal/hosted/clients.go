@@ -242,18 +242,7 @@ func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluste
 	e.secretCreated = secret.CreationTimestamp.Time
 	contacted := e.contacted
 	c.mu.Unlock()
-
-	select {
-	case <-contacted:
-	default:
-		wait := time.NewTimer(c.opts.FirstContactWait)
-		select {
-		case <-contacted:
-		case <-wait.C:
-		case <-ctx.Done():
-		}
-		wait.Stop()
-	}
+	c.awaitContact(ctx, contacted)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -268,6 +257,22 @@ func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluste
 	default:
 		// Nothing is sent: the prober alone talks to a hosted API server that did not answer.
 		return apply.Target{}, unavailable(namespace, e)
+	}
+}
+
+// awaitContact waits for contacted to close, FirstContactWait at most.
+func (c *Clients) awaitContact(ctx context.Context, contacted <-chan struct{}) {
+	select {
+	case <-contacted:
+		return
+	default:
+	}
+	wait := time.NewTimer(c.opts.FirstContactWait)
+	defer wait.Stop()
+	select {
+	case <-contacted:
+	case <-wait.C:
+	case <-ctx.Done():
 	}
 }
 
@@ -408,19 +413,10 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 		return nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: "TLS settings: " + err.Error()}
 	}
 	keepParsedCertificateOnly(tlsConfig, cfg)
-	probeCfg := withShortHandshake(cfg, c.opts.DialTimeout, c.opts.IdleConnTimeout, tlsConfig.Clone())
-	probeCfg.Timeout = c.opts.ProbeTimeout
-	if t, ok := probeCfg.Transport.(*http.Transport); ok {
-		// Probes are rare (a first contact, then only while a circuit is open): an idle
-		// connection kept per hosted cluster would cost memory for nothing, and so would an
-		// HTTP/2 transport beside the reconciles' one: a probe is one request over HTTP/1.1.
-		t.DisableKeepAlives = true
-	}
-	pc, err := rest.HTTPClientFor(probeCfg)
+	pc, err := c.probeClient(cfg, tlsConfig.Clone())
 	if err != nil {
 		return nil, fmt.Errorf("build probe client for hosted cluster of %s: %w", namespace, err)
 	}
-	pc.CheckRedirect = noRedirects
 	cfg = withShortHandshake(cfg, c.opts.DialTimeout, c.opts.IdleConnTimeout, tlsConfig)
 	var closeIdle func()
 	if t, ok := cfg.Transport.(*http.Transport); ok {
@@ -450,6 +446,24 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 		probeURL: strings.TrimSuffix(cfg.Host, "/") + "/readyz", probeClient: pc,
 		closeIdle: closeIdle,
 	}, nil
+}
+
+// probeClient is the HTTP client of a hosted cluster's probes, cfg's own transport but for the
+// timeout. Probes are rare (a first contact, then only while a circuit is open): an idle
+// connection kept per hosted cluster would cost memory for nothing, and so would an HTTP/2
+// transport beside the reconciles' one: a probe is one request over HTTP/1.1.
+func (c *Clients) probeClient(cfg *rest.Config, tlsConfig *tls.Config) (*http.Client, error) {
+	probeCfg := withShortHandshake(cfg, c.opts.DialTimeout, c.opts.IdleConnTimeout, tlsConfig)
+	probeCfg.Timeout = c.opts.ProbeTimeout
+	if t, ok := probeCfg.Transport.(*http.Transport); ok {
+		t.DisableKeepAlives = true
+	}
+	pc, err := rest.HTTPClientFor(probeCfg)
+	if err != nil {
+		return nil, err
+	}
+	pc.CheckRedirect = noRedirects
+	return pc, nil
 }
 
 // keepParsedCertificateOnly replaces the client-certificate callback of client-go's TLS

@@ -237,12 +237,11 @@ func TestClientsDepartedRefused(t *testing.T) {
 	})
 }
 
-// TestIdleConnectionIsClosed: the connection a hosted client used is closed once it carried no
-// request for Options.IdleConnTimeout, so that a thousand hosted clusters between two intervals
-// do not each hold an HTTP/2 connection (issue 46); it is kept while requests follow each other.
-func TestIdleConnectionIsClosed(t *testing.T) {
-	t.Parallel()
-	var open atomic.Int64
+// countingServer is an HTTP/2 TLS server answering every request 404 (a Kubernetes Status),
+// counting the connections open to it.
+func countingServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	open := new(atomic.Int64)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":404,"reason":"NotFound"}`, http.StatusNotFound)
 	}))
@@ -257,6 +256,15 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 	}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
+	return srv, open
+}
+
+// TestIdleConnectionIsClosed: the connection a hosted client used is closed once it carried no
+// request for Options.IdleConnTimeout, so that a thousand hosted clusters between two intervals
+// do not each hold an HTTP/2 connection (issue 46); it is kept while requests follow each other.
+func TestIdleConnectionIsClosed(t *testing.T) {
+	t.Parallel()
+	srv, open := countingServer(t)
 	kubeconfig := hostileKubeconfig(t, srv.URL, pemCert(&capturingServer{Server: srv}), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
 	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kubeconfig)).Build()
 	const idle = 500 * time.Millisecond
@@ -285,21 +293,7 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 
 func TestReleaseClosesTheConnectionsOfSettledPasses(t *testing.T) {
 	t.Parallel()
-	var open atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":404,"reason":"NotFound"}`, http.StatusNotFound)
-	}))
-	srv.EnableHTTP2 = true
-	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
-		switch state {
-		case http.StateNew:
-			open.Add(1)
-		case http.StateClosed, http.StateHijacked:
-			open.Add(-1)
-		}
-	}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
+	srv, open := countingServer(t)
 	kubeconfig := hostileKubeconfig(t, srv.URL, pemCert(&capturingServer{Server: srv}), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
 	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kubeconfig)).Build()
 	// Long enough that only Release can close a connection within the test.
