@@ -44,7 +44,7 @@ type Progress struct {
 	available   map[key]found
 	unsent      map[key]bool
 	// settled is what the last pass that completed every phase found, at settledAt (settled.go).
-	settled   map[key]settledObject
+	settled   []settledEntry
 	settledAt time.Time
 }
 
@@ -64,7 +64,7 @@ func NewProgress(maxAge time.Duration) *Progress {
 	if maxAge <= 0 {
 		maxAge = DefaultProgressMaxAge
 	}
-	return &Progress{maxAge: maxAge, available: map[key]found{}, unsent: map[key]bool{}}
+	return &Progress{maxAge: maxAge}
 }
 
 // Available is the number of objects remembered as available.
@@ -81,7 +81,7 @@ func (p *Progress) begin(fingerprint string) {
 	defer p.mu.Unlock()
 	if p.fingerprint != fingerprint {
 		p.fingerprint = fingerprint
-		clear(p.available)
+		p.available = nil
 		p.settled = nil
 	}
 }
@@ -101,7 +101,13 @@ func (p *Progress) found(k key, hash string, available bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.unsent, k)
+	if len(p.unsent) == 0 {
+		p.unsent = nil // a map keeps its size once emptied; a converged owner needs none
+	}
 	if available && hash != "" {
+		if p.available == nil {
+			p.available = map[key]found{}
+		}
 		p.available[k] = found{hash: hash, at: time.Now()}
 	} else {
 		delete(p.available, k)
@@ -112,6 +118,9 @@ func (p *Progress) found(k key, hash string, available bool) {
 func (p *Progress) recorded(keys []key) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.unsent == nil && len(keys) > 0 {
+		p.unsent = make(map[key]bool, len(keys))
+	}
 	for _, k := range keys {
 		p.unsent[k] = true
 	}
@@ -128,7 +137,7 @@ func (p *Progress) isUnsent(k key) bool {
 func (p *Progress) forgetAvailable() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	clear(p.available)
+	p.available = nil // not cleared: a map keeps its size, and a converged owner needs none
 }
 
 // progressFingerprint digests what, besides an object's desired state, decides whether a pass

@@ -1,6 +1,9 @@
 package apply
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"time"
 
@@ -38,6 +41,68 @@ type settledObject struct {
 	resourceVersion string
 }
 
+// settledEntry is how Progress keeps a settledObject between passes: kept for every object of
+// every owner, it is most of what an owner costs in memory once converged, so it holds digests
+// instead of the five strings of its key and the hex string of its hash (48 bytes and the
+// resourceVersion's, against some 300).
+type settledEntry struct {
+	key             keyDigest
+	hash            hashDigest
+	resourceVersion string
+}
+
+// keyDigest identifies an object's key: the first 16 bytes of its SHA-256, which no two
+// objects of one owner share by chance (and a package's author who crafted two that do would
+// only make the owner's update read its objects, or fail a precondition and read them).
+type keyDigest [16]byte
+
+// hashDigest is a desired-state hash (DesiredHashAnnotation, 32 hex digits) in bytes; a zero
+// one is no hash.
+type hashDigest [16]byte
+
+func digestKey(k key) keyDigest {
+	h := sha256.New()
+	for _, part := range []string{k.class, k.group, k.kind, k.namespace, k.name} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	var d keyDigest
+	copy(d[:], h.Sum(nil))
+	return d
+}
+
+// digestHash decodes a desired-state hash; anything but 32 hex digits is no hash.
+func digestHash(hash string) hashDigest {
+	var d hashDigest
+	if len(hash) != 2*len(d) {
+		return hashDigest{}
+	}
+	if _, err := hex.Decode(d[:], []byte(hash)); err != nil {
+		return hashDigest{}
+	}
+	return d
+}
+
+func (d hashDigest) String() string {
+	if d == (hashDigest{}) {
+		return ""
+	}
+	return hex.EncodeToString(d[:])
+}
+
+// compactSettled is what settle keeps of a pass's settled objects: sorted by key digest.
+func compactSettled(objects map[key]settledObject) []settledEntry {
+	if len(objects) == 0 {
+		return nil
+	}
+	out := make([]settledEntry, 0, len(objects))
+	for k, s := range objects {
+		out = append(out, settledEntry{key: digestKey(k), hash: digestHash(s.hash), resourceVersion: s.resourceVersion})
+	}
+	slices.SortFunc(out, func(a, b settledEntry) int { return bytes.Compare(a.key[:], b.key[:]) })
+	return out
+}
+
 // settledOf is what a pass found of an object available in its desired state: live is the
 // object as the API server answered.
 func settledOf(desired, live *unstructured.Unstructured) settledObject {
@@ -61,9 +126,10 @@ func othersWrite(live *unstructured.Unstructured) bool {
 
 // settle remembers what a pass that completed every phase found of each object.
 func (p *Progress) settle(objects map[key]settledObject) {
+	compact := compactSettled(objects)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.settled, p.settledAt = objects, time.Now()
+	p.settled, p.settledAt = compact, time.Now()
 }
 
 // isUpdate reports whether a pass whose objects have the desired-state hashes given updates
@@ -80,7 +146,7 @@ func (p *Progress) isUpdate(hashes []string, interval time.Duration) (changed, f
 	}
 	settled := make([]string, 0, len(p.settled))
 	for _, s := range p.settled {
-		settled = append(settled, s.hash)
+		settled = append(settled, s.hash.String())
 	}
 	slices.Sort(settled)
 	if slices.Equal(settled, slices.Sorted(slices.Values(hashes))) {
@@ -91,17 +157,22 @@ func (p *Progress) isUpdate(hashes []string, interval time.Duration) (changed, f
 
 // settledAs returns what the last complete pass found of an object.
 func (p *Progress) settledAs(k key) (settledObject, bool) {
+	d := digestKey(k)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s, ok := p.settled[k]
-	return s, ok
+	i, ok := slices.BinarySearchFunc(p.settled, d, func(e settledEntry, d keyDigest) int { return bytes.Compare(e.key[:], d[:]) })
+	if !ok {
+		return settledObject{}, false
+	}
+	e := p.settled[i]
+	return settledObject{hash: e.hash.String(), resourceVersion: e.resourceVersion}, true
 }
 
 // forget forgets everything: a pass failed, or the request changed.
 func (p *Progress) forget() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	clear(p.available)
+	p.available = nil
 	p.settled = nil
 }
 
