@@ -225,6 +225,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 		// A new leader takes over at once after a clean shutdown (rolling update).
 		LeaderElectionReleaseOnCancel: true,
 		Client:                        controller.ClientOptions(),
+		MapperProvider:                controller.NewRESTMapper,
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -262,7 +263,7 @@ func runController(cmd *cobra.Command, o *controllerOptions) error {
 			SecretName: o.connectorSecret, SecretKey: o.connectorSecretKey, KeepServiceHost: o.keepServiceHost,
 			Timeout: o.hostedTimeout, Scheme: scheme, Kubeconfig: o.kubeconfigPolicy,
 			DialTimeout: o.hostedDialTimeout, IdleConnTimeout: o.hostedIdleConnTimeout, ProbeInterval: o.hostedProbeInterval, MaxProbeInterval: o.hostedProbeMax,
-			Budget: o.hostedBudget, RESTMapper: mgr.GetRESTMapper(),
+			Budget: o.hostedBudget, RESTMapper: mgr.GetRESTMapper(), SecretDataReader: mgr.GetAPIReader(),
 		})
 	}
 	kubeVersion := ""

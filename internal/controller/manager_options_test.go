@@ -5,9 +5,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
 	"pkgsync.dev/pkgsync/internal/hosted"
@@ -40,6 +42,32 @@ func TestCacheStripsManagedFields(t *testing.T) {
 	require.True(t, ok)
 	assert.Empty(t, u.GetManagedFields())
 	assert.Equal(t, map[string]any{"platform": map[string]any{"type": "AWS"}}, u.Object["spec"], "HostedClusters are trimmed")
+}
+
+// TestCacheKeepsConnectorSecretMetadataOnly: the connector Secrets' cache holds their identity,
+// version and creation time; no labels, annotations or owners (and no data: it is a metadata
+// cache, hosted.Clients reads the data from the API server).
+func TestCacheKeepsConnectorSecretMetadataOnly(t *testing.T) {
+	t.Parallel()
+	opts := CacheOptions("connector", nil)
+	var byObject cache.ByObject
+	for obj, o := range opts.ByObject {
+		if _, ok := obj.(*corev1.Secret); ok {
+			byObject = o
+		}
+	}
+	require.NotNil(t, byObject.Transform)
+	created := metav1.Now()
+	in := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "clusters-a", Name: "connector", UID: "u", ResourceVersion: "7", CreationTimestamp: created,
+		Labels: map[string]string{"l": "v"}, Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"},
+		OwnerReferences: []metav1.OwnerReference{{Name: "owner"}},
+	}}
+	out, err := byObject.Transform(in)
+	require.NoError(t, err)
+	assert.Equal(t, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "clusters-a", Name: "connector", UID: "u", ResourceVersion: "7", CreationTimestamp: created,
+	}}, out)
 }
 
 // TestShardLabelKeysAndLease: the keys a selector reads, once each, and a lease per selector.

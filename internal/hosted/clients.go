@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -87,6 +88,12 @@ type Options struct {
 	// Kubeconfig loosens what a connector kubeconfig may hold; the zero value allows inline
 	// credentials over verified TLS only.
 	Kubeconfig KubeconfigPolicy
+	// SecretDataReader reads a connector Secret whole, when its metadata (read through the
+	// reader NewClients is given) shows a Secret the namespace's client was not built from:
+	// the manager's uncached APIReader, so that no cache holds a kubeconfig for every hosted
+	// cluster (some 4 KiB each, copied from the API server's watch, while the client built
+	// from it holds what it needs). Nil means the reader NewClients is given.
+	SecretDataReader client.Reader
 }
 
 // Clients caches one client per hosted-control-plane namespace. A client is built lazily on
@@ -111,6 +118,9 @@ type Clients struct {
 
 type entry struct {
 	dataHash [sha256.Size]byte
+	// secretVersion is the resourceVersion of the connector Secret the client was last found
+	// to match: while the Secret's metadata shows it, its data is not read again.
+	secretVersion string
 	// server is the kubeconfig's server as written (before the Service host is rewritten), and
 	// serverField names it; checked on every use, as the endpoint a HostedCluster advertises
 	// may change.
@@ -124,6 +134,11 @@ type entry struct {
 	// probeURL and probeClient check the API server while the circuit is open.
 	probeURL    string
 	probeClient *http.Client
+	// contactClient sends the first contact over the reconciles' own transport, so that the
+	// pass waiting for it uses the connection it opened: one TLS handshake per new client
+	// instead of two (a handshake is a tenth of a converging controller's CPU, and as much
+	// again of the hosted API server's). Dropped once the first contact has ended.
+	contactClient *http.Client
 	// contacted is closed when the first contact with the API server has ended; awaited says a
 	// caller stopped waiting for it and must be woken when it succeeds.
 	contacted chan struct{}
@@ -144,8 +159,9 @@ func (e *NoCredentialsError) Error() string {
 		e.Namespace, e.Reason, e.Namespace, e.Secret, DefaultSecretKey)
 }
 
-// NewClients returns a cache that reads connector Secrets through reader, typically the
-// manager's cache restricted to Secrets of that one name.
+// NewClients returns a cache that reads the metadata of connector Secrets through reader,
+// typically the manager's cache restricted to Secrets of that one name (a metadata-only
+// informer), and their data through Options.SecretDataReader.
 func NewClients(reader client.Reader, opts Options) *Clients {
 	if opts.SecretName == "" {
 		opts.SecretName = DefaultSecretName
@@ -180,6 +196,9 @@ func NewClients(reader client.Reader, opts Options) *Clients {
 	if opts.Budget <= 0 {
 		opts.Budget = 2 * opts.Timeout
 	}
+	if opts.SecretDataReader == nil {
+		opts.SecretDataReader = reader
+	}
 	return &Clients{reader: reader, opts: opts, now: time.Now, entries: map[string]*entry{}, departed: map[string]departedEntry{}}
 }
 
@@ -190,30 +209,32 @@ func (c *Clients) SecretName() string { return c.opts.SecretName }
 // is the HostedCluster behind it (nil when there is none), whose advertised endpoint the
 // kubeconfig's server may name (checkServer).
 func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluster) (apply.Target, error) {
-	var secret corev1.Secret
-	err := c.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.opts.SecretName}, &secret)
-	if apierrors.IsNotFound(err) {
-		c.depart(namespace) // and its circuit: nothing is probed for a deleted connector Secret
-		return apply.Target{}, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: "Secret not found"}
-	}
+	secret, err := c.readSecretMetadata(ctx, namespace)
 	if err != nil {
-		return apply.Target{}, fmt.Errorf("read Secret %s/%s: %w", namespace, c.opts.SecretName, err)
+		return apply.Target{}, err
 	}
-	data := secret.Data[c.opts.SecretKey]
-	if len(data) == 0 {
-		c.mu.Lock()
-		delete(c.departed, namespace) // the Secret says there are no credentials now
-		c.mu.Unlock()
-		return apply.Target{}, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: fmt.Sprintf("key %q is missing or empty", c.opts.SecretKey)}
+	c.mu.Lock()
+	e, ok := c.entries[namespace]
+	var hash [sha256.Size]byte
+	known := ok && secret.ResourceVersion != "" && e.secretVersion == secret.ResourceVersion
+	if known {
+		hash = e.dataHash
 	}
-	hash := sha256.Sum256(data)
+	c.mu.Unlock()
+	var data []byte
+	if !known {
+		if data, secret, err = c.readSecretData(ctx, namespace); err != nil {
+			return apply.Target{}, err
+		}
+		hash = sha256.Sum256(data)
+	}
 
 	c.mu.Lock()
 	// The Secret is there: what it holds, not a departed client, is the namespace's credentials.
 	delete(c.departed, namespace)
 	now := c.now()
 	c.evictIdle(now)
-	e, ok := c.entries[namespace]
+	e, ok = c.entries[namespace]
 	if ok && e.dataHash == hash {
 		if refused := c.checkServer(namespace, e.server, e.serverField, hc); refused != nil {
 			// The HostedCluster advertises another endpoint now: nothing more is sent, probes
@@ -224,6 +245,10 @@ func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluste
 		}
 	}
 	if !ok || e.dataHash != hash {
+		if data == nil { // the entry read was replaced meanwhile: read the data the new one lacks
+			c.mu.Unlock()
+			return c.Target(ctx, namespace, hc)
+		}
 		if e, err = c.build(namespace, data, hc); err != nil {
 			c.mu.Unlock()
 			return apply.Target{}, err
@@ -239,6 +264,7 @@ func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluste
 		go c.firstContact(namespace, e)
 	}
 	e.lastUsed = now
+	e.secretVersion = secret.ResourceVersion
 	e.secretCreated = secret.CreationTimestamp.Time
 	contacted := e.contacted
 	c.mu.Unlock()
@@ -258,6 +284,45 @@ func (c *Clients) Target(ctx context.Context, namespace string, hc *HostedCluste
 		// Nothing is sent: the prober alone talks to a hosted API server that did not answer.
 		return apply.Target{}, unavailable(namespace, e)
 	}
+}
+
+// readSecretMetadata reads the metadata of a namespace's connector Secret; a
+// Secret that is not found departs the namespace's client (and its circuit: nothing is
+// probed for a deleted connector Secret).
+func (c *Clients) readSecretMetadata(ctx context.Context, namespace string) (*metav1.PartialObjectMetadata, error) {
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := c.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.opts.SecretName}, secret)
+	if apierrors.IsNotFound(err) {
+		c.depart(namespace)
+		return nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: "Secret not found"}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read Secret %s/%s: %w", namespace, c.opts.SecretName, err)
+	}
+	return secret, nil
+}
+
+// readSecretData reads a namespace's connector Secret whole (Options.SecretDataReader) and
+// returns its kubeconfig, and its metadata as read.
+func (c *Clients) readSecretData(ctx context.Context, namespace string) ([]byte, *metav1.PartialObjectMetadata, error) {
+	var secret corev1.Secret
+	err := c.opts.SecretDataReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.opts.SecretName}, &secret)
+	if apierrors.IsNotFound(err) {
+		c.depart(namespace)
+		return nil, nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: "Secret not found"}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read Secret %s/%s: %w", namespace, c.opts.SecretName, err)
+	}
+	data := secret.Data[c.opts.SecretKey]
+	if len(data) == 0 {
+		c.mu.Lock()
+		delete(c.departed, namespace) // the Secret says there are no credentials now
+		c.mu.Unlock()
+		return nil, nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: fmt.Sprintf("key %q is missing or empty", c.opts.SecretKey)}
+	}
+	return data, &metav1.PartialObjectMetadata{ObjectMeta: secret.ObjectMeta}, nil
 }
 
 // awaitContact waits for contacted to close, FirstContactWait at most.
@@ -424,6 +489,15 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 		closeIdle = t.CloseIdleConnections // HTTP/2's too: x/net/http2 is configured on it
 	}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return opaqueBodies{rt} })
+	// The first contact is a probe (not timed as a reconcile's request, bounded by ProbeTimeout)
+	// over the same transport.
+	contactCfg := rest.CopyConfig(cfg)
+	contactCfg.Timeout = c.opts.ProbeTimeout
+	contact, err := rest.HTTPClientFor(contactCfg)
+	if err != nil {
+		return nil, fmt.Errorf("build first-contact client for hosted cluster of %s: %w", namespace, err)
+	}
+	contact.CheckRedirect = noRedirects
 	if c.opts.OnRequest != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return timedTransport{rt, c.opts.OnRequest} })
 	}
@@ -443,15 +517,16 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 	return &entry{
 		server: server, serverField: serverField,
 		target:   apply.Target{Client: cl, Name: "hosted cluster " + namespace, Budget: c.opts.Budget},
-		probeURL: strings.TrimSuffix(cfg.Host, "/") + "/readyz", probeClient: pc,
+		probeURL: strings.TrimSuffix(cfg.Host, "/") + "/readyz", probeClient: pc, contactClient: contact,
 		closeIdle: closeIdle,
 	}, nil
 }
 
-// probeClient is the HTTP client of a hosted cluster's probes, cfg's own transport but for the
-// timeout. Probes are rare (a first contact, then only while a circuit is open): an idle
-// connection kept per hosted cluster would cost memory for nothing, and so would an HTTP/2
-// transport beside the reconciles' one: a probe is one request over HTTP/1.1.
+// probeClient is the HTTP client of a hosted cluster's probes while its circuit is open, cfg's
+// own transport but for the timeout. Such probes are rare: an idle connection kept per hosted
+// cluster would cost memory for nothing, and so would an HTTP/2 transport beside the
+// reconciles' one: a probe is one request over HTTP/1.1. (The first contact goes over the
+// reconciles' transport: the pass that waits for it uses its connection.)
 func (c *Clients) probeClient(cfg *rest.Config, tlsConfig *tls.Config) (*http.Client, error) {
 	probeCfg := withShortHandshake(cfg, c.opts.DialTimeout, c.opts.IdleConnTimeout, tlsConfig)
 	probeCfg.Timeout = c.opts.ProbeTimeout
@@ -470,17 +545,21 @@ func (c *Clients) probeClient(cfg *rest.Config, tlsConfig *tls.Config) (*http.Cl
 // configuration with one that returns the certificate it parsed. client-go's callback keeps the
 // whole transport configuration reachable, so the kubeconfig's PEM data (CA, certificate, key:
 // some 4 KB a hosted cluster) stayed in memory beside the parsed certificate it always returns
-// for static data. Credentials from an exec plugin or auth provider keep client-go's callback:
-// theirs may change.
+// for static data. The certificate is kept without its parsed leaf (Leaf, some 2 KB): a TLS
+// client sends the DER chain and signs with the private key, and never reads it. Credentials
+// from an exec plugin or auth provider keep client-go's callback: theirs may change.
 func keepParsedCertificateOnly(tlsConfig *tls.Config, cfg *rest.Config) {
 	if tlsConfig == nil || tlsConfig.GetClientCertificate == nil || cfg.ExecProvider != nil || cfg.AuthProvider != nil ||
 		len(cfg.CertData) == 0 || len(cfg.KeyData) == 0 || cfg.CertFile != "" || cfg.KeyFile != "" {
 		return
 	}
-	cert, err := tlsConfig.GetClientCertificate(nil)
-	if err != nil || cert == nil {
+	parsed, err := tlsConfig.GetClientCertificate(nil)
+	if err != nil || parsed == nil {
 		return
 	}
+	cert := &tls.Certificate{Certificate: parsed.Certificate, PrivateKey: parsed.PrivateKey,
+		SupportedSignatureAlgorithms: parsed.SupportedSignatureAlgorithms, OCSPStaple: parsed.OCSPStaple,
+		SignedCertificateTimestamps: parsed.SignedCertificateTimestamps}
 	tlsConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
 }
 

@@ -3,6 +3,7 @@ package hosted
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +21,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"pkgsync.dev/pkgsync/apply"
 )
@@ -88,6 +90,68 @@ func TestClientsCacheRebuildAndEvict(t *testing.T) {
 	require.NoError(t, err)
 	cached, _ = c.Stats()
 	assert.Equal(t, 1, cached)
+}
+
+// TestClientsReadSecretDataOnlyWhenItChanges: the reader NewClients is given serves the
+// connector Secret's metadata only (as the manager's metadata-only cache does), and the data
+// is read through SecretDataReader once per Secret version: not on a pass that finds the
+// Secret as the client was built from, again when the Secret changes (a rotation rebuilds
+// the client, a change of labels alone keeps it).
+func TestClientsReadSecretDataOnlyWhenItChanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := newCapturingServer(t)
+	withToken := func(token string) []byte {
+		return hostileKubeconfig(t, srv.URL, pemCert(srv), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = token })
+	}
+	store := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", withToken("a"))).Build()
+	var metadataReads, dataReads atomic.Int32
+	metadataOnly := interceptor.NewClient(store, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if _, ok := obj.(*metav1.PartialObjectMetadata); !ok {
+			return fmt.Errorf("the cache holds no Secret data: read %T", obj)
+		}
+		metadataReads.Add(1)
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	data := interceptor.NewClient(store, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		dataReads.Add(1)
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	c := NewClients(metadataOnly, Options{Kubeconfig: anyServer, SecretDataReader: data})
+
+	first, err := c.Target(ctx, "clusters-a", nil)
+	require.NoError(t, err)
+	for range 3 {
+		again, err := c.Target(ctx, "clusters-a", nil)
+		require.NoError(t, err)
+		assert.Same(t, first.Client, again.Client)
+	}
+	assert.Equal(t, int32(4), metadataReads.Load(), "every pass reads the metadata")
+	assert.Equal(t, int32(1), dataReads.Load(), "the data once per Secret version")
+
+	var secret corev1.Secret
+	require.NoError(t, store.Get(ctx, client.ObjectKey{Namespace: "clusters-a", Name: DefaultSecretName}, &secret))
+	secret.Labels = map[string]string{"touched": "yes"}
+	require.NoError(t, store.Update(ctx, &secret))
+	relabelled, err := c.Target(ctx, "clusters-a", nil)
+	require.NoError(t, err)
+	assert.Same(t, first.Client, relabelled.Client, "same data, same client")
+	assert.Equal(t, int32(2), dataReads.Load(), "a new version is read")
+
+	secret.Data = map[string][]byte{DefaultSecretKey: withToken("a2")}
+	require.NoError(t, store.Update(ctx, &secret))
+	rotated, err := c.Target(ctx, "clusters-a", nil)
+	require.NoError(t, err)
+	assert.NotSame(t, first.Client, rotated.Client, "rotated data, new client")
+	_, err = c.Target(ctx, "clusters-a", nil)
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), dataReads.Load())
+	_, builds := c.Stats()
+	assert.Equal(t, 2, builds)
+
+	require.NoError(t, store.Delete(ctx, &secret))
+	_, err = c.Target(ctx, "clusters-a", nil)
+	assert.True(t, IsNoCredentials(err), "a deleted Secret: %v", err)
 }
 
 func TestClientsWithoutCredentials(t *testing.T) {
@@ -238,11 +302,11 @@ func TestClientsDepartedRefused(t *testing.T) {
 }
 
 // countingServer is an HTTP/2 TLS server answering every request 404 (a Kubernetes Status),
-// counting the connections open to it.
-func countingServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
+// counting the connections open to it, and those ever opened (each a TLS handshake).
+func countingServer(t *testing.T) (srv *httptest.Server, open, opened *atomic.Int64) {
 	t.Helper()
-	open := new(atomic.Int64)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	open, opened = new(atomic.Int64), new(atomic.Int64)
+	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":404,"reason":"NotFound"}`, http.StatusNotFound)
 	}))
 	srv.EnableHTTP2 = true
@@ -250,13 +314,14 @@ func countingServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
 		switch state {
 		case http.StateNew:
 			open.Add(1)
+			opened.Add(1)
 		case http.StateClosed, http.StateHijacked:
 			open.Add(-1)
 		}
 	}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	return srv, open
+	return srv, open, opened
 }
 
 // TestIdleConnectionIsClosed: the connection a hosted client used is closed once it carried no
@@ -264,7 +329,7 @@ func countingServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
 // do not each hold an HTTP/2 connection (issue 46); it is kept while requests follow each other.
 func TestIdleConnectionIsClosed(t *testing.T) {
 	t.Parallel()
-	srv, open := countingServer(t)
+	srv, open, opened := countingServer(t)
 	kubeconfig := hostileKubeconfig(t, srv.URL, pemCert(&capturingServer{Server: srv}), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
 	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kubeconfig)).Build()
 	const idle = 500 * time.Millisecond
@@ -273,8 +338,7 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 	c := NewClients(reader, Options{Kubeconfig: anyServer, IdleConnTimeout: idle, RESTMapper: mapper})
 	target, err := c.Target(t.Context(), "clusters-a", nil)
 	require.NoError(t, err)
-	// The first contact's probe does not keep its connection.
-	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Zero(c, open.Load()) }, 10*time.Second, 20*time.Millisecond)
+	assert.Equal(t, int64(1), open.Load(), "the first contact's connection is kept for the pass that waited for it")
 
 	get := func() {
 		var cm corev1.ConfigMap
@@ -286,14 +350,16 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 		get()
 	}
 	assert.Equal(t, int64(1), open.Load(), "one connection carries the requests, and stays open between them")
+	assert.Equal(t, int64(1), opened.Load(), "the first contact and the pass share one connection: one TLS handshake")
 	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Zero(c, open.Load(), "idle connection closed") }, 10*time.Second, 20*time.Millisecond)
 	get()
 	assert.Equal(t, int64(1), open.Load(), "the next request opens a new connection")
+	assert.Equal(t, int64(2), opened.Load())
 }
 
 func TestReleaseClosesTheConnectionsOfSettledPasses(t *testing.T) {
 	t.Parallel()
-	srv, open := countingServer(t)
+	srv, open, _ := countingServer(t)
 	kubeconfig := hostileKubeconfig(t, srv.URL, pemCert(&capturingServer{Server: srv}), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
 	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kubeconfig)).Build()
 	// Long enough that only Release can close a connection within the test.
@@ -314,8 +380,9 @@ func TestReleaseClosesTheConnectionsOfSettledPasses(t *testing.T) {
 	}
 	first, err := c.Target(t.Context(), "clusters-a", nil)
 	require.NoError(t, err)
-	closed("the first contact's probe does not keep its connection")
+	assert.Equal(t, int64(1), open.Load(), "the first contact's connection waits for the pass")
 	c.Release("clusters-a", first, 2*idle) // that Target's pass
+	closed("a pass that settles closes the first contact's connection too")
 	held := pass()
 
 	// A pass whose next one comes sooner than the idle timeout keeps the connection.

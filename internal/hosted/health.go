@@ -3,6 +3,7 @@ package hosted
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -217,7 +219,7 @@ func (c *Clients) probe(ctx context.Context, p dueProbe) {
 		return
 	}
 	start := time.Now()
-	status, err := c.send(ctx, p.e)
+	status, err := c.send(ctx, p.e.probeURL, p.e.probeClient)
 	if err == nil && status >= http.StatusInternalServerError {
 		err = fmt.Errorf("probe: /readyz answered %d %s", status, http.StatusText(status))
 	}
@@ -252,11 +254,12 @@ func (c *Clients) probe(ctx context.Context, p dueProbe) {
 // over.
 func (c *Clients) firstContact(namespace string, e *entry) {
 	start := time.Now()
-	_, err := c.send(context.Background(), e)
+	_, err := c.send(context.Background(), e.probeURL, e.contactClient)
 	if c.opts.OnProbe != nil {
 		c.opts.OnProbe(namespace, time.Since(start), err)
 	}
 	c.mu.Lock()
+	e.contactClient = nil
 	defer close(e.contacted)
 	if e.health.state != HealthProbing || e.health.openErr != nil {
 		c.mu.Unlock() // Reset closed it, or a pass opened it, meanwhile
@@ -281,8 +284,9 @@ func (c *Clients) firstContact(namespace string, e *entry) {
 // hasSecret reports whether the connector Secret of a namespace may still exist: only a
 // NotFound from the reader says it does not.
 func (c *Clients) hasSecret(ctx context.Context, namespace string) bool {
-	var secret corev1.Secret
-	err := c.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.opts.SecretName}, &secret)
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := c.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.opts.SecretName}, secret)
 	return !apierrors.IsNotFound(err)
 }
 
@@ -295,21 +299,23 @@ func (c *Clients) forgetEntry(namespace string, e *entry) {
 	}
 }
 
-// send asks the API server of e for /readyz within ProbeTimeout and returns the status of its
-// answer; the error says there was none.
-func (c *Clients) send(ctx context.Context, e *entry) (int, error) {
+// send asks a hosted API server for /readyz (url) with hc within ProbeTimeout and returns the
+// status of its answer; the error says there was none.
+func (c *Clients) send(ctx context.Context, url string, hc *http.Client) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ProbeTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.probeURL, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err
 	}
 	c.probes.Add(1)
-	resp, err := e.probeClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("probe: %w", err)
 	}
 	defer resp.Body.Close()
+	// Read (a little of) the answer, so that an HTTP/1.1 connection can carry the next request.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	return resp.StatusCode, nil
 }
 

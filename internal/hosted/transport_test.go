@@ -1,6 +1,14 @@
 package hosted
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -78,7 +87,7 @@ func newFreezingRelay(t *testing.T, target string) *freezingRelay {
 }
 
 // TestDeadConnectionIsFoundByTheHealthCheck: a hosted client's requests go over HTTP/2, its
-// first contact's probe over HTTP/1.1 (no HTTP/2 transport is kept for it). A hosted API server whose tunnel dies with a
+// first contact's probe too (over the connection the requests then use). A hosted API server whose tunnel dies with a
 // connection open (TCP still up, nothing answered) fails the request on it within two dial
 // timeouts: the HTTP/2 health check pings a connection silent for DialTimeout and closes it
 // when the ping goes unanswered for as long. client-go's defaults (30 s, then 15 s) would let
@@ -113,7 +122,7 @@ func TestDeadConnectionIsFoundByTheHealthCheck(t *testing.T) {
 	err = get()
 	require.True(t, apierrors.IsNotFound(err), "the connection works: %v", err)
 	mu.Lock()
-	assert.Equal(t, map[string]string{"/readyz": "HTTP/1.1", "/api/v1/namespaces/x/configmaps/y": "HTTP/2.0"}, protos)
+	assert.Equal(t, map[string]string{"/readyz": "HTTP/2.0", "/api/v1/namespaces/x/configmaps/y": "HTTP/2.0"}, protos)
 	mu.Unlock()
 
 	relay.frozen.Store(true)
@@ -148,4 +157,62 @@ func TestKubeconfigWithoutTLSSettings(t *testing.T) {
 	// and that is all.
 	_, err := c.Target(t.Context(), "clusters-a", nil)
 	require.Error(t, err)
+}
+
+// TestClientCertificateAuthenticates: a connector kubeconfig's client certificate (how
+// HyperShift's connector kubeconfigs authenticate) is presented in the handshake to a server
+// that requires one, although the client keeps it without its parsed leaf.
+func TestClientCertificateAuthenticates(t *testing.T) {
+	t.Parallel()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	caTemplate := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "client-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	ca, err := x509.ParseCertificate(caDER)
+	require.NoError(t, err)
+	userKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	userDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(2),
+		Subject: pkix.Name{CommonName: "system:admin"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, ca, &userKey.PublicKey, caKey)
+	require.NoError(t, err)
+	userKeyDER, err := x509.MarshalECPrivateKey(userKey)
+	require.NoError(t, err)
+
+	var authenticated atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TLS.PeerCertificates) > 0 && r.TLS.PeerCertificates[0].Subject.CommonName == "system:admin" {
+			authenticated.Add(1)
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: roots}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	serverCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	kubeconfig := hostileKubeconfig(t, srv.URL, serverCA, func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		u.ClientCertificateData = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: userDER})
+		u.ClientKeyData = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: userKeyDER})
+	})
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kubeconfig)).Build()
+	c := NewClients(reader, Options{Kubeconfig: anyServer, FirstContactWait: 5 * time.Second})
+	_, err = c.Target(t.Context(), "clusters-a", nil)
+	require.NoError(t, err, "the first contact authenticated with the client certificate")
+	assert.Positive(t, authenticated.Load())
+
+	cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: serverCA,
+		CertData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: userDER}),
+		KeyData:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: userKeyDER})}}
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	require.NoError(t, err)
+	keepParsedCertificateOnly(tlsConfig, cfg)
+	cert, err := tlsConfig.GetClientCertificate(nil)
+	require.NoError(t, err)
+	assert.Nil(t, cert.Leaf, "the parsed leaf is not kept")
+	assert.Equal(t, [][]byte{userDER}, cert.Certificate)
 }

@@ -121,7 +121,7 @@ func watchHostedInputs(b *builder.Builder, hc *hosted.Clients, hostedClusterAPI 
 	b = b.WatchesRawSource(crsource.Channel(recovered, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return inNamespace(ctx, o.GetNamespace())
 	})))
-	b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+	b = b.WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		if o.GetName() != hc.SecretName() {
 			return nil
 		}

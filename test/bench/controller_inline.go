@@ -60,6 +60,7 @@ func startInlineController(ctx context.Context, env *environment, o options) (*i
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Client:                 controller.ClientOptions(),
+		MapperProvider:         controller.NewRESTMapper,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("create manager: %w", err)
@@ -75,7 +76,7 @@ func startInlineController(ctx context.Context, env *environment, o options) (*i
 	// hosted API servers listen on 127.0.0.1 and its HostedClusters (optional) advertise no
 	// endpoint: connector kubeconfigs may name any server (--insecure-kubeconfig-any-server).
 	c.hostedClients = hosted.NewClients(mgr.GetClient(), hosted.Options{Scheme: env.scheme, RESTMapper: mgr.GetRESTMapper(),
-		Kubeconfig: hosted.KubeconfigPolicy{AllowAnyServer: true}})
+		Kubeconfig: hosted.KubeconfigPolicy{AllowAnyServer: true}, SecretDataReader: mgr.GetAPIReader()})
 	err = controller.Setup(ctx, mgr, controller.Config{
 		Options:                 reconciler.Options{KubernetesVersion: "v1.36.3"},
 		Source:                  src,

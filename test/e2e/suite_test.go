@@ -196,12 +196,14 @@ func startControllerConfigured(ctx context.Context, mgmt *rest.Config, requests 
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
 		Client:                 controller.ClientOptions(),
+		MapperProvider:         controller.NewRESTMapper,
 	})
 	if err != nil {
 		return nil, err
 	}
 	hc := hosted.NewClients(mgr.GetClient(), hosted.Options{Scheme: suite.scheme, Timeout: hostedRequestTimeout,
-		ProbeInterval: 250 * time.Millisecond, MaxProbeInterval: 2 * time.Second, RESTMapper: mgr.GetRESTMapper()})
+		ProbeInterval: 250 * time.Millisecond, MaxProbeInterval: 2 * time.Second, RESTMapper: mgr.GetRESTMapper(),
+		SecretDataReader: mgr.GetAPIReader()})
 	recorder := metrics.NewRecorder()
 	if suite.hostedClients == nil {
 		suite.hostedClients = hc
