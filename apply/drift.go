@@ -34,8 +34,8 @@ type Drift struct {
 // pkgsync last applied. An object without the annotation (applied by an older pkgsync, or not by
 // pkgsync) is treated as a new desired state.
 func drift(desired, live *unstructured.Unstructured, policy v1alpha1.DriftPolicy) *Drift {
-	hash := desired.GetAnnotations()[DesiredHashAnnotation]
-	if hash == "" || live.GetAnnotations()[DesiredHashAnnotation] != hash {
+	hash := desiredHashOf(desired)
+	if hash == "" || desiredHashOf(live) != hash {
 		return nil
 	}
 	d := &Drift{Ref: RefOf(desired), Corrected: policy != v1alpha1.DriftReport}

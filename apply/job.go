@@ -72,8 +72,8 @@ func hasTTL(desired *unstructured.Unstructured) bool {
 // jobRunOf returns the record of a live Job that runs or ran in the desired state: it carries
 // the desired state's hash.
 func jobRunOf(desired, live *unstructured.Unstructured) (v1alpha1.InventoryJob, bool) {
-	hash := desired.GetAnnotations()[DesiredHashAnnotation]
-	if !isJob(desired) || hash == "" || live.GetAnnotations()[DesiredHashAnnotation] != hash {
+	hash := desiredHashOf(desired)
+	if !isJob(desired) || hash == "" || desiredHashOf(live) != hash {
 		return v1alpha1.InventoryJob{}, false
 	}
 	return v1alpha1.InventoryJob{Namespace: live.GetNamespace(), Name: live.GetName(), DesiredHash: hash, Outcome: jobOutcome(live)}, true
@@ -82,7 +82,7 @@ func jobRunOf(desired, live *unstructured.Unstructured) (v1alpha1.InventoryJob, 
 // ranToEnd reports whether a record says the desired Job ran in its desired state to an end:
 // once gone, it is not created again.
 func ranToEnd(run v1alpha1.InventoryJob, desired *unstructured.Unstructured) bool {
-	hash := desired.GetAnnotations()[DesiredHashAnnotation]
+	hash := desiredHashOf(desired)
 	return hash != "" && run.DesiredHash == hash && (run.Outcome != "" || hasTTL(desired))
 }
 

@@ -72,6 +72,14 @@ func canonicalCopy(obj *unstructured.Unstructured) (*unstructured.Unstructured, 
 // the desired object as a subset of the live one, which cannot see a field the package stopped
 // setting; the hash changes with every change of the desired object, removals included, so such
 // a revision is applied and server-side apply removes the field.
+// desiredHashOf returns an object's DesiredHashAnnotation, "" when it has none. It reads the
+// annotation in place: GetAnnotations copies every annotation into a new map, and each pass
+// asks for each object's hash several times.
+func desiredHashOf(obj *unstructured.Unstructured) string {
+	hash, _, _ := unstructured.NestedString(obj.Object, "metadata", "annotations", DesiredHashAnnotation)
+	return hash
+}
+
 func setDesiredHash(obj *unstructured.Unstructured) {
 	data, err := json.Marshal(obj.Object) // map keys are sorted: stable for equal objects
 	if err != nil {

@@ -187,7 +187,7 @@ func (p *pass) availableBefore(s *phaseState, obj *unstructured.Unstructured) (a
 	if p.settledUnchanged(k, obj) {
 		return true, true
 	}
-	return p.progress.isAvailable(k, obj.GetAnnotations()[DesiredHashAnnotation]), false
+	return p.progress.isAvailable(k, desiredHashOf(obj)), false
 }
 
 // isNew reports whether an object is expected not to exist, so that it is created without a
@@ -214,6 +214,6 @@ func (p *pass) found(s *phaseState, r *appliedObject) {
 		p.settled[k] = settledOf(r.obj, r.out.live)
 	}
 	if p.progress != nil {
-		p.progress.found(k, r.obj.GetAnnotations()[DesiredHashAnnotation], available)
+		p.progress.found(k, desiredHashOf(r.obj), available)
 	}
 }

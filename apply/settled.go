@@ -106,7 +106,7 @@ func compactSettled(objects map[key]settledObject) []settledEntry {
 // settledOf is what a pass found of an object available in its desired state: live is the
 // object as the API server answered.
 func settledOf(desired, live *unstructured.Unstructured) settledObject {
-	s := settledObject{hash: desired.GetAnnotations()[DesiredHashAnnotation]}
+	s := settledObject{hash: desiredHashOf(desired)}
 	if !othersWrite(live) {
 		s.resourceVersion = live.GetResourceVersion()
 	}
@@ -196,7 +196,7 @@ func (p *pass) isUpdate(states []*phaseState) (changed, fresh bool) {
 			return false, false
 		}
 		for _, obj := range s.objs {
-			hashes = append(hashes, obj.GetAnnotations()[DesiredHashAnnotation])
+			hashes = append(hashes, desiredHashOf(obj))
 		}
 	}
 	return p.progress.isUpdate(hashes, p.req.Interval)
@@ -225,7 +225,7 @@ func (p *pass) settledUnchanged(k key, obj *unstructured.Unstructured) bool {
 		return false
 	}
 	s, ok := p.progress.settledAs(k)
-	return ok && s.hash != "" && s.hash == obj.GetAnnotations()[DesiredHashAnnotation]
+	return ok && s.hash != "" && s.hash == desiredHashOf(obj)
 }
 
 // knownVersion returns, in an update pass, the resourceVersion the last complete pass left an
@@ -235,7 +235,7 @@ func (p *pass) knownVersion(k key, obj *unstructured.Unstructured) string {
 		return ""
 	}
 	s, ok := p.req.Progress.settledAs(k)
-	if !ok || s.hash == obj.GetAnnotations()[DesiredHashAnnotation] {
+	if !ok || s.hash == desiredHashOf(obj) {
 		return ""
 	}
 	return s.resourceVersion

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/yaml"
 
 	"pkgsync.dev/pkgsync/api/v1alpha1"
@@ -47,16 +49,51 @@ func readManifestFormat(fsys fs.FS) (*v1alpha1.PackageManifest, string, bool, Er
 	if name == "" {
 		return nil, "", false, Errors{&Error{File: "manifest.yaml", Err: errors.New("missing: a package needs a manifest.yaml at its root (or in package/, as in a Package Operator image)")}}
 	}
+	key := manifestKey(name, data)
+	if kept, ok := decodedManifests.Get(key); ok {
+		d := kept.(decodedManifest)
+		return d.manifest.DeepCopy(), name, d.pko, nil
+	}
+	m, pko, errs := decodeManifest(name, data)
+	if len(errs) == 0 {
+		decodedManifests.Add(key, decodedManifest{manifest: m.DeepCopy(), pko: pko})
+	}
+	return m, name, pko, errs
+}
 
+// decodedManifests keeps the manifests decoded lately, by file name and content: every render
+// of a package reads its manifest (twice: to select a component, and to render), and a fleet
+// renders one package once per Package, each with its own configuration. Only manifests that
+// decoded without an error are kept; what is kept depends on the bytes alone, so a caller is
+// served only what it would have decoded itself.
+var decodedManifests = lru.New(128)
+
+type decodedManifest struct {
+	manifest *v1alpha1.PackageManifest
+	pko      bool
+}
+
+func manifestKey(name string, data []byte) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(data)
+	var key [sha256.Size]byte
+	copy(key[:], h.Sum(nil))
+	return key
+}
+
+// decodeManifest decodes and checks the manifest file name holding data, in either format.
+func decodeManifest(name string, data []byte) (*v1alpha1.PackageManifest, bool, Errors) {
 	var head struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
 	}
 	if err := yaml.Unmarshal(data, &head); err != nil {
-		return nil, name, false, Errors{yamlError(name, document{index: 1, startLine: 1}, err)}
+		return nil, false, Errors{yamlError(name, document{index: 1, startLine: 1}, err)}
 	}
 	if head.Kind != v1alpha1.PackageManifestKind {
-		return nil, name, false, Errors{&Error{File: name, Field: "kind", Err: fmt.Errorf("must be %s, not %q", v1alpha1.PackageManifestKind, head.Kind)}}
+		return nil, false, Errors{&Error{File: name, Field: "kind", Err: fmt.Errorf("must be %s, not %q", v1alpha1.PackageManifestKind, head.Kind)}}
 	}
 	m := &v1alpha1.PackageManifest{}
 	var pkoErrs Errors
@@ -78,17 +115,17 @@ func readManifestFormat(fsys fs.FS) (*v1alpha1.PackageManifest, string, bool, Er
 			}
 		}
 	default:
-		return nil, name, false, Errors{&Error{File: name, Field: "apiVersion", Err: fmt.Errorf("must be %s (or %s), not %q", v1alpha1.GroupVersion, pkoManifestAPIVersion, head.APIVersion)}}
+		return nil, false, Errors{&Error{File: name, Field: "apiVersion", Err: fmt.Errorf("must be %s (or %s), not %q", v1alpha1.GroupVersion, pkoManifestAPIVersion, head.APIVersion)}}
 	}
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: ")
-		return nil, name, false, Errors{&Error{File: name, Err: fmt.Errorf("decode manifest: %s", msg)}}
+		return nil, false, Errors{&Error{File: name, Err: fmt.Errorf("decode manifest: %s", msg)}}
 	}
 	if unsupported := pkoErrs.unsupported(); len(unsupported) > 0 {
-		return nil, name, false, unsupported
+		return nil, false, unsupported
 	}
 	m.APIVersion = v1alpha1.GroupVersion.String()
-	return m, name, head.APIVersion == pkoManifestAPIVersion, append(checkManifest(name, m), pkoErrs...)
+	return m, head.APIVersion == pkoManifestAPIVersion, append(checkManifest(name, m), pkoErrs...)
 }
 
 // checkManifest reports every inconsistency of a decoded manifest.

@@ -2,10 +2,11 @@ package reconciler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,12 +23,17 @@ import (
 // conditions included, and a reconcile that converges writes its outcome once.
 type statusPatcher struct {
 	client client.Client
-	// before is the resource as last written (or read).
-	before client.Object
+	// before is the resource as last written (or read), as the unstructured converter gives it:
+	// kept in that form so that each patch converts only the resource as it is now.
+	before map[string]any
 }
 
 func newStatusPatcher(obj client.Object, c client.Client) *statusPatcher {
-	return &statusPatcher{client: c, before: obj.DeepCopyObject().(client.Object)}
+	before, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		before = nil // patch reports the error: the resource cannot be converted
+	}
+	return &statusPatcher{client: c, before: before}
 }
 
 // patch writes the changes of obj since the last patch: metadata and spec first (removing the
@@ -36,43 +42,90 @@ func (p *statusPatcher) patch(ctx context.Context, obj client.Object) error {
 	if c, ok := obj.(conditions.Setter); ok {
 		boundConditionMessages(c)
 	}
-	before, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p.before)
-	if err != nil {
-		return err
+	if p.before == nil {
+		before, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		p.before = before
 	}
 	after, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return err
 	}
-	beforeStatus, afterStatus := before["status"], after["status"]
-	delete(before, "status")
-	delete(after, "status")
-	if err := p.send(ctx, obj, before, after, false); err != nil {
+	rest := mergePatch(withoutStatus(p.before), withoutStatus(after))
+	if err := p.send(ctx, obj, rest, false); err != nil {
 		return err
 	}
-	if err := p.send(ctx, obj, map[string]any{"status": beforeStatus}, map[string]any{"status": afterStatus}, true); err != nil {
+	status := mergePatch(map[string]any{"status": p.before["status"]}, map[string]any{"status": after["status"]})
+	if err := p.send(ctx, obj, status, true); err != nil {
 		return err
 	}
-	p.before = obj.DeepCopyObject().(client.Object)
+	p.before = after
 	return nil
 }
 
-// send patches the difference between before and after, to the status subresource or to the
-// resource. The answer goes to a copy: obj keeps what the reconcile set of the other half.
-func (p *statusPatcher) send(ctx context.Context, obj client.Object, before, after map[string]any, status bool) error {
-	data, err := client.MergeFrom(&unstructured.Unstructured{Object: before}).Data(&unstructured.Unstructured{Object: after})
+// withoutStatus is a shallow copy of an unstructured resource without its status.
+func withoutStatus(u map[string]any) map[string]any {
+	out := make(map[string]any, len(u))
+	for k, v := range u {
+		if k != "status" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// send writes a merge patch to the status subresource or to the resource; an empty one is not
+// sent. The answer goes to a copy: obj keeps what the reconcile set of the other half.
+func (p *statusPatcher) send(ctx context.Context, obj client.Object, patch map[string]any, status bool) error {
+	if len(patch) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(patch)
 	if err != nil {
 		return fmt.Errorf("compute patch: %w", err)
 	}
-	if string(data) == "{}" {
-		return nil
-	}
 	target := obj.DeepCopyObject().(client.Object)
-	patch := client.RawPatch(types.MergePatchType, data)
+	raw := client.RawPatch(types.MergePatchType, data)
 	if status {
-		err = p.client.Status().Patch(ctx, target, patch, client.FieldOwner(FieldOwner))
-	} else {
-		err = p.client.Patch(ctx, target, patch, client.FieldOwner(FieldOwner))
+		return p.client.Status().Patch(ctx, target, raw, client.FieldOwner(FieldOwner))
 	}
-	return err
+	return p.client.Patch(ctx, target, raw, client.FieldOwner(FieldOwner))
+}
+
+// mergePatch is the JSON merge patch (RFC 7386) that turns before into after, both as the
+// unstructured converter gives them: the keys whose values differ, objects by their own patch,
+// other values (lists included) whole, and null for a key after lacks. client.MergeFrom
+// computes the same from the two marshalled documents (evanphx/json-patch's CreateMergePatch:
+// two marshals and two parses of the whole resource per request); the patcher has both as maps
+// already, and writes the status of every reconcile, so it diffs those.
+func mergePatch(before, after map[string]any) map[string]any {
+	patch := map[string]any{}
+	for k, a := range after {
+		b, ok := before[k]
+		switch {
+		case !ok:
+			if a != nil {
+				patch[k] = a
+			}
+		case reflect.DeepEqual(a, b):
+		default:
+			am, aIsMap := a.(map[string]any)
+			bm, bIsMap := b.(map[string]any)
+			if aIsMap && bIsMap {
+				if sub := mergePatch(bm, am); len(sub) > 0 {
+					patch[k] = sub
+				}
+				continue
+			}
+			patch[k] = a
+		}
+	}
+	for k, b := range before {
+		if _, ok := after[k]; !ok && b != nil {
+			patch[k] = nil
+		}
+	}
+	return patch
 }
