@@ -206,7 +206,7 @@ func renderTree(ctx context.Context, c component, opts Options, m mode) (*Result
 	}
 	r := &renderer{
 		manifest: manifest,
-		tp:       newTemplater(ctx, tree.helpers, tree.helperOrder, data, renderFuncs(flt.cel, tree)),
+		tp:       newTemplaterFor(ctx, tree, data, renderFuncs(flt.cel, tree)),
 		filters:  flt,
 		phases:   map[string]int{},
 		seen:     map[objectKey]string{},

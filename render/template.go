@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -48,20 +49,87 @@ type templater struct {
 	reads reads
 }
 
-// newTemplater prepares the templates of one render, which stop when ctx is done. extra are
-// the functions that need the render's state (cel, the package's files); they are bounded like
-// the rest.
+// newTemplater prepares the templates of one render, which stop when ctx is done, with every
+// function. extra are the functions that need the render's state (cel, the package's files);
+// they are bounded like the rest.
 func newTemplater(ctx context.Context, helpers map[string]string, order []string, data map[string]any, extra template.FuncMap) *templater {
-	b := &budget{ctx: ctx, limits: defaultTemplateLimits}
-	fm := b.funcs()
-	for name, fn := range extra {
-		fm[name] = b.bound(name, fn)
-	}
-	return &templater{helpers: helpers, order: order, data: data, budget: b, funcs: fm}
+	return newTemplaterUsing(ctx, helpers, order, data, extra, nil)
 }
 
-// funcs returns the safe function set, each function bounded by b, without include.
-func (b *budget) funcs() template.FuncMap {
+// newTemplaterFor is newTemplater for the templates of a package's tree: it binds only the
+// functions whose names occur in the tree's templates and helpers (namesIn). Each of some 200
+// functions costs a bounded wrapper per render and a reflected value per template, which was a
+// tenth of a fleet's rendering; a template calls a function only by its written name, so one
+// whose name occurs nowhere can never be called, and parsing finds an unknown name as before.
+func newTemplaterFor(ctx context.Context, t *tree, data map[string]any, extra template.FuncMap) *templater {
+	sources := make([]string, 0, len(t.helpers)+len(t.files))
+	for _, src := range t.helpers {
+		sources = append(sources, src)
+	}
+	for p, src := range t.files {
+		if strings.HasSuffix(p, ".gotmpl") {
+			sources = append(sources, src)
+		}
+	}
+	return newTemplaterUsing(ctx, t.helpers, t.helperOrder, data, extra, func(fm template.FuncMap) map[string]bool {
+		return namesIn(sources, fm)
+	})
+}
+
+// newTemplaterUsing binds the functions used picks of the whole set (every one when nil).
+func newTemplaterUsing(ctx context.Context, helpers map[string]string, order []string, data map[string]any, extra template.FuncMap,
+	used func(template.FuncMap) map[string]bool) *templater {
+	b := &budget{ctx: ctx, limits: defaultTemplateLimits}
+	fm := b.unboundFuncs()
+	maps.Copy(fm, extra)
+	if used != nil {
+		keep := used(fm)
+		maps.DeleteFunc(fm, func(name string, _ any) bool { return !keep[name] })
+	}
+	return &templater{helpers: helpers, order: order, data: data, budget: b, funcs: b.bind(fm)}
+}
+
+// namesIn returns the names of fm that occur in sources as whole identifiers (runs of ASCII
+// letters, digits and underscores, the function names of fm being ASCII): a superset of the
+// functions the sources' templates call. One pass over each source, bounded by its size.
+func namesIn(sources []string, fm template.FuncMap) map[string]bool {
+	used := map[string]bool{}
+	isName := func(c byte) bool {
+		return c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+	}
+	for _, src := range sources {
+		for i := 0; i < len(src); {
+			if !isName(src[i]) {
+				i++
+				continue
+			}
+			j := i
+			for j < len(src) && isName(src[j]) {
+				j++
+			}
+			if word := src[i:j]; !used[word] {
+				if _, ok := fm[word]; ok {
+					used[word] = true
+				}
+			}
+			i = j
+		}
+	}
+	return used
+}
+
+// bind bounds each function of fm by b, and adds the functions instrument calls.
+func (b *budget) bind(fm template.FuncMap) template.FuncMap {
+	for name, fn := range fm {
+		fm[name] = b.bound(name, fn)
+	}
+	fm[tickFunc] = b.tick
+	fm[printableFunc] = b.printable
+	return fm
+}
+
+// unboundFuncs returns the safe function set, not bounded yet, without include.
+func (b *budget) unboundFuncs() template.FuncMap {
 	fm := sprig.TxtFuncMap()
 	for _, name := range unsafeFuncs {
 		delete(fm, name)
@@ -86,11 +154,6 @@ func (b *budget) funcs() template.FuncMap {
 	fm["html"] = template.HTMLEscaper
 	fm["js"] = template.JSEscaper
 	fm["urlquery"] = template.URLQueryEscaper
-	for name, fn := range fm {
-		fm[name] = b.bound(name, fn)
-	}
-	fm[tickFunc] = b.tick
-	fm[printableFunc] = b.printable
 	return fm
 }
 

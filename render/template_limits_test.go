@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"text/template"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -410,4 +411,35 @@ func TestTemplateErrorReadsOnlyTheHead(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(48<<20), "bytes allocated reading the error")
 	assert.NotZero(t, e.Line)
+}
+
+// TestTemplaterBindsTheFunctionsItsTemplatesName: a render binds only the functions whose
+// names occur in its templates and helpers, as whole identifiers; the functions instrument
+// calls are always there, and a template calling a function bound for no one fails to parse
+// as it would have.
+func TestTemplaterBindsTheFunctionsItsTemplatesName(t *testing.T) {
+	t.Parallel()
+	tr := &tree{
+		helpers:     map[string]string{"_helpers.tpl": `{{ define "h" }}{{ trunc 3 . }}{{ end }}`},
+		helperOrder: []string{"_helpers.tpl"},
+		files: map[string]string{
+			"a.yaml.gotmpl": `name: {{ upper .name | quote }}{{/* b64enc in a comment counts too */}}`,
+			"b.yaml":        `not a template: {{ lower }}`,
+		},
+	}
+	tp := newTemplaterFor(t.Context(), tr, map[string]any{"name": "x"}, nil)
+	var names []string
+	for name := range tp.funcs {
+		names = append(names, name)
+	}
+	assert.ElementsMatch(t, []string{"upper", "quote", "trunc", "b64enc", tickFunc, printableFunc}, names)
+
+	out, err := tp.execute("a.yaml.gotmpl", tr.files["a.yaml.gotmpl"])
+	require.Nil(t, err)
+	assert.Equal(t, `name: "X"`, out)
+	_, err = tp.execute("c.yaml.gotmpl", `{{ lower .name }}`)
+	require.NotNil(t, err)
+	assert.Contains(t, err.Error(), `function "lower" not defined`)
+
+	assert.Equal(t, map[string]bool{"upper": true}, namesIn([]string{"xupper upperx upper_ _upper", "upper"}, template.FuncMap{"upper": 1, "x": 1}))
 }
