@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,9 +132,10 @@ type entry struct {
 	target        apply.Target
 	lastUsed      time.Time
 	health        health
-	// probeURL and probeClient check the API server while the circuit is open.
+	// probeURL and probeClient check the API server while the circuit is open; the client is
+	// built when the first such probe is due (most hosted clusters never need one).
 	probeURL    string
-	probeClient *http.Client
+	probeClient func() (*http.Client, error)
 	// contactClient sends the first contact over the reconciles' own transport, so that the
 	// pass waiting for it uses the connection it opened: one TLS handshake per new client
 	// instead of two (a handshake is a tenth of a converging controller's CPU, and as much
@@ -478,10 +480,7 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 		return nil, &NoCredentialsError{Namespace: namespace, Secret: c.opts.SecretName, Reason: "TLS settings: " + err.Error()}
 	}
 	keepParsedCertificateOnly(tlsConfig, cfg)
-	pc, err := c.probeClient(cfg, tlsConfig.Clone())
-	if err != nil {
-		return nil, fmt.Errorf("build probe client for hosted cluster of %s: %w", namespace, err)
-	}
+	pc := c.lazyProbeClient(cfg, tlsConfig)
 	cfg = withShortHandshake(cfg, c.opts.DialTimeout, c.opts.IdleConnTimeout, tlsConfig)
 	var closeIdle func()
 	if t, ok := cfg.Transport.(*http.Transport); ok {
@@ -520,6 +519,28 @@ func (c *Clients) build(namespace string, kubeconfig []byte, hc *HostedCluster) 
 		probeURL: strings.TrimSuffix(cfg.Host, "/") + "/readyz", probeClient: pc, contactClient: contact,
 		closeIdle: closeIdle,
 	}, nil
+}
+
+// lazyProbeClient returns a function that builds the probe client of cfg and tlsConfig on its
+// first call, from what they are now (tlsConfig is cloned before the reconciles' transport
+// adds HTTP/2 to it), and returns that client from then on.
+func (c *Clients) lazyProbeClient(cfg *rest.Config, tlsConfig *tls.Config) func() (*http.Client, error) {
+	base := rest.CopyConfig(cfg)
+	if base.ExecProvider == nil && base.AuthProvider == nil {
+		base.TLSClientConfig = rest.TLSClientConfig{} // tlsConfig holds it, parsed
+	}
+	var nextProtos []string
+	if tlsConfig != nil {
+		nextProtos = slices.Clone(tlsConfig.NextProtos)
+	}
+	return sync.OnceValues(func() (*http.Client, error) {
+		var probeTLS *tls.Config
+		if tlsConfig != nil {
+			probeTLS = tlsConfig.Clone()
+			probeTLS.NextProtos = nextProtos // without the h2 configureHTTP2 added
+		}
+		return c.probeClient(base, probeTLS)
+	})
 }
 
 // probeClient is the HTTP client of a hosted cluster's probes while its circuit is open, cfg's

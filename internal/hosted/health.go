@@ -219,7 +219,13 @@ func (c *Clients) probe(ctx context.Context, p dueProbe) {
 		return
 	}
 	start := time.Now()
-	status, err := c.send(ctx, p.e.probeURL, p.e.probeClient)
+	var status int
+	pc, err := p.e.probeClient()
+	if err == nil {
+		status, err = c.send(ctx, p.e.probeURL, pc)
+	} else {
+		err = fmt.Errorf("build probe client: %w", err)
+	}
 	if err == nil && status >= http.StatusInternalServerError {
 		err = fmt.Errorf("probe: /readyz answered %d %s", status, http.StatusText(status))
 	}

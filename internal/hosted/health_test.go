@@ -313,3 +313,43 @@ func TestNextProbeWhileProbing(t *testing.T) {
 	require.ErrorAs(t, err, &down)
 	assert.Equal(t, now.Add(time.Minute), down.NextProbe, "when the probe in flight ends at the latest")
 }
+
+// TestProbesOfAnOpenCircuitSpeakHTTP1: the first contact goes over the reconciles' HTTP/2
+// transport; the probes of an open circuit have a client of their own, built when the first
+// is due, that speaks HTTP/1.1 and keeps no connection.
+func TestProbesOfAnOpenCircuitSpeakHTTP1(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	protos := map[string]int{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		protos[r.URL.Path+" "+r.Proto]++
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	kc := hostileKubeconfig(t, srv.URL, pemCert(&capturingServer{Server: srv}), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "t" })
+	reader := fake.NewClientBuilder().WithObjects(connectorSecret("clusters-a", kc)).Build()
+	c := NewClients(reader, Options{Kubeconfig: anyServer, ProbeInterval: 20 * time.Millisecond, MaxProbeInterval: 40 * time.Millisecond, ProbeTimeout: time.Second})
+	_, err := c.Target(t.Context(), "clusters-a", nil)
+	require.NoError(t, err)
+	mu.Lock()
+	assert.Equal(t, map[string]int{"/readyz HTTP/2.0": 1}, protos, "the first contact, over the reconciles' transport")
+	mu.Unlock()
+
+	require.Error(t, c.MarkUnavailable("clusters-a", errors.New("dial tcp: i/o timeout")))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		_, err := c.Target(t.Context(), "clusters-a", nil)
+		assert.NoError(ct, err, "a probe closed the circuit")
+	}, 5*time.Second, 10*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Positive(t, protos["/readyz HTTP/1.1"], "the open circuit's probe: %v", protos)
+	assert.Equal(t, 1, protos["/readyz HTTP/2.0"], "%v", protos)
+}
