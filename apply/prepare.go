@@ -68,10 +68,6 @@ func canonicalCopy(obj *unstructured.Unstructured) (*unstructured.Unstructured, 
 	return c, nil
 }
 
-// setDesiredHash stores a hash of the desired object in an annotation. The no-op check compares
-// the desired object as a subset of the live one, which cannot see a field the package stopped
-// setting; the hash changes with every change of the desired object, removals included, so such
-// a revision is applied and server-side apply removes the field.
 // desiredHashOf returns an object's DesiredHashAnnotation, "" when it has none. It reads the
 // annotation in place: GetAnnotations copies every annotation into a new map, and each pass
 // asks for each object's hash several times.
@@ -80,6 +76,10 @@ func desiredHashOf(obj *unstructured.Unstructured) string {
 	return hash
 }
 
+// setDesiredHash stores a hash of the desired object in an annotation. The no-op check compares
+// the desired object as a subset of the live one, which cannot see a field the package stopped
+// setting; the hash changes with every change of the desired object, removals included, so such
+// a revision is applied and server-side apply removes the field.
 func setDesiredHash(obj *unstructured.Unstructured) {
 	data, err := json.Marshal(obj.Object) // map keys are sorted: stable for equal objects
 	if err != nil {
